@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# test.sh: the project's test command. From a fresh Debian 12 machine: installs what is
+# missing, builds from scratch, runs every ctest suite, then builds again under
+# AddressSanitizer + UndefinedBehaviorSanitizer and runs the suites again there.
+# The CUDA files are compiled and linked in the first build (nvcc is present, no GPU);
+# the GPU tests themselves run on the GPU machine (see README).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+
+rm -rf build-test build-asan
+./scripts/build.sh build-test
+(cd build-test && ctest --output-on-failure -j "$(nproc)")
+
+./scripts/build.sh build-asan -DSANITIZE=ON -DWITH_CUDA=OFF
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+(cd build-asan && ctest --output-on-failure -j "$(nproc)" -LE nosanitize)
+echo "test.sh: all tests passed"
