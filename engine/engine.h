@@ -1,0 +1,47 @@
+/* engine.h: the engine's public API, between the model code (model loading, forward pass,
+ * backends) and its users (the `engine` command: bench, generate, ppl; the speculative
+ * decoder of a later issue; tests).
+ *
+ * A model is the read-only part: config and weights (mmapped from safetensors). A decoder
+ * is one stream over a model: its KV cache, its scratch buffers and its knobs. Single
+ * stream is the product's whole point, so there is no batch dimension anywhere; the only
+ * multi-token calls are prefill, teacher-forced scoring and (later) speculative verify,
+ * which all run n consecutive positions of the one stream.
+ */
+#ifndef ENGINE_H
+#define ENGINE_H
+
+#include <stddef.h>
+
+typedef struct {
+    int sliding_window; /* SLIDING_WINDOW: window of the sliding layers; 0 = native (config) */
+    int max_model_len;  /* MAX_MODEL_LEN: KV cache capacity in positions; 0 = config's max */
+    int n_threads;      /* OpenMP threads for the CPU backend; 0 = OpenMP's default */
+} engine_options;
+
+typedef struct model model;
+typedef struct decoder decoder;
+
+/* Load a Hugging Face model folder (config.json + model.safetensors[.index.json]).
+ * NULL on error, with a message naming the file and the problem in err. */
+model *model_load(const char *dir, char *err, size_t errlen);
+void model_free(model *m);
+int model_vocab_size(const model *m);
+int model_native_window(const model *m);
+int model_max_positions(const model *m);
+int model_bos_id(const model *m);
+/* Bytes of weights one decode step reads (for bandwidth floors in benchmarks). */
+size_t model_bytes_per_token(const model *m);
+
+decoder *decoder_new(const model *m, const engine_options *opt, char *err, size_t errlen);
+void decoder_free(decoder *d);
+void decoder_reset(decoder *d);  /* empty the KV cache: next token is at position 0 */
+int decoder_pos(const decoder *d); /* tokens in the cache so far */
+
+/* Run tokens[0..n) at positions pos..pos+n-1, appending them to the cache. For every i with
+ * i >= logits_from, the final (softcapped) logits of position pos+i are written to
+ * logits[(i - logits_from) * vocab]; logits may be NULL (prefill only). Returns 0, or -1
+ * when the cache would exceed max_model_len (nothing is appended then). */
+int decoder_forward(decoder *d, const int *tokens, int n, float *logits, int logits_from);
+
+#endif
