@@ -1,0 +1,97 @@
+/* backend.h: the small set of operations the forward pass is written in.
+ *
+ * forward.c describes the Gemma 4 computation once, as calls on a backend; a backend
+ * implements the calls for one kind of hardware. backend_cpu.c is the reference one
+ * (OpenMP over output rows / heads); the CUDA backend of a later issue fills the same table
+ * with kernels and cuBLAS, and forward.c does not change.
+ *
+ * Rules every backend follows:
+ *   - Activations are fp32 buffers the backend allocated (b->alloc); on a GPU they live in
+ *     device memory. The forward pass only ever passes such buffers (plus offsets into them)
+ *     to the ops, and moves data to or from the host only through upload / download.
+ *   - Weights are `tensor`s (model.h) in their file dtype; the backend reads them as they
+ *     are (bf16 / f16 converted to fp32 inside the inner loop, fp32 accumulation).
+ *   - A batch of n rows is always n consecutive positions of the one stream (prefill,
+ *     teacher forcing, speculative verify); row t of a [n][dim] buffer starts at t * dim.
+ *   - Ops may run asynchronously on a GPU; download and argmax synchronise.
+ *
+ * The KV cache of a layer is a [len][kv_dim] buffer used as a ring: position p lives in
+ * row p % len. Full-attention layers get len = max_model_len (so the ring never wraps);
+ * sliding layers get a ring just big enough for their window plus one chunk of new rows
+ * (see decoder.c). */
+#ifndef BACKEND_H
+#define BACKEND_H
+
+#include <stddef.h>
+
+#include "model.h"
+
+typedef struct backend backend;
+
+struct backend {
+    const char *name; /* "cpu", "cuda" */
+    void *impl;       /* the backend's own state */
+
+    /* Buffers: n fp32 values, zero-filled. */
+    float *(*alloc)(backend *b, size_t n);
+    void (*release)(backend *b, float *p);
+    void (*upload)(backend *b, float *dst, const float *host_src, size_t n);
+    void (*download)(backend *b, float *host_dst, const float *src, size_t n);
+    void (*copy)(backend *b, float *dst, const float *src, size_t n);
+
+    /* out[t][r] = sum_c w[r][c] * x[t][c] for t < n, r < w->rows, c < w->cols: a matvec when
+     * n == 1, otherwise a small matmul that reads each weight row once for all n rows. */
+    void (*matmul)(backend *b, float *out, const tensor *w, const float *x, int n);
+
+    /* For each of n_vec vectors of dim values: out = x / sqrt(mean(x^2) + eps), times w
+     * when w is non-NULL (Gemma 4's RMSNorm multiplies by w itself, not 1 + w). out may
+     * equal x. */
+    void (*rmsnorm)(backend *b, float *out, const float *x, const tensor *w, int n_vec, int dim,
+                    float eps);
+
+    /* Rotary embedding, "rotate half" layout, in place on x[n_tok][n_heads][head_dim]: row
+     * t is at position pos0 + t, and pair (i, i + head_dim/2) rotates by angle
+     * (pos0 + t) * inv_freq[i] for i < head_dim/2. inv_freq is a backend buffer of
+     * head_dim/2 values; zero entries (proportional RoPE's unrotated part) leave the pair
+     * unchanged. */
+    void (*rope)(backend *b, float *x, int n_tok, int n_heads, int head_dim, int pos0,
+                 const float *inv_freq);
+
+    /* Store rows src[n_tok][kv_dim] of positions pos0.. into the ring cache[len][kv_dim]. */
+    void (*kv_write)(backend *b, float *cache, const float *src, int n_tok, int kv_dim, int pos0,
+                     int len);
+
+    /* Causal attention with scale 1 (Gemma 4 normalises q and k instead):
+     * q[n_tok][n_heads][head_dim], row t at position p = pos0 + t, attends to the positions
+     * max(0, p - window + 1) .. p (all of 0 .. p when window == 0) held in the rings
+     * kc / vc [len][n_kv_heads][head_dim]; query head h reads kv head
+     * h / (n_heads / n_kv_heads). Softmax in fp32. out[n_tok][n_heads][head_dim]. */
+    void (*attention)(backend *b, float *out, const float *q, const float *kc, const float *vc,
+                      int n_tok, int pos0, int len, int window, int n_heads, int n_kv_heads,
+                      int head_dim);
+
+    /* out[r][j] = gelu_tanh(gate[r][j]) * up[r * up_stride + j] for r < rows, j < dim
+     * (gelu_pytorch_tanh). out may equal gate. */
+    void (*gelu_mul)(backend *b, float *out, const float *gate, const float *up, int rows, int dim,
+                     int up_stride);
+
+    void (*add)(backend *b, float *out, const float *x, const float *y, size_t n); /* x + y */
+    void (*scale)(backend *b, float *x, float s, size_t n);                        /* x *= s */
+
+    /* out[t][:] = table[ids[t]][:] * s for t < n (ids is a host array, checked by the
+     * caller to lie inside the table). */
+    void (*embed)(backend *b, float *out, const tensor *table, const int *ids, int n, float s);
+
+    /* x = cap * tanh(x / cap) */
+    void (*softcap)(backend *b, float *x, size_t n, float cap);
+
+    /* Index of the largest of x[0..n) (the first on ties, as torch.argmax); synchronises. */
+    int (*argmax)(backend *b, const float *x, int n);
+
+    void (*destroy)(backend *b);
+};
+
+/* The CPU backend; n_threads 0 = OpenMP's default. */
+backend *backend_cpu_new(int n_threads);
+
+#endif

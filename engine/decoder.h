@@ -1,0 +1,59 @@
+/* decoder.h: the inside of a decoder (engine.h keeps it opaque), shared by decoder.c (which
+ * builds it: knobs, KV cache, scratch) and forward.c (which runs the model over it).
+ *
+ * Every float pointer here is a backend buffer. Scratch buffers hold up to DECODER_CHUNK
+ * rows (consecutive positions); decoder_forward() cuts longer inputs into chunks, so a
+ * prefill of thousands of tokens reads every weight once per DECODER_CHUNK tokens. */
+#ifndef DECODER_H
+#define DECODER_H
+
+#include "backend.h"
+#include "engine.h"
+#include "model.h"
+
+/* Rows per forward chunk. Large enough that a teacher-forced pass reads each weight matrix
+ * once per 64 positions, small enough that the [chunk][vocab] logits stay modest. */
+#define DECODER_CHUNK 64
+
+struct decoder {
+    const model *m;
+    backend *b;
+    int max_len;        /* KV capacity in positions (MAX_MODEL_LEN, or the config's maximum) */
+    int pos;            /* positions in the cache so far */
+    int native_window;  /* the config's sliding_window */
+    int sliding_window; /* window used by the sliding layers (SLIDING_WINDOW or native) */
+
+    /* per layer, [n_layers] */
+    int *window;     /* attention window in positions; 0 = full context */
+    int *cache_len;  /* rows of the layer's KV ring; 0 on kv-shared layers */
+    float **k_cache; /* [cache_len][n_kv_heads * head_dim]; NULL on kv-shared layers */
+    float **v_cache; /* same shape as k_cache */
+
+    float *inv_freq_sliding; /* [sliding head_dim / 2] RoPE frequencies of sliding layers */
+    float *inv_freq_full;    /* [full head_dim / 2] RoPE frequencies of full layers */
+    float embed_scale;       /* sqrt(hidden) rounded to the embedding's dtype */
+    float ple_embed_scale;   /* sqrt(ple_dim) rounded to the PLE table's dtype */
+
+    /* scratch, DECODER_CHUNK rows each */
+    float *x;        /* [chunk][hidden] the residual stream */
+    float *xn;       /* [chunk][hidden] normed input of a block */
+    float *q;        /* [chunk][max_q_dim] queries */
+    float *k;        /* [chunk][max_kv_dim] new keys */
+    float *v;        /* [chunk][max_kv_dim] new values */
+    float *att;      /* [chunk][max_q_dim] attention output */
+    float *o;        /* [chunk][hidden] output of a block before the residual add */
+    float *gate;     /* [chunk][max_intermediate] MLP gate, then gelu(gate) * up */
+    float *up;       /* [chunk][max_intermediate] MLP up */
+    float *ple_in;   /* [chunk][n_layers * ple_dim] per-layer inputs (NULL without PLE) */
+    float *ple_tmp;  /* [chunk][n_layers * ple_dim] token part of the per-layer inputs */
+    float *ple_h;    /* [chunk][ple_dim] per-layer input gate activations */
+    float *hidden;   /* [chunk][hidden] final-normed hidden states of the last chunk */
+    float *logits;   /* [chunk][vocab] */
+    int hidden_rows; /* rows of `hidden` that hold the last forward call's last chunk */
+};
+
+/* Run one chunk (n <= DECODER_CHUNK) at positions d->pos.. and advance d->pos. Logits as
+ * in decoder_forward (rows i >= logits_from, written to host memory). */
+void forward_chunk(decoder *d, const int *tokens, int n, float *logits, int logits_from);
+
+#endif
