@@ -1,0 +1,63 @@
+/* knobs.h: the engine's knobs, named as in the record's manifest (DESIGN.md section 5).
+ *
+ * Every knob comes from an environment variable of its own name (that is how the tuner passes a
+ * point: SLIDING_WINDOW=188 ...); a command-line flag of the same name in lower case with dashes
+ * (--sliding-window 188) overrides it. Values are parsed strictly (a whole decimal integer, in
+ * range) and every error names where the bad value came from. Checks that need the model (a window
+ * or a length above what the model supports) run once it is loaded, in knobs_check_model().
+ *
+ * Knobs that belong to later issues (speculation, the lm-head keepset) are accepted at their
+ * default value and refused with a "not supported yet" error otherwise: a knob is never silently
+ * ignored, or a sweep would measure the same engine under different names. */
+#ifndef KNOBS_H
+#define KNOBS_H
+
+#include <stddef.h>
+
+#include "engine.h"
+
+#define KNOBS_DEFAULT_MAX_NEW_TOKENS 512
+#define KNOBS_DEFAULT_WARMUP_PROMPTS 4
+#define KNOBS_DEFAULT_CENTROID_TOP_K 32
+
+typedef struct {
+    int sliding_window;         /* SLIDING_WINDOW: 0 = unset (the model's native window) */
+    int num_speculative_tokens; /* NUM_SPECULATIVE_TOKENS: 0 = no speculation */
+    int centroid_top_k;         /* CENTROID_TOP_K: clusters the drafter's head scores */
+    int lm_head_keepset;        /* LM_HEAD_KEEPSET: 0 = full vocabulary */
+    int warmup_num_prompts;     /* WARMUP_NUM_PROMPTS: untimed prompts before the timed set */
+    int max_new_tokens;         /* MAX_NEW_TOKENS: new tokens per prompt (EOS ignored in bench) */
+    int max_model_len;          /* MAX_MODEL_LEN: 0 = unset (the model's max positions) */
+    int n_threads;              /* --threads: CPU threads; 0 = OpenMP's default */
+    char prompt_set[16];        /* TUNER_PROMPT_SET: "tune" or "holdout" */
+} knobs;
+
+/* The defaults: every knob unset or at its documented default. */
+void knobs_init(knobs *k);
+
+/* Read every knob variable present in the environment. Returns 0, or -1 with err naming the
+ * variable and the problem. */
+int knobs_from_env(knobs *k, char *err, size_t errlen);
+
+/* Set one knob by its flag name without dashes ("sliding-window") or its variable name
+ * ("SLIDING_WINDOW"). origin says where the value came from, for messages ("flag
+ * --sliding-window", "environment variable SLIDING_WINDOW"). Returns 0; 1 when name is not a knob
+ * (err untouched); -1 with err on a bad value. */
+int knobs_set(knobs *k, const char *name, const char *value, const char *origin, char *err,
+              size_t errlen);
+
+/* The checks that need the model: a window or MAX_MODEL_LEN above the model's positions,
+ * MAX_NEW_TOKENS that leaves no room for a prompt. Returns 0 or -1 with err. */
+int knobs_check_model(const knobs *k, int model_max_positions, char *err, size_t errlen);
+
+/* The effective values once the model is known (unset = the model's). */
+int knobs_window(const knobs *k, int model_native_window);
+int knobs_max_model_len(const knobs *k, int model_max_positions);
+
+/* The decoder options these knobs ask for. */
+engine_options knobs_options(const knobs *k);
+
+/* One line per knob (flag, variable, meaning) for --help. */
+void knobs_print_help(void);
+
+#endif
