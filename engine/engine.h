@@ -43,5 +43,18 @@ int decoder_pos(const decoder *d); /* tokens in the cache so far */
  * logits[(i - logits_from) * vocab]; logits may be NULL (prefill only). Returns 0, or -1
  * when the cache would exceed max_model_len (nothing is appended then). */
 int decoder_forward(decoder *d, const int *tokens, int n, float *logits, int logits_from);
+/* (decoder_forward also returns -2, appending nothing, when a token id lies outside the
+ * vocabulary or the per-layer-embedding table.) */
+
+/* Roll the cache back to pos (<= decoder_pos), dropping later positions, e.g. rejected
+ * speculative tokens. Returns 0, or -1 when pos is out of range or a sliding layer's ring
+ * no longer holds what the rollback needs (more than DECODER_CHUNK - 1 positions back). */
+int decoder_truncate(decoder *d, int pos);
+/* The final-normed hidden state (hidden_size floats) of the last position of the last
+ * decoder_forward call, into out. Returns -1 when there is none (after reset/truncate). */
+int decoder_last_hidden(const decoder *d, float *out);
+const char *decoder_backend_name(const decoder *d); /* "cpu", ... */
+int decoder_max_len(const decoder *d);        /* KV capacity actually used */
+int decoder_sliding_window(const decoder *d); /* window of the sliding layers actually used */
 
 #endif
