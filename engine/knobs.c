@@ -119,7 +119,8 @@ int knobs_from_env(knobs *k, char *err, size_t errlen) {
     return 0;
 }
 
-int knobs_check_model(const knobs *k, int model_max_positions, char *err, size_t errlen) {
+int knobs_check_model(const knobs *k, int model_max_positions, int generating, char *err,
+                      size_t errlen) {
     if (k->sliding_window > model_max_positions) {
         snprintf(err, errlen,
                  "SLIDING_WINDOW=%d is above the model's maximum of %d positions "
@@ -135,7 +136,7 @@ int knobs_check_model(const knobs *k, int model_max_positions, char *err, size_t
         return -1;
     }
     int len = knobs_max_model_len(k, model_max_positions);
-    if (k->max_new_tokens >= len) {
+    if (generating && k->max_new_tokens >= len) {
         snprintf(err, errlen,
                  "MAX_NEW_TOKENS=%d leaves no room for a prompt within MAX_MODEL_LEN=%d "
                  "(a prompt may have at most MAX_MODEL_LEN - MAX_NEW_TOKENS tokens)",

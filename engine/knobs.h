@@ -46,9 +46,11 @@ int knobs_from_env(knobs *k, char *err, size_t errlen);
 int knobs_set(knobs *k, const char *name, const char *value, const char *origin, char *err,
               size_t errlen);
 
-/* The checks that need the model: a window or MAX_MODEL_LEN above the model's positions,
- * MAX_NEW_TOKENS that leaves no room for a prompt. Returns 0 or -1 with err. */
-int knobs_check_model(const knobs *k, int model_max_positions, char *err, size_t errlen);
+/* The checks that need the model: a window or MAX_MODEL_LEN above the model's positions and,
+ * when generating (bench, generate; not ppl), MAX_NEW_TOKENS that leaves no room for a prompt.
+ * Returns 0 or -1 with err. */
+int knobs_check_model(const knobs *k, int model_max_positions, int generating, char *err,
+                      size_t errlen);
 
 /* The effective values once the model is known (unset = the model's). */
 int knobs_window(const knobs *k, int model_native_window);

@@ -54,7 +54,7 @@ static void test_defaults(void) {
     EXPECT(k.centroid_top_k == KNOBS_DEFAULT_CENTROID_TOP_K);
     EXPECT(!strcmp(k.prompt_set, "tune"));
     EXPECT(knobs_window(&k, 512) == 512 && knobs_max_model_len(&k, 4096) == 4096);
-    EXPECT(knobs_check_model(&k, 4096, err, sizeof err) == 0);
+    EXPECT(knobs_check_model(&k, 4096, 1, err, sizeof err) == 0);
 }
 
 static void test_env_and_flags(void) {
@@ -122,20 +122,21 @@ static void test_model_checks(void) {
     knobs_init(&k);
     char err[512] = "";
     k.sliding_window = 4096;
-    EXPECT(knobs_check_model(&k, 4096, err, sizeof err) == 0);
+    EXPECT(knobs_check_model(&k, 4096, 1, err, sizeof err) == 0);
     k.sliding_window = 4097;
-    EXPECT(knobs_check_model(&k, 4096, err, sizeof err) == -1);
+    EXPECT(knobs_check_model(&k, 4096, 1, err, sizeof err) == -1);
     EXPECT(strstr(err, "SLIDING_WINDOW=4097") && strstr(err, "4096"));
     k.sliding_window = 0;
     k.max_model_len = 8192;
-    EXPECT(knobs_check_model(&k, 4096, err, sizeof err) == -1);
+    EXPECT(knobs_check_model(&k, 4096, 1, err, sizeof err) == -1);
     EXPECT(strstr(err, "MAX_MODEL_LEN=8192"));
     k.max_model_len = 512;
     k.max_new_tokens = 512;
-    EXPECT(knobs_check_model(&k, 4096, err, sizeof err) == -1);
+    EXPECT(knobs_check_model(&k, 4096, 1, err, sizeof err) == -1);
     EXPECT(strstr(err, "MAX_NEW_TOKENS=512") && strstr(err, "MAX_MODEL_LEN=512"));
+    EXPECT(knobs_check_model(&k, 4096, 0, err, sizeof err) == 0); /* ppl makes no new tokens */
     k.max_new_tokens = 511;
-    EXPECT(knobs_check_model(&k, 4096, err, sizeof err) == 0);
+    EXPECT(knobs_check_model(&k, 4096, 1, err, sizeof err) == 0);
 }
 
 int main(void) {

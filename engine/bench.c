@@ -1,0 +1,123 @@
+/* bench.c: the bench protocol (see bench.h).
+ *
+ * Prompts are tokenized before the timed window: tokenizing a prompt costs microseconds against
+ * the hundreds of forward steps that follow it, and keeping it out makes the figure the
+ * decoder's. Everything else a request costs (cache reset, prefill, every decode step, the
+ * argmax) is inside. */
+#include "bench.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+int bench_tokenize(prompt_set *ps, const tokenizer *t, char *err, size_t errlen) {
+    int add_bos = tokenizer_bos_id(t) >= 0;
+    for (int i = 0; i < ps->n; i++) {
+        prompt *p = &ps->items[i];
+        if (p->tokens) continue;
+        int *ids = NULL;
+        int n = tokenizer_encode(t, p->text, strlen(p->text), add_bos, &ids);
+        if (n < 0) {
+            snprintf(err, errlen, "%s:%d: the prompt text is not valid UTF-8", ps->path, p->line);
+            return -1;
+        }
+        if (n == 0) {
+            free(ids);
+            snprintf(err, errlen, "%s:%d: the prompt text tokenizes to nothing", ps->path, p->line);
+            return -1;
+        }
+        p->tokens = ids;
+        p->n_tokens = n;
+    }
+    return 0;
+}
+
+int bench_check_lengths(const prompt_set *ps, int max_len, int max_new_tokens, char *err,
+                        size_t errlen) {
+    for (int i = 0; i < ps->n; i++) {
+        const prompt *p = &ps->items[i];
+        if (p->n_tokens > max_len - max_new_tokens) {
+            snprintf(err, errlen,
+                     "%s:%d: prompt \"%s\" has %d tokens, more than MAX_MODEL_LEN - MAX_NEW_TOKENS "
+                     "= %d - %d = %d",
+                     ps->path, p->line, p->id, p->n_tokens, max_len, max_new_tokens,
+                     max_len - max_new_tokens);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int logits_argmax(const float *logits, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (logits[i] > logits[best]) best = i;
+    return best;
+}
+
+static uint64_t fnv1a(uint64_t h, int id) {
+    for (int b = 0; b < 4; b++) {
+        h ^= (uint64_t)((unsigned)id >> (8 * b) & 0xff);
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/* One request: reset, prefill, then greedy steps until max_new tokens exist. Adds its prefill
+ * and decode times to r. Returns 0 or -1 when the cache overflows. */
+static int request_run(decoder *d, int vocab, const prompt *p, int max_new, float *logits,
+                       bench_result *r) {
+    double t0 = now_seconds();
+    decoder_reset(d);
+    if (decoder_forward(d, p->tokens, p->n_tokens, logits, p->n_tokens - 1)) return -1;
+    int tok = logits_argmax(logits, vocab);
+    r->out_hash = fnv1a(r->out_hash, tok);
+    double t1 = now_seconds();
+    for (int i = 1; i < max_new; i++) {
+        if (decoder_forward(d, &tok, 1, logits, 0)) return -1;
+        tok = logits_argmax(logits, vocab);
+        r->out_hash = fnv1a(r->out_hash, tok);
+    }
+    double t2 = now_seconds();
+    r->prefill_s += t1 - t0;
+    r->decode_s += t2 - t1;
+    return 0;
+}
+
+int bench_run(decoder *d, int vocab, const prompt_set *ps, int warmup_prompts, int max_new_tokens,
+              bench_result *r, char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    float *logits = xmalloc((size_t)vocab * sizeof *logits);
+    bench_result scratch = {0};
+    const prompt *p = NULL;
+    double t0 = now_seconds();
+    for (int i = 0; i < warmup_prompts; i++) {
+        p = &ps->items[i % ps->n];
+        fprintf(stderr, "engine: warm-up %d/%d (%s)\n", i + 1, warmup_prompts, p->id);
+        if (request_run(d, vocab, p, max_new_tokens, logits, &scratch)) goto full;
+    }
+    r->warmup_s = now_seconds() - t0;
+
+    r->out_hash = 0xcbf29ce484222325ULL;
+    double start = now_seconds();
+    for (int i = 0; i < ps->n; i++) {
+        p = &ps->items[i];
+        if (request_run(d, vocab, p, max_new_tokens, logits, r)) goto full;
+        r->prompts++;
+        r->prompt_tokens += p->n_tokens;
+        r->tokens += max_new_tokens;
+        double so_far = now_seconds() - start;
+        fprintf(stderr, "engine: prompt %d/%d (%s): %d + %d tokens, %.1f tokens/s so far\n", i + 1,
+                ps->n, p->id, p->n_tokens, max_new_tokens, r->tokens / so_far);
+    }
+    r->wall_s = now_seconds() - start;
+    free(logits);
+    return 0;
+full:
+    free(logits);
+    snprintf(err, errlen, "%s:%d: prompt \"%s\" does not fit the decoder's cache", ps->path,
+             p->line, p->id);
+    return -1;
+}
