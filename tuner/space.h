@@ -36,6 +36,7 @@
 #ifndef SPACE_H
 #define SPACE_H
 
+#include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -56,17 +57,18 @@ typedef struct {
 typedef enum { OP_LE, OP_LT, OP_GE, OP_GT } cmp_op;
 
 typedef struct {
-    char *metric;     /* e.g. "ppl" */
+    char *metric; /* e.g. "ppl" */
     cmp_op op;
-    double value;     /* absolute bound, or the factor when relative */
-    bool relative;    /* bound = value * (metric measured at the baseline point) */
-    char *text;       /* as written, for messages and reports */
+    double value;  /* absolute bound, or the factor when relative */
+    bool relative; /* bound = value * (metric measured at the baseline point) */
+    char *text;    /* as written, for messages and reports */
     int line;
 } constraint_def;
 
 typedef struct {
     char *metric;  /* metric name */
     char *pattern; /* POSIX extended regex; first capture group is the value */
+    regex_t re;    /* compiled at load time (REG_EXTENDED); freed by space_free */
 } metric_regex;
 
 typedef struct {
@@ -74,9 +76,9 @@ typedef struct {
 } env_pair;
 
 typedef struct {
-    char *path;     /* the file it was loaded from */
-    char *dir;      /* its folder: relative workdir and command paths resolve against it */
-    char *study;    /* default study name (NULL: derived from the file name) */
+    char *path;  /* the file it was loaded from */
+    char *dir;   /* its folder: relative workdir and command paths resolve against it */
+    char *study; /* default study name (NULL: derived from the file name) */
 
     /* engine */
     char **argv; /* NULL-terminated */
@@ -85,7 +87,7 @@ typedef struct {
     env_pair *env;
     int n_env;
     double timeout_s;
-    char *launcher; /* NULL or a template containing {cmd} */
+    char *launcher;      /* NULL or a template containing {cmd} */
     metric_regex *regex; /* n_regex == 0: JSON results */
     int n_regex;
 
@@ -132,8 +134,15 @@ int space_param_find(const param_def *p, const char *s);
 /* "K1=V1,K2=V2" in parameter order: the point's identity in journals and messages. */
 char *space_point_key(const space *sp, const int *levels);
 
+/* Parse a duration: a plain number of seconds ("90", "2.5") or units in decreasing order
+ * ("90s", "10m", "8h", "1h30m", "2d"). Returns 1 and sets *seconds (> 0) on success, 0 on a
+ * malformed or non-positive duration. */
+int space_parse_duration(const char *s, double *seconds);
+
 /* Canonical JSON text of the loaded space (keys in a fixed order, no comments): what the
  * hash covers and what the study folder snapshots. Caller frees. */
 char *space_to_json_text(const space *sp);
+/* 64-bit FNV-1a of a text: the space's hash is this of space_to_json_text. */
+uint64_t space_hash_text(const char *text);
 
 #endif
