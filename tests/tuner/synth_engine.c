@@ -1,0 +1,189 @@
+/* synth_engine.c: a synthetic engine for testing the tuner (DESIGN.md 4.1 protocol).
+ *
+ * It reads the knobs from the environment like the real engine and reports tokens/s and
+ * perplexity that are known closed-form functions of them, shaped like the public record:
+ *
+ *   ppl = 2.30 * (1 + 0.1 * (512 - W) / 512) + keep(S)      W = SLIDING_WINDOW (512)
+ *         keep(0) = 0, keep(S < 4096) = infinite (reported as null with a reason),
+ *         keep(S) = 0.01 * 16384 / S otherwise              S = LM_HEAD_KEEPSET (0)
+ *   tps = 1000 / (1 + W / 256)                               window: smaller is faster
+ *         * (1 + 0.4 K - 0.04 K^2)                           K = NUM_SPECULATIVE_TOKENS (0),
+ *                                                            an inverted U peaking at 5
+ *         * (S == 0 ? 1 : 1 + 0.1 * (1 - S / 32768))         a smaller head is faster
+ *         * (1 + 0.002 C - 0.00003 C^2)                      C = CENTROID_TOP_K (32)
+ *         * (1 + NOISE * (2u - 1))                           u uniform, seeded by TUNER_TRIAL
+ *
+ * Behaviour switches (environment; each *_WHEN takes "always" or "KNOB=VALUE", several
+ * joined by '|', and applies when any of them matches the knobs of this run):
+ *   SYNTH_CRASH_WHEN      abort() after printing a line (a signal)
+ *   SYNTH_HANG_WHEN       fork a grandchild, then both sleep forever (timeout test); the
+ *                         pids go to SYNTH_PIDFILE; SYNTH_IGNORE_TERM=1 ignores SIGTERM
+ *   SYNTH_GARBAGE_WHEN    print text that is not JSON, exit 0
+ *   SYNTH_EXIT_WHEN       print the result, then exit with status 3
+ *   SYNTH_NULLPPL_WHEN    report ppl null with a "reason" (measured infinite)
+ *   SYNTH_MISSING_WHEN    leave tps out of the result
+ *   SYNTH_STRING_WHEN     report tps as a string
+ *   SYNTH_SLOW_START      seconds to sleep before starting (e.g. 0.2)
+ *   SYNTH_NOISE           relative noise amplitude of tps (default 0)
+ *   SYNTH_OUTPUT          "stdout" (default: a few log lines, then the JSON line),
+ *                         "file" (write $TUNER_RESULT), "text" (lines for the regex mode)
+ *   SYNTH_CALLS           append "TUNER_TRIAL KNOBS" to this file at every start
+ */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+static const char *knob_names[] = {"SLIDING_WINDOW", "NUM_SPECULATIVE_TOKENS", "LM_HEAD_KEEPSET",
+                                   "CENTROID_TOP_K"};
+
+static double knob(const char *name, double dflt) {
+    const char *v = getenv(name);
+    if (!v || !*v) return dflt;
+    char *end;
+    double d = strtod(v, &end);
+    if (*end) {
+        fprintf(stderr, "synth_engine: %s=%s is not a number\n", name, v);
+        exit(2);
+    }
+    return d;
+}
+
+/* Does the condition list in env var `var` match this run? */
+static int when(const char *var) {
+    const char *v = getenv(var);
+    if (!v || !*v) return 0;
+    char *list = strdup(v), *save = NULL;
+    int hit = 0;
+    for (char *c = strtok_r(list, "|", &save); c && !hit; c = strtok_r(NULL, "|", &save)) {
+        if (!strcmp(c, "always")) {
+            hit = 1;
+            continue;
+        }
+        char *eq = strchr(c, '=');
+        if (!eq) continue;
+        *eq = '\0';
+        const char *have = getenv(c);
+        hit = have && !strcmp(have, eq + 1);
+    }
+    free(list);
+    return hit;
+}
+
+static void sleep_s(double s) {
+    if (s <= 0) return;
+    struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+static void hang(void) {
+    if (getenv("SYNTH_IGNORE_TERM")) signal(SIGTERM, SIG_IGN);
+    pid_t g = fork();
+    if (g == 0) {
+        for (;;)
+            pause(); /* the grandchild: same process group, never exits by itself */
+    }
+    const char *pf = getenv("SYNTH_PIDFILE");
+    if (pf) {
+        FILE *f = fopen(pf, "a");
+        if (f) {
+            fprintf(f, "%d %d\n", (int)getpid(), (int)g);
+            fclose(f);
+        }
+    }
+    printf("synth_engine: hanging (pid %d, grandchild %d)\n", (int)getpid(), (int)g);
+    fflush(stdout);
+    for (;;)
+        pause();
+}
+
+int main(void) {
+    const char *calls = getenv("SYNTH_CALLS");
+    if (calls) {
+        FILE *f = fopen(calls, "a");
+        if (f) {
+            fprintf(f, "%s", getenv("TUNER_TRIAL") ? getenv("TUNER_TRIAL") : "-");
+            for (size_t i = 0; i < sizeof knob_names / sizeof *knob_names; i++)
+                fprintf(f, " %s=%s", knob_names[i],
+                        getenv(knob_names[i]) ? getenv(knob_names[i]) : "");
+            fputc('\n', f);
+            fclose(f);
+        }
+    }
+    sleep_s(knob("SYNTH_SLOW_START", 0));
+    double W = knob("SLIDING_WINDOW", 512), K = knob("NUM_SPECULATIVE_TOKENS", 0);
+    double S = knob("LM_HEAD_KEEPSET", 0), C = knob("CENTROID_TOP_K", 32);
+    double noise = knob("SYNTH_NOISE", 0);
+    const char *trial = getenv("TUNER_TRIAL");
+    srand48(trial ? atol(trial) * 7919 + 17 : 1);
+    double u = drand48();
+
+    printf("synth_engine: window %g, speculative %g, keepset %g, centroid top-k %g\n", W, K, S, C);
+    fprintf(stderr, "synth_engine: a line on stderr\n");
+    fflush(stdout);
+    if (when("SYNTH_HANG_WHEN")) hang();
+    if (when("SYNTH_CRASH_WHEN")) {
+        fprintf(stderr, "synth_engine: crashing on purpose\n");
+        abort();
+    }
+    if (when("SYNTH_GARBAGE_WHEN")) {
+        printf("this is not json\n{\"tps\": 12, broken\n");
+        return 0;
+    }
+
+    double ppl = 2.30 * (1 + 0.1 * (512 - W) / 512);
+    int ppl_infinite = when("SYNTH_NULLPPL_WHEN");
+    if (S > 0 && S < 4096)
+        ppl_infinite = 1;
+    else if (S > 0)
+        ppl += 0.01 * 16384 / S;
+    double tps = 1000 / (1 + W / 256) * (1 + 0.4 * K - 0.04 * K * K) *
+                 (S == 0 ? 1 : 1 + 0.1 * (1 - S / 32768)) * (1 + 0.002 * C - 0.00003 * C * C) *
+                 (1 + noise * (2 * u - 1));
+
+    const char *mode = getenv("SYNTH_OUTPUT") ? getenv("SYNTH_OUTPUT") : "stdout";
+    if (!strcmp(mode, "text")) {
+        printf("decode speed: %.4f tok/s\nperplexity = %.6f\n", tps, ppl);
+        return 0;
+    }
+    cJSON *r = cJSON_CreateObject();
+    if (when("SYNTH_STRING_WHEN"))
+        cJSON_AddStringToObject(r, "tps", "fast");
+    else if (!when("SYNTH_MISSING_WHEN"))
+        cJSON_AddNumberToObject(r, "tps", tps);
+    if (ppl_infinite) {
+        cJSON_AddNullToObject(r, "ppl");
+        cJSON_AddStringToObject(r, "reason", "keepset misses target tokens");
+    } else {
+        cJSON_AddNumberToObject(r, "ppl", ppl);
+    }
+    cJSON_AddNumberToObject(r, "tokens", 512);
+    cJSON_AddNumberToObject(r, "decode_tps", tps * 1.1);
+    cJSON_AddStringToObject(r, "device", "synthetic");
+    cJSON_AddStringToObject(r, "prompt_set",
+                            getenv("TUNER_PROMPT_SET") ? getenv("TUNER_PROMPT_SET") : "");
+    char *text = cJSON_PrintUnformatted(r);
+    cJSON_Delete(r);
+    if (!strcmp(mode, "file")) {
+        const char *path = getenv("TUNER_RESULT");
+        FILE *f = path ? fopen(path, "w") : NULL;
+        if (!f) {
+            fprintf(stderr, "synth_engine: cannot write $TUNER_RESULT\n");
+            return 2;
+        }
+        fprintf(f, "%s\n", text);
+        fclose(f);
+        printf("synth_engine: result written to %s\n", path);
+    } else {
+        printf("%s\nsynth_engine: done\n", text);
+    }
+    free(text);
+    if (when("SYNTH_EXIT_WHEN")) return 3;
+    return 0;
+}

@@ -1,0 +1,67 @@
+/* journal.h: the study folder on disk, the tuner's only memory (DESIGN.md 4.3).
+ *
+ *   out/<study>/space.json    the space as loaded (space_to_json_text), what the hash covers
+ *   out/<study>/space.hash    its hash, 16 hex digits: a changed space is refused on resume
+ *   out/<study>/study.json    what `tuner show` needs without the space file (objective,
+ *                             constraints, parameter names, repeats, space file path)
+ *   out/<study>/trials.jsonl  one JSON object per finished trial, in the order they ended
+ *   out/<study>/logs/<id>.log the engine's stdout+stderr of trial <id>
+ *
+ * Every trial line is written with a single write() and fsync'd before the next trial
+ * starts, so a crash can at worst leave the last line torn; loading detects a torn last
+ * line, says so, and cuts it away. Nothing that was fsync'd is ever rewritten.
+ */
+#ifndef JOURNAL_H
+#define JOURNAL_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "space.h"
+
+typedef struct {
+    char *dir;         /* the study folder */
+    char *trials_path; /* dir/trials.jsonl */
+    int fd;            /* trials.jsonl opened for appending */
+    cJSON **records;   /* [n_records] the trial lines, in file order (owned) */
+    int n_records;
+} journal;
+
+typedef enum {
+    JOURNAL_OK,
+    JOURNAL_CHANGED, /* the folder holds a study of a different space (hash differs) */
+    JOURNAL_ERROR    /* anything else; err says what, naming the file */
+} journal_status;
+
+/* Open the study folder `dir` for the space sp, creating it (and its parents) when it does
+ * not exist, and load its trials. On JOURNAL_CHANGED, err names both hashes. */
+journal_status journal_open(const char *dir, const space *sp, journal **out, char *err,
+                            size_t errlen);
+void journal_close(journal *j);
+
+/* Append one trial record: one write(), then fsync. On failure (disk full, I/O error) the
+ * partial line is cut away again, err names the file and 0 is returned; the lines already
+ * written are untouched. The record is also kept in j->records (copied). */
+int journal_append(journal *j, const cJSON *record, char *err, size_t errlen);
+
+/* Read a trials.jsonl file. A torn or unparsable last line is reported on stderr and
+ * ignored; with `repair` it is also truncated away. A bad line before the last one is an
+ * error naming file and line. Returns 1 on success. */
+int journal_load(const char *path, int repair, cJSON ***records, int *n_records, char *err,
+                 size_t errlen);
+
+/* Write a file atomically: path.tmp, fsync, rename, fsync of the folder. Returns 1 on
+ * success; on failure err names the file and the temporary is removed. */
+int file_write_atomic(const char *path, const char *text, char *err, size_t errlen);
+
+/* mkdir -p. Returns 1 on success, else err names the folder that could not be made. */
+int dir_make(const char *path, char *err, size_t errlen);
+
+/* The current time as "2026-08-03T21:04:05Z" into buf (at least 21 bytes). */
+void time_iso_utc(char *buf, size_t n);
+
+/* Is path an existing folder? */
+int dir_exists(const char *path);
+
+#endif

@@ -1,0 +1,177 @@
+/* main.c: the `tuner` command line: sweep, show, env, and their help.
+ *
+ * Only argument parsing lives here; each command is a function of its own file
+ * (sweep_main, show_main, manifest_print_env).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "manifest.h"
+#include "runner.h"
+#include "show.h"
+#include "sweep.h"
+#include "util.h"
+
+static const char *usage_main =
+    "usage: tuner COMMAND [ARGS]\n"
+    "\n"
+    "Finds the fastest engine configuration that stays inside a quality budget.\n"
+    "\n"
+    "commands:\n"
+    "  sweep SPACE   run (or resume) a sweep of the search space file SPACE (YAML)\n"
+    "  show STUDY    print the points of a study as a table, best first\n"
+    "  env MANIFEST  print the manifest's environment as `export K='V'` lines\n"
+    "\n"
+    "`tuner COMMAND --help` describes a command.\n";
+
+static const char *usage_sweep =
+    "usage: tuner sweep SPACE [--study NAME] [--out DIR] [--new] [--dry-run] [--grace SECONDS]\n"
+    "\n"
+    "Runs the engine of the search space SPACE once per trial, as the space file says, and\n"
+    "journals every trial in DIR/NAME/trials.jsonl. Running the same command again resumes\n"
+    "the study where it stopped (after Ctrl-C, a crash or a reboot) without repeating a\n"
+    "finished trial. At the end the best feasible point is written to DIR/NAME/manifest.json\n"
+    "and printed on stdout; progress goes to stderr.\n"
+    "\n"
+    "  --study NAME   study name (default: the space's `study`, else the file's name)\n"
+    "  --out DIR      folder of the studies (default: out)\n"
+    "  --new          start a new study even if NAME exists (as NAME-2, NAME-3, ...);\n"
+    "                 needed when the space file changed since the study began\n"
+    "  --dry-run      print the plan and the first proposals, run nothing, write nothing\n"
+    "  --grace S      seconds between SIGTERM and SIGKILL when stopping an engine\n"
+    "                 (default 5, or $TUNER_KILL_GRACE)\n"
+    "\n"
+    "exit status: 0 with a manifest; 1 on an error (bad space, I/O, failed baseline);\n"
+    "2 on a bad command line; 3 when no point was feasible (no manifest);\n"
+    "130/143 when interrupted by SIGINT/SIGTERM (the study stays resumable).\n";
+
+static const char *usage_show =
+    "usage: tuner show STUDY [--out DIR]\n"
+    "\n"
+    "Prints the points of a study, best first: feasible points by objective, then measured\n"
+    "points that break a constraint (and which), then failed points with their reasons.\n"
+    "STUDY is a study name under DIR (default: out) or a study folder.\n";
+
+static const char *usage_env =
+    "usage: tuner env MANIFEST\n"
+    "\n"
+    "Prints the \"env\" of a manifest as `export K='V'` lines, quoted for the shell:\n"
+    "  eval \"$(tuner env out/demo/manifest.json)\"\n";
+
+static int is_help(const char *a) {
+    return !strcmp(a, "--help") || !strcmp(a, "-h");
+}
+
+static int usage_error(const char *usage, const char *fmt, const char *arg) {
+    fprintf(stderr, "%s: ", util_progname);
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n\n%s", usage);
+    return EXIT_USAGE;
+}
+
+static int cmd_sweep(int argc, char **argv) {
+    sweep_options o = {.out_dir = "out", .grace_s = 5.0};
+    const char *g = getenv("TUNER_KILL_GRACE");
+    if (g && *g) o.grace_s = atof(g);
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        int has_value = i + 1 < argc;
+        if (is_help(a)) {
+            fputs(usage_sweep, stdout);
+            return EXIT_OK;
+        } else if (!strcmp(a, "--new")) {
+            o.new_study = 1;
+        } else if (!strcmp(a, "--dry-run")) {
+            o.dry_run = 1;
+        } else if (!strcmp(a, "--study") || !strcmp(a, "--out") || !strcmp(a, "--grace")) {
+            if (!has_value) return usage_error(usage_sweep, "%s needs a value", a);
+            const char *v = argv[++i];
+            if (!strcmp(a, "--study")) {
+                if (!v[0] || strchr(v, '/') || !strcmp(v, ".") || !strcmp(v, ".."))
+                    return usage_error(usage_sweep,
+                                       "--study '%s': a study name is a plain "
+                                       "folder name",
+                                       v);
+                o.study = v;
+            } else if (!strcmp(a, "--out")) {
+                o.out_dir = v;
+            } else {
+                char *end;
+                o.grace_s = strtod(v, &end);
+                if (end == v || *end || o.grace_s < 0)
+                    return usage_error(usage_sweep, "--grace '%s': not a number of seconds", v);
+            }
+        } else if (a[0] == '-') {
+            return usage_error(usage_sweep, "unknown option %s", a);
+        } else if (o.space_path) {
+            return usage_error(usage_sweep, "more than one space file (%s)", a);
+        } else {
+            o.space_path = a;
+        }
+    }
+    if (!o.space_path) return usage_error(usage_sweep, "%s", "no space file given");
+    runner_install_signals();
+    return sweep_main(&o);
+}
+
+static int cmd_show(int argc, char **argv) {
+    const char *study = NULL, *out = "out";
+    for (int i = 0; i < argc; i++) {
+        if (is_help(argv[i])) {
+            fputs(usage_show, stdout);
+            return EXIT_OK;
+        } else if (!strcmp(argv[i], "--out")) {
+            if (i + 1 >= argc) return usage_error(usage_show, "%s needs a value", argv[i]);
+            out = argv[++i];
+        } else if (argv[i][0] == '-') {
+            return usage_error(usage_show, "unknown option %s", argv[i]);
+        } else if (study) {
+            return usage_error(usage_show, "more than one study (%s)", argv[i]);
+        } else {
+            study = argv[i];
+        }
+    }
+    if (!study) return usage_error(usage_show, "%s", "no study given");
+    return show_main(study, out, stdout);
+}
+
+static int cmd_env(int argc, char **argv) {
+    const char *path = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (is_help(argv[i])) {
+            fputs(usage_env, stdout);
+            return EXIT_OK;
+        } else if (argv[i][0] == '-') {
+            return usage_error(usage_env, "unknown option %s", argv[i]);
+        } else if (path) {
+            return usage_error(usage_env, "more than one manifest (%s)", argv[i]);
+        } else {
+            path = argv[i];
+        }
+    }
+    if (!path) return usage_error(usage_env, "%s", "no manifest given");
+    char err[2048];
+    if (!manifest_print_env(path, stdout, err, sizeof err)) {
+        fprintf(stderr, "%s: %s\n", util_progname, err);
+        return EXIT_ERROR;
+    }
+    return EXIT_OK;
+}
+
+int main(int argc, char **argv) {
+    util_progname = "tuner";
+    if (argc < 2) {
+        fputs(usage_main, stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (is_help(cmd) || !strcmp(cmd, "help")) {
+        fputs(usage_main, stdout);
+        return EXIT_OK;
+    }
+    if (!strcmp(cmd, "sweep")) return cmd_sweep(argc - 2, argv + 2);
+    if (!strcmp(cmd, "show")) return cmd_show(argc - 2, argv + 2);
+    if (!strcmp(cmd, "env")) return cmd_env(argc - 2, argv + 2);
+    return usage_error(usage_main, "unknown command '%s'", cmd);
+}

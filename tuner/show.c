@@ -1,0 +1,217 @@
+/* show.c: `tuner show STUDY`; see show.h.
+ *
+ * The table is built with the same code the sweep uses (trials.c) over a space that is
+ * rebuilt from study.json with just what aggregation needs: the objective and its
+ * direction, the constraints, the knob names and the repeats. Rows: feasible points best
+ * first, then measured points that break a constraint (with the constraint they break),
+ * then failed points with the engine's reason.
+ */
+#include "show.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "journal.h"
+#include "sweep.h"
+#include "trials.h"
+#include "util.h"
+
+enum { ERR_LEN = 2048 };
+
+/* The parts of a space that study.json records (see journal.c). */
+static space *space_from_meta(const char *path, char *err, size_t errlen) {
+    char *text = file_read_all(path, NULL, err, errlen);
+    if (!text) return NULL;
+    cJSON *m = cJSON_Parse(text);
+    free(text);
+    const cJSON *obj = cJSON_GetObjectItemCaseSensitive(m, "objective");
+    const cJSON *dir = cJSON_GetObjectItemCaseSensitive(m, "direction");
+    const cJSON *cons = cJSON_GetObjectItemCaseSensitive(m, "constraints");
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(m, "parameters");
+    const cJSON *rep = cJSON_GetObjectItemCaseSensitive(m, "repeats");
+    if (!cJSON_IsString(obj) || !cJSON_IsString(dir) || !cJSON_IsArray(cons) ||
+        !cJSON_IsArray(params) || !cJSON_IsNumber(rep)) {
+        snprintf(err, errlen,
+                 "%s: not a study description (objective, direction, constraints, "
+                 "parameters, repeats)",
+                 path);
+        cJSON_Delete(m);
+        return NULL;
+    }
+    space *sp = xcalloc(1, sizeof *sp);
+    sp->path = xstrdup(path);
+    sp->objective = xstrdup(obj->valuestring);
+    sp->maximize = strcmp(dir->valuestring, "maximize") == 0;
+    sp->repeats = rep->valueint;
+    sp->n_constraints = cJSON_GetArraySize(cons);
+    sp->constraints = xcalloc((size_t)sp->n_constraints + 1, sizeof *sp->constraints);
+    int i = 0, bad = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cons) {
+        constraint_def *d = &sp->constraints[i++];
+        const cJSON *metric = cJSON_GetObjectItemCaseSensitive(c, "metric");
+        const cJSON *op = cJSON_GetObjectItemCaseSensitive(c, "op");
+        const cJSON *value = cJSON_GetObjectItemCaseSensitive(c, "value");
+        const cJSON *txt = cJSON_GetObjectItemCaseSensitive(c, "text");
+        if (!cJSON_IsString(metric) || !cJSON_IsString(op) || !cJSON_IsNumber(value)) {
+            bad = 1;
+            d->metric = xstrdup("?");
+            continue;
+        }
+        d->metric = xstrdup(metric->valuestring);
+        d->op = !strcmp(op->valuestring, "<=")   ? OP_LE
+                : !strcmp(op->valuestring, "<")  ? OP_LT
+                : !strcmp(op->valuestring, ">=") ? OP_GE
+                                                 : OP_GT;
+        d->value = value->valuedouble;
+        d->relative = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "relative"));
+        d->text = xstrdup(cJSON_IsString(txt) ? txt->valuestring : "");
+    }
+    sp->n_params = cJSON_GetArraySize(params);
+    sp->params = xcalloc((size_t)sp->n_params + 1, sizeof *sp->params);
+    i = 0;
+    cJSON_ArrayForEach(c, params) {
+        sp->params[i++].name = xstrdup(cJSON_IsString(c) ? c->valuestring : "?");
+        if (!cJSON_IsString(c)) bad = 1;
+    }
+    cJSON_Delete(m);
+    if (bad) snprintf(err, errlen, "%s: a constraint or parameter entry is malformed", path);
+    return sp; /* bad entries are reported by the caller through err[0] */
+}
+
+static void meta_space_free(space *sp) {
+    if (!sp) return;
+    free(sp->path);
+    free(sp->objective);
+    for (int i = 0; i < sp->n_constraints; i++) {
+        free(sp->constraints[i].metric);
+        free(sp->constraints[i].text);
+    }
+    free(sp->constraints);
+    for (int i = 0; i < sp->n_params; i++)
+        free(sp->params[i].name);
+    free(sp->params);
+    free(sp);
+}
+
+/* Why a measured point is not feasible: the first constraint it breaks. */
+static void broken_constraint(const point_stats *p, const resolved_constraint *rc, int n, char *buf,
+                              size_t len) {
+    static const char *neg[] = {">", ">=", "<", "<="};
+    buf[0] = '\0';
+    for (int c = 0; c < n; c++) {
+        observation one = p->obs; /* the point judged on constraint c alone */
+        one.cons = &p->cons[c];
+        if (observation_feasible(&one, rc + c, 1)) continue;
+        if (isnan(rc[c].bound))
+            snprintf(buf, len, "%s: bound not resolved (no baseline)", rc[c].def->metric);
+        else
+            snprintf(buf, len, "%s %.6g %s bound %.6g (%s)", rc[c].def->metric, p->cons[c],
+                     neg[rc[c].def->op], rc[c].bound, rc[c].def->text);
+        return;
+    }
+}
+
+static void print_num(FILE *out, double v, int width) {
+    if (isnan(v))
+        fprintf(out, " %*s", width, "-");
+    else if (isinf(v))
+        fprintf(out, " %*s", width, "inf");
+    else
+        fprintf(out, " %*.6g", width, v);
+}
+
+int show_main(const char *study, const char *out_dir, FILE *out) {
+    char err[ERR_LEN] = "";
+    char *probe = xasprintf("%s/study.json", study);
+    char *dir = strchr(study, '/') || access(probe, F_OK) == 0 ? xstrdup(study)
+                                                               : xasprintf("%s/%s", out_dir, study);
+    free(probe);
+    char *meta_path = xasprintf("%s/study.json", dir);
+    char *trials_path = xasprintf("%s/trials.jsonl", dir);
+    space *sp = NULL;
+    trial_table *t = NULL;
+    cJSON **recs = NULL;
+    int n_recs = 0, rc_exit = 1;
+    int *order = NULL;
+    resolved_constraint *rc = NULL;
+    if (!dir_exists(dir)) {
+        fprintf(stderr, "%s: no study folder %s (give a study name under %s/ or a folder)\n",
+                util_progname, dir, out_dir);
+        goto done;
+    }
+    sp = space_from_meta(meta_path, err, sizeof err);
+    if (!sp || err[0]) {
+        fprintf(stderr, "%s: %s\n", util_progname, err);
+        goto done;
+    }
+    if (!journal_load(trials_path, 0, &recs, &n_recs, err, sizeof err)) {
+        fprintf(stderr, "%s: %s\n", util_progname, err);
+        goto done;
+    }
+    t = trials_new(sp);
+    for (int i = 0; i < n_recs; i++) {
+        char where[600];
+        snprintf(where, sizeof where, "%s:%d", trials_path, i + 1);
+        if (trials_add(t, recs[i], where, err, sizeof err) < 0) {
+            fprintf(stderr, "%s: %s\n", util_progname, err);
+            goto done;
+        }
+    }
+    rc = xcalloc((size_t)sp->n_constraints + 1, sizeof *rc);
+    const char *why;
+    trials_resolve(t, rc, &why);
+    order = xmalloc((size_t)(t->n_points + 1) * sizeof *order);
+    int n_feasible = trials_order(t, rc, order);
+
+    fprintf(out, "study %s: %d runs of %d points, %d feasible; %s %s\n", dir, t->n_runs,
+            t->n_points, n_feasible, sp->maximize ? "maximize" : "minimize", sp->objective);
+    for (int c = 0; c < sp->n_constraints; c++) {
+        fprintf(out, "constraint %s: bound ", sp->constraints[c].text);
+        print_num(out, rc[c].bound, 0);
+        fputc('\n', out);
+    }
+    fprintf(out, "%4s %-10s %12s", "rank", "status", sp->objective);
+    for (int c = 0; c < sp->n_constraints; c++)
+        fprintf(out, " %10s", sp->constraints[c].metric);
+    fprintf(out, " %5s  %-s\n", "runs", "point / reason");
+    for (int k = 0; k < t->n_points; k++) {
+        const point_stats *p = &t->points[order[k]];
+        const char *label = k < n_feasible              ? "feasible"
+                            : p->status == TRIAL_FAILED ? "failed"
+                                                        : "infeasible";
+        char rank[16] = "-";
+        if (k < n_feasible) snprintf(rank, sizeof rank, "%d", k + 1);
+        fprintf(out, "%4s %-10s", rank, label);
+        print_num(out, p->objective, 12);
+        for (int c = 0; c < sp->n_constraints; c++)
+            print_num(out, p->cons[c], 10);
+        fprintf(out, " %5d  %s%s\n", p->n_runs, p->key, p->baseline ? " (baseline)" : "");
+        char broken[512];
+        if (k >= n_feasible && p->status != TRIAL_FAILED) {
+            broken_constraint(p, rc, sp->n_constraints, broken, sizeof broken);
+            if (p->status == TRIAL_INFEASIBLE && p->reason)
+                fprintf(out, "%33s reason: %s\n", "", p->reason);
+            else if (broken[0])
+                fprintf(out, "%33s breaks: %s\n", "", broken);
+        } else if (p->status == TRIAL_FAILED && p->reason) {
+            fprintf(out, "%33s reason: %s\n", "", p->reason);
+        }
+    }
+    rc_exit = 0;
+
+done:
+    free(order);
+    free(rc);
+    trials_free(t);
+    for (int i = 0; i < n_recs; i++)
+        cJSON_Delete(recs[i]);
+    free(recs);
+    meta_space_free(sp);
+    free(meta_path);
+    free(trials_path);
+    free(dir);
+    return rc_exit;
+}

@@ -1,0 +1,15 @@
+/* show.h: `tuner show STUDY`, the table of a study's points, best first.
+ *
+ * Works from the study folder alone (study.json and trials.jsonl), so it can be run while
+ * a sweep is in progress, after a crash, or on a copy of the folder on another machine.
+ */
+#ifndef SHOW_H
+#define SHOW_H
+
+#include <stdio.h>
+
+/* Print the table of the study named `study` in out_dir (or at the path `study` when it
+ * is a study folder). Returns the exit status (0, or 1 with a message naming the file). */
+int show_main(const char *study, const char *out_dir, FILE *out);
+
+#endif
