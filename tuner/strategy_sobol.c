@@ -7,7 +7,7 @@
  * The strategy keeps no state: each proposal regenerates the sequence from its start,
  * skips the seed-dependent prefix, and takes the first point that is neither observed nor
  * pending. The seed picks the prefix: seed s skips the first splitmix64(s) mod 4096 points
- * of the sequence (seed 0 skips 1150 points; any two seeds give the same sequence shifted).
+ * of the sequence (seed 0 skips 3503 points; any two seeds give the same sequence shifted).
  * Duplicates after snapping are skipped. On a small lattice Sobol keeps landing on visited
  * points; after 4 * (visited + 1) + 64 draws without a new point the proposal falls back to
  * the first free point in grid order, so it always terminates, and returns 0 only once the
