@@ -65,21 +65,28 @@ static uint64_t fnv1a(uint64_t h, int id) {
     return h;
 }
 
-/* One request: reset, prefill, then greedy steps until max_new tokens exist. Adds its prefill
- * and decode times to r. Returns 0 or -1 when the cache overflows. */
-static int request_run(decoder *d, int vocab, const prompt *p, int max_new, float *logits,
-                       bench_result *r) {
-    double t0 = now_seconds();
+int bench_greedy(decoder *d, int vocab, const int *prompt, int n, int max_new, float *logits,
+                 int *out, uint64_t *hash, double *first_at) {
     decoder_reset(d);
-    if (decoder_forward(d, p->tokens, p->n_tokens, logits, p->n_tokens - 1)) return -1;
+    if (decoder_forward(d, prompt, n, logits, n - 1)) return -1;
     int tok = logits_argmax(logits, vocab);
-    r->out_hash = fnv1a(r->out_hash, tok);
-    double t1 = now_seconds();
-    for (int i = 1; i < max_new; i++) {
+    *first_at = now_seconds();
+    for (int i = 0;;) {
+        *hash = fnv1a(*hash, tok);
+        if (out) out[i] = tok;
+        if (++i == max_new) break;
         if (decoder_forward(d, &tok, 1, logits, 0)) return -1;
         tok = logits_argmax(logits, vocab);
-        r->out_hash = fnv1a(r->out_hash, tok);
     }
+    return 0;
+}
+
+/* One timed request: adds its prefill and decode times to r. Returns 0 or -1 (cache full). */
+static int request_run(decoder *d, int vocab, const prompt *p, int max_new, float *logits,
+                       bench_result *r) {
+    double t0 = now_seconds(), t1;
+    if (bench_greedy(d, vocab, p->tokens, p->n_tokens, max_new, logits, NULL, &r->out_hash, &t1))
+        return -1;
     double t2 = now_seconds();
     r->prefill_s += t1 - t0;
     r->decode_s += t2 - t1;

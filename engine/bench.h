@@ -38,6 +38,13 @@ int bench_check_lengths(const prompt_set *ps, int max_len, int max_new_tokens, c
 /* Index of the largest of n logits (the first one on ties, as torch.argmax). */
 int logits_argmax(const float *logits, int n);
 
+/* One request: reset the cache, prefill prompt[0..n), then greedy-decode max_new tokens (EOS
+ * ignored; the last one is never fed back). out (may be NULL) gets the max_new ids, *hash folds
+ * them in (FNV-1a), *first_at gets now_seconds() when the first new token is known. logits holds
+ * one row of vocab floats. Returns 0, or -1 when the cache would overflow. */
+int bench_greedy(decoder *d, int vocab, const int *prompt, int n, int max_new, float *logits,
+                 int *out, uint64_t *hash, double *first_at);
+
 /* Run the protocol over ps (tokenized, lengths checked) on d. Returns 0, or -1 with err. */
 int bench_run(decoder *d, int vocab, const prompt_set *ps, int warmup_prompts, int max_new_tokens,
               bench_result *r, char *err, size_t errlen);

@@ -13,10 +13,6 @@
 
 #include "util.h"
 
-/* Upper bound of the logits buffer: 64 rows of a 262144-token vocabulary. */
-#define PPL_LOGITS_BYTES ((size_t)64 << 20)
-#define PPL_MAX_ROWS     64
-
 double logits_nll(const float *logits, int vocab, int target) {
     float x = logits[target];
     if (isnan(x)) return NAN;
@@ -79,8 +75,8 @@ full:
     return -1;
 }
 
-int ppl_score(decoder *d, int vocab, int max_len, const ppl_set *pp, ppl_total *out, char *err,
-              size_t errlen) {
+int ppl_score(decoder *d, int vocab, int max_len, const ppl_set *pp, int rows, ppl_total *out,
+              char *err, size_t errlen) {
     *out = (ppl_total){0};
     int longest = 0;
     for (int i = 0; i < pp->n; i++) {
@@ -96,9 +92,11 @@ int ppl_score(decoder *d, int vocab, int max_len, const ppl_set *pp, ppl_total *
         if (len > longest) longest = len;
     }
     size_t row_bytes = (size_t)vocab * sizeof(float);
-    int rows = (int)(PPL_LOGITS_BYTES / row_bytes);
-    if (rows > PPL_MAX_ROWS) rows = PPL_MAX_ROWS;
-    if (rows < 1) rows = 1;
+    if (rows <= 0) {
+        rows = (int)(PPL_LOGITS_BYTES / row_bytes);
+        if (rows > PPL_MAX_ROWS) rows = PPL_MAX_ROWS;
+        if (rows < 1) rows = 1;
+    }
     int *seq = xmalloc((size_t)longest * sizeof *seq);
     float *logits = xmalloc((size_t)rows * row_bytes);
     int rc = 0;

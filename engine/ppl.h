@@ -15,6 +15,10 @@
 #include "dataset.h"
 #include "engine.h"
 
+/* Upper bound of the logits buffer: 64 rows of a 262144-token vocabulary. */
+#define PPL_LOGITS_BYTES ((size_t)64 << 20)
+#define PPL_MAX_ROWS     64
+
 typedef struct {
     double nll;     /* total negative log-likelihood in nats over the finite targets */
     long tokens;    /* target tokens scored */
@@ -28,10 +32,10 @@ double logits_nll(const float *logits, int vocab, int target);
 
 /* Score every record of pp through d (reset before each record). max_len is the decoder's
  * capacity: a record of more than max_len + 1 tokens is an error naming the file and line.
- * Logits are computed in chunks of rows so memory stays bounded whatever the record length.
- * Returns 0, or -1 with err. */
-int ppl_score(decoder *d, int vocab, int max_len, const ppl_set *pp, ppl_total *out, char *err,
-              size_t errlen);
+ * Logits are computed in chunks of `rows` positions (0 = as many as fit PPL_LOGITS_BYTES) so
+ * memory stays bounded whatever the record length. Returns 0, or -1 with err. */
+int ppl_score(decoder *d, int vocab, int max_len, const ppl_set *pp, int rows, ppl_total *out,
+              char *err, size_t errlen);
 
 /* Longest sequence a record needs in the cache: context + target - 1 (the last target is
  * scored, never fed). */
