@@ -45,14 +45,13 @@ static size_t pow2_at_least(size_t n) {
 void u64map_init(u64map *m, size_t expected) {
     m->cap = pow2_at_least(expected * 2 + 1);
     m->n = 0;
-    m->keys = xmalloc(m->cap * sizeof *m->keys);
-    m->vals = xmalloc(m->cap * sizeof *m->vals);
-    memset(m->keys, 0xff, m->cap * sizeof *m->keys);
+    m->slots = xmalloc(m->cap * sizeof *m->slots);
+    for (size_t i = 0; i < m->cap; i++)
+        m->slots[i].key = UINT64_MAX;
 }
 
 void u64map_free(u64map *m) {
-    free(m->keys);
-    free(m->vals);
+    free(m->slots);
     memset(m, 0, sizeof *m);
 }
 
@@ -60,7 +59,7 @@ static void u64map_grow(u64map *m) {
     u64map bigger;
     u64map_init(&bigger, m->cap);
     for (size_t i = 0; i < m->cap; i++)
-        if (m->keys[i] != UINT64_MAX) u64map_put(&bigger, m->keys[i], m->vals[i]);
+        if (m->slots[i].key != UINT64_MAX) u64map_put(&bigger, m->slots[i].key, m->slots[i].val);
     u64map_free(m);
     *m = bigger;
 }
@@ -69,19 +68,18 @@ void u64map_put(u64map *m, uint64_t key, uint64_t val) {
     CHECK(key != UINT64_MAX);
     if ((m->n + 1) * 2 > m->cap) u64map_grow(m);
     size_t i = hash_u64(key) & (m->cap - 1);
-    while (m->keys[i] != UINT64_MAX && m->keys[i] != key)
+    while (m->slots[i].key != UINT64_MAX && m->slots[i].key != key)
         i = (i + 1) & (m->cap - 1);
-    if (m->keys[i] == UINT64_MAX) m->n++;
-    m->keys[i] = key;
-    m->vals[i] = val;
+    if (m->slots[i].key == UINT64_MAX) m->n++;
+    m->slots[i] = (u64map_slot){key, val};
 }
 
 int u64map_get(const u64map *m, uint64_t key, uint64_t *val) {
     if (!m->cap) return 0;
     size_t i = hash_u64(key) & (m->cap - 1);
-    while (m->keys[i] != UINT64_MAX) {
-        if (m->keys[i] == key) {
-            *val = m->vals[i];
+    while (m->slots[i].key != UINT64_MAX) {
+        if (m->slots[i].key == key) {
+            *val = m->slots[i].val;
             return 1;
         }
         i = (i + 1) & (m->cap - 1);

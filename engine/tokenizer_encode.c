@@ -234,7 +234,8 @@ static void split_added(const tokenizer *t, const added_trie *tr, const char *s,
 /* BPE                                                                                       */
 
 typedef struct {
-    int rank, pos, id; /* merge rank, left symbol's index, the merged id */
+    uint64_t key; /* (merge rank << 32) | left symbol's index: the heap's order */
+    int id;       /* the merged id */
 } merge_entry;
 
 /* Scratch reused across the words of one encode call. */
@@ -246,7 +247,7 @@ typedef struct {
 } bpe_work;
 
 static int entry_less(const merge_entry *a, const merge_entry *b) {
-    return a->rank < b->rank || (a->rank == b->rank && a->pos < b->pos);
+    return a->key < b->key;
 }
 
 static void heap_push(bpe_work *w, merge_entry e) {
@@ -284,7 +285,7 @@ static void queue_pair(const tokenizer *t, bpe_work *w, int pos) {
     if (right < 0) return;
     if (u64map_get(&t->merges, ((uint64_t)(uint32_t)w->sym[pos] << 32) | (uint32_t)w->sym[right],
                    &v))
-        heap_push(w, (merge_entry){(int)(v >> 32), pos, (int)(uint32_t)v});
+        heap_push(w, (merge_entry){(v & 0xffffffff00000000ULL) | (uint32_t)pos, (int)(uint32_t)v});
 }
 
 static void bpe_word(const tokenizer *t, bpe_work *w, const char *s, size_t n, ibuf *out) {
@@ -336,19 +337,20 @@ static void bpe_word(const tokenizer *t, bpe_work *w, const char *s, size_t n, i
         queue_pair(t, w, i);
     while (w->heap_n) {
         merge_entry e = heap_pop(w);
-        int right = w->sym[e.pos] >= 0 ? w->next[e.pos] : -1;
+        int pos = (int)(uint32_t)e.key, rank = (int)(e.key >> 32);
+        int right = w->sym[pos] >= 0 ? w->next[pos] : -1;
         uint64_t v;
         if (right < 0) continue;
         if (!u64map_get(&t->merges,
-                        ((uint64_t)(uint32_t)w->sym[e.pos] << 32) | (uint32_t)w->sym[right], &v) ||
-            (int)(uint32_t)v != e.id || (int)(v >> 32) != e.rank)
+                        ((uint64_t)(uint32_t)w->sym[pos] << 32) | (uint32_t)w->sym[right], &v) ||
+            (int)(uint32_t)v != e.id || (int)(v >> 32) != rank)
             continue; /* stale: one side changed since this entry was queued */
-        w->sym[e.pos] = e.id;
+        w->sym[pos] = e.id;
         w->sym[right] = -1;
-        w->next[e.pos] = w->next[right];
-        if (w->next[e.pos] >= 0) w->prev[w->next[e.pos]] = e.pos;
-        if (w->prev[e.pos] >= 0) queue_pair(t, w, w->prev[e.pos]);
-        queue_pair(t, w, e.pos);
+        w->next[pos] = w->next[right];
+        if (w->next[pos] >= 0) w->prev[w->next[pos]] = pos;
+        if (w->prev[pos] >= 0) queue_pair(t, w, w->prev[pos]);
+        queue_pair(t, w, pos);
     }
     for (int i = 0; i >= 0 && i < ns; i = w->next[i])
         ibuf_push(out, w->sym[i]);

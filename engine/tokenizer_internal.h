@@ -14,9 +14,12 @@
  * for BPE merges ((left << 32) | right -> (rank << 32) | merged id) and for the added-token
  * trie's edges ((node << 8) | byte -> child node). */
 typedef struct {
-    uint64_t *keys; /* [cap], UINT64_MAX = empty */
-    uint64_t *vals; /* [cap] */
-    size_t cap;     /* power of two */
+    uint64_t key; /* UINT64_MAX = empty */
+    uint64_t val;
+} u64map_slot;
+typedef struct {
+    u64map_slot *slots; /* [cap]: key and value side by side, one cache line per probe */
+    size_t cap;         /* power of two */
     size_t n;
 } u64map;
 
