@@ -74,9 +74,11 @@ typedef struct {
 /* What one decoder layer looks like, derived from the config by model_config_derive(). */
 typedef struct {
     layer_type type;  /* layer_types[i] */
-    int head_dim;     /* head_dim, or global_head_dim on full layers when it is set */
-    int n_kv_heads;   /* num_key_value_heads, or num_global_key_value_heads on full layers
-                         when attention_k_eq_v */
+    int head_dim;     /* per_layer_config's head_dim when given, else global_head_dim on
+                         full layers when set, else head_dim */
+    int n_kv_heads;   /* per_layer_config's num_key_value_heads when given, else
+                         num_global_key_value_heads on full layers when attention_k_eq_v and
+                         it is set, else num_key_value_heads */
     int window;       /* sliding layers: the native sliding_window; full layers: 0 */
     int k_eq_v;       /* attention_k_eq_v on a full layer: no v_proj, values are the raw
                          key projection (before k_norm and RoPE) */
@@ -112,6 +114,9 @@ typedef struct {
     rope_params rope_sliding;   /* rope_parameters["sliding_attention"] */
     rope_params rope_full;      /* rope_parameters["full_attention"] */
     layer_type *layer_types;    /* [n_layers] layer_types (malloc'd by the loader) */
+    int *layer_head_dim;        /* [n_layers] per_layer_config[i].head_dim (transformers 5.17 writes
+                                   global_head_dim this way); 0 = no override; NULL = none at all */
+    int *layer_kv_heads;        /* [n_layers] per_layer_config[i].num_key_value_heads; as above */
     /* hidden_activation must be gelu_pytorch_tanh and enable_moe_block false: the loader
        refuses anything else, so neither has a field here. */
 
@@ -128,7 +133,7 @@ typedef struct {
  * Returns 0, or -1 with a message in err naming the offending key. Safe to call again (it
  * frees and rebuilds the derived part). */
 int model_config_derive(model_config *c, char *err, size_t errlen);
-void model_config_free(model_config *c); /* frees layer_types and layers */
+void model_config_free(model_config *c); /* frees layer_types, the overrides and layers */
 
 /* ------------------------------------------------------------------------------------- */
 /* Weights                                                                              */

@@ -91,9 +91,23 @@ int model_config_derive(model_config *c, char *err, size_t errlen) {
             return fail(err, errlen, "sliding_window must be > 0 (got %d)", c->sliding_window);
         l->type = c->layer_types[i];
         l->head_dim = !sliding && c->global_head_dim ? c->global_head_dim : c->head_dim;
+        if (c->layer_head_dim && c->layer_head_dim[i]) l->head_dim = c->layer_head_dim[i];
+        if (l->head_dim <= 0 || l->head_dim % 2)
+            return fail(err, errlen, "per_layer_config.%d.head_dim must be even and > 0 (got %d)",
+                        i, l->head_dim);
         l->k_eq_v = c->attention_k_eq_v && !sliding;
         /* Full layers with k == v take num_global_key_value_heads when it is given. */
         l->n_kv_heads = l->k_eq_v && c->n_global_kv_heads ? c->n_global_kv_heads : c->n_kv_heads;
+        if (c->layer_kv_heads && c->layer_kv_heads[i]) l->n_kv_heads = c->layer_kv_heads[i];
+        if (l->n_kv_heads <= 0)
+            return fail(err, errlen, "per_layer_config.%d.num_key_value_heads must be > 0", i);
+        /* One RoPE table per layer type: all layers of a type share a head_dim. */
+        for (int j = 0; j < i; j++)
+            if (c->layer_types[j] == l->type && c->layers[j].head_dim != l->head_dim)
+                return fail(err, errlen,
+                            "layers %d and %d are both %s attention but have head_dim %d and "
+                            "%d; this engine needs one head_dim per layer type",
+                            j, i, sliding ? "sliding" : "full", c->layers[j].head_dim, l->head_dim);
         if (c->n_heads % l->n_kv_heads)
             return fail(err, errlen,
                         "num_attention_heads (%d) must be a multiple of the kv heads (%d) of "
@@ -131,7 +145,10 @@ int model_config_derive(model_config *c, char *err, size_t errlen) {
 
 void model_config_free(model_config *c) {
     free(c->layer_types);
+    free(c->layer_head_dim);
+    free(c->layer_kv_heads);
     free(c->layers);
     c->layer_types = NULL;
+    c->layer_head_dim = c->layer_kv_heads = NULL;
     c->layers = NULL;
 }

@@ -601,6 +601,28 @@ static void test_derive(void) {
     EXPECT(c.max_q_dim == 4 * 32 && c.max_kv_dim == 32 && c.max_intermediate == 80);
     EXPECT(model_config_derive(&c, err, sizeof err) == 0); /* again: rebuilds */
 
+    /* transformers 5.17 writes the full layers' shape as per_layer_config overrides */
+    model_config p;
+    config_full(&p);
+    p.layers = NULL;
+    p.global_head_dim = p.n_global_kv_heads = 0;
+    p.layer_head_dim = xcalloc(7, sizeof(int));
+    p.layer_kv_heads = xcalloc(7, sizeof(int));
+    for (int i = 0; i < 7; i++)
+        if (p.layer_types[i] == LAYER_FULL || i == 6)
+            p.layer_head_dim[i] = 32, p.layer_kv_heads[i] = 1;
+    EXPECT(model_config_derive(&p, err, sizeof err) == 0);
+    for (int i = 0; i < 7; i++)
+        EXPECT(p.layers[i].head_dim == c.layers[i].head_dim &&
+               p.layers[i].n_kv_heads == c.layers[i].n_kv_heads &&
+               p.layers[i].kv_source == c.layers[i].kv_source);
+    p.layer_head_dim[5] = 64; /* two full layers of different head_dim: refused */
+    EXPECT(model_config_derive(&p, err, sizeof err) == -1 && strstr(err, "head_dim"));
+    p.layer_head_dim[5] = 32;
+    p.layer_kv_heads[2] = 3; /* 4 heads over 3 kv heads */
+    EXPECT(model_config_derive(&p, err, sizeof err) == -1 && strstr(err, "kv heads"));
+    model_config_free(&p);
+
 #define REFUSE(stmt, needle)                                                                       \
     do {                                                                                           \
         model_config b;                                                                            \
