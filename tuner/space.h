@@ -7,31 +7,50 @@
  * (strategies, journal, manifest) speaks in levels and turns them into the strings the
  * engine sees only at the edge (space_param_value).
  *
- * The file format (all keys; unknown keys are errors):
+ * The file format (all keys; unknown keys are errors; sections may come in any order):
  *
- *   study: demo                      # optional default study name
- *   engine:
- *     command: [./engine, bench]     # argv list (or a single string split on spaces)
+ *   study: demo                      # optional default study name ([A-Za-z0-9._-]+)
+ *   engine:                          # required
+ *     command: [./engine, bench]     # required: argv list (or one string split on
+ *                                    #   whitespace, no quoting)
  *     workdir: .                     # optional, relative to the space file's folder
  *     env: {MAX_NEW_TOKENS: 512}     # fixed environment, values as strings
- *     timeout: 600                   # seconds per trial (or "10m", "2h")
+ *     timeout: 600                   # per trial, a duration (default 600 s)
  *     launcher: "srun -N1 {cmd}"     # optional wrapper template (parallel-trials issue)
- *     result:                        # optional; default: JSON (TUNER_RESULT file or last
- *       regex:                       #   JSON line of stdout). With regex: one per metric,
- *         tps: 'tok/s: ([0-9.]+)'    #   the first capture group is the value.
- *   objective: {metric: tps, direction: maximize}
+ *     result:                        # optional; default "json": the TUNER_RESULT file or
+ *       regex:                       #   the last JSON line of stdout. With regex: one
+ *         tps: 'tok/s: ([0-9.]+)'    #   POSIX extended pattern per metric, compiled at
+ *                                    #   load; the first capture group is the value; the
+ *                                    #   objective and every constraint metric need one.
+ *   objective: {metric: tps, direction: maximize}  # required; direction maximize (the
+ *                                    #   default) or minimize
  *   constraints:                     # "metric op rhs", op in <=, <, >=, >;
- *     - ppl <= 2.42                  #   rhs a number, "baseline", or "F * baseline"
- *     - ppl <= 1.05 * baseline
- *   baseline: {SLIDING_WINDOW: 512}  # point measured first for relative constraints;
- *                                    #   unnamed knobs take their default
- *   parameters:
+ *     - ppl <= 2.42                  #   rhs a number, "baseline", or "F * baseline" with
+ *     - ppl <= 1.05 * baseline       #   F > 0 (metrics with relative bounds are positive)
+ *   baseline: {SLIDING_WINDOW: 512}  # point measured first; required by relative
+ *                                    #   constraints; unnamed knobs take their default
+ *                                    #   ("baseline: {}" = all defaults)
+ *   parameters:                      # required, at least one; names are env variables
  *     SLIDING_WINDOW: {type: int, min: 128, max: 512, step: 8, default: 512, log: false}
  *     LM_HEAD_KEEPSET: {type: categorical, values: [0, 4096, 8192], default: 0}
- *   strategy: {name: sobol, seed: 1}   # or just "strategy: grid"
- *   budget: {evaluations: 40, wall_time: 8h}
- *   repeats: 1
- *   verify: {top: 3, repeats: 3, prompt_set: holdout, tolerance: 0.05}
+ *   strategy: {name: sobol, seed: 1} # or just "strategy: grid" (default: sobol, seed 0)
+ *   budget: {evaluations: 40, wall_time: 8h}  # both optional; none: until exhausted
+ *   repeats: 1                       # runs per point, 1..1000
+ *   verify: {top: 3, repeats: 3, prompt_set: holdout, tolerance: 0.05}  # the defaults
+ *
+ * Details: an int parameter needs type, min and max (step defaults to 1); max must be
+ * min + k*step, |values| <= 2^53, log: true needs min > 0. A categorical parameter needs a
+ * non-empty list of distinct scalar values without ',' '=' or control characters (they
+ * appear in point keys). A default must be a level. Numbers must be plain YAML scalars: a
+ * quoted "3" is a string and is refused where a number is needed. Durations are seconds
+ * (90, 2.5) or units in decreasing order ("90s", "10m", "8h", "1h30m", "2d"). Two
+ * constraints on one metric whose bounds cannot both hold (both absolute, or both relative)
+ * are an error. Sobol handles at most 40 parameters.
+ *
+ * Errors read "FILE:LINE: key 'PATH': problem", PATH the dotted key path, e.g.
+ * "space.yaml:12: key 'parameters.SLIDING_WINDOW.step': step must be > 0, got 0", with the
+ * line of the offending key or value (of the enclosing key for a missing one). YAML syntax
+ * errors read "FILE:LINE: YAML syntax error: <libyaml's message>".
  */
 #ifndef SPACE_H
 #define SPACE_H

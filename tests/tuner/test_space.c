@@ -9,6 +9,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +198,132 @@ static void test_bad_fixtures(void) {
     EXPECT(strstr(err, "spaces/no_such_file.yaml: cannot open") == err);
 }
 
+/* More bad cases, written from text: (head, line, key, problem). The head replaces the first
+ * lines of a valid space; the parameters section always follows. */
+static const char *valid_tail = "parameters:\n  X: {type: int, min: 1, max: 4, default: 2}\n";
+static const struct {
+    const char *head;
+    int line;
+    const char *key, *problem;
+} text_cases[] = {
+    {"engine: ./e\nobjective: {metric: tps}\n", 1, "engine", "expected a map, got a scalar"},
+    {"engine: {command: ./e}\nobjective: tps\n", 2, "objective", "expected a map"},
+    {"engine: {command: ./e, env: {A: [1, 2]}}\nobjective: {metric: tps}\n", 1, "engine.env.A",
+     "expected a string, got a list"},
+    {"engine: {command: ./e, result: xml}\nobjective: {metric: tps}\n", 1, "engine.result",
+     "expected 'json'"},
+    {"engine: {command: ./e, result: {regex: {tps: 'tps=[0-9]+'}}}\nobjective: {metric: tps}\n", 1,
+     "engine.result.regex.tps", "needs a capture group"},
+    {"engine: {command: ./e, result: {regex: {ppl: 'p=([0-9]+)'}}}\nobjective: {metric: tps}\n", 1,
+     "engine.result.regex", "no pattern for metric 'tps' (used by the objective)"},
+    {"engine: {command: [./e, {a: 1}]}\nobjective: {metric: tps}\n", 1, "engine.command[1]",
+     "expected a string, got a map"},
+    {"engine: {command: ./e}\nobjective: {metric: tps, metric: ppl}\n", 2, "objective.metric",
+     "duplicate key (first at line 2)"},
+    {"engine: {command: ./e}\nobjective: {metric: 9tps}\n", 2, "objective.metric",
+     "not a metric name"},
+    {"engine: {command: ./e}\nobjective: {direction: minimize}\n", 2, "objective.metric",
+     "missing (required)"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\n"
+     "baseline: {}\nconstraints:\n  - ppl <= 1.05 * baseline\n  - ppl >= 1.1*baseline\n",
+     6, "constraints[1]", "cannot hold together with 'ppl <= 1.05 * baseline' (line 5)"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nconstraints: ppl <= 2\n", 3, "constraints",
+     "expected a list of 'metric op bound', got a scalar"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nconstraints: [ppl <= 2 * base]\n", 3,
+     "constraints[0]", "expected 'baseline' after '*'"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nconstraints: [ppl <= 2.4 tokens]\n", 3,
+     "constraints[0]", "unexpected text after the bound"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nconstraints: [ppl <= two]\n", 3,
+     "constraints[0]", "the bound must be a number"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nconstraints: [ppl <= 0 * baseline]\n", 3,
+     "constraints[0]", "the baseline factor must be > 0"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nstrategy: {seed: 1}\n", 3, "strategy.name",
+     "missing (required)"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nstrategy: {name: grid, seed: -1}\n", 3,
+     "strategy.seed", "must be >= 0"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nverify: {tolerance: 1}\n", 3,
+     "verify.tolerance", "must be in [0, 1)"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nverify: {top: 0}\n", 3, "verify.top",
+     "must be 1..1000"},
+    {"study: ../up\nengine: {command: ./e}\nobjective: {metric: tps}\n", 1, "study",
+     "is not a folder name"},
+    {"engine: {command: ./e, timeout: -5}\nobjective: {metric: tps}\n", 1, "engine.timeout",
+     "bad duration '-5'"},
+    {"engine: {command: ./e, timeout: 0s}\nobjective: {metric: tps}\n", 1, "engine.timeout",
+     "bad duration '0s'"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nbudget: {evaluations: 0}\n", 3,
+     "budget.evaluations", "must be >= 1"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nbudget: [10]\n", 3, "budget",
+     "expected a map"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nrepeats: 2.5\n", 3, "repeats",
+     "expected an integer, got '2.5'"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nrepeats:\n", 3, "repeats",
+     "expected an integer, got no value"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\n[a]: 1\n", 3, NULL,
+     "a key must be a name, got a list"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\n"
+     "parameters:\n  Y: {type: int, min: 0, max: 9007199254740993}\n",
+     4, "parameters.Y.max", "out of range"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\n"
+     "parameters:\n  Y: {type: int, min: 0, max: 99999999999}\n",
+     4, "parameters.Y", "levels is too many"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\n"
+     "parameters:\n  Y: {type: int, min: 1, max: 2, log: yes}\n",
+     4, "parameters.Y.log", "expected true or false, got 'yes'"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\n"
+     "parameters:\n  Y: {type: categorical, values: ['a,b']}\n",
+     4, "parameters.Y.values[0]", "may not contain ','"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\n"
+     "parameters:\n  Y: {type: categorical, values: [a, b], default: c}\n",
+     4, "parameters.Y.default", "default 'c' is not one of the values"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nparameters:\n  Y: {min: 0, max: 1}\n", 4,
+     "parameters.Y.type", "missing (required: int or categorical)"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nparameters:\n  Y: {type: int, max: 1}\n", 4,
+     "parameters.Y.min", "missing (required)"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nparameters: {}\n", 3, "parameters",
+     "no parameters given"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nparameters:\n  bad-name: {type: int, "
+     "min: 0, max: 1}\n",
+     4, "parameters.bad-name", "not a valid environment variable name"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nbaseline: {X: '5'}\n", 3, "baseline.X",
+     "value '5' is not a level of parameter X"},
+    {"engine:\n\tcommand: ./e\n", 2, NULL, "YAML syntax error"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\n---\nrepeats: 2\n", 4, NULL,
+     "one YAML document"},
+};
+
+static void test_text_cases(void) {
+    for (size_t i = 0; i < sizeof text_cases / sizeof text_cases[0]; i++) {
+        char text[2048];
+        /* the parameters go after the head, so the head keeps its line numbers */
+        bool add_tail = !strstr(text_cases[i].head, "parameters:");
+        snprintf(text, sizeof text, "%s%s", text_cases[i].head, add_tail ? valid_tail : "");
+        char *path = write_temp(text);
+        expect_error(path, text_cases[i].line, text_cases[i].key, text_cases[i].problem);
+        unlink(path);
+        free(path);
+    }
+}
+
+/* Good variants the fixtures do not cover. */
+static void test_good_variants(void) {
+    char *path = write_temp("engine: {command: ./e}\nobjective: {metric: lat, direction: min}\n"
+                            "baseline: {}\n"
+                            "constraints: ['ppl<=baseline', 'ppl > 0.5*baseline', 'x >= -3']\n"
+                            "parameters:\n  X: {type: int, min: -4, max: 4, step: 4, default: 0}\n"
+                            "  Y: &v {type: categorical, values: [a], default: a}\n  Z: *v\n");
+    space *sp = load_ok(path);
+    EXPECT(!sp->maximize && !strcmp(sp->objective, "lat"));
+    EXPECT(sp->baseline && sp->baseline[0] == 1 && sp->baseline[1] == 0 && sp->baseline[2] == 0);
+    EXPECT(sp->n_constraints == 3 && sp->constraints[0].relative && sp->constraints[0].value == 1);
+    EXPECT(sp->constraints[1].op == OP_GT && sp->constraints[1].value == 0.5);
+    EXPECT(!sp->constraints[2].relative && sp->constraints[2].value == -3);
+    EXPECT(sp->n_params == 3 && sp->params[2].n_levels == 1 && space_n_points(sp) == 3);
+    space_free(sp);
+    unlink(path);
+    free(path);
+}
+
 /* Cases that need a generated file: Sobol's dimension limit. */
 static void test_sobol_dimension_limit(void) {
     char text[8192] = "engine: {command: ./e}\nobjective: {metric: tps}\nparameters:\n";
@@ -375,6 +502,8 @@ int main(void) {
     test_good_full();
     test_good_minimal_defaults();
     test_bad_fixtures();
+    test_text_cases();
+    test_good_variants();
     test_sobol_dimension_limit();
     test_hash();
     test_durations();
