@@ -34,6 +34,12 @@ static const double LOG_SF2_HI = 4.605170185988092;     /* log 100 */
 static const double LOG_NOISE_LO = -13.815510557964274; /* log 1e-6 */
 static const double LOG_NOISE_HI = 0.0;                 /* log 1 */
 
+/* BFGS stops after this many iterations, or when the gradient of the log likelihood (in
+ * the unbounded coordinates) is this small: hyperparameters only need to be good, not
+ * exact, and the fit is the O(n^3) part of every proposal. */
+#define GP_FIT_MAX_ITER 40
+#define GP_FIT_GRAD_TOL 1e-2
+
 /* Predictions are computed over blocks of this many points (one dtrsm each). */
 #define PREDICT_BLOCK 64
 
@@ -176,7 +182,11 @@ static void gp_fill_cov(const gp *g, gsl_matrix *m, double jitter) {
     }
 }
 
-int gp_factor(gp *g) {
+/* GSL reports a matrix that is not positive definite through its error handler, which
+ * aborts by default; we want the status instead. The handler is process-global, so the
+ * public entry points switch it off around the work, and the internal functions (called
+ * from the parallel hyperparameter starts) never touch it. */
+static int factor_quiet(gp *g) {
     g->factored = 0;
     if (g->L) gsl_matrix_free(g->L);
     if (g->alpha) gsl_vector_free(g->alpha);
@@ -185,9 +195,6 @@ int gp_factor(gp *g) {
     if (g->n == 0) return -1;
     g->L = gsl_matrix_alloc((size_t)g->n, (size_t)g->n);
     g->alpha = gsl_vector_alloc((size_t)g->n);
-    /* GSL reports a matrix that is not positive definite through its error handler, which
-     * aborts by default; we want the status instead, so switch it off around the call. */
-    gsl_error_handler_t *old = gsl_set_error_handler_off();
     double sf2 = exp(g->log_sf2);
     int status = GSL_EDOM;
     for (double jitter = 1e-9 * sf2; jitter < sf2 && status; jitter *= 100.0) {
@@ -198,15 +205,21 @@ int gp_factor(gp *g) {
         gsl_vector_const_view y = gsl_vector_const_view_array(g->y, (size_t)g->n);
         status = gsl_linalg_cholesky_solve(g->L, &y.vector, g->alpha);
     }
-    gsl_set_error_handler(old);
     if (status) return -1;
     g->factored = 1;
     return 0;
 }
 
-double gp_log_marginal(gp *g, double *grad) {
+int gp_factor(gp *g) {
+    gsl_error_handler_t *old = gsl_set_error_handler_off();
+    int r = factor_quiet(g);
+    gsl_set_error_handler(old);
+    return r;
+}
+
+static double log_marginal_quiet(gp *g, double *grad) {
     int n = g->n, d = g->d;
-    if (gp_factor(g) != 0) return -INFINITY;
+    if (factor_quiet(g) != 0) return -INFINITY;
     double quad = 0.0, logdet = 0.0;
     for (int i = 0; i < n; i++) {
         quad += g->y[i] * gsl_vector_get(g->alpha, i);
@@ -218,10 +231,7 @@ double gp_log_marginal(gp *g, double *grad) {
     /* d lml / d theta = 1/2 tr((alpha alpha' - K^-1) dK/dtheta). */
     gsl_matrix *kinv = gsl_matrix_alloc((size_t)n, (size_t)n);
     gsl_matrix_memcpy(kinv, g->L);
-    gsl_error_handler_t *old = gsl_set_error_handler_off();
-    int status = gsl_linalg_cholesky_invert(kinv);
-    gsl_set_error_handler(old);
-    if (status) {
+    if (gsl_linalg_cholesky_invert(kinv)) {
         gsl_matrix_free(kinv);
         return -INFINITY;
     }
@@ -254,6 +264,13 @@ double gp_log_marginal(gp *g, double *grad) {
     return lml;
 }
 
+double gp_log_marginal(gp *g, double *grad) {
+    gsl_error_handler_t *old = gsl_set_error_handler_off();
+    double r = log_marginal_quiet(g, grad);
+    gsl_set_error_handler(old);
+    return r;
+}
+
 /* ---- the fit ---- */
 
 typedef struct {
@@ -275,7 +292,7 @@ static double fit_apply(fit_ctx *c, const gsl_vector *u, double *grad_theta, dou
     int d = c->g->d;
     fit_theta(c, u, theta);
     gp_set_hyper(c->g, theta, theta[d], theta[d + 1]);
-    return gp_log_marginal(c->g, grad_theta);
+    return log_marginal_quiet(c->g, grad_theta);
 }
 
 static double fit_f(const gsl_vector *u, void *params) {
@@ -316,8 +333,35 @@ static double fit_u_of(double t, double lo, double hi) {
     return log(s / (1.0 - s));
 }
 
+/* One start of the fit: climb from u0 (on the working copy c->g); the best theta seen
+ * (the start itself included) into theta, its log likelihood returned. */
+static double fit_one_start(fit_ctx *c, const gsl_vector *u0, double *theta) {
+    int p = c->g->d + 2;
+    double t[p];
+    double best = fit_apply(c, u0, NULL, theta);
+    if (!isfinite(best)) return best;
+    gsl_multimin_function_fdf fn = {
+        .n = (size_t)p, .f = fit_f, .df = fit_df, .fdf = fit_fdf, .params = c};
+    gsl_multimin_fdfminimizer *mz =
+        gsl_multimin_fdfminimizer_alloc(gsl_multimin_fdfminimizer_vector_bfgs2, (size_t)p);
+    gsl_multimin_fdfminimizer_set(mz, &fn, u0, 0.5, 0.1);
+    for (int it = 0; it < GP_FIT_MAX_ITER; it++) {
+        if (gsl_multimin_fdfminimizer_iterate(mz)) break;
+        if (gsl_multimin_test_gradient(mz->gradient, GP_FIT_GRAD_TOL) == GSL_SUCCESS) break;
+    }
+    double lml = -gsl_multimin_fdfminimizer_minimum(mz);
+    if (lml > best && lml < 1e299) {
+        fit_theta(c, gsl_multimin_fdfminimizer_x(mz), t);
+        best = lml;
+        memcpy(theta, t, sizeof t);
+    }
+    gsl_multimin_fdfminimizer_free(mz);
+    return best;
+}
+
 double gp_fit(gp *g, int n_starts, uint64_t seed) {
     int d = g->d, p = d + 2;
+    if (n_starts < 1) n_starts = 1;
     if (g->n < 2) { /* nothing to learn from: keep the defaults */
         gp_factor(g);
         return g->n ? gp_log_marginal(g, NULL) : 0.0;
@@ -331,53 +375,46 @@ double gp_fit(gp *g, int n_starts, uint64_t seed) {
     phi[d] = LOG_SF2_HI;
     plo[d + 1] = LOG_NOISE_LO;
     phi[d + 1] = LOG_NOISE_HI;
-    fit_ctx ctx = {.g = g, .plo = plo, .phi = phi};
 
-    gsl_multimin_function_fdf fn = {
-        .n = (size_t)p, .f = fit_f, .df = fit_df, .fdf = fit_fdf, .params = &ctx};
-    gsl_multimin_fdfminimizer *mz =
-        gsl_multimin_fdfminimizer_alloc(gsl_multimin_fdfminimizer_vector_bfgs2, (size_t)p);
+    /* Starts, drawn serially so they do not depend on the thread count. Start 0: length
+     * scales 0.3, unit signal, small noise; the others uniform in u in [-2, 2]. */
+    double *u0 = xmalloc((size_t)n_starts * (size_t)p * sizeof(double));
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, (unsigned long)(seed ^ (seed >> 32)) + 1);
-    gsl_vector *u0 = gsl_vector_alloc((size_t)p);
-    double best_theta[p], best = -INFINITY;
-    gsl_error_handler_t *old = gsl_set_error_handler_off();
-
-    for (int s = 0; s < (n_starts < 1 ? 1 : n_starts); s++) {
-        /* Start 0: length scales 0.3, unit signal, small noise; the rest: random in u. */
+    for (int s = 0; s < n_starts; s++)
         for (int j = 0; j < p; j++) {
             double def = j < d ? log(0.3) : j == d ? 0.0 : log(1e-2);
-            double u = s == 0 ? fit_u_of(def, plo[j], phi[j]) : 4.0 * gsl_rng_uniform(rng) - 2.0;
-            gsl_vector_set(u0, j, u);
+            u0[s * p + j] =
+                s == 0 ? fit_u_of(def, plo[j], phi[j]) : 4.0 * gsl_rng_uniform(rng) - 2.0;
         }
-        double theta[p];
-        /* Score the start itself: the optimiser may fail on its first step. */
-        double lml0 = fit_apply(&ctx, u0, NULL, theta);
-        if (lml0 > best) {
-            best = lml0;
-            memcpy(best_theta, theta, sizeof theta);
-        }
-        if (!isfinite(lml0)) continue;
-        gsl_multimin_fdfminimizer_set(mz, &fn, u0, 0.5, 0.1);
-        for (int it = 0; it < 100; it++) {
-            if (gsl_multimin_fdfminimizer_iterate(mz)) break;
-            if (gsl_multimin_test_gradient(mz->gradient, 1e-4) == GSL_SUCCESS) break;
-        }
-        double lml = -gsl_multimin_fdfminimizer_minimum(mz);
-        if (lml > best && lml < 1e299) {
-            fit_theta(&ctx, gsl_multimin_fdfminimizer_x(mz), theta);
-            best = lml;
-            memcpy(best_theta, theta, sizeof theta);
-        }
+    gsl_rng_free(rng);
+
+    /* Each start climbs on its own copy of the gp, in parallel; the best is then picked
+     * serially (the earliest start wins ties), so the result is the same on any number of
+     * threads. */
+    double *theta = xmalloc((size_t)n_starts * (size_t)p * sizeof(double));
+    double *lml = xmalloc((size_t)n_starts * sizeof(double));
+    gsl_error_handler_t *old = gsl_set_error_handler_off();
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int s = 0; s < n_starts; s++) {
+        gp *work = gp_copy(g);
+        fit_ctx ctx = {.g = work, .plo = plo, .phi = phi};
+        gsl_vector_view u = gsl_vector_view_array(u0 + s * p, (size_t)p);
+        lml[s] = fit_one_start(&ctx, &u.vector, theta + s * p);
+        gp_free(work);
     }
     gsl_set_error_handler(old);
-    gsl_vector_free(u0);
-    gsl_rng_free(rng);
-    gsl_multimin_fdfminimizer_free(mz);
-
-    if (isfinite(best)) gp_set_hyper(g, best_theta, best_theta[d], best_theta[d + 1]);
+    int best = 0;
+    for (int s = 1; s < n_starts; s++)
+        if (lml[s] > lml[best] || (!isfinite(lml[best]) && isfinite(lml[s]))) best = s;
+    double result = lml[best];
+    if (isfinite(result))
+        gp_set_hyper(g, theta + best * p, theta[best * p + d], theta[best * p + d + 1]);
     gp_factor(g);
-    return best;
+    free(u0);
+    free(theta);
+    free(lml);
+    return result;
 }
 
 /* ---- prediction ---- */
