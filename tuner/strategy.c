@@ -9,10 +9,12 @@
 
 extern const strategy_ops strategy_grid_ops;
 extern const strategy_ops strategy_sobol_ops;
+extern const strategy_ops bayes_ops;
 
 static const strategy_ops *const registry[] = {
     &strategy_grid_ops,
     &strategy_sobol_ops,
+    &bayes_ops,
 };
 
 const strategy_ops *strategy_find(const char *name) {
