@@ -1,0 +1,225 @@
+"""target.py: the target model, a Gemma4ForCausalLM with E4B's features, and its training.
+
+Architecture (Gemma4TextConfig; E4B's value in brackets):
+  hidden 256 [2560], MLP 512 [10240], 8 layers [42] of which 2 full attention [7]:
+  S S S S S F S F, 8 query heads [8], 2 KV heads [2], head_dim 32 on sliding layers [256]
+  and 64 on full layers [512], proportional RoPE with partial_rotary_factor 0.25 on full
+  layers (transformers' default), last 2 layers share KV [18] with a double-wide MLP,
+  per-layer embeddings of width 32 [256], tied head, final logit softcap 30 [30], native
+  sliding window 512 [512], vocabulary 6144 [262144].
+Training: random windows of whole training documents (<bos> + 2047 tokens, so every sliding
+layer sees far past its 512-token window and long context pays), AdamW, bf16 autocast, a
+cosine schedule over a step count fixed from the measured speed and the time budget, dropout
+on the residual branches (added by forward hooks; the weights stay plain Gemma 4), and the
+checkpoint with the best validation loss kept.
+"""
+
+import copy
+import math
+import time
+
+import torch
+import torch.nn.functional as F
+
+from .tokenizer import BOS_ID, EOS_ID, PAD_ID
+
+SLIDING, FULL = "sliding_attention", "full_attention"
+
+
+def target_config(vocab_size):
+    from transformers import Gemma4TextConfig
+
+    layer_types = [SLIDING] * 5 + [FULL, SLIDING, FULL]
+    return Gemma4TextConfig(
+        vocab_size=vocab_size,
+        hidden_size=256,
+        intermediate_size=512,
+        num_hidden_layers=len(layer_types),
+        num_attention_heads=8,
+        num_key_value_heads=2,
+        head_dim=32,
+        global_head_dim=64,
+        hidden_activation="gelu_pytorch_tanh",
+        max_position_embeddings=4096,
+        rms_norm_eps=1e-6,
+        pad_token_id=PAD_ID,
+        eos_token_id=EOS_ID,
+        bos_token_id=BOS_ID,
+        tie_word_embeddings=True,
+        attention_bias=False,
+        attention_dropout=0.0,
+        sliding_window=512,
+        layer_types=layer_types,
+        final_logit_softcapping=30.0,
+        vocab_size_per_layer_input=vocab_size,
+        hidden_size_per_layer_input=32,
+        attention_k_eq_v=False,
+        num_kv_shared_layers=2,
+        use_double_wide_mlp=True,
+        enable_moe_block=False,
+    )
+
+
+def build_target(vocab_size, device):
+    from transformers import Gemma4ForCausalLM
+
+    config = target_config(vocab_size)
+    model = Gemma4ForCausalLM(config).to(device=device, dtype=torch.float32)
+    return model
+
+
+def add_residual_dropout(model, p):
+    """Dropout on each attention and MLP output while training (hooks, no new weights)."""
+    handles = []
+
+    def drop(_module, _inputs, output):
+        if not _module.training or p <= 0:
+            return output
+        if isinstance(output, tuple):
+            return (F.dropout(output[0], p, True),) + tuple(output[1:])
+        return F.dropout(output, p, True)
+
+    for layer in model.model.layers:
+        handles.append(layer.self_attn.register_forward_hook(drop))
+        handles.append(layer.mlp.register_forward_hook(drop))
+    return handles
+
+
+class WindowSampler:
+    """Random <bos>-prefixed windows of seq_len tokens from whole documents."""
+
+    def __init__(self, docs_ids, seq_len, seed):
+        self.docs = [torch.tensor(d, dtype=torch.long) for d in docs_ids if len(d) >= seq_len]
+        if not self.docs:
+            raise ValueError(f"no document has {seq_len} tokens")
+        lengths = torch.tensor([len(d) for d in self.docs], dtype=torch.float)
+        self.weights = lengths / lengths.sum()
+        self.seq_len = seq_len
+        self.gen = torch.Generator().manual_seed(seed)
+        self.n_tokens = int(lengths.sum().item())
+
+    def batch(self, batch_size):
+        doc_idx = torch.multinomial(self.weights, batch_size, replacement=True, generator=self.gen)
+        rows = []
+        for i in doc_idx.tolist():
+            d = self.docs[i]
+            start = int(torch.randint(0, len(d) - (self.seq_len - 1) + 1, (1,), generator=self.gen))
+            body = d[start : start + self.seq_len - 1]
+            rows.append(torch.cat([torch.tensor([BOS_ID]), body]))
+        return torch.stack(rows)
+
+
+def fixed_windows(docs_ids, seq_len, per_doc):
+    """Deterministic validation windows: per_doc evenly spaced windows from each document."""
+    rows = []
+    for d in docs_ids:
+        if len(d) < seq_len:
+            continue
+        span = len(d) - (seq_len - 1)
+        for k in range(per_doc):
+            start = (span * k) // max(per_doc, 1)
+            rows.append([BOS_ID] + list(d[start : start + seq_len - 1]))
+    return torch.tensor(rows, dtype=torch.long)
+
+
+def lm_loss(model, ids):
+    logits = model(input_ids=ids, use_cache=False).logits
+    return F.cross_entropy(
+        logits[:, :-1].float().reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1)
+    )
+
+
+@torch.no_grad()
+def eval_loss(model, windows, device, batch_size=16):
+    model.eval()
+    total, n = 0.0, 0
+    for i in range(0, len(windows), batch_size):
+        ids = windows[i : i + batch_size].to(device)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = model(input_ids=ids, use_cache=False).logits
+        nll = F.cross_entropy(
+            logits[:, :-1].float().reshape(-1, logits.shape[-1]),
+            ids[:, 1:].reshape(-1),
+            reduction="sum",
+        )
+        total += nll.item()
+        n += ids[:, 1:].numel()
+    model.train()
+    return total / n
+
+
+def train_target(model, sampler, val_windows, device, budget_s, args, log):
+    """Train in place until the step count or time budget; return (best state, history)."""
+    t0 = time.time()
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        (no_decay if p.ndim < 2 or "norm" in name else decay).append(p)
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": args.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=args.lr,
+        betas=(0.9, 0.95),
+        fused=True,
+    )
+    hooks = add_residual_dropout(model, args.dropout)
+    model.train()
+    tokens_per_step = args.batch_size * sampler.seq_len
+    steps_per_epoch = max(1, sampler.n_tokens // tokens_per_step)
+    max_steps_epochs = int(args.max_epochs * steps_per_epoch)
+
+    history = {"train": [], "val": [], "tokens_per_step": tokens_per_step}
+    best = {"val": float("inf"), "state": None, "step": 0}
+    total_steps = None
+    step = 0
+    last_eval = time.time()
+    ema = None
+    while True:
+        elapsed = time.time() - t0
+        if step == 10:
+            t10 = time.time()
+        if total_steps is None and step == 30:
+            rate = 20 / (time.time() - t10)
+            total_steps = max(100, min(max_steps_epochs, step + int(rate * (budget_s - elapsed) * 0.95)))
+            log(f"target: {rate:.2f} steps/s -> {total_steps} steps "
+                f"({total_steps / steps_per_epoch:.1f} epochs of {sampler.n_tokens} tokens)")
+        planned = total_steps or 10**9
+        if step >= planned or elapsed > budget_s:
+            break
+        warm = min(1.0, (step + 1) / args.warmup)
+        frac = min(1.0, step / planned)
+        lr = args.lr * warm * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+        for g in opt.param_groups:
+            g["lr"] = lr
+        ids = sampler.batch(args.batch_size).to(device, non_blocking=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = lm_loss(model, ids)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        step += 1
+        if step % 10 == 0 or step == 1:
+            lv = loss.item()
+            ema = lv if ema is None else 0.9 * ema + 0.1 * lv
+            history["train"].append({"step": step, "loss": round(lv, 4), "t": round(elapsed, 1)})
+        is_last = (total_steps is not None and step >= total_steps) or time.time() - t0 > budget_s
+        if time.time() - last_eval > args.eval_every_s or is_last:
+            v = eval_loss(model, val_windows, device)
+            history["val"].append({"step": step, "loss": round(v, 4), "t": round(elapsed, 1)})
+            log(f"target step {step}/{planned} lr {lr:.2e} train~{ema:.3f} val {v:.3f} "
+                f"ppl {math.exp(v):.1f} t {elapsed:.0f}s")
+            if v < best["val"]:
+                best = {"val": v, "state": copy.deepcopy(model.state_dict()), "step": step}
+            last_eval = time.time()
+    if not history["val"] or history["val"][-1]["step"] != step:
+        v = eval_loss(model, val_windows, device)
+        history["val"].append({"step": step, "loss": round(v, 4), "t": round(time.time() - t0, 1)})
+        if v < best["val"]:
+            best = {"val": v, "state": copy.deepcopy(model.state_dict()), "step": step}
+    for h in hooks:
+        h.remove()
+    model.eval()
+    history["steps"] = step
+    history["best_step"] = best["step"]
+    history["best_val_loss"] = best["val"]
+    history["seconds"] = round(time.time() - t0, 1)
+    return best["state"], history
