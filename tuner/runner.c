@@ -152,9 +152,9 @@ static char *launcher_command(const char *tmpl, char *const *argv) {
 
 /* In the child, after fork: never returns. Errors go to the log (our stderr). */
 static void child_exec(const space *sp, const int *levels, const run_request *req,
-                       const char *workdir, char **argv, int out_fd, int log_fd) {
+                       const char *workdir, char **argv, int out_fd, int err_fd) {
     setpgid(0, 0);
-    if (dup2(log_fd, STDERR_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0) _exit(126);
+    if (dup2(err_fd, STDERR_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0) _exit(126);
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) dup2(devnull, STDIN_FILENO);
     if (chdir(workdir) != 0) {
@@ -360,6 +360,38 @@ static void result_read(const space *sp, const run_request *req, const char *std
 /* ---------------------------------------------------------------------------------------- */
 /* the run */
 
+/* Copies the engine's output into the log, keeping the last TAIL_MAX bytes of stdout. */
+typedef struct {
+    int log_fd;
+    const char *log_path;
+    int log_broken; /* a write to the log failed (reported once) */
+    char *tail;     /* [TAIL_MAX + 1] the end of stdout */
+    size_t tail_len;
+} log_pump;
+
+/* Read what fd has; returns 0 at end of file (or on a read error). */
+static int pump_read(log_pump *p, int fd, int is_stdout) {
+    char buf[65536]; /* smaller than TAIL_MAX */
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return 1;
+    if (n <= 0) return 0;
+    if (write(p->log_fd, buf, (size_t)n) != n && !p->log_broken) {
+        p->log_broken = 1;
+        fprintf(stderr, "%s: warning: cannot write log %s: %s\n", util_progname, p->log_path,
+                strerror(errno));
+    }
+    if (is_stdout) {
+        if (p->tail_len + (size_t)n > TAIL_MAX) {
+            size_t drop = p->tail_len + (size_t)n - TAIL_MAX;
+            memmove(p->tail, p->tail + drop, p->tail_len - drop);
+            p->tail_len -= drop;
+        }
+        memcpy(p->tail + p->tail_len, buf, (size_t)n);
+        p->tail_len += (size_t)n;
+    }
+    return 1;
+}
+
 static void run_fail(run_result *out, char *reason) {
     out->status = TRIAL_FAILED;
     out->reason = reason;
@@ -378,8 +410,9 @@ run_outcome runner_run(const space *sp, const int *levels, const run_request *re
         run_fail(out, xasprintf("cannot open log file %s: %s", req->log_path, strerror(errno)));
         return RUN_DONE;
     }
-    int pipefd[2];
-    if (pipe2(pipefd, O_CLOEXEC) != 0) die("pipe: %s", strerror(errno));
+    int out_pipe[2], err_pipe[2]; /* the engine's stdout and stderr, pumped into the log */
+    if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
+        die("pipe: %s", strerror(errno));
 
     char *workdir =
         sp->workdir ? path_join(sp->dir, sp->workdir) : xstrdup(sp->dir ? sp->dir : ".");
@@ -393,44 +426,30 @@ run_outcome runner_run(const space *sp, const int *levels, const run_request *re
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) die("fork: %s", strerror(errno));
-    if (pid == 0) child_exec(sp, levels, req, workdir, argv, pipefd[1], log_fd);
+    if (pid == 0) child_exec(sp, levels, req, workdir, argv, out_pipe[1], err_pipe[1]);
     setpgid(pid, pid); /* also in the parent: no window where a kill(-pid) could miss */
-    close(pipefd[1]);
+    close(out_pipe[1]);
+    close(err_pipe[1]);
     free(argv0);
     free(argv);
     free(workdir);
 
     child_state c = {.pid = pid};
-    char *tail = xmalloc(TAIL_MAX + 1);
-    size_t tail_len = 0;
-    int out_fd = pipefd[0], timed_out = 0, log_broken = 0, stop_sig = 0;
+    log_pump pump = {.log_fd = log_fd, .log_path = req->log_path, .tail = xmalloc(TAIL_MAX + 1)};
+    int fds[2] = {out_pipe[0], err_pipe[0]}; /* -1 once at end of file */
+    int timed_out = 0, stop_sig = 0;
     double deadline = sp->timeout_s > 0 ? t0 + sp->timeout_s : 0;
-    char buf[65536]; /* smaller than TAIL_MAX */
 
-    while (!c.exited || out_fd >= 0) {
-        if (out_fd >= 0) {
-            struct pollfd pfd = {.fd = out_fd, .events = POLLIN};
-            int pr = poll(&pfd, 1, POLL_MS);
-            if (pr > 0) {
-                ssize_t n = read(out_fd, buf, sizeof buf);
-                if (n > 0) {
-                    if (write(log_fd, buf, (size_t)n) != n && !log_broken) {
-                        log_broken = 1;
-                        fprintf(stderr, "%s: warning: cannot write log %s: %s\n", util_progname,
-                                req->log_path, strerror(errno));
+    while (!c.exited || fds[0] >= 0 || fds[1] >= 0) {
+        if (fds[0] >= 0 || fds[1] >= 0) {
+            struct pollfd pfd[2] = {{.fd = fds[0], .events = POLLIN},
+                                    {.fd = fds[1], .events = POLLIN}};
+            if (poll(pfd, 2, POLL_MS) > 0) {
+                for (int k = 0; k < 2; k++) /* stdout first: it was usually written first */
+                    if (pfd[k].revents && !pump_read(&pump, fds[k], k == 0)) {
+                        close(fds[k]);
+                        fds[k] = -1;
                     }
-                    /* keep the last TAIL_MAX bytes (buf is smaller than the tail) */
-                    if (tail_len + (size_t)n > TAIL_MAX) {
-                        size_t drop = tail_len + (size_t)n - TAIL_MAX;
-                        memmove(tail, tail + drop, tail_len - drop);
-                        tail_len -= drop;
-                    }
-                    memcpy(tail + tail_len, buf, (size_t)n);
-                    tail_len += (size_t)n;
-                } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-                    close(out_fd);
-                    out_fd = -1;
-                }
             }
         } else {
             usleep(POLL_MS * 1000);
@@ -445,11 +464,15 @@ run_outcome runner_run(const space *sp, const int *levels, const run_request *re
             stop_sig = group_stop(&c, req->grace_s);
             break;
         }
-        /* The engine is gone but a leftover of its group may keep stdout open: stop the
-         * group, then the loop drains the pipe to its end. */
-        if (c.exited && out_fd >= 0 && group_alive(&c)) group_stop(&c, req->grace_s);
+        /* The engine is gone but a leftover of its group may keep a pipe open: stop the
+         * group, then the loop drains the pipes to their end. */
+        if (c.exited && (fds[0] >= 0 || fds[1] >= 0) && group_alive(&c))
+            group_stop(&c, req->grace_s);
     }
-    if (out_fd >= 0) close(out_fd);
+    for (int k = 0; k < 2; k++)
+        if (fds[k] >= 0) close(fds[k]);
+    char *tail = pump.tail;
+    size_t tail_len = pump.tail_len;
     group_stop(&c, req->grace_s); /* leftovers of a finished engine go too */
     if (!c.exited) {
         waitpid(pid, &c.wstatus, 0);

@@ -500,6 +500,12 @@ int sweep_main(const sweep_options *opt) {
         rc = EXIT_ERROR;
         goto done;
     }
+    /* The engine runs in its own working directory: give it absolute paths. */
+    char *abs = realpath(s->dir, NULL);
+    if (abs) {
+        free(s->dir);
+        s->dir = abs;
+    }
     s->t = trials_new(s->sp);
     for (int i = 0; i < s->j->n_records; i++) {
         char where[512];
