@@ -173,9 +173,10 @@ static void seg_push(seglist *l, size_t start, size_t end, int added) {
     l->p[l->n++] = (segment){start, end, added};
 }
 
-/* A letter, digit or '_' for single_word. Non-ASCII characters that are not whitespace
- * count as word characters: an approximation of Unicode's alphanumeric classes, which
- * matters only for tokenizers with single_word tokens (Gemma's and ours have none). */
+/* A word character (regex \w) for single_word. Non-ASCII characters that are not
+ * whitespace count as word characters: an approximation of Unicode's \w (letters, marks,
+ * digits, connector punctuation) that matters only for tokenizers with single_word tokens
+ * (Gemma's and ours have none). */
 static int is_word_char(uint32_t c) {
     if (c < 0x80)
         return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
@@ -211,8 +212,8 @@ static void split_added(const tokenizer *t, const added_trie *tr, const char *s,
         if (a->single_word) {
             int before = ms > 0 && (utf8_prev(u, ms, &cp), is_word_char(cp));
             int after = me < n && utf8_decode(u + me, n - me, &cp) && is_word_char(cp);
-            if (before || after) {
-                i++;
+            if (before || after) { /* not a token here; the library resumes after it */
+                i = me;
                 continue;
             }
         }
