@@ -1,0 +1,297 @@
+/* model_load.c: a Hugging Face model folder -> struct model (model.h).
+ *
+ * config.c gives the hyperparameters and the derived shape of every layer; this file finds
+ * each weight by its transformers name, checks its dtype and shape against that config, and
+ * points the weight descriptors into the mmapped safetensors files (no copies: weights stay
+ * bf16 / f16 / f32 as stored, as model.h asks). Every tensor the config implies must be
+ * present; every tensor of the text model must be used. Both lists are reported by name, so
+ * a config that does not match its checkpoint fails here, not as garbage logits later.
+ *
+ * Names: `model.` + the Gemma4TextModel names for gemma4_text checkpoints
+ * (Gemma4ForCausalLM), `model.language_model.` + the same for the multimodal gemma4 ones
+ * (Gemma4ForConditionalGeneration; its vision and audio towers are skipped), `lm_head.weight`
+ * when the head is not tied to the embedding. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "engine.h"
+#include "model.h"
+#include "safetensors.h"
+#include "util.h"
+
+typedef struct {
+    const safetensors *st;
+    char *used;         /* [st->n_tensors] 1 once a tensor has been taken */
+    const char *prefix; /* of the text model's tensors: "model." or "model.language_model." */
+    const char *dir;
+    char *missing; /* names of missing tensors, ", "-separated (the first few) */
+    size_t missing_len;
+    int n_missing;
+    int failed; /* a hard error is in err */
+    char *err;
+    size_t errlen;
+} loader;
+
+static void failf(loader *L, const char *fmt, ...) PRINTF_LIKE(2, 3);
+static void failf(loader *L, const char *fmt, ...) {
+    if (L->failed) return; /* keep the first error */
+    L->failed = 1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(L->err, L->errlen, fmt, ap);
+    va_end(ap);
+}
+
+static void note_missing(loader *L, const char *name) {
+    if (L->n_missing++ >= 8) return;
+    size_t n = strlen(name) + 3;
+    L->missing = xrealloc(L->missing, L->missing_len + n + 1);
+    L->missing_len += (size_t)snprintf(L->missing + L->missing_len, n + 1, "%s%s",
+                                       L->missing_len ? ", " : "", name);
+}
+
+static const st_tensor *lookup(loader *L, const char *name) {
+    const st_tensor *t = safetensors_find(L->st, name);
+    if (t) L->used[t - L->st->tensors] = 1;
+    return t;
+}
+
+/* Take tensor `name` (under the text prefix unless absolute) with shape [rows, cols] or, when
+ * cols is 0, [rows]. Missing: noted (and out left empty) unless optional. */
+static const st_tensor *take(loader *L, tensor *out, int optional, int absolute, int rows, int cols,
+                             const char *fmt, ...) PRINTF_LIKE(7, 8);
+static const st_tensor *take(loader *L, tensor *out, int optional, int absolute, int rows, int cols,
+                             const char *fmt, ...) {
+    char name[256];
+    int n = absolute ? 0 : snprintf(name, sizeof name, "%s", L->prefix);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name + n, sizeof name - (size_t)n, fmt, ap);
+    va_end(ap);
+    memset(out, 0, sizeof *out);
+    const st_tensor *t = lookup(L, name);
+    if (!t) {
+        if (!optional) note_missing(L, name);
+        return NULL;
+    }
+    const char *file = L->st->files[t->file].path;
+    if (!st_dtype_is_float(t->dtype)) {
+        failf(L, "%s: tensor '%s' has dtype %s; weights must be BF16, F16 or F32", file, name,
+              st_dtype_name(t->dtype));
+        return NULL;
+    }
+    int ok = cols ? t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols
+                  : t->ndim == 1 && t->shape[0] == rows;
+    if (!ok) {
+        char got[128], want[64];
+        if (cols)
+            snprintf(want, sizeof want, "[%d, %d]", rows, cols);
+        else
+            snprintf(want, sizeof want, "[%d]", rows);
+        failf(L, "%s: tensor '%s' has shape %s, but %s/config.json implies %s", file, name,
+              st_shape_str(t, got, sizeof got), L->dir, want);
+        return NULL;
+    }
+    out->data = t->data;
+    out->dtype = t->dtype == ST_F32 ? DT_F32 : t->dtype == ST_BF16 ? DT_BF16 : DT_F16;
+    out->rows = cols ? rows : 1;
+    out->cols = cols ? cols : rows;
+    return t;
+}
+
+static void load_layer(loader *L, const model_config *c, int i, layer_weights *w) {
+    const layer_config *l = &c->layers[i];
+    const int H = c->hidden, q_dim = c->n_heads * l->head_dim, kv_dim = l->n_kv_heads * l->head_dim;
+    take(L, &w->input_norm, 0, 0, H, 0, "layers.%d.input_layernorm.weight", i);
+    take(L, &w->q_proj, 0, 0, q_dim, H, "layers.%d.self_attn.q_proj.weight", i);
+    take(L, &w->q_norm, 0, 0, l->head_dim, 0, "layers.%d.self_attn.q_norm.weight", i);
+    if (!l->kv_shared) {
+        take(L, &w->k_proj, 0, 0, kv_dim, H, "layers.%d.self_attn.k_proj.weight", i);
+        take(L, &w->k_norm, 0, 0, l->head_dim, 0, "layers.%d.self_attn.k_norm.weight", i);
+        if (!l->k_eq_v)
+            take(L, &w->v_proj, 0, 0, kv_dim, H, "layers.%d.self_attn.v_proj.weight", i);
+    }
+    take(L, &w->o_proj, 0, 0, H, q_dim, "layers.%d.self_attn.o_proj.weight", i);
+    take(L, &w->post_attn_norm, 0, 0, H, 0, "layers.%d.post_attention_layernorm.weight", i);
+    take(L, &w->pre_ffn_norm, 0, 0, H, 0, "layers.%d.pre_feedforward_layernorm.weight", i);
+    take(L, &w->gate_proj, 0, 0, l->intermediate, H, "layers.%d.mlp.gate_proj.weight", i);
+    take(L, &w->up_proj, 0, 0, l->intermediate, H, "layers.%d.mlp.up_proj.weight", i);
+    take(L, &w->down_proj, 0, 0, H, l->intermediate, "layers.%d.mlp.down_proj.weight", i);
+    take(L, &w->post_ffn_norm, 0, 0, H, 0, "layers.%d.post_feedforward_layernorm.weight", i);
+    if (c->ple_dim) {
+        take(L, &w->ple_gate, 0, 0, c->ple_dim, H, "layers.%d.per_layer_input_gate.weight", i);
+        take(L, &w->ple_proj, 0, 0, H, c->ple_dim, "layers.%d.per_layer_projection.weight", i);
+        take(L, &w->ple_post_norm, 0, 0, H, 0, "layers.%d.post_per_layer_input_norm.weight", i);
+    }
+    /* layer_scalar: a persistent one-element buffer; model.h takes 1 when it is absent. */
+    tensor s;
+    const st_tensor *t = take(L, &s, 1, 0, 1, 0, "layers.%d.layer_scalar", i);
+    w->layer_scalar = 1.0f;
+    if (t) st_to_f32(t, &w->layer_scalar);
+}
+
+/* Tensors transformers itself skips on load: k/v projections and norms of kv-shared
+ * layers (Gemma4TextModel._keys_to_ignore_on_load_unexpected). */
+static int ignorable(const model_config *c, const char *rest) {
+    int i, n = 0;
+    char what[64];
+    if (sscanf(rest, "layers.%d.self_attn.%63[a-z_].weight%n", &i, what, &n) != 2 ||
+        rest[n] != '\0' || i < 0 || i >= c->n_layers || !c->layers[i].kv_shared)
+        return 0;
+    return !strcmp(what, "k_proj") || !strcmp(what, "v_proj") || !strcmp(what, "k_norm") ||
+           !strcmp(what, "v_norm");
+}
+
+/* Every tensor of the text model must have been used; the wrapper's other towers are
+ * skipped (with a count on stderr), and so is a stored lm_head when the head is tied. */
+static void check_unexpected(loader *L, const model_config *c, const config_info *info) {
+    const size_t plen = strlen(L->prefix);
+    int n_bad = 0, n_skipped = 0;
+    char list[512] = "";
+    size_t used = 0;
+    for (int i = 0; i < L->st->n_tensors; i++) {
+        if (L->used[i]) continue;
+        const char *name = L->st->tensors[i].name;
+        int in_text = !strncmp(name, L->prefix, plen);
+        if (in_text && ignorable(c, name + plen)) continue;
+        if (!in_text && !strcmp(name, "lm_head.weight") && c->tie_embeddings) continue;
+        if (!in_text && info->wrapped && strncmp(name, "lm_head.", 8)) {
+            n_skipped++;
+            continue;
+        }
+        if (n_bad++ < 6 && used < sizeof list)
+            used +=
+                (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "", name);
+    }
+    if (n_skipped)
+        fprintf(stderr, "note: %s: skipped %d tensors outside the text model (vision/audio)\n",
+                L->dir, n_skipped);
+    if (n_bad)
+        failf(L,
+              "%s: %d unexpected tensor%s for this config.json: %s%s (does config.json match "
+              "the checkpoint?)",
+              L->dir, n_bad, n_bad > 1 ? "s" : "", list, n_bad > 6 ? ", ..." : "");
+}
+
+static int load_weights(loader *L, const model_config *c, const config_info *info,
+                        model_weights *w) {
+    const int H = c->hidden;
+    take(L, &w->embed, 0, 0, c->vocab, H, "embed_tokens.weight");
+    if (c->ple_dim) {
+        take(L, &w->embed_ple, 0, 0, c->ple_vocab, c->n_layers * c->ple_dim,
+             "embed_tokens_per_layer.weight");
+        take(L, &w->ple_model_proj, 0, 0, c->n_layers * c->ple_dim, H,
+             "per_layer_model_projection.weight");
+        take(L, &w->ple_proj_norm, 0, 0, c->ple_dim, 0, "per_layer_projection_norm.weight");
+    }
+    take(L, &w->final_norm, 0, 0, H, 0, "norm.weight");
+    w->layers = xcalloc((size_t)c->n_layers, sizeof *w->layers);
+    for (int i = 0; i < c->n_layers && !L->failed; i++)
+        load_layer(L, c, i, &w->layers[i]);
+    if (c->tie_embeddings)
+        w->lm_head = w->embed;
+    else
+        take(L, &w->lm_head, 0, 1, c->vocab, H, "lm_head.weight");
+    if (!L->failed && L->n_missing)
+        failf(L, "%s: %d tensor%s missing from the checkpoint: %s%s", L->dir, L->n_missing,
+              L->n_missing > 1 ? "s" : "", L->missing, L->n_missing > 8 ? ", ..." : "");
+    if (!L->failed) check_unexpected(L, c, info);
+    return L->failed ? -1 : 0;
+}
+
+model *model_load(const char *dir, char *err, size_t errlen) {
+    model *m = xcalloc(1, sizeof *m);
+    config_info info;
+    if (config_load(dir, &m->config, &info, err, errlen)) {
+        free(m);
+        return NULL;
+    }
+    safetensors *st = xcalloc(1, sizeof *st);
+    m->storage = st;
+    if (safetensors_open_dir(st, dir, err, errlen)) {
+        model_free(m);
+        return NULL;
+    }
+    /* Which naming the checkpoint uses: the first prefix that has the embedding. */
+    static const char *const text_prefixes[] = {"model.", "model.language_model.", NULL};
+    static const char *const wrapped_prefixes[] = {"model.language_model.", "language_model.model.",
+                                                   "model.", NULL};
+    const char *const *cands = info.wrapped ? wrapped_prefixes : text_prefixes;
+    const char *prefix = NULL;
+    for (int i = 0; cands[i] && !prefix; i++) {
+        char *name = xasprintf("%sembed_tokens.weight", cands[i]);
+        if (safetensors_find(st, name)) prefix = cands[i];
+        free(name);
+    }
+    if (!prefix) {
+        snprintf(err, errlen,
+                 "%s: no %sembed_tokens.weight in the checkpoint (is it a Gemma 4 "
+                 "text model?)",
+                 dir, cands[0]);
+        model_free(m);
+        return NULL;
+    }
+    loader L = {.st = st, .prefix = prefix, .dir = dir, .err = err, .errlen = errlen};
+    L.used = xcalloc((size_t)(st->n_tensors ? st->n_tensors : 1), 1);
+    int rc = load_weights(&L, &m->config, &info, &m->weights);
+    free(L.used);
+    free(L.missing);
+    if (rc) {
+        model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void model_free(model *m) {
+    if (!m) return;
+    if (m->storage) {
+        safetensors_close(m->storage);
+        free(m->storage);
+    }
+    free(m->weights.layers);
+    model_config_free(&m->config);
+    free(m);
+}
+
+int model_vocab_size(const model *m) {
+    return m->config.vocab;
+}
+int model_native_window(const model *m) {
+    return m->config.sliding_window;
+}
+int model_max_positions(const model *m) {
+    return m->config.max_positions;
+}
+int model_bos_id(const model *m) {
+    return m->config.bos_id;
+}
+
+static size_t tensor_bytes(const tensor *t) {
+    return t->data ? (size_t)t->rows * (size_t)t->cols * dtype_size(t->dtype) : 0;
+}
+
+/* One decode step reads every layer weight, the whole lm_head, one row of the embedding and
+ * of the PLE table, and the PLE projection. (The KV cache it reads grows with the position
+ * and is not counted here.) */
+size_t model_bytes_per_token(const model *m) {
+    const model_config *c = &m->config;
+    const model_weights *w = &m->weights;
+    size_t total = tensor_bytes(&w->lm_head) + tensor_bytes(&w->final_norm);
+    if (w->embed.data) total += (size_t)w->embed.cols * dtype_size(w->embed.dtype);
+    if (w->embed_ple.data) total += (size_t)w->embed_ple.cols * dtype_size(w->embed_ple.dtype);
+    total += tensor_bytes(&w->ple_model_proj) + tensor_bytes(&w->ple_proj_norm);
+    for (int i = 0; i < c->n_layers; i++) {
+        const layer_weights *l = &w->layers[i];
+        const tensor *all[] = {&l->input_norm,    &l->q_proj,    &l->q_norm,   &l->k_proj,
+                               &l->v_proj,        &l->k_norm,    &l->o_proj,   &l->post_attn_norm,
+                               &l->pre_ffn_norm,  &l->gate_proj, &l->up_proj,  &l->down_proj,
+                               &l->post_ffn_norm, &l->ple_gate,  &l->ple_proj, &l->ple_post_norm};
+        for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+            total += tensor_bytes(all[k]);
+    }
+    return total;
+}
