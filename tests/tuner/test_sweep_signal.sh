@@ -1,0 +1,52 @@
+# SIGINT while an engine hangs: the tuner stops the engine's whole process group, records
+# nothing for the interrupted trial, exits 130 saying how to resume; the rerun measures the
+# interrupted point once. SIGTERM between trials: exit 143, same guarantees.
+source "$TESTS_DIR/sweep_lib.sh"
+
+write_space space.yaml <<'YAML'
+study: sig
+engine: {command: [@ENGINE@], timeout: 60}
+objective: {metric: tps, direction: maximize}
+parameters:
+  SLIDING_WINDOW: {type: int, min: 128, max: 512, step: 128}
+strategy: grid
+YAML
+tr=out/sig/trials.jsonl
+
+# The hang comes from the environment the tuner passes on, not from the space file, so
+# the rerun (without it) resumes the same study.
+SYNTH_HANG_WHEN=SLIDING_WINDOW=384 SYNTH_PIDFILE=$T/pids "$TUNER" sweep space.yaml --out out \
+    >/dev/null 2>first.err &
+pid=$!
+BG_PIDS+=("$pid")
+wait_lines pids 1 20
+kill -INT "$pid"
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" -eq 130 ] || { cat first.err; fail "exit status $rc after SIGINT, want 130"; }
+expect_contains first.err "interrupted by SIGINT"
+expect_contains first.err "resume with: tuner sweep space.yaml --study sig"
+[ "$(wc -l <$tr)" -eq 2 ] || fail "want the 2 finished trials only, got $(wc -l <$tr)"
+! grep -q '"SLIDING_WINDOW":"384"' $tr || fail "the interrupted trial was recorded"
+for p in $(cat pids); do ! ps -o pid= -p "$p" >/dev/null || fail "engine process $p survived"; done
+
+"$TUNER" sweep space.yaml --out out >/dev/null 2>second.err || { cat second.err; fail "resume failed"; }
+[ "$(wc -l <$tr)" -eq 4 ] || fail "want 4 trials after resume"
+[ "$(grep -c '"SLIDING_WINDOW":"384"' $tr)" -eq 1 ] || fail "interrupted point not measured once"
+grep '"SLIDING_WINDOW":"384"' $tr | grep -q '"id":3,' || fail "the interrupted trial's id was not reused"
+
+# SIGTERM: a slow engine, the signal while a trial runs.
+SYNTH_SLOW_START=0.3 "$TUNER" sweep space.yaml --study term --out ./out >/dev/null 2>term.err &
+pid=$!
+BG_PIDS+=("$pid")
+wait_lines out/term/trials.jsonl 1 20
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" -eq 143 ] || { cat term.err; fail "exit status $rc after SIGTERM, want 143"; }
+expect_contains term.err "interrupted by SIGTERM"
+expect_contains term.err "resume with: tuner sweep space.yaml --study term --out ./out"
+n=$(wc -l <out/term/trials.jsonl)
+"$TUNER" sweep space.yaml --study term --out out >/dev/null 2>term2.err || fail "resume after SIGTERM"
+[ "$(wc -l <out/term/trials.jsonl)" -eq 4 ] || fail "want 4 trials after resume ($n before)"
+echo "ok"
