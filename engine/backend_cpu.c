@@ -16,12 +16,24 @@
 #include "backend.h"
 #include "util.h"
 
+/* The dot-product kernels, chosen once at start-up for this CPU (see kernels_select). */
+typedef float (*dot_bf16_fn)(const uint16_t *w, const float *x, int n);
+typedef float (*dot_f32_fn)(const float *w, const float *x, int n);
+typedef void (*dot4_f32_fn)(const float *w, int stride, const float *x, int n, float out[4]);
+
 typedef struct {
-    int n_threads; /* threads for every parallel loop */
+    int n_threads;        /* threads for every parallel loop */
+    const char *isa;      /* "avx512", "avx2" or "portable" */
+    dot_bf16_fn dot_bf16; /* sum w[i] * x[i], w in bf16 */
+    dot_f32_fn dot_f32;   /* sum w[i] * x[i] */
+    dot4_f32_fn dot4_f32; /* out[k] = sum w[k * stride + i] * x[i] for k < 4 */
 } cpu_state;
 
 static int threads_of(const backend *b) {
     return ((const cpu_state *)b->impl)->n_threads;
+}
+static const cpu_state *state_of(const backend *b) {
+    return (const cpu_state *)b->impl;
 }
 
 static float *cpu_alloc(backend *b, size_t n) {
@@ -41,6 +53,7 @@ static void cpu_copy(backend *b, float *dst, const float *src, size_t n) {
 
 /* ---- matmul -------------------------------------------------------------------------- */
 
+/* Portable kernels: `omp simd` lets the compiler reorder the sums into vector lanes. */
 static float dot_f32(const float *w, const float *x, int n) {
     float s = 0.0f;
 #pragma omp simd reduction(+ : s)
@@ -55,6 +68,182 @@ static float dot_bf16(const uint16_t *w, const float *x, int n) {
     for (int i = 0; i < n; i++)
         s += bf16_to_f32(w[i]) * x[i];
     return s;
+}
+
+static void dot4_f32(const float *w, int stride, const float *x, int n, float out[4]) {
+    for (int k = 0; k < 4; k++)
+        out[k] = dot_f32(w + (size_t)k * stride, x, n);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* x86 kernels, compiled for AVX2+FMA and AVX-512 whatever the build's -march, and used only
+ * when the CPU has them. A bf16 is the top half of an fp32: widen to 32 bits, shift left 16. */
+#include <immintrin.h>
+
+__attribute__((target("avx2,fma"))) static float hsum256(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+__attribute__((target("avx2,fma"))) static __m256 bf16x8(const uint16_t *p) {
+    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+
+__attribute__((target("avx2,fma"))) static float dot_bf16_avx2(const uint16_t *w, const float *x,
+                                                               int n) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm256_fmadd_ps(bf16x8(w + i), _mm256_loadu_ps(x + i), a0);
+        a1 = _mm256_fmadd_ps(bf16x8(w + i + 8), _mm256_loadu_ps(x + i + 8), a1);
+        a2 = _mm256_fmadd_ps(bf16x8(w + i + 16), _mm256_loadu_ps(x + i + 16), a2);
+        a3 = _mm256_fmadd_ps(bf16x8(w + i + 24), _mm256_loadu_ps(x + i + 24), a3);
+    }
+    for (; i + 8 <= n; i += 8)
+        a0 = _mm256_fmadd_ps(bf16x8(w + i), _mm256_loadu_ps(x + i), a0);
+    float s = hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; i < n; i++)
+        s += bf16_to_f32(w[i]) * x[i];
+    return s;
+}
+
+__attribute__((target("avx2,fma"))) static float dot_f32_avx2(const float *w, const float *x,
+                                                              int n) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(x + i), a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 8), _mm256_loadu_ps(x + i + 8), a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 16), _mm256_loadu_ps(x + i + 16), a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 24), _mm256_loadu_ps(x + i + 24), a3);
+    }
+    for (; i + 8 <= n; i += 8)
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(x + i), a0);
+    float s = hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; i < n; i++)
+        s += w[i] * x[i];
+    return s;
+}
+
+/* Four weight rows against one input: each load of x feeds four FMAs. */
+__attribute__((target("avx2,fma"))) static void dot4_f32_avx2(const float *w, int stride,
+                                                              const float *x, int n, float out[4]) {
+    const float *w0 = w, *w1 = w + stride, *w2 = w + 2 * (size_t)stride,
+                *w3 = w + 3 * (size_t)stride;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 xv = _mm256_loadu_ps(x + i);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w0 + i), xv, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w1 + i), xv, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w2 + i), xv, a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w3 + i), xv, a3);
+    }
+    out[0] = hsum256(a0);
+    out[1] = hsum256(a1);
+    out[2] = hsum256(a2);
+    out[3] = hsum256(a3);
+    for (; i < n; i++) {
+        out[0] += w0[i] * x[i];
+        out[1] += w1[i] * x[i];
+        out[2] += w2[i] * x[i];
+        out[3] += w3[i] * x[i];
+    }
+}
+
+__attribute__((target("avx512f"))) static __m512 bf16x16(const uint16_t *p) {
+    __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+}
+
+__attribute__((target("avx512f"))) static float dot_bf16_avx512(const uint16_t *w, const float *x,
+                                                                int n) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int i = 0;
+    for (; i + 64 <= n; i += 64) {
+        a0 = _mm512_fmadd_ps(bf16x16(w + i), _mm512_loadu_ps(x + i), a0);
+        a1 = _mm512_fmadd_ps(bf16x16(w + i + 16), _mm512_loadu_ps(x + i + 16), a1);
+        a2 = _mm512_fmadd_ps(bf16x16(w + i + 32), _mm512_loadu_ps(x + i + 32), a2);
+        a3 = _mm512_fmadd_ps(bf16x16(w + i + 48), _mm512_loadu_ps(x + i + 48), a3);
+    }
+    for (; i + 16 <= n; i += 16)
+        a0 = _mm512_fmadd_ps(bf16x16(w + i), _mm512_loadu_ps(x + i), a0);
+    float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+    for (; i < n; i++)
+        s += bf16_to_f32(w[i]) * x[i];
+    return s;
+}
+
+__attribute__((target("avx512f"))) static float dot_f32_avx512(const float *w, const float *x,
+                                                               int n) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0;
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i), _mm512_loadu_ps(x + i), a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i + 16), _mm512_loadu_ps(x + i + 16), a1);
+    }
+    for (; i + 16 <= n; i += 16)
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i), _mm512_loadu_ps(x + i), a0);
+    float s = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+    for (; i < n; i++)
+        s += w[i] * x[i];
+    return s;
+}
+
+__attribute__((target("avx512f"))) static void
+dot4_f32_avx512(const float *w, int stride, const float *x, int n, float out[4]) {
+    const float *w0 = w, *w1 = w + stride, *w2 = w + 2 * (size_t)stride,
+                *w3 = w + 3 * (size_t)stride;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 xv = _mm512_loadu_ps(x + i);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(w0 + i), xv, a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(w1 + i), xv, a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(w2 + i), xv, a2);
+        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(w3 + i), xv, a3);
+    }
+    out[0] = _mm512_reduce_add_ps(a0);
+    out[1] = _mm512_reduce_add_ps(a1);
+    out[2] = _mm512_reduce_add_ps(a2);
+    out[3] = _mm512_reduce_add_ps(a3);
+    for (; i < n; i++) {
+        out[0] += w0[i] * x[i];
+        out[1] += w1[i] * x[i];
+        out[2] += w2[i] * x[i];
+        out[3] += w3[i] * x[i];
+    }
+}
+#endif
+
+/* The fastest kernels this CPU runs; GEMMA_CPU_ISA=portable|avx2|avx512 caps the choice (for
+ * tests and comparisons). */
+static void kernels_select(cpu_state *st) {
+    const char *cap = getenv("GEMMA_CPU_ISA");
+    st->isa = "portable";
+    st->dot_bf16 = dot_bf16;
+    st->dot_f32 = dot_f32;
+    st->dot4_f32 = dot4_f32;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    int allow512 = !cap || !strcmp(cap, "avx512"), allow2 = allow512 || !strcmp(cap, "avx2");
+    if (allow512 && __builtin_cpu_supports("avx512f")) {
+        st->isa = "avx512";
+        st->dot_bf16 = dot_bf16_avx512;
+        st->dot_f32 = dot_f32_avx512;
+        st->dot4_f32 = dot4_f32_avx512;
+    } else if (allow2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        st->isa = "avx2";
+        st->dot_bf16 = dot_bf16_avx2;
+        st->dot_f32 = dot_f32_avx2;
+        st->dot4_f32 = dot4_f32_avx2;
+    }
+#else
+    (void)cap;
+#endif
 }
 
 /* Row r of w as fp32 into dst[cols]. */
@@ -75,34 +264,47 @@ static void row_to_f32(const tensor *w, int r, float *dst) {
 }
 
 static void cpu_matmul(backend *b, float *out, const tensor *w, const float *x, int n) {
+    const cpu_state *st = state_of(b);
     const int rows = w->rows, cols = w->cols;
     if (n == 1 && w->dtype != DT_F16) {
         /* The decode path: one fused pass over the weights. */
-#pragma omp parallel for schedule(static) num_threads(threads_of(b))
+#pragma omp parallel for schedule(static) num_threads(st->n_threads)
         for (int r = 0; r < rows; r++) {
             size_t off = (size_t)r * (size_t)cols;
-            out[r] = w->dtype == DT_BF16 ? dot_bf16((const uint16_t *)w->data + off, x, cols)
-                                         : dot_f32((const float *)w->data + off, x, cols);
+            out[r] = w->dtype == DT_BF16 ? st->dot_bf16((const uint16_t *)w->data + off, x, cols)
+                                         : st->dot_f32((const float *)w->data + off, x, cols);
         }
         return;
     }
-    /* n rows at once (or f16): convert each weight row once, dot it with every input row. */
-#pragma omp parallel num_threads(threads_of(b))
+    /* n rows at once (or f16): convert a block of four weight rows to fp32 once, then dot
+     * the block with every input row (each load of an input feeds four rows). */
+    const int blocks = (rows + 3) / 4;
+#pragma omp parallel num_threads(st->n_threads)
     {
-        float *row = xmalloc((size_t)cols * sizeof(float));
+        float *tmp = xmalloc(4 * (size_t)cols * sizeof(float));
 #pragma omp for schedule(static)
-        for (int r = 0; r < rows; r++) {
+        for (int blk = 0; blk < blocks; blk++) {
+            const int r0 = blk * 4, nr = rows - r0 < 4 ? rows - r0 : 4;
             const float *wr;
             if (w->dtype == DT_F32) {
-                wr = (const float *)w->data + (size_t)r * (size_t)cols;
+                wr = (const float *)w->data + (size_t)r0 * (size_t)cols;
             } else {
-                row_to_f32(w, r, row);
-                wr = row;
+                for (int k = 0; k < nr; k++)
+                    row_to_f32(w, r0 + k, tmp + (size_t)k * cols);
+                wr = tmp;
             }
-            for (int t = 0; t < n; t++)
-                out[(size_t)t * rows + r] = dot_f32(wr, x + (size_t)t * cols, cols);
+            for (int t = 0; t < n; t++) {
+                const float *xt = x + (size_t)t * cols;
+                float *ot = out + (size_t)t * rows + r0;
+                if (nr == 4) {
+                    st->dot4_f32(wr, cols, xt, cols, ot);
+                } else {
+                    for (int k = 0; k < nr; k++)
+                        ot[k] = st->dot_f32(wr + (size_t)k * cols, xt, cols);
+                }
+            }
         }
-        free(row);
+        free(tmp);
     }
 }
 
@@ -159,6 +361,7 @@ static void cpu_kv_write(backend *b, float *cache, const float *src, int n_tok, 
 static void cpu_attention(backend *b, float *out, const float *q, const float *kc, const float *vc,
                           int n_tok, int pos0, int len, int window, int n_heads, int n_kv_heads,
                           int head_dim) {
+    const cpu_state *st = state_of(b);
     const int group = n_heads / n_kv_heads;
     const size_t kv_dim = (size_t)n_kv_heads * head_dim;
     const int pairs = n_tok * n_heads;
@@ -174,7 +377,7 @@ static void cpu_attention(backend *b, float *out, const float *q, const float *k
             float mx = -INFINITY;
             for (int j = lo; j <= p; j++) {
                 const float *kj = kc + (size_t)(j % len) * kv_dim + (size_t)kvh * head_dim;
-                float s = dot_f32(qh, kj, head_dim);
+                float s = st->dot_f32(qh, kj, head_dim);
                 score[j - lo] = s;
                 if (s > mx) mx = s;
             }
@@ -258,6 +461,7 @@ backend *backend_cpu_new(int n_threads) {
     backend *b = xcalloc(1, sizeof *b);
     cpu_state *st = xcalloc(1, sizeof *st);
     st->n_threads = n_threads > 0 ? n_threads : omp_get_max_threads();
+    kernels_select(st);
     b->name = "cpu";
     b->impl = st;
     b->alloc = cpu_alloc;

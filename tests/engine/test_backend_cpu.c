@@ -2,7 +2,8 @@
  * double-precision reference written here, on random inputs (never zeros: values are drawn
  * from [-2, -0.1] U [0.1, 2]) with a fresh seed each run, printed so that a failure can be
  * replayed with TEST_SEED=<seed>. Also the scalar dtype conversions (engine/tensor.c),
- * checked against the compiler's own _Float16 where it has one. */
+ * checked against the compiler's own _Float16 where it has one. Every kernel variant the CPU
+ * runs is tested (GEMMA_CPU_ISA caps the choice: portable, avx2, avx512). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -371,20 +372,28 @@ int main(void) {
            (unsigned long long)seed);
     rng_state = seed;
 
-    backend *b = backend_cpu_new(0);
-    EXPECT(!strcmp(b->name, "cpu"));
     test_conversions();
-    for (int rep = 0; rep < 3; rep++) {
-        test_matmul(b);
-        test_rmsnorm(b);
-        test_rope(b);
-        test_attention(b, 0);
-        test_attention(b, 1);
-        test_attention(b, 1 + rng_int(10));
-        test_elementwise(b);
-        test_embed(b);
+    /* every kernel variant this CPU can run: the portable C, AVX2, AVX-512 */
+    const char *isas[] = {"portable", "avx2", "avx512"};
+    for (size_t k = 0; k < sizeof isas / sizeof isas[0]; k++) {
+        setenv("GEMMA_CPU_ISA", isas[k], 1);
+        backend *b = backend_cpu_new(k == 0 ? 1 : 0);
+        EXPECT(!strcmp(b->name, "cpu"));
+        int before = failures;
+        for (int rep = 0; rep < 3; rep++) {
+            test_matmul(b);
+            test_rmsnorm(b);
+            test_rope(b);
+            test_attention(b, 0);
+            test_attention(b, 1);
+            test_attention(b, 1 + rng_int(10));
+            test_elementwise(b);
+            test_embed(b);
+        }
+        if (failures > before) fprintf(stderr, "(kernels capped at %s)\n", isas[k]);
+        b->destroy(b);
     }
-    b->destroy(b);
+    unsetenv("GEMMA_CPU_ISA");
     if (failures) {
         fprintf(stderr, "%d failure(s); seed %llu\n", failures, (unsigned long long)seed);
         return 1;
