@@ -29,6 +29,9 @@ typedef struct {
     dot4_f32_fn dot4_f32; /* out[k] = sum w[k * stride + i] * x[i] for k < 4 */
 } cpu_state;
 
+/* Below this many multiply-adds a loop runs on one thread: waking the others costs more. */
+#define PARALLEL(work) ((work) >= 32768)
+
 static int threads_of(const backend *b) {
     return ((const cpu_state *)b->impl)->n_threads;
 }
@@ -268,7 +271,8 @@ static void cpu_matmul(backend *b, float *out, const tensor *w, const float *x, 
     const int rows = w->rows, cols = w->cols;
     if (n == 1 && w->dtype != DT_F16) {
         /* The decode path: one fused pass over the weights. */
-#pragma omp parallel for schedule(static) num_threads(st->n_threads)
+#pragma omp parallel for schedule(static)                                                          \
+    num_threads(st->n_threads) if (PARALLEL((size_t)rows * cols))
         for (int r = 0; r < rows; r++) {
             size_t off = (size_t)r * (size_t)cols;
             out[r] = w->dtype == DT_BF16 ? st->dot_bf16((const uint16_t *)w->data + off, x, cols)
@@ -279,7 +283,7 @@ static void cpu_matmul(backend *b, float *out, const tensor *w, const float *x, 
     /* n rows at once (or f16): convert a block of four weight rows to fp32 once, then dot
      * the block with every input row (each load of an input feeds four rows). */
     const int blocks = (rows + 3) / 4;
-#pragma omp parallel num_threads(st->n_threads)
+#pragma omp parallel num_threads(st->n_threads) if (PARALLEL((size_t)rows * cols * n))
     {
         float *tmp = xmalloc(4 * (size_t)cols * sizeof(float));
 #pragma omp for schedule(static)
@@ -312,7 +316,13 @@ static void cpu_matmul(backend *b, float *out, const tensor *w, const float *x, 
 
 static void cpu_rmsnorm(backend *b, float *out, const float *x, const tensor *w, int n_vec, int dim,
                         float eps) {
-#pragma omp parallel for schedule(static) num_threads(threads_of(b)) if (n_vec > 8)
+    float *wf = NULL; /* the weight as fp32, converted once per call */
+    if (w) {
+        wf = xmalloc((size_t)dim * sizeof(float));
+        row_to_f32(w, 0, wf);
+    }
+#pragma omp parallel for schedule(static)                                                          \
+    num_threads(threads_of(b)) if (PARALLEL((size_t)n_vec * dim))
     for (int v = 0; v < n_vec; v++) {
         const float *xv = x + (size_t)v * dim;
         float *ov = out + (size_t)v * dim;
@@ -320,14 +330,15 @@ static void cpu_rmsnorm(backend *b, float *out, const float *x, const tensor *w,
         for (int i = 0; i < dim; i++)
             ss += (double)xv[i] * xv[i];
         float inv = 1.0f / sqrtf((float)(ss / dim) + eps);
-        if (w) {
+        if (wf) {
             for (int i = 0; i < dim; i++)
-                ov[i] = xv[i] * inv * tensor_get(w, (size_t)i);
+                ov[i] = xv[i] * inv * wf[i];
         } else {
             for (int i = 0; i < dim; i++)
                 ov[i] = xv[i] * inv;
         }
     }
+    free(wf);
 }
 
 static void cpu_rope(backend *b, float *x, int n_tok, int n_heads, int head_dim, int pos0,
@@ -365,7 +376,8 @@ static void cpu_attention(backend *b, float *out, const float *q, const float *k
     const int group = n_heads / n_kv_heads;
     const size_t kv_dim = (size_t)n_kv_heads * head_dim;
     const int pairs = n_tok * n_heads;
-#pragma omp parallel num_threads(threads_of(b)) if (pairs > 1)
+#pragma omp parallel num_threads(                                                                  \
+    threads_of(b)) if (PARALLEL((size_t)pairs * (pos0 + n_tok) * head_dim))
     {
         float *score = xmalloc((size_t)(pos0 + n_tok) * sizeof(float));
 #pragma omp for schedule(dynamic, 1)

@@ -128,7 +128,7 @@ static void test_matmul(backend *b) {
     const int ns[] = {1, 3, 17};
     for (size_t di = 0; di < 3; di++)
         for (size_t ni = 0; ni < 3; ni++) {
-            int rows = 33 + rng_int(40), cols = 20 + rng_int(300), n = ns[ni];
+            int rows = 33 + rng_int(300), cols = 20 + rng_int(600), n = ns[ni];
             double *wr;
             tensor w = rand_tensor(rows, cols, dts[di], &wr);
             float *x = rand_vec((size_t)n * cols);
