@@ -541,8 +541,8 @@ static void load_root(loader *ld, const yaml_node_t *root) {
     if ((v = ld_map_get(ld, root, "strategy", &k))) load_strategy(ld, v);
     if (!strcmp(sp->strategy, "sobol") && sp->n_params > SOBOL_MAX_DIM)
         ld_fail(ld, v ? v : root, "strategy",
-                "sobol supports at most %d parameters, the space has %d", SOBOL_MAX_DIM,
-                sp->n_params);
+                "sobol supports at most %d parameters, the space has %d (use grid or bayes)",
+                SOBOL_MAX_DIM, sp->n_params);
     if ((v = ld_map_get(ld, root, "budget", NULL))) load_budget(ld, v);
     if ((v = ld_map_get(ld, root, "repeats", NULL))) {
         long r = ld_long(ld, v, "repeats");
