@@ -20,6 +20,7 @@
 typedef float (*dot_bf16_fn)(const uint16_t *w, const float *x, int n);
 typedef float (*dot_f32_fn)(const float *w, const float *x, int n);
 typedef void (*dot4_f32_fn)(const float *w, int stride, const float *x, int n, float out[4]);
+typedef void (*tile4x4_fn)(const float *w, int cols, const float *x, float *out, int ostride);
 
 typedef struct {
     int n_threads;        /* threads for every parallel loop */
@@ -27,6 +28,8 @@ typedef struct {
     dot_bf16_fn dot_bf16; /* sum w[i] * x[i], w in bf16 */
     dot_f32_fn dot_f32;   /* sum w[i] * x[i] */
     dot4_f32_fn dot4_f32; /* out[k] = sum w[k * stride + i] * x[i] for k < 4 */
+    tile4x4_fn tile4x4;   /* out[t * ostride + k] = sum w[k * cols + i] * x[t * cols + i] for
+                             k, t < 4; NULL where dot4_f32 is as good */
 } cpu_state;
 
 /* Below this many multiply-adds a loop runs on one thread: waking the others costs more. */
@@ -220,6 +223,35 @@ dot4_f32_avx512(const float *w, int stride, const float *x, int n, float out[4])
         out[3] += w3[i] * x[i];
     }
 }
+/* Four weight rows against four input rows: 16 accumulators, and each load (of a weight row
+ * or of an input) feeds four FMAs, so the small matmul runs from registers, not from L1. */
+__attribute__((target("avx512f"))) static void
+tile4x4_avx512(const float *w, int cols, const float *x, float *out, int ostride) {
+    const size_t c = (size_t)cols;
+    __m512 acc[4][4];
+    for (int t = 0; t < 4; t++)
+        for (int k = 0; k < 4; k++)
+            acc[t][k] = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= cols; i += 16) {
+        __m512 w0 = _mm512_loadu_ps(w + i), w1 = _mm512_loadu_ps(w + c + i),
+               w2 = _mm512_loadu_ps(w + 2 * c + i), w3 = _mm512_loadu_ps(w + 3 * c + i);
+        for (int t = 0; t < 4; t++) {
+            __m512 xv = _mm512_loadu_ps(x + t * c + i);
+            acc[t][0] = _mm512_fmadd_ps(w0, xv, acc[t][0]);
+            acc[t][1] = _mm512_fmadd_ps(w1, xv, acc[t][1]);
+            acc[t][2] = _mm512_fmadd_ps(w2, xv, acc[t][2]);
+            acc[t][3] = _mm512_fmadd_ps(w3, xv, acc[t][3]);
+        }
+    }
+    for (int t = 0; t < 4; t++)
+        for (int k = 0; k < 4; k++) {
+            float s = _mm512_reduce_add_ps(acc[t][k]);
+            for (int j = i; j < cols; j++)
+                s += w[k * c + j] * x[t * c + j];
+            out[(size_t)t * ostride + k] = s;
+        }
+}
 #endif
 
 /* The fastest kernels this CPU runs; GEMMA_CPU_ISA=portable|avx2|avx512 caps the choice (for
@@ -238,6 +270,7 @@ static void kernels_select(cpu_state *st) {
         st->dot_bf16 = dot_bf16_avx512;
         st->dot_f32 = dot_f32_avx512;
         st->dot4_f32 = dot4_f32_avx512;
+        st->tile4x4 = tile4x4_avx512;
     } else if (allow2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         st->isa = "avx2";
         st->dot_bf16 = dot_bf16_avx2;
@@ -297,7 +330,11 @@ static void cpu_matmul(backend *b, float *out, const tensor *w, const float *x, 
                     row_to_f32(w, r0 + k, tmp + (size_t)k * cols);
                 wr = tmp;
             }
-            for (int t = 0; t < n; t++) {
+            int t = 0;
+            if (nr == 4 && st->tile4x4)
+                for (; t + 4 <= n; t += 4)
+                    st->tile4x4(wr, cols, x + (size_t)t * cols, out + (size_t)t * rows + r0, rows);
+            for (; t < n; t++) {
                 const float *xt = x + (size_t)t * cols;
                 float *ot = out + (size_t)t * rows + r0;
                 if (nr == 4) {
