@@ -50,8 +50,8 @@ int main(int argc, char **argv) {
     fprintf(stderr,
             "membw: read %.2f GB/s (best of %ld passes over %ld MiB, %d threads; check %g)\n", gbps,
             passes, mib, threads, sum_all);
-    printf("{\"read_gbps\": %.3f, \"mib\": %ld, \"passes\": %ld, \"threads\": %d}\n", gbps, mib,
-           passes, threads);
+    printf("{\"read_gbps\":%.3f,\"mib\":%ld,\"passes\":%ld,\"threads\":%d}\n", gbps, mib, passes,
+           threads);
     free(a);
     return 0;
 }
