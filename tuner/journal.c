@@ -251,6 +251,15 @@ journal_status journal_open(const char *dir, const space *sp, journal **out, cha
         char want[32];
         snprintf(want, sizeof want, "%016" PRIx64, sp->hash);
         stored[strcspn(stored, " \t\r\n")] = '\0';
+        if (strlen(stored) != 16 || strspn(stored, "0123456789abcdef") != 16) {
+            snprintf(err, errlen,
+                     "%s: not a space hash (16 hex digits): the study folder is damaged",
+                     hash_path);
+            free(stored);
+            free(hash_path);
+            free(trials_path);
+            return JOURNAL_ERROR;
+        }
         int same = strcmp(stored, want) == 0;
         if (!same)
             snprintf(err, errlen, "hash %s in %s, %s for the space now", stored, hash_path, want);

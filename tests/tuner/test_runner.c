@@ -1,0 +1,237 @@
+/* test_runner.c: one trial in a child process, with small shell-script engines.
+ *
+ * The protocol's environment reaches the engine; results are read from the result file,
+ * from the last JSON line of stdout, never from stderr; every way of failing (exit status,
+ * signal, timeout, garbage, missing, null or non-numeric metric) gives its precise reason;
+ * a timeout and a finished engine's leftovers take the whole process group with them, the
+ * grandchildren included; an interruption of the tuner is reported as such. */
+#include "runner.h"
+#include "util.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int failures;
+
+#define EXPECT(cond)                                                                               \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);                    \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+static char tmpdir[] = "/tmp/test_runner_XXXXXX";
+
+/* A space whose engine is `sh -c SCRIPT`, with knob A in {1,2} and a fixed env. */
+static space *script_space(const char *script, double timeout) {
+    char *path = xasprintf("%s/space.yaml", tmpdir);
+    FILE *f = fopen(path, "w");
+    CHECK(f);
+    fprintf(f,
+            "engine:\n  command: [sh, -c, '%s']\n  env: {FIXED: 'fixed value'}\n  timeout: %g\n"
+            "objective: {metric: tps, direction: maximize}\nconstraints: [ppl <= 3]\n"
+            "parameters: {A: {type: int, min: 1, max: 2}}\n",
+            script, timeout);
+    fclose(f);
+    char err[1024];
+    space *sp = space_load(path, err, sizeof err);
+    if (!sp) die("%s", err);
+    free(path);
+    return sp;
+}
+
+static long next_id = 1;
+
+/* Run `script` for level 1 (A=2); returns the outcome, fills r. */
+static run_outcome run_script(const char *script, double timeout, run_result *r) {
+    space *sp = script_space(script, timeout);
+    long id = next_id++;
+    char *log = xasprintf("%s/%ld.log", tmpdir, id), *res = xasprintf("%s/%ld.json", tmpdir, id);
+    run_request req = {
+        .prompt_set = "tune", .trial_id = id, .log_path = log, .result_path = res, .grace_s = 0.3};
+    int levels[1] = {1};
+    run_outcome oc = runner_run(sp, levels, &req, r);
+    free(log);
+    free(res);
+    space_free(sp);
+    return oc;
+}
+
+static double metric(const run_result *r, const char *name) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->metrics, name);
+    return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+static int reason_has(const run_result *r, const char *s) {
+    if (r->reason && strstr(r->reason, s)) return 1;
+    fprintf(stderr, "  reason \"%s\" lacks \"%s\"\n", r->reason ? r->reason : "(null)", s);
+    return 0;
+}
+
+static void test_protocol_env_and_stdout(void) {
+    run_result r;
+    /* knob, fixed env, TUNER_* all arrive; JSON on stderr is ignored; trailing text ok */
+    EXPECT(run_script("echo \"{\\\"tps\\\": 99, \\\"ppl\\\": 9}\" >&2; "
+                      "test \"$FIXED\" = \"fixed value\" || exit 9; "
+                      "test \"$TUNER_PROMPT_SET\" = tune || exit 8; "
+                      "case \"$TUNER_RESULT\" in /*) ;; *) exit 7;; esac; "
+                      "echo \"{\\\"tps\\\": $A$TUNER_TRIAL, \\\"ppl\\\": 2.5}\"; echo done",
+                      10, &r) == RUN_DONE);
+    EXPECT(r.status == TRIAL_OK);
+    EXPECT(metric(&r, "tps") == 21.0); /* A=2, trial 1 */
+    EXPECT(metric(&r, "ppl") == 2.5);
+    EXPECT(r.exit_code == 0 && r.reason == NULL);
+    run_result_free(&r);
+}
+
+static void test_result_file(void) {
+    run_result r;
+    run_script("echo \"{\\\"tps\\\": 5, \\\"ppl\\\": 1}\" > \"$TUNER_RESULT\"; "
+               "echo \"{\\\"tps\\\": 6, \\\"ppl\\\": 1}\"",
+               10, &r);
+    EXPECT(r.status == TRIAL_OK && metric(&r, "tps") == 5.0); /* the file wins */
+    run_result_free(&r);
+    run_script("echo nope > \"$TUNER_RESULT\"", 10, &r);
+    EXPECT(r.status == TRIAL_FAILED && reason_has(&r, "garbage result: $TUNER_RESULT file"));
+    run_result_free(&r);
+}
+
+static void test_failures(void) {
+    run_result r;
+    run_script("echo \"{\\\"tps\\\": 5, \\\"ppl\\\": 1}\"; echo bye >&2; exit 7", 10, &r);
+    EXPECT(r.status == TRIAL_FAILED && r.exit_code == 7);
+    EXPECT(reason_has(&r, "exit status 7; last output: \"bye\""));
+    run_result_free(&r);
+    run_script("kill -SEGV $$", 10, &r);
+    EXPECT(r.status == TRIAL_FAILED && r.term_signal == SIGSEGV);
+    EXPECT(reason_has(&r, "killed by signal 11"));
+    run_result_free(&r);
+    run_script("echo plain text", 10, &r);
+    EXPECT(r.status == TRIAL_FAILED && reason_has(&r, "no result"));
+    run_result_free(&r);
+    run_script("echo \"{\\\"ppl\\\": 1}\"", 10, &r);
+    EXPECT(r.status == TRIAL_FAILED && reason_has(&r, "metric 'tps' missing from the result"));
+    run_result_free(&r);
+    run_script("echo \"{\\\"tps\\\": 1, \\\"ppl\\\": null}\"", 10, &r);
+    EXPECT(r.status == TRIAL_FAILED && reason_has(&r, "is null and the result gives no"));
+    run_result_free(&r);
+    run_script("echo \"{\\\"tps\\\": 1, \\\"ppl\\\": null, \\\"reason\\\": \\\"keepset\\\"}\"", 10,
+               &r);
+    EXPECT(r.status == TRIAL_INFEASIBLE && reason_has(&r, "ppl is infinite: keepset"));
+    EXPECT(metric(&r, "tps") == 1.0);
+    run_result_free(&r);
+    run_script("echo \"{\\\"tps\\\": true, \\\"ppl\\\": 1}\"", 10, &r);
+    EXPECT(r.status == TRIAL_FAILED && reason_has(&r, "metric 'tps' is not a number (got true)"));
+    run_result_free(&r);
+    run_script("echo \"{\\\"tps\\\": 1e999, \\\"ppl\\\": 1}\"", 10, &r);
+    EXPECT(r.status == TRIAL_FAILED && reason_has(&r, "metric 'tps' is not finite"));
+    run_result_free(&r);
+    run_script("exec /no/such/engine", 10, &r);
+    EXPECT(r.status == TRIAL_FAILED && reason_has(&r, "exit status 127"));
+    run_result_free(&r);
+}
+
+static int alive(pid_t p) {
+    return kill(p, 0) == 0;
+}
+
+static pid_t read_pid(const char *name) {
+    char *p = xasprintf("%s/%s", tmpdir, name), err[256];
+    char *t = file_read_all(p, NULL, err, sizeof err);
+    free(p);
+    pid_t pid = t ? (pid_t)atol(t) : -1;
+    free(t);
+    return pid;
+}
+
+static void test_timeout_kills_group(void) {
+    run_result r;
+    char *script =
+        xasprintf("sleep 30 & echo $! > %s/grandchild; trap \"\" TERM; sleep 30", tmpdir);
+    double t0 = now_seconds();
+    run_script(script, 0.5, &r);
+    double took = now_seconds() - t0;
+    EXPECT(r.status == TRIAL_FAILED);
+    EXPECT(reason_has(&r, "timed out after 0.5 s (process group stopped with SIGKILL)"));
+    EXPECT(took >= 0.5 && took < 3.0);
+    pid_t g = read_pid("grandchild");
+    EXPECT(g > 0 && !alive(g));
+    run_result_free(&r);
+    free(script);
+}
+
+static void test_leftovers_of_a_finished_engine(void) {
+    run_result r;
+    /* the engine reports and exits, but leaves a child holding its stdout */
+    char *script = xasprintf("sleep 30 & echo $! > %s/leftover; "
+                             "echo \"{\\\"tps\\\": 3, \\\"ppl\\\": 1}\"",
+                             tmpdir);
+    double t0 = now_seconds();
+    run_script(script, 20, &r);
+    EXPECT(now_seconds() - t0 < 3.0);
+    EXPECT(r.status == TRIAL_OK && metric(&r, "tps") == 3.0);
+    pid_t g = read_pid("leftover");
+    EXPECT(g > 0 && !alive(g));
+    run_result_free(&r);
+    free(script);
+}
+
+static void test_interrupted(void) {
+    runner_install_signals();
+    run_result r;
+    char *script =
+        xasprintf("sleep 30 & echo $! > %s/int_child; kill -INT $PPID; sleep 30", tmpdir);
+    double t0 = now_seconds();
+    EXPECT(run_script(script, 20, &r) == RUN_INTERRUPTED);
+    EXPECT(now_seconds() - t0 < 3.0);
+    EXPECT(runner_interrupted() == SIGINT);
+    pid_t g = read_pid("int_child");
+    EXPECT(g > 0 && !alive(g));
+    run_result_free(&r);
+    free(script);
+}
+
+static void test_last_json_line(void) {
+    cJSON *j = runner_last_json_line("log\n{\"a\":1}\n{\"a\":2}  \r\nmore log\n{broken\n");
+    EXPECT(j && cJSON_GetObjectItem(j, "a")->valueint == 2);
+    cJSON_Delete(j);
+    EXPECT(runner_last_json_line("[1,2]\n\"x\"\n") == NULL);
+    EXPECT(runner_last_json_line("") == NULL);
+    j = runner_last_json_line("{\"only\": true}");
+    EXPECT(j != NULL);
+    cJSON_Delete(j);
+}
+
+static void test_shell_quote(void) {
+    char *q = shell_single_quote("it's");
+    EXPECT(strcmp(q, "'it'\\''s'") == 0);
+    free(q);
+    q = shell_single_quote("");
+    EXPECT(strcmp(q, "''") == 0);
+    free(q);
+}
+
+int main(void) {
+    CHECK(mkdtemp(tmpdir));
+    test_last_json_line();
+    test_shell_quote();
+    test_protocol_env_and_stdout();
+    test_result_file();
+    test_failures();
+    test_timeout_kills_group();
+    test_leftovers_of_a_finished_engine();
+    test_interrupted(); /* last: it leaves the interrupted flag set */
+    char *cmd = xasprintf("rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+    free(cmd);
+    if (failures) {
+        fprintf(stderr, "test_runner: %d failures\n", failures);
+        return 1;
+    }
+    printf("test_runner: ok\n");
+    return 0;
+}
