@@ -472,6 +472,10 @@ static int cmd_generate(const cli *c, char *err, size_t errlen) {
     t = tokenizer_load(tok_path, err, errlen);
     free(tok_path);
     if (!t) goto done;
+    if (!text[0]) {
+        snprintf(err, errlen, "the prompt is empty");
+        goto done;
+    }
     int n = tokenizer_encode(t, text, strlen(text), tokenizer_bos_id(t) >= 0, &ids);
     if (n < 0) {
         snprintf(err, errlen, "the prompt is not valid UTF-8");

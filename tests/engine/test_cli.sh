@@ -166,6 +166,29 @@ else
     grep -q '"SLIDING_WINDOW":5' "$tmp/out" || fail "ppl: window used not reported"
 fi
 
+# ---- text prompts and generate on the fixture model with a small BPE tokenizer (cli/): the
+# fixture's weights and config, tokenizer.json from cli/ (byte fallback, three merges, ids < 300).
+tm=$tmp/text_model
+mkdir -p "$tm"
+ln -s "$model/config.json" "$model/model.safetensors" "$TESTS_DIR/cli/tokenizer.json" "$tm/"
+printf '{"id": "t1", "text": "the cat"}\n' >"$tmp/text.jsonl"
+expect 0 -- "$ENGINE" bench "$tm" --prompts "$tmp/text.jsonl" --max-new-tokens 4 --warmup-num-prompts 0
+# <bos> the ▁ c a t: the text went through the tokenizer, BOS first
+[ "$(field "$tmp/out" prompt_tokens)" = 6 ] || fail "bench text prompt: $(tail -n 1 "$tmp/out")"
+printf '{"id": "t1", "text": "the cat"}\n{"id": "t2", "prompt": "bad \xff byte"}\n' >"$tmp/bad_utf8.jsonl"
+expect 1 "$tmp/bad_utf8.jsonl:2: the prompt text is not valid UTF-8" -- \
+    "$ENGINE" bench "$tm" --prompts "$tmp/bad_utf8.jsonl" --max-new-tokens 4
+printf '{"text": "the cat"}\n' >"$tmp/ppl_only.jsonl"
+expect 1 "$model/tokenizer.json" -- "$ENGINE" bench "$model" --prompts "$tmp/ppl_only.jsonl" --max-new-tokens 4
+expect 0 -- "$ENGINE" generate "$tm" --prompt "the cat sat" --max-new-tokens 5
+[ "$(wc -l <"$tmp/out")" = 1 ] || fail "generate: want one line of text"
+grep -q "prompt 10 tokens" "$tmp/err" || fail "generate: prompt tokens not reported: $(cat "$tmp/err")"
+expect 0 -- sh -c "printf 'the cat sat\n' | '$ENGINE' generate '$tm' --max-new-tokens 5"
+grep -q "prompt 10 tokens" "$tmp/err" || fail "generate from stdin: the final newline was not dropped"
+expect 1 "the prompt has 10 tokens, more than MAX_MODEL_LEN - MAX_NEW_TOKENS = 16 - 8" -- \
+    env MAX_MODEL_LEN=16 "$ENGINE" generate "$tm" --prompt "the cat sat" --max-new-tokens 8
+expect 1 "the prompt is empty" -- sh -c "printf '' | '$ENGINE' generate '$tm' --max-new-tokens 4"
+
 # ---- generate, on the shipped small model (it has a tokenizer; the fixtures do not)
 tiny=${ROOT:-$TESTS_DIR/../..}/models/gemma4-tiny
 if [ -f "$tiny/tokenizer.json" ] && [ -f "$tiny/config.json" ]; then
