@@ -151,6 +151,20 @@ else
     close() { awk -v a="$1" -v b="$2" 'BEGIN{d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-4 * b)}'; }
     close "$ppl" "$want_native" || fail "bench: ppl $ppl, transformers $want_native"
 
+    # --data DIR with TUNER_PROMPT_SET picks DIR/prompts_<set>.jsonl and DIR/ppl_<set>.jsonl.
+    mkdir -p "$tmp/data"
+    cp "$good_prompts" "$tmp/data/prompts_holdout.jsonl"
+    cp "$model/ppl.jsonl" "$tmp/data/ppl_holdout.jsonl"
+    expect 0 -- env TUNER_PROMPT_SET=holdout MAX_NEW_TOKENS=2 WARMUP_NUM_PROMPTS=0 \
+        "$ENGINE" bench "$model" --data "$tmp/data"
+    grep -q "\"prompts_file\":\"$tmp/data/prompts_holdout.jsonl\"" "$tmp/out" &&
+        grep -q "\"ppl_file\":\"$tmp/data/ppl_holdout.jsonl\"" "$tmp/out" &&
+        grep -q '"TUNER_PROMPT_SET":"holdout"' "$tmp/out" || fail "--data holdout: $(tail -n 1 "$tmp/out")"
+    # Without --ppl (and no --data) there is no ppl: null beside a reason, still exit 0.
+    expect 0 -- "$ENGINE" bench "$model" --prompts "$good_prompts" --max-new-tokens 2
+    grep -q '"ppl":null' "$tmp/out" && grep -q '"reason":"no perplexity records' "$tmp/out" ||
+        fail "bench without ppl records: $(tail -n 1 "$tmp/out")"
+
     # The same run again generates the same tokens (greedy is deterministic).
     expect 0 -- env MAX_NEW_TOKENS=6 WARMUP_NUM_PROMPTS=0 \
         "$ENGINE" bench "$model" --prompts "$good_prompts" --ppl "$model/ppl.jsonl"
