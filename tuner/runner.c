@@ -419,9 +419,16 @@ run_outcome runner_run(const space *sp, const int *levels, const run_request *re
     char **argv = xcalloc((size_t)sp->argc + 1, sizeof *argv);
     for (int i = 0; i < sp->argc; i++)
         argv[i] = sp->argv[i];
-    /* A relative command path with a slash resolves against the space file's folder. */
-    char *argv0 = strchr(sp->argv[0], '/') ? path_join(sp->dir, sp->argv[0]) : NULL;
-    if (argv0) argv[0] = argv0;
+    /* A relative command path with a slash resolves against the space file's folder, and
+     * is made absolute here because the child changes into the working directory first. */
+    char *argv0 = NULL;
+    if (strchr(sp->argv[0], '/') && sp->argv[0][0] != '/') {
+        char *joined = path_join(sp->dir, sp->argv[0]), cwd[4096];
+        argv0 = joined[0] != '/' && getcwd(cwd, sizeof cwd) ? xasprintf("%s/%s", cwd, joined)
+                                                            : xstrdup(joined);
+        free(joined);
+        argv[0] = argv0;
+    }
 
     fflush(NULL);
     pid_t pid = fork();

@@ -45,6 +45,20 @@ objective: {metric: tps, direction: maximize}
 parameters: {SLIDING_WINDOW: {type: int, min: 128, max: 512, step: 128}}
 strategy: grid
 YAML
+# Relative paths: the command resolves against the space file's folder, and so does the
+# working directory; the engine runs there.
+mkdir -p rel/spaces rel/bin rel/work
+ln -s "$SYNTH_ENGINE" rel/bin/synth
+cat >rel/spaces/rel.yaml <<'YAML'
+engine: {command: [../bin/synth], workdir: ../work, env: {SYNTH_OUTPUT: file}, timeout: 10}
+objective: {metric: tps, direction: maximize}
+parameters: {SLIDING_WINDOW: {type: int, min: 256, max: 512, step: 256}}
+strategy: grid
+YAML
+"$TUNER" sweep rel/spaces/rel.yaml --out rel/out >/dev/null 2>rel.err || { cat rel.err; fail "relative paths"; }
+[ "$(grep -c '"status":"ok"' rel/out/rel/trials.jsonl)" -eq 2 ] || fail "relative command did not run"
+expect_contains rel/out/rel/manifest.json "\"workdir\":	\"$(cd rel/work && pwd -P)\""
+
 "$TUNER" sweep ok.yaml --dry-run >dry.out 2>dry.err || { cat dry.err; fail "dry run"; }
 expect_contains dry.out "4 points; strategy grid"
 expect_contains dry.out "1. SLIDING_WINDOW=128"

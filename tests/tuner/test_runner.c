@@ -26,6 +26,8 @@ static int failures;
 
 static char tmpdir[] = "/tmp/test_runner_XXXXXX";
 
+static const char *launcher; /* engine.launcher of the next space, or NULL */
+
 /* A space whose engine is `sh -c SCRIPT`, with knob A in {1,2} and a fixed env. */
 static space *script_space(const char *script, double timeout) {
     char *path = xasprintf("%s/space.yaml", tmpdir);
@@ -33,9 +35,11 @@ static space *script_space(const char *script, double timeout) {
     CHECK(f);
     fprintf(f,
             "engine:\n  command: [sh, -c, '%s']\n  env: {FIXED: 'fixed value'}\n  timeout: %g\n"
+            "%s%s%s"
             "objective: {metric: tps, direction: maximize}\nconstraints: [ppl <= 3]\n"
             "parameters: {A: {type: int, min: 1, max: 2}}\n",
-            script, timeout);
+            script, timeout, launcher ? "  launcher: \"" : "", launcher ? launcher : "",
+            launcher ? "\"\n" : "");
     fclose(f);
     char err[1024];
     space *sp = space_load(path, err, sizeof err);
@@ -206,6 +210,16 @@ static void test_last_json_line(void) {
     cJSON_Delete(j);
 }
 
+static void test_launcher(void) {
+    run_result r;
+    launcher = "LAUNCHED=yes {cmd}";
+    run_script("test \"$LAUNCHED\" = yes || exit 5; echo \"{\\\"tps\\\": 4, \\\"ppl\\\": 1}\"", 10,
+               &r);
+    launcher = NULL;
+    EXPECT(r.status == TRIAL_OK && metric(&r, "tps") == 4.0);
+    run_result_free(&r);
+}
+
 static void test_shell_quote(void) {
     char *q = shell_single_quote("it's");
     EXPECT(strcmp(q, "'it'\\''s'") == 0);
@@ -221,6 +235,7 @@ int main(void) {
     test_shell_quote();
     test_protocol_env_and_stdout();
     test_result_file();
+    test_launcher();
     test_failures();
     test_timeout_kills_group();
     test_leftovers_of_a_finished_engine();
