@@ -579,8 +579,10 @@ static int load_added(loader *L, const cJSON *root, int *max_id) {
     return 0;
 }
 
-/* After the normalizer is loaded: the tries (normalized tokens are matched by their
- * normalized form, as the library does) and the per-id tables. */
+/* After the normalizer is loaded and the per-id tables are filled: the tries. Tokens with
+ * normalized = true are matched by their normalized form, and that form is also their piece
+ * for decoding (the library's id_to_token gives "▁xx" for such a token "xx" under Gemma's
+ * normalizer). */
 static void index_added(tokenizer *t) {
     for (int i = 0; i < t->n_added; i++) {
         added_token *a = &t->added[i];
@@ -590,7 +592,11 @@ static void index_added(tokenizer *t) {
         }
         size_t n;
         char *norm = tokenizer_normalize(t, a->content, (size_t)a->len, &n);
-        if (n) trie_insert(&t->norm_trie, norm, n, i);
+        if (n) {
+            trie_insert(&t->norm_trie, norm, n, i);
+            t->piece[a->id] = arena_dup(t, norm, n);
+            t->piece_len[a->id] = (int)n;
+        }
         free(norm);
     }
 }

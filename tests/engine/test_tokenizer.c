@@ -1,0 +1,293 @@
+/* test_tokenizer.c: unit tests of engine/tokenizer.{c,h} on small hand-written
+ * tokenizer.json files in tokenizer/unit/ (run from tests/engine):
+ *
+ *   tiny_gemma.json      Gemma's layout: Replace " " -> "▁", Split on " ", BPE with
+ *                        byte_fallback and fuse_unk, raw added tokens ("\n", "▁▁", a prefix
+ *                        of another one), a <bos> template, Replace/ByteFallback/Fuse decoder.
+ *   tiny_llama.json      Prepend + Replace normalizer, merges as "a b" strings, lstrip/rstrip
+ *                        and normalized added tokens, Strip decoder, no fuse_unk.
+ *   tiny_metaspace.json  Split (Isolated) + Metaspace (prepend "first", split) pre-tokenizer,
+ *                        ignore_merges, no unk token (unknown chars are dropped), Metaspace
+ *                        decoder, no post-processor and no BOS.
+ *   bad_*.json           one defect each, for the load errors.
+ *
+ * Every expected id list and decoded string below was produced by the Hugging Face
+ * tokenizers library (0.23.2, its Node binding) on the same files; the reference test
+ * (test_tokenizer_ref.sh) does the same comparison at scale on Gemma 3's real file. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer.h"
+#include "util.h"
+
+static int failures;
+
+#define EXPECT(cond)                                                                               \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);                    \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+static tokenizer *load(const char *name) {
+    char path[256], err[512];
+    snprintf(path, sizeof path, "tokenizer/unit/%s", name);
+    tokenizer *t = tokenizer_load(path, err, sizeof err);
+    if (!t) die("%s", err);
+    return t;
+}
+
+static void print_ids(const char *label, const int *ids, int n) {
+    fprintf(stderr, "  %s [", label);
+    for (int i = 0; i < n; i++)
+        fprintf(stderr, "%s%d", i ? ", " : "", ids[i]);
+    fprintf(stderr, "]\n");
+}
+
+static void expect_ids_at(int line, const tokenizer *t, const char *text, int add_bos,
+                          const int *want, int nwant) {
+    int *ids;
+    int n = tokenizer_encode(t, text, strlen(text), add_bos, &ids);
+    if (n != nwant || (n > 0 && memcmp(ids, want, (size_t)n * sizeof *ids) != 0)) {
+        fprintf(stderr, "%s:%d: encode(\"%s\", bos=%d) differs\n", __FILE__, line, text, add_bos);
+        print_ids("want", want, nwant);
+        if (n >= 0)
+            print_ids("got ", ids, n);
+        else
+            fprintf(stderr, "  got  error (-1)\n");
+        failures++;
+    }
+    free(ids);
+}
+
+#define EXPECT_IDS(t, text, bos, ...)                                                              \
+    do {                                                                                           \
+        const int want_[] = {__VA_ARGS__};                                                         \
+        expect_ids_at(__LINE__, t, text, bos, want_, (int)(sizeof want_ / sizeof *want_));         \
+    } while (0)
+
+static void expect_decode_at(int line, const tokenizer *t, const int *ids, int n,
+                             const char *want) {
+    char *got = tokenizer_decode(t, ids, n);
+    if (strcmp(got, want) != 0) {
+        fprintf(stderr, "%s:%d: decode gave \"%s\", want \"%s\"\n", __FILE__, line, got, want);
+        failures++;
+    }
+    free(got);
+}
+
+#define EXPECT_DECODE(t, want, ...)                                                                \
+    do {                                                                                           \
+        const int ids_[] = {__VA_ARGS__};                                                          \
+        expect_decode_at(__LINE__, t, ids_, (int)(sizeof ids_ / sizeof *ids_), want);              \
+    } while (0)
+
+/* encode must fail (-1, *ids NULL). */
+static void expect_encode_error_at(int line, const tokenizer *t, const char *text, size_t len,
+                                   int add_bos) {
+    int *ids = (int *)&failures; /* anything but NULL: encode must reset it */
+    int n = tokenizer_encode(t, text, len, add_bos, &ids);
+    if (n != -1 || ids != NULL) {
+        fprintf(stderr, "%s:%d: encode of bad input gave %d, want -1\n", __FILE__, line, n);
+        failures++;
+        if (n > 0) free(ids);
+    }
+}
+#define EXPECT_ENCODE_ERROR(t, s, len, bos) expect_encode_error_at(__LINE__, t, s, len, bos)
+
+static void expect_load_error_at(int line, const char *name, const char *want) {
+    char path[256], err[512] = "";
+    snprintf(path, sizeof path, "tokenizer/unit/%s", name);
+    tokenizer *t = tokenizer_load(path, err, sizeof err);
+    if (t || !strstr(err, path) || !strstr(err, want)) {
+        fprintf(stderr, "%s:%d: loading %s: want an error naming the file and \"%s\", got \"%s\"\n",
+                __FILE__, line, name, want, t ? "(loaded)" : err);
+        failures++;
+    }
+    tokenizer_free(t);
+}
+#define EXPECT_LOAD_ERROR(name, want) expect_load_error_at(__LINE__, name, want)
+
+static void test_gemma_layout(void) {
+    tokenizer *t = load("tiny_gemma.json");
+    EXPECT_IDS(t, "hello", 0, 21);
+    EXPECT_IDS(t, " hello", 0, 22);
+    EXPECT_IDS(t, "abc", 0, 25);     /* rank order: b+c (rank 5) before a+b (rank 6) */
+    EXPECT_IDS(t, "aaa", 0, 26, 15); /* equal ranks: the leftmost pair merges first */
+    EXPECT_IDS(t, "é", 0, 4, 5);     /* byte fallback */
+    EXPECT_IDS(t, "😀", 0, 6, 7, 8, 9);
+    EXPECT_IDS(t, "zz", 0, 3); /* no byte tokens for 'z': <unk>, fused */
+    EXPECT_IDS(t, "z", 0, 3);
+    EXPECT_IDS(t, "hello\n\nhello", 0, 21, 27, 27, 21);
+    EXPECT_IDS(t, "<start_of_turn>hello", 0, 29, 21);
+    EXPECT_IDS(t, "<sthello", 0, 32, 21);
+    EXPECT_IDS(t, "<start_of_tur", 0, 32, 15, 3, 14, 3); /* longest match is the prefix token */
+    EXPECT_IDS(t, "  w", 0, 28, 30);
+    EXPECT_IDS(t, "▁▁", 0, 28); /* a literal added token matched in the raw text */
+    EXPECT_IDS(t, "hello é😀 zz", 0, 21, 10, 4, 5, 6, 7, 8, 9, 10, 3);
+    EXPECT_IDS(t, "x<start_of_turn>\n", 0, 3, 29, 27);
+    EXPECT_IDS(t, "   ", 0, 28, 10);
+    EXPECT_IDS(t, "hello", 1, 2, 21); /* the template's <bos> */
+    EXPECT_IDS(t, "", 1, 2);
+    int *ids = (int *)&failures;
+    EXPECT(tokenizer_encode(t, "", 0, 0, &ids) == 0 && ids == NULL);
+    /* Length, not NUL, ends the text. */
+    EXPECT(tokenizer_encode(t, "hello world", 5, 0, &ids) == 1 && ids[0] == 21);
+    free(ids);
+
+    EXPECT_ENCODE_ERROR(t, "\xff", 1, 0);
+    EXPECT_ENCODE_ERROR(t, "ok\xc3", 3, 0);           /* cut-off sequence */
+    EXPECT_ENCODE_ERROR(t, "\xc0\xaf", 2, 0);         /* overlong */
+    EXPECT_ENCODE_ERROR(t, "\xed\xa0\x80", 3, 0);     /* surrogate */
+    EXPECT_ENCODE_ERROR(t, "\xf4\x90\x80\x80", 4, 0); /* past U+10FFFF */
+
+    EXPECT_DECODE(t, " helloé", 22, 4, 5);
+    EXPECT_DECODE(t, "\xef\xbf\xbd", 4);
+    EXPECT_DECODE(t, "\xef\xbf\xbdhello", 4, 21);
+    EXPECT_DECODE(t, "<bos><start_of_turn>hello", 2, 29, 21);
+    EXPECT_DECODE(t, "hello", 999, 21, -5); /* ids outside the vocabulary are skipped */
+    EXPECT_DECODE(t, "  ", 28);
+    EXPECT_DECODE(t, "<st  ", 32, 10, 10);
+    /* A run of byte tokens that is not valid UTF-8 as a whole: one U+FFFD per byte. */
+    EXPECT_DECODE(t, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", 6,
+                  7, 8, 9, 6, 7);
+    char *empty = tokenizer_decode(t, NULL, 0);
+    EXPECT(empty && empty[0] == '\0');
+    free(empty);
+
+    EXPECT(tokenizer_vocab_size(t) == 33);
+    EXPECT(tokenizer_bos_id(t) == 2 && tokenizer_eos_id(t) == 1);
+    EXPECT(tokenizer_pad_id(t) == 0 && tokenizer_unk_id(t) == 3);
+    EXPECT(tokenizer_is_special(t, 29) && !tokenizer_is_special(t, 27) &&
+           !tokenizer_is_special(t, 999));
+    EXPECT(!strcmp(tokenizer_piece(t, 21), "hello") && tokenizer_piece(t, 999) == NULL);
+    EXPECT(tokenizer_piece(t, -1) == NULL && !strcmp(tokenizer_piece(t, 32), "<st"));
+    EXPECT(tokenizer_find(t, "<st") == 32 && tokenizer_find(t, "hello") == 21);
+    EXPECT(tokenizer_find(t, "nope") == -1);
+    tokenizer_free(t);
+}
+
+static void test_llama_layout(void) {
+    tokenizer *t = load("tiny_llama.json");
+    EXPECT_IDS(t, "hello", 0, 12);
+    EXPECT_IDS(t, "hello hello", 0, 12, 12);
+    EXPECT_IDS(t, "zz", 0, 3, 0, 0);                    /* fuse_unk false: one <unk> per char */
+    EXPECT_IDS(t, "hello <mask> hello", 0, 12, 14, 12); /* lstrip and rstrip eat the spaces */
+    EXPECT_IDS(t, "hello  <mask>", 0, 12, 14);
+    EXPECT_IDS(t, "<mask>", 0, 14);
+    EXPECT_IDS(t, "hello xx", 0, 12, 15); /* normalized token, matched as "▁xx" */
+    EXPECT_IDS(t, "xx", 0, 15);
+    EXPECT_IDS(t, "helloxx", 0, 12, 13, 13); /* "xx" without its "▁" is not the token */
+    EXPECT_IDS(t, " hello", 0, 3, 12);
+    EXPECT_IDS(t, "hello", 1, 1, 12);
+    EXPECT_DECODE(t, "hello xx hello", 12, 15, 12);
+    EXPECT_DECODE(t, "hello<mask>", 12, 14);
+    EXPECT_DECODE(t, "<s> hello", 1, 12);
+    EXPECT_DECODE(t, " hello", 3, 12); /* Strip removes one leading space only */
+    EXPECT(tokenizer_bos_id(t) == 1 && tokenizer_eos_id(t) == 2 && tokenizer_unk_id(t) == 0);
+    EXPECT(tokenizer_pad_id(t) == -1 && tokenizer_vocab_size(t) == 16);
+    tokenizer_free(t);
+}
+
+static void test_metaspace_layout(void) {
+    tokenizer *t = load("tiny_metaspace.json");
+    EXPECT_IDS(t, "ab ab", 0, 4, 4);
+    EXPECT_IDS(t, "ab-ab", 0, 4, 5, 6); /* "first": only the piece at offset 0 gets "▁" */
+    EXPECT_IDS(t, "abab", 0, 7);        /* ignore_merges: "▁abab" is in the vocabulary */
+    EXPECT_IDS(t, "zab", 0, 0, 6);      /* no unk token: 'z' is dropped */
+    EXPECT_IDS(t, "-", 0, 0, 5);
+    EXPECT_IDS(t, "ab--ab", 0, 4, 5, 5, 6);
+    EXPECT_IDS(t, " ab", 0, 4);
+    EXPECT_IDS(t, "a b", 0, 3, 0, 2);
+    EXPECT_ENCODE_ERROR(t, "ab", 2, 1); /* no BOS token in this file */
+    EXPECT_DECODE(t, "ab ab", 4, 4);
+    EXPECT_DECODE(t, " ab", 0, 0, 6);
+    EXPECT_DECODE(t, "- ab", 5, 4);
+    EXPECT(tokenizer_bos_id(t) == -1 && tokenizer_unk_id(t) == -1);
+    tokenizer_free(t);
+}
+
+/* Long words: Gemma's pre-tokenizer never splits, so a whole line is one BPE word. */
+static void test_long_input(void) {
+    tokenizer *t = load("tiny_gemma.json");
+    enum { N = 200000 };
+    char *text = xmalloc(6 * N + 1);
+    for (int i = 0; i < N; i++)
+        memcpy(text + 6 * i, "hello ", 6);
+    text[6 * N - 1] = '\0'; /* "hello hello ... hello" */
+    int *ids;
+    int n = tokenizer_encode(t, text, strlen(text), 0, &ids);
+    int ok = n == N && ids[0] == 21;
+    for (int i = 1; ok && i < n; i++)
+        ok = ids[i] == 22;
+    EXPECT(ok);
+    char *back = tokenizer_decode(t, ids, n);
+    EXPECT(!strcmp(back, text));
+    free(back);
+    free(ids);
+
+    memset(text, 'a', 100001);
+    text[100001] = '\0';
+    n = tokenizer_encode(t, text, 100001, 0, &ids);
+    ok = n == 50001 && ids[n - 1] == 15;
+    for (int i = 0; ok && i < n - 1; i++)
+        ok = ids[i] == 26;
+    EXPECT(ok);
+    free(ids);
+    free(text);
+    tokenizer_free(t);
+}
+
+/* A loaded tokenizer is read-only: many threads may encode with it at once. */
+static void test_threads(void) {
+    tokenizer *t = load("tiny_gemma.json");
+    static const char *texts[] = {"hello é😀 zz", "<start_of_turn>hello\n", "aaa abc", "  w hello"};
+    int *want[4], nwant[4], bad = 0;
+    for (int k = 0; k < 4; k++)
+        nwant[k] = tokenizer_encode(t, texts[k], strlen(texts[k]), 1, &want[k]);
+#pragma omp parallel for reduction(+ : bad)
+    for (int i = 0; i < 4000; i++) {
+        int k = i % 4, *ids;
+        int n = tokenizer_encode(t, texts[k], strlen(texts[k]), 1, &ids);
+        bad += n != nwant[k] || memcmp(ids, want[k], (size_t)n * sizeof *ids) != 0;
+        free(ids);
+    }
+    EXPECT(bad == 0);
+    for (int k = 0; k < 4; k++)
+        free(want[k]);
+    tokenizer_free(t);
+}
+
+static void test_load_errors(void) {
+    EXPECT_LOAD_ERROR("missing.json", "missing.json");
+    EXPECT_LOAD_ERROR("bad_syntax.json", "not valid JSON (near line");
+    EXPECT_LOAD_ERROR("bad_model_type.json", "model.type: \"WordPiece\" is not supported");
+    EXPECT_LOAD_ERROR("bad_regex.json", "pre_tokenizer.pretokenizers[0].pattern: Regex patterns");
+    EXPECT_LOAD_ERROR("bad_merge.json", "model.merges[3]: \"q\" is not in model.vocab");
+    EXPECT_LOAD_ERROR("bad_merge_string.json", "model.merges[1]: expected");
+    EXPECT_LOAD_ERROR("bad_normalizer.json", "normalizer.normalizers[1]: normalizer type \"NFC\"");
+    EXPECT_LOAD_ERROR("bad_added.json", "added_tokens[1]: missing \"content\"");
+    EXPECT_LOAD_ERROR("bad_unk.json", "model.unk_token: \"<unk>\" is not in model.vocab");
+    EXPECT_LOAD_ERROR("bad_vocab.json", "model.vocab[\"a\"]: expected a non-negative integer id");
+    EXPECT_LOAD_ERROR("bad_decoder.json", "decoder: decoder type \"ByteLevel\" is not supported");
+    EXPECT_LOAD_ERROR("bad_duplicate_id.json", "model.vocab: id 1 is given to both");
+    EXPECT_LOAD_ERROR("bad_behavior.json", "behavior: unknown value \"Sideways\"");
+}
+
+int main(void) {
+    util_progname = "test_tokenizer";
+    test_gemma_layout();
+    test_llama_layout();
+    test_metaspace_layout();
+    test_long_input();
+    test_threads();
+    test_load_errors();
+    if (failures) {
+        fprintf(stderr, "test_tokenizer: %d failure(s)\n", failures);
+        return 1;
+    }
+    printf("test_tokenizer: all passed\n");
+    return 0;
+}
