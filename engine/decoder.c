@@ -192,10 +192,11 @@ int decoder_truncate(decoder *d, int pos) {
     return 0;
 }
 
-int decoder_last_hidden(const decoder *d, float *out) {
+int decoder_last_hidden(const decoder *d, float *out, int final_norm) {
     if (d->hidden_rows <= 0) return -1;
     const int H = d->m->config.hidden;
-    d->b->download(d->b, out, d->hidden + (size_t)(d->hidden_rows - 1) * H, (size_t)H);
+    const float *src = final_norm ? d->hidden : d->x; /* x: the last chunk's residual stream */
+    d->b->download(d->b, out, src + (size_t)(d->hidden_rows - 1) * H, (size_t)H);
     return 0;
 }
 

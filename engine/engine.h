@@ -50,11 +50,13 @@ int decoder_forward(decoder *d, const int *tokens, int n, float *logits, int log
  * speculative tokens. Returns 0, or -1 when pos is out of range or a sliding layer's ring
  * no longer holds what the rollback needs (more than DECODER_CHUNK - 1 positions back). */
 int decoder_truncate(decoder *d, int pos);
-/* The final-normed hidden state (hidden_size floats) of the last position of the last
- * decoder_forward call, into out. Returns -1 when there is none (after reset/truncate). */
-int decoder_last_hidden(const decoder *d, float *out);
+/* The hidden state (hidden_size floats) of the last position of the last decoder_forward
+ * call, into out: after the final norm (transformers' last_hidden_state, what lm_head reads)
+ * when final_norm, else the residual stream before it. Returns -1 when there is none (after
+ * reset / truncate). */
+int decoder_last_hidden(const decoder *d, float *out, int final_norm);
 const char *decoder_backend_name(const decoder *d); /* "cpu", ... */
-int decoder_max_len(const decoder *d);        /* KV capacity actually used */
-int decoder_sliding_window(const decoder *d); /* window of the sliding layers actually used */
+int decoder_max_len(const decoder *d);              /* KV capacity actually used */
+int decoder_sliding_window(const decoder *d);       /* window of the sliding layers actually used */
 
 #endif

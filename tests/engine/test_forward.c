@@ -503,8 +503,32 @@ static void test_prefill_then_decode(const model *m, const char *name, int windo
                 break;
             }
     }
-    float hidden[256];
-    EXPECT(decoder_last_hidden(a, hidden) == 0);
+    /* the last hidden state: the normed one is what lm_head reads (tied: embed rows) */
+    float hidden[256], pre[256];
+    CHECK(m->config.hidden <= 256);
+    EXPECT(decoder_last_hidden(a, hidden, 1) == 0 && decoder_last_hidden(a, pre, 0) == 0);
+    if (m->config.tie_embeddings && m->config.final_softcap > 0) {
+        const model_config *c = &m->config;
+        double ss = 0;
+        for (int i = 0; i < c->hidden; i++)
+            ss += (double)pre[i] * pre[i];
+        double inv = 1 / sqrt(ss / c->hidden + c->rms_eps), worst = 0;
+        for (int i = 0; i < c->hidden; i++)
+            worst =
+                fmax(worst, fabs(hidden[i] - pre[i] * inv * tensor_get(&m->weights.final_norm, i)));
+        EXPECT(worst < 1e-4);
+        for (int v = 0; v < V; v++) {
+            double s = 0;
+            for (int i = 0; i < c->hidden; i++)
+                s += hidden[i] * tensor_get(&m->weights.lm_head, (size_t)v * c->hidden + i);
+            s = c->final_softcap * tanh(s / c->final_softcap);
+            if (fabs(s - la[(size_t)(T - 1) * V + v]) > 1e-3) {
+                fprintf(stderr, "%s: last hidden does not give the last logits (%d)\n", name, v);
+                failures++;
+                break;
+            }
+        }
+    }
     decoder_free(a);
     decoder_free(b);
     free(ids);
@@ -524,7 +548,7 @@ static void test_truncate(const model *m, const char *name) {
     EXPECT(decoder_pos(d) == T);
     float tmp[256];
     EXPECT(decoder_truncate(d, T - back) == 0 && decoder_pos(d) == T - back);
-    EXPECT(decoder_last_hidden(d, tmp) == -1);
+    EXPECT(decoder_last_hidden(d, tmp, 1) == -1);
     for (int t = T - back; t < T; t++)
         ids[t] = rng_int(V);
     float *logits = xmalloc((size_t)back * V * sizeof(float));
