@@ -8,6 +8,8 @@
  *     call and again from a short prefill followed by one-token decode steps (the KV path);
  *   - the greedy continuation of a prompt (40 tokens, past both windows): identical;
  *   - teacher-forced perplexity over the fixture's ppl.jsonl through ppl_score().
+ * The fixtures store bf16 (a, b) and f16 (c, sharded, multimodal wrapper); fixture a is also
+ * rewritten here with F32 tensors and checked against the same goldens.
  *
  * Tolerances, and why. Both sides do fp32 math on the same bf16/f16 weights (the goldens are
  * computed in fp32 with the embedding scales rounded to the weight dtype, as a bf16 run does),
@@ -22,13 +24,16 @@
  * top-2 logit margin is >= 0.005 at every step, 2.5x the logit tolerance. */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dataset.h"
 #include "engine.h"
+#include "model.h"
 #include "ppl.h"
+#include "safetensors.h"
 #include "util.h"
 
 #define LOGIT_ATOL 2e-3
@@ -183,6 +188,89 @@ static void check_case(const char *dir, model *m, const cJSON *golden, const cJS
     decoder_free(d);
 }
 
+static void copy_text(const char *src, const char *dst) {
+    char err[512];
+    size_t n;
+    char *text = file_read_all(src, &n, err, sizeof err);
+    if (!text) die("%s", err);
+    FILE *f = fopen(dst, "wb");
+    if (!f || fwrite(text, 1, n, f) != n || fclose(f)) die("cannot write %s", dst);
+    free(text);
+}
+
+/* The same model with every tensor stored as F32: a third weight dtype through the loader and
+ * the forward pass. Fixture a's embedding scales (sqrt 64 = 8, sqrt 16 = 4) are exact in any
+ * dtype and bf16 -> f32 is exact, so its goldens hold unchanged. */
+static void write_f32_copy(const char *src, const char *dst) {
+    char err[1024];
+    safetensors st;
+    if (safetensors_open_dir(&st, src, err, sizeof err)) die("%s", err);
+    cJSON *hdr = cJSON_CreateObject();
+    size_t off = 0;
+    for (int i = 0; i < st.n_tensors; i++) {
+        const st_tensor *t = &st.tensors[i];
+        cJSON *e = cJSON_AddObjectToObject(hdr, t->name);
+        cJSON_AddStringToObject(e, "dtype", "F32");
+        cJSON *shape = cJSON_AddArrayToObject(e, "shape");
+        for (int k = 0; k < t->ndim; k++)
+            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->shape[k]));
+        cJSON *offs = cJSON_AddArrayToObject(e, "data_offsets");
+        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)off));
+        off += (size_t)t->numel * 4;
+        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)off));
+    }
+    char *json = cJSON_PrintUnformatted(hdr);
+    size_t h = strlen(json), padded = (h + 7) / 8 * 8;
+    char *path = xasprintf("%s/model.safetensors", dst);
+    FILE *f = fopen(path, "wb");
+    if (!f) die("cannot write %s", path);
+    uint8_t len[8];
+    for (int i = 0; i < 8; i++)
+        len[i] = (uint8_t)((uint64_t)padded >> (8 * i));
+    fwrite(len, 1, 8, f);
+    fwrite(json, 1, h, f);
+    for (size_t i = h; i < padded; i++)
+        fputc(' ', f);
+    for (int i = 0; i < st.n_tensors; i++) {
+        const st_tensor *t = &st.tensors[i];
+        float *v = xmalloc((size_t)t->numel * sizeof *v);
+        CHECK(st_to_f32(t, v) == 0);
+        fwrite(v, sizeof *v, (size_t)t->numel, f);
+        free(v);
+    }
+    if (fclose(f)) die("cannot write %s", path);
+    free(path);
+    free(json);
+    cJSON_Delete(hdr);
+    safetensors_close(&st);
+    const char *copies[] = {"config.json", "ppl.jsonl"};
+    for (int i = 0; i < 2; i++) {
+        char *a = xasprintf("%s/%s", src, copies[i]), *b = xasprintf("%s/%s", dst, copies[i]);
+        copy_text(a, b);
+        free(a);
+        free(b);
+    }
+}
+
+static void check_f32_copy(void) {
+    char tmp[] = "/tmp/test_golden.XXXXXX", err[1024];
+    if (!mkdtemp(tmp)) die("mkdtemp failed");
+    write_f32_copy("fixtures/a_ple_kvshare", tmp);
+    model *m = model_load(tmp, err, sizeof err);
+    if (!m) die("%s", err);
+    EXPECT(m->weights.embed.dtype == DT_F32 && m->weights.layers[0].q_proj.dtype == DT_F32,
+           "F32 copy not loaded as F32");
+    cJSON *golden = read_json("fixtures/a_ple_kvshare/golden.json");
+    const cJSON *cases = get(golden, "cases");
+    for (int i = 0; i < cJSON_GetArraySize(cases); i++)
+        check_case(tmp, m, golden, cJSON_GetArrayItem(cases, i));
+    cJSON_Delete(golden);
+    model_free(m);
+    char *cmd = xasprintf("rm -rf '%s'", tmp);
+    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", tmp);
+    free(cmd);
+}
+
 int main(void) {
     static const char *const fixtures[] = {"fixtures/a_ple_kvshare", "fixtures/b_keqv_untied",
                                            "fixtures/c_wrapped_f16"};
@@ -213,6 +301,7 @@ int main(void) {
         cJSON_Delete(golden);
         model_free(m);
     }
+    check_f32_copy();
     if (failures) {
         fprintf(stderr, "%d failure(s)\n", failures);
         return 1;
