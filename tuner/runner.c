@@ -25,7 +25,10 @@
 
 #include "util.h"
 
+/* TAIL_MAX: bytes of stdout kept to find the result line; POLL_MS: the loop's tick;
+ * DRAIN_S: how long output is still read after the engine exited. */
 enum { TAIL_MAX = 1 << 20, POLL_MS = 20 };
+static const double DRAIN_S = 2.0;
 
 /* ---------------------------------------------------------------------------------------- */
 /* signals */
@@ -445,6 +448,7 @@ run_outcome runner_run(const space *sp, const int *levels, const run_request *re
     log_pump pump = {.log_fd = log_fd, .log_path = req->log_path, .tail = xmalloc(TAIL_MAX + 1)};
     int fds[2] = {out_pipe[0], err_pipe[0]}; /* -1 once at end of file */
     int timed_out = 0, stop_sig = 0;
+    double exited_at = 0; /* when the engine was reaped */
     double deadline = sp->timeout_s > 0 ? t0 + sp->timeout_s : 0;
 
     while (!c.exited || fds[0] >= 0 || fds[1] >= 0) {
@@ -475,6 +479,10 @@ run_outcome runner_run(const space *sp, const int *levels, const run_request *re
          * group, then the loop drains the pipes to their end. */
         if (c.exited && (fds[0] >= 0 || fds[1] >= 0) && group_alive(&c))
             group_stop(&c, req->grace_s);
+        /* A process that left the group (setsid) may still hold a pipe: stop waiting for
+         * the end of its output a while after the engine is gone. */
+        if (c.exited && exited_at == 0) exited_at = now_seconds();
+        if (c.exited && now_seconds() - exited_at > DRAIN_S) break;
     }
     for (int k = 0; k < 2; k++)
         if (fds[k] >= 0) close(fds[k]);

@@ -184,6 +184,22 @@ static void test_leftovers_of_a_finished_engine(void) {
     free(script);
 }
 
+static void test_escaped_process_holding_stdout(void) {
+    run_result r;
+    /* a grandchild leaves the process group (setsid) and keeps stdout open */
+    char *script = xasprintf("setsid sleep 5 & echo $! > %s/escaped; "
+                             "echo \"{\\\"tps\\\": 2, \\\"ppl\\\": 1}\"",
+                             tmpdir);
+    double t0 = now_seconds();
+    run_script(script, 20, &r);
+    EXPECT(now_seconds() - t0 < 4.0); /* not the 5 s of the escaped sleep */
+    EXPECT(r.status == TRIAL_OK && metric(&r, "tps") == 2.0);
+    pid_t g = read_pid("escaped");
+    if (g > 0) kill(g, SIGKILL); /* outside the group: not the runner's to stop */
+    run_result_free(&r);
+    free(script);
+}
+
 static void test_interrupted(void) {
     runner_install_signals();
     run_result r;
@@ -239,6 +255,7 @@ int main(void) {
     test_failures();
     test_timeout_kills_group();
     test_leftovers_of_a_finished_engine();
+    test_escaped_process_holding_stdout();
     test_interrupted(); /* last: it leaves the interrupted flag set */
     char *cmd = xasprintf("rm -rf '%s'", tmpdir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
