@@ -32,8 +32,9 @@ typedef struct {
                              k, t < 4; NULL where dot4_f32 is as good */
 } cpu_state;
 
-/* Below this many multiply-adds a loop runs on one thread: waking the others costs more. */
-#define PARALLEL(work) ((work) >= 32768)
+/* Below this many multiply-adds (~10 us of one core) a loop runs on one thread: waking the
+ * others costs more, and far more on a machine busier than its cores. */
+#define PARALLEL(work) ((work) >= (1u << 18))
 
 static int threads_of(const backend *b) {
     return ((const cpu_state *)b->impl)->n_threads;

@@ -125,10 +125,13 @@ static void test_conversions(void) {
 
 static void test_matmul(backend *b) {
     const weight_dtype dts[] = {DT_F32, DT_BF16, DT_F16};
-    const int ns[] = {1, 3, 17};
+    /* the last case is big enough for the threaded matvec (backend_cpu.c's PARALLEL) */
+    const int ns[] = {1, 3, 17, 1};
     for (size_t di = 0; di < 3; di++)
-        for (size_t ni = 0; ni < 3; ni++) {
-            int rows = 33 + rng_int(300), cols = 20 + rng_int(600), n = ns[ni];
+        for (size_t ni = 0; ni < 4; ni++) {
+            int big = ni == 3;
+            int rows = (big ? 600 : 33) + rng_int(300), cols = (big ? 700 : 20) + rng_int(600);
+            int n = ns[ni];
             double *wr;
             tensor w = rand_tensor(rows, cols, dts[di], &wr);
             float *x = rand_vec((size_t)n * cols);
