@@ -12,13 +12,20 @@
 
 #include "util.h"
 
+int prompt_encode(const tokenizer *t, const char *text, int **ids) {
+    int bos = tokenizer_bos_id(t);
+    int n = tokenizer_encode(t, text, strlen(text), bos >= 0, ids);
+    if (n >= 2 && (*ids)[0] == bos && (*ids)[1] == bos)
+        memmove(*ids, *ids + 1, (size_t)--n * sizeof **ids);
+    return n;
+}
+
 int bench_tokenize(prompt_set *ps, const tokenizer *t, char *err, size_t errlen) {
-    int add_bos = tokenizer_bos_id(t) >= 0;
     for (int i = 0; i < ps->n; i++) {
         prompt *p = &ps->items[i];
         if (p->tokens) continue;
         int *ids = NULL;
-        int n = tokenizer_encode(t, p->text, strlen(p->text), add_bos, &ids);
+        int n = prompt_encode(t, p->text, &ids);
         if (n < 0) {
             snprintf(err, errlen, "%s:%d: the prompt text is not valid UTF-8", ps->path, p->line);
             return -1;

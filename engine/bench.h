@@ -26,6 +26,11 @@ typedef struct {
     uint64_t out_hash;  /* FNV-1a over every generated id: equal runs generate equal text */
 } bench_result;
 
+/* Encode a prompt's text with one BOS in front (when the tokenizer has one; a text that already
+ * starts with the BOS token does not get a second). Returns the count (*ids malloc'd), or -1
+ * when the text is not valid UTF-8. */
+int prompt_encode(const tokenizer *t, const char *text, int **ids);
+
 /* Tokenize the prompts that came as text only (a BOS in front when the tokenizer has one).
  * Returns 0, or -1 with err naming the file and line. */
 int bench_tokenize(prompt_set *ps, const tokenizer *t, char *err, size_t errlen);

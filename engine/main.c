@@ -476,7 +476,7 @@ static int cmd_generate(const cli *c, char *err, size_t errlen) {
         snprintf(err, errlen, "the prompt is empty");
         goto done;
     }
-    int n = tokenizer_encode(t, text, strlen(text), tokenizer_bos_id(t) >= 0, &ids);
+    int n = prompt_encode(t, text, &ids);
     if (n < 0) {
         snprintf(err, errlen, "the prompt is not valid UTF-8");
         goto done;

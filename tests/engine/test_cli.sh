@@ -189,6 +189,9 @@ printf '{"id": "t1", "text": "the cat"}\n' >"$tmp/text.jsonl"
 expect 0 -- "$ENGINE" bench "$tm" --prompts "$tmp/text.jsonl" --max-new-tokens 4 --warmup-num-prompts 0
 # <bos> the ▁ c a t: the text went through the tokenizer, BOS first
 [ "$(field "$tmp/out" prompt_tokens)" = 6 ] || fail "bench text prompt: $(tail -n 1 "$tmp/out")"
+printf '{"id": "t1", "text": "<bos>the cat"}\n' >"$tmp/text_bos.jsonl"
+expect 0 -- "$ENGINE" bench "$tm" --prompts "$tmp/text_bos.jsonl" --max-new-tokens 4 --warmup-num-prompts 0
+[ "$(field "$tmp/out" prompt_tokens)" = 6 ] || fail "bench text prompt with <bos>: one BOS, not two: $(tail -n 1 "$tmp/out")"
 printf '{"id": "t1", "text": "the cat"}\n{"id": "t2", "prompt": "bad \xff byte"}\n' >"$tmp/bad_utf8.jsonl"
 expect 1 "$tmp/bad_utf8.jsonl:2: the prompt text is not valid UTF-8" -- \
     "$ENGINE" bench "$tm" --prompts "$tmp/bad_utf8.jsonl" --max-new-tokens 4
