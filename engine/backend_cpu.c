@@ -1,10 +1,14 @@
 /* backend_cpu.c: the reference backend, plain C with OpenMP.
  *
  * Decoding one token reads every weight once, so the one op that matters for speed is the
- * matmul: it splits the output rows over threads, converts bf16 to fp32 on the fly inside the
- * dot product (a shift), and for n > 1 rows of input reads each weight row once and dots it
- * with all n inputs while it sits in L1. Everything else is linear in the activations and
- * written for clarity; attention splits (position, head) pairs over threads.
+ * matmul. For one input row it splits the output rows over threads and streams each weight
+ * row through a fused convert-and-dot kernel (a bf16 is the top half of an fp32: one shift);
+ * for n input rows (prefill, teacher forcing) it converts a block of four weight rows to fp32
+ * once and multiplies it with every input row from registers. The dot kernels come in three
+ * builds - portable C, AVX2+FMA, AVX-512 - and the fastest one the CPU runs is picked at
+ * start-up, so one binary runs everywhere. Small loops stay on one thread (PARALLEL).
+ * Everything else is linear in the activations and written for clarity; attention splits
+ * (position, head) pairs over threads.
  *
  * Buffers are ordinary heap memory, so upload/download/copy are memcpy. */
 #include <math.h>
