@@ -1,6 +1,7 @@
-/* tokenizer_internal.h: the tokenizer's data, shared by its three source files:
- * tokenizer.c (loading tokenizer.json into this struct, the small getters, the hash maps),
- * tokenizer_encode.c (text -> ids) and tokenizer_decode.c (ids -> text).
+/* tokenizer_internal.h: the tokenizer's data, shared by its source files:
+ * tokenizer.c (loading tokenizer.json into this struct, the small getters),
+ * tokenizer_encode.c (text -> ids), tokenizer_decode.c (ids -> text) and tokenizer_maps.c
+ * (the hash maps).
  * Nothing outside engine/tokenizer*.c includes it. */
 #ifndef TOKENIZER_INTERNAL_H
 #define TOKENIZER_INTERNAL_H
