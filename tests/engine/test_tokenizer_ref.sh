@@ -13,6 +13,8 @@
 #   - a seeded random set from tokenizer/fuzz.js (vocabulary pieces glued to random
 #     characters, whitespace and added-token strings);
 #   - tokenizer/decode_ids.jsonl: id lists decoded by all three.
+# When the shipped small model (models/gemma4-tiny) is present, its tokenizer.json is
+# checked the same way against the library.
 # tokenizer/compare.js then requires identical ids and decoded text, decode(encode(x)) == x
 # wherever the reference round-trips, and exactly the recorded outputs for the differences
 # explained in tokenizer/known_differences.json (there are none with the library itself).
@@ -70,4 +72,20 @@ check texts.jsonl texts.jsonl encode
 node fuzz.js "$models/tokenizer.json" 20261129 3000 >"$tmp/fuzz.jsonl"
 check "fuzz(seed 20261129, 3000 texts)" "$tmp/fuzz.jsonl" encode
 check decode_ids.jsonl decode_ids.jsonl decode
+
+# The shipped small model's tokenizer (trained with the tokenizers library, Gemma 3's
+# layout): the same texts against the library itself (ref.js needs a tokenizer_config.json
+# that the model folder need not have).
+shipped="${ROOT:?set by ctest}/models/gemma4-tiny"
+if [ -f "$shipped/tokenizer.json" ]; then
+    node fuzz.js "$shipped/tokenizer.json" 7 1000 >"$tmp/fuzz_tiny.jsonl"
+    for input in texts.jsonl "$tmp/fuzz_tiny.jsonl"; do
+        "$tok_dump" "$shipped/tokenizer.json" "$input" >"$tmp/ours.jsonl" || fail "tok_dump failed on $shipped"
+        node ref_hf.js "$shipped" "$input" >"$tmp/hf.jsonl" || fail "ref_hf.js failed on $shipped"
+        node compare.js "hf:models/gemma4-tiny:$(basename "$input")" "$input" "$tmp/hf.jsonl" "$tmp/ours.jsonl" \
+            known_differences.json || fail "our tokenizer differs from the library on $shipped"
+    done
+else
+    echo "note: $shipped/tokenizer.json not present yet; only Gemma 3's file was checked"
+fi
 echo "PASS: tokenizer identical to both references"
