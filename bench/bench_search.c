@@ -26,7 +26,9 @@
  * pick's TRUE value is feasible and >= 99 % of the true constrained optimum (found by
  * enumeration); and at --budget evaluations record whether the pick's true ppl violates
  * the bound (the final manifest re-evaluated without noise) and its true tps. A run stops
- * once it has both figures. Output: a markdown table, one row per surface and strategy.
+ * once it has both figures. Output: a markdown table, one row per surface and strategy;
+ * one line per run on stderr, and with BENCH_TRACE=1 one line per evaluation (point,
+ * measured figures, the pick and its true quality).
  */
 #include <math.h>
 #include <stdio.h>
@@ -231,6 +233,12 @@ static run_result run_one(const surface *s, const bench_space *b, const strategy
         truth pt = pick >= 0 ? eval_levels(s, b, obs[pick].levels) : (truth){0, NAN, NAN};
         int feasible = pick >= 0 && pt.ok && pt.ppl <= s->bound;
         if (res.reach < 0 && feasible && pt.tps >= 0.99 * opt) res.reach = n;
+        if (getenv("BENCH_TRACE"))
+            fprintf(stderr, "  %3d: (%ld,%d,%ld,%s) tps %.1f ppl %.4f | pick %d true %.4f%s\n", n,
+                    b->params[0].min + lv[0] * b->params[0].step, 1 + lv[1],
+                    b->params[2].min + lv[2] * b->params[2].step, keep_values[lv[3]], o->objective,
+                    cons[n - 1], pick, pick >= 0 ? pt.tps / opt : 0.0,
+                    feasible ? "" : " (infeasible)");
         if (n == budget) {
             res.violated = pick >= 0 && !feasible; /* no pick at all: no manifest, no violation */
             res.final_ratio = feasible ? pt.tps / opt : 0.0;

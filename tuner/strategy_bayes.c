@@ -9,7 +9,10 @@
  *    pending.
  * 2. Surrogates (gp.h), refitted from scratch on the observations (so the proposal depends
  *    only on the journal, never on this process's history): one GP for the objective
- *    (points with status OK; a minimised objective is negated) and one per constraint,
+ *    (points with status OK; a minimised objective is negated; failed trials enter at the
+ *    worst objective seen, the usual imputation, so that a region that crashes offers no
+ *    expected improvement; measured-infeasible points, whose objective the engine did not
+ *    report, are left to the constraint GPs) and one per constraint,
  *    written g(x) = value - bound <= 0 (bound - value for >= constraints). Failed trials and
  *    infinite metrics count as infeasible: their g is imputed pessimistically as
  *    max(largest finite g, 0) + spread, spread = max(range of finite g, 0.1 |bound|, 1e-6),
@@ -313,7 +316,7 @@ static void models_fit(const strategy *s, const observation *obs, int n_obs,
     double *xo = xmalloc((size_t)(n_obs ? n_obs : 1) * (size_t)d * sizeof(double));
     uint64_t seed = s->seed ^ ((uint64_t)n_obs * 0x9E3779B97F4A7C15ULL);
 
-    /* Objective: OK observations only. */
+    /* Objective: the OK observations. */
     int n_ok = 0, any_failed = 0;
     for (int i = 0; i < n_obs; i++) {
         point_features(s, obs[i].levels, x + (size_t)i * d);
@@ -324,9 +327,21 @@ static void models_fit(const strategy *s, const observation *obs, int n_obs,
         w[n_ok] = obs[i].n_runs > 1 ? obs[i].n_runs : 1;
         n_ok++;
     }
+    /* Failed trials join the objective at the worst value seen (after the OK points, so
+     * indices below n_ok stay the OK ones): no expected improvement where things crash. */
+    int n_y = n_ok;
     if (n_ok) {
+        double worst = y[0];
+        for (int i = 1; i < n_ok; i++)
+            worst = fmin(worst, y[i]);
+        for (int i = 0; i < n_obs; i++) {
+            if (obs[i].status != TRIAL_FAILED) continue;
+            memcpy(xo + (size_t)n_y * d, x + (size_t)i * d, (size_t)d * sizeof(double));
+            y[n_y] = worst;
+            w[n_y++] = 1;
+        }
         m->obj = gp_create(d, s->categorical);
-        gp_set_data(m->obj, xo, y, w, n_ok);
+        gp_set_data(m->obj, xo, y, w, n_y);
         gp_fit(m->obj, BAYES_FIT_STARTS, seed);
     }
 

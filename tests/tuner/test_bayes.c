@@ -383,6 +383,61 @@ static void test_large_lattice(void) {
     history_free(&h);
 }
 
+/* Feasible only in a small corner (x <= 2 and y <= 2 of 21 x 21: 9 of 441 points), the
+ * objective pulls the other way: while nothing feasible is known the strategy must climb
+ * the probability of feasibility and find the corner. */
+static outcome problem_corner(const int *lv) {
+    return (outcome){TRIAL_OK, (double)(lv[0] + lv[1]), (double)(lv[0] > lv[1] ? lv[0] : lv[1])};
+}
+
+static void test_feasibility_search(void) {
+    test_space t;
+    space_init(&t, 1);
+    add_int(&t, "X", 0, 20, 1);
+    add_int(&t, "Y", 0, 20, 1);
+    add_le(&t, 2.5);
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        enum { N = 25 };
+        int seq[N * 2];
+        history h;
+        history_init(&h, 2, N);
+        run_sequence(&t, problem_corner, seed, N, 0, seq, &h);
+        int first = -1;
+        for (int i = 0; i < h.n && first < 0; i++)
+            if (observation_feasible(&h.obs[i], t.rc, t.n_rc)) first = i;
+        EXPECT(first >= 0);
+        history_free(&h);
+    }
+}
+
+/* No constraint, but x + y > 30 crashes: the failure pseudo-constraint must keep the
+ * search mostly out of the crash region while it climbs to the edge of it. */
+static outcome problem_crash(const int *lv) {
+    if (lv[0] + lv[1] > 30) return (outcome){TRIAL_FAILED, NAN, NAN};
+    return (outcome){TRIAL_OK, (double)(lv[0] + lv[1]), 0.0};
+}
+
+static void test_failures_avoided(void) {
+    test_space t;
+    space_init(&t, 1);
+    add_int(&t, "X", 0, 20, 1);
+    add_int(&t, "Y", 0, 20, 1);
+    enum { N = 30 };
+    int seq[N * 2];
+    history h;
+    history_init(&h, 2, N);
+    run_sequence(&t, problem_crash, 2, N, 0, seq, &h);
+    int crashes = 0;
+    double best = -INFINITY;
+    for (int i = 0; i < h.n; i++) {
+        crashes += h.obs[i].status == TRIAL_FAILED;
+        if (h.obs[i].status == TRIAL_OK) best = fmax(best, h.obs[i].objective);
+    }
+    EXPECT(best >= 29.0);
+    EXPECT(crashes <= N / 3);
+    history_free(&h);
+}
+
 int main(void) {
     test_determinism();
     test_finds_constrained_optimum();
@@ -390,6 +445,8 @@ int main(void) {
     test_exhaustion();
     test_minimise();
     test_large_lattice();
+    test_feasibility_search();
+    test_failures_avoided();
     if (failures) {
         fprintf(stderr, "test_bayes: %d failure(s)\n", failures);
         return 1;
