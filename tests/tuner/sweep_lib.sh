@@ -38,3 +38,7 @@ wait_lines() {
     done
     fail "$1 did not reach $2 lines in $3 s"
 }
+
+# qgrep ARGS: grep -q that reads all of its input. (grep -q stops at the first match; the
+# command writing into the pipe then dies of SIGPIPE, which pipefail turns into a failure.)
+qgrep() { grep "$@" >/dev/null; }

@@ -31,7 +31,7 @@ reason_of() { grep "\"SLIDING_WINDOW\":\"$1\"" $tr | json_field reason; }
 status_of() { grep "\"SLIDING_WINDOW\":\"$1\"" $tr | json_field status; }
 check() { # window status reason-prefix
     [ "$(status_of "$1")" = "$2" ] || fail "window $1: status $(status_of "$1"), want $2"
-    reason_of "$1" | grep -qF -- "$3" || fail "window $1: reason '$(reason_of "$1")', want '$3'"
+    reason_of "$1" | qgrep -F -- "$3" || fail "window $1: reason '$(reason_of "$1")', want '$3'"
 }
 check 64 failed "killed by signal 6 (Aborted); last output: \\\"synth_engine: crashing on purpose\\\""
 check 128 failed "no result: no \$TUNER_RESULT file and no line of stdout is a JSON object"
@@ -48,8 +48,8 @@ w=$(eval "$("$TUNER" env out/failures/manifest.json)" && echo "$SLIDING_WINDOW")
 "$TUNER" show failures --out out >show.out
 expect_contains show.out "reason: killed by signal 6 (Aborted)"
 expect_contains show.out "reason: exit status 3"
-tail -2 show.out | grep -q "failed" || fail "failures are not listed last"
-grep -m1 "^ *1 feasible" show.out | grep -q "SLIDING_WINDOW=448" || fail "show: best is not first"
+tail -2 show.out | qgrep "failed" || fail "failures are not listed last"
+grep -m1 "^ *1 feasible" show.out | qgrep "SLIDING_WINDOW=448" || fail "show: best is not first"
 
 # The same engine reporting through $TUNER_RESULT, then as text through regexes.
 # (in another folder, so the engine's working directory is not the tuner's)
@@ -78,5 +78,5 @@ strategy: grid
 YAML
 "$TUNER" sweep text.yaml --out out >/dev/null 2>text.err || { cat text.err; fail "text sweep failed"; }
 [ "$(grep -c '"status":"ok"' out/text/trials.jsonl)" -eq 2 ] || fail "regex trials not ok"
-grep '"SLIDING_WINDOW":"512"' out/text/trials.jsonl | grep -q '"ppl":2.3' || fail "regex ppl not read"
+grep '"SLIDING_WINDOW":"512"' out/text/trials.jsonl | qgrep '"ppl":2.3' || fail "regex ppl not read"
 echo "ok"

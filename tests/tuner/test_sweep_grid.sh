@@ -56,17 +56,17 @@ expect_contains "$m" '"device":	"synthetic"'
 trials=out/space/trials.jsonl
 [ "$(wc -l <$trials)" -eq 252 ] || fail "$(wc -l <$trials) trials, want 252"
 [ "$(grep -o '"point":{[^}]*}' $trials | sort -u | wc -l)" -eq 252 ] || fail "a point was repeated"
-head -1 $trials | grep -q '"phase":"baseline"' || fail "baseline not first"
-head -1 $trials | grep -q '"SLIDING_WINDOW":"512","NUM_SPECULATIVE_TOKENS":"0","LM_HEAD_KEEPSET":"0"' ||
+head -1 $trials | qgrep '"phase":"baseline"' || fail "baseline not first"
+head -1 $trials | qgrep '"SLIDING_WINDOW":"512","NUM_SPECULATIVE_TOKENS":"0","LM_HEAD_KEEPSET":"0"' ||
     fail "first trial is not the baseline point"
 [ "$(grep -c '"status":"infeasible"' $trials)" -eq 63 ] || fail "keepset 2048 points must be infeasible"
-grep '"LM_HEAD_KEEPSET":"2048"' $trials | grep -q '"reason":"ppl is infinite: keepset misses target tokens"' ||
+grep '"LM_HEAD_KEEPSET":"2048"' $trials | qgrep '"reason":"ppl is infinite: keepset misses target tokens"' ||
     fail "infeasible reason not recorded"
 expect_contains $m '"bound":	2.392'
 
 # show: the winner first, ranks, infeasible rows with their reasons.
 "$TUNER" show space --out out >show.out
-grep -m1 "^ *[0-9]" show.out | grep -q "^   1 feasible .*SLIDING_WINDOW=$ww,NUM_SPECULATIVE_TOKENS=$wk,LM_HEAD_KEEPSET=$ws" ||
+grep -m1 "^ *[0-9]" show.out | qgrep "^   1 feasible .*SLIDING_WINDOW=$ww,NUM_SPECULATIVE_TOKENS=$wk,LM_HEAD_KEEPSET=$ws" ||
     { cat show.out; fail "show does not rank the optimum first"; }
 expect_contains show.out "reason: ppl is infinite: keepset misses target tokens"
 expect_contains show.out "breaks: ppl"

@@ -21,8 +21,8 @@ YAML
     [ "$(wc -l <$trials)" -eq 3 ] || fail "$1: want 3 trials"
     local hung
     hung=$(grep '"SLIDING_WINDOW":"256"' $trials)
-    echo "$hung" | grep -q '"status":"failed"' || fail "$1: hung trial not failed"
-    echo "$hung" | json_field reason | grep -q "^timed out after 1 s (process group stopped with $3)" ||
+    echo "$hung" | qgrep '"status":"failed"' || fail "$1: hung trial not failed"
+    echo "$hung" | json_field reason | qgrep "^timed out after 1 s (process group stopped with $3)" ||
         fail "$1: reason: $(echo "$hung" | json_field reason)"
     local wall
     wall=$(echo "$hung" | json_field wall_s)

@@ -33,7 +33,7 @@ for p in $(cat pids); do ! ps -o pid= -p "$p" >/dev/null || fail "engine process
 "$TUNER" sweep space.yaml --out out >/dev/null 2>second.err || { cat second.err; fail "resume failed"; }
 [ "$(wc -l <$tr)" -eq 4 ] || fail "want 4 trials after resume"
 [ "$(grep -c '"SLIDING_WINDOW":"384"' $tr)" -eq 1 ] || fail "interrupted point not measured once"
-grep '"SLIDING_WINDOW":"384"' $tr | grep -q '"id":3,' || fail "the interrupted trial's id was not reused"
+grep '"SLIDING_WINDOW":"384"' $tr | qgrep '"id":3,' || fail "the interrupted trial's id was not reused"
 
 # SIGTERM: a slow engine, the signal while a trial runs.
 SYNTH_SLOW_START=0.3 "$TUNER" sweep space.yaml --study term --out ./out >/dev/null 2>term.err &
