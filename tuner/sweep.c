@@ -170,6 +170,25 @@ static int interrupted_exit(sweep_state *s, int sig, int during_trial) {
     return 128 + sig;
 }
 
+/* The metrics the space uses (objective, then each distinct constraint metric) as
+ * " tps=312.4 ppl=2.38" into buf, for the per-trial log line. */
+static void figures_text(const space *sp, const cJSON *metrics, char *buf, size_t n) {
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int c = -1; metrics && c < sp->n_constraints && off < n; c++) {
+        const char *name = c < 0 ? sp->objective : sp->constraints[c].metric;
+        int seen = c >= 0 && strcmp(name, sp->objective) == 0;
+        for (int k = 0; k < c && !seen; k++)
+            seen = strcmp(name, sp->constraints[k].metric) == 0;
+        if (seen) continue;
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(metrics, name);
+        if (cJSON_IsNumber(v))
+            off += (size_t)snprintf(buf + off, n - off, " %s=%.6g", name, v->valuedouble);
+        else if (cJSON_IsNull(v))
+            off += (size_t)snprintf(buf + off, n - off, " %s=inf", name);
+    }
+}
+
 /* Run the next repeat of the point `levels`. Returns 0 to go on, else an exit status. */
 static int run_one(sweep_state *s, const int *levels, const char *phase) {
     const space *sp = s->sp;
@@ -212,20 +231,8 @@ static int run_one(sweep_state *s, const int *levels, const char *phase) {
     if (trials_add(s->t, kept, where, err, sizeof err) < 0) die("%s", err);
 
     char *key = space_point_key(sp, levels);
-    char figures[256] = "";
-    if (r.metrics) {
-        size_t off = 0;
-        for (int c = -1; c < sp->n_constraints && off < sizeof figures; c++) {
-            const char *name = c < 0 ? sp->objective : sp->constraints[c].metric;
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(r.metrics, name);
-            if (c >= 0 && strstr(figures, name)) continue;
-            if (cJSON_IsNumber(v))
-                off += (size_t)snprintf(figures + off, sizeof figures - off, " %s=%.6g", name,
-                                        v->valuedouble);
-            else if (cJSON_IsNull(v))
-                off += (size_t)snprintf(figures + off, sizeof figures - off, " %s=inf", name);
-        }
-    }
+    char figures[256];
+    figures_text(sp, r.metrics, figures, sizeof figures);
     progress_log(&s->prog, "trial %ld [%s] %s repeat %d/%d: %s%s%s%s (%.1f s)", id, phase, key,
                  repeat + 1, sp->repeats, trial_status_name(r.status), figures,
                  r.reason ? ": " : "", r.reason ? r.reason : "", r.wall_s);
