@@ -235,8 +235,9 @@ static void split_added(const tokenizer *t, const added_trie *tr, const char *s,
 /* BPE                                                                                       */
 
 typedef struct {
-    uint64_t key; /* (merge rank << 32) | left symbol's index: the heap's order */
-    int id;       /* the merged id */
+    uint64_t key;    /* (merge rank << 32) | left symbol's index: the heap's order */
+    int left, right; /* the pair's ids when queued */
+    int id;          /* the merged id */
 } merge_entry;
 
 /* Scratch reused across the words of one encode call. */
@@ -286,7 +287,8 @@ static void queue_pair(const tokenizer *t, bpe_work *w, int pos) {
     if (right < 0) return;
     if (u64map_get(&t->merges, ((uint64_t)(uint32_t)w->sym[pos] << 32) | (uint32_t)w->sym[right],
                    &v))
-        heap_push(w, (merge_entry){(v & 0xffffffff00000000ULL) | (uint32_t)pos, (int)(uint32_t)v});
+        heap_push(w, (merge_entry){(v & 0xffffffff00000000ULL) | (uint32_t)pos, w->sym[pos],
+                                   w->sym[right], (int)(uint32_t)v});
 }
 
 static void bpe_word(const tokenizer *t, bpe_work *w, const char *s, size_t n, ibuf *out) {
@@ -338,14 +340,13 @@ static void bpe_word(const tokenizer *t, bpe_work *w, const char *s, size_t n, i
         queue_pair(t, w, i);
     while (w->heap_n) {
         merge_entry e = heap_pop(w);
-        int pos = (int)(uint32_t)e.key, rank = (int)(e.key >> 32);
+        int pos = (int)(uint32_t)e.key;
         int right = w->sym[pos] >= 0 ? w->next[pos] : -1;
-        uint64_t v;
-        if (right < 0) continue;
-        if (!u64map_get(&t->merges,
-                        ((uint64_t)(uint32_t)w->sym[pos] << 32) | (uint32_t)w->sym[right], &v) ||
-            (int)(uint32_t)v != e.id || (int)(v >> 32) != rank)
-            continue; /* stale: one side changed since this entry was queued */
+        /* Stale when either side changed since the entry was queued. Symbols only grow, so
+         * the same two ids mean the same pair, hence the same rank and merged id: this is
+         * the library's check (re-look-up the pair, compare the merged id) without a
+         * hash look-up. */
+        if (right < 0 || w->sym[pos] != e.left || w->sym[right] != e.right) continue;
         w->sym[pos] = e.id;
         w->sym[right] = -1;
         w->next[pos] = w->next[right];
