@@ -158,6 +158,28 @@ cJSON *manifest_build(const space *sp, const trial_table *t, int best,
     cJSON_AddStringToObject(engine, "workdir", realpath(wd, real) ? real : wd);
     free(wd);
     if (sp->launcher) cJSON_AddStringToObject(engine, "launcher", sp->launcher);
+    /* One line a user can paste: the env, the folder, the command (all shell-quoted). */
+    char *qdir = shell_single_quote(cJSON_GetObjectItem(engine, "workdir")->valuestring);
+    char *qpath = shell_single_quote(info->study_dir);
+    size_t cap = strlen(qdir) + strlen(qpath) + 128, len;
+    for (int i = 0; i < sp->argc; i++)
+        cap += 4 * strlen(sp->argv[i]) + 3;
+    char *line = xmalloc(cap);
+    len = (size_t)snprintf(line, cap, "eval \"$(tuner env %s/manifest.json)\" && cd %s &&", qpath,
+                           qdir);
+    char *program = runner_command_path(sp);
+    cap += 4 * strlen(program) + 3;
+    line = xrealloc(line, cap);
+    for (int i = 0; i < sp->argc; i++) {
+        char *q = shell_single_quote(i == 0 ? program : sp->argv[i]);
+        len += (size_t)snprintf(line + len, cap - len, " %s", q);
+        free(q);
+    }
+    free(program);
+    cJSON_AddStringToObject(engine, "reproduce", line);
+    free(line);
+    free(qdir);
+    free(qpath);
     const char *device = point_device(p);
     if (device)
         cJSON_AddStringToObject(m, "device", device);

@@ -153,6 +153,15 @@ static char *launcher_command(const char *tmpl, char *const *argv) {
     return full;
 }
 
+char *runner_command_path(const space *sp) {
+    if (!strchr(sp->argv[0], '/') || sp->argv[0][0] == '/') return xstrdup(sp->argv[0]);
+    char *joined = path_join(sp->dir, sp->argv[0]), cwd[4096];
+    char *abs = joined[0] != '/' && getcwd(cwd, sizeof cwd) ? xasprintf("%s/%s", cwd, joined)
+                                                            : xstrdup(joined);
+    free(joined);
+    return abs;
+}
+
 /* In the child, after fork: never returns. Errors go to the log (our stderr). */
 static void child_exec(const space *sp, const int *levels, const run_request *req,
                        const char *workdir, char **argv, int out_fd, int err_fd) {
@@ -422,16 +431,8 @@ run_outcome runner_run(const space *sp, const int *levels, const run_request *re
     char **argv = xcalloc((size_t)sp->argc + 1, sizeof *argv);
     for (int i = 0; i < sp->argc; i++)
         argv[i] = sp->argv[i];
-    /* A relative command path with a slash resolves against the space file's folder, and
-     * is made absolute here because the child changes into the working directory first. */
-    char *argv0 = NULL;
-    if (strchr(sp->argv[0], '/') && sp->argv[0][0] != '/') {
-        char *joined = path_join(sp->dir, sp->argv[0]), cwd[4096];
-        argv0 = joined[0] != '/' && getcwd(cwd, sizeof cwd) ? xasprintf("%s/%s", cwd, joined)
-                                                            : xstrdup(joined);
-        free(joined);
-        argv[0] = argv0;
-    }
+    char *argv0 = runner_command_path(sp);
+    argv[0] = argv0;
 
     fflush(NULL);
     pid_t pid = fork();

@@ -62,6 +62,11 @@ char *runner_judge(const space *sp, const cJSON *metrics, trial_status *status);
 /* The last line of text that parses as a JSON object, or NULL. Exposed for the tests. */
 cJSON *runner_last_json_line(const char *text);
 
+/* The engine's program as the runner starts it: a relative path with a slash resolves
+ * against the space file's folder and is made absolute (the child changes into the
+ * working directory before exec); a bare name is left to the PATH. Caller frees. */
+char *runner_command_path(const space *sp);
+
 /* s quoted for a POSIX shell with single quotes (it's -> 'it'\''s'). Caller frees. */
 char *shell_single_quote(const char *s);
 

@@ -169,7 +169,7 @@ int show_main(const char *study, const char *out_dir, FILE *out) {
     fprintf(out, "study %s: %d runs of %d points, %d feasible; %s %s\n", dir, t->n_runs,
             t->n_points, n_feasible, sp->maximize ? "maximize" : "minimize", sp->objective);
     for (int c = 0; c < sp->n_constraints; c++) {
-        fprintf(out, "constraint %s: bound ", sp->constraints[c].text);
+        fprintf(out, "constraint %s: bound", sp->constraints[c].text);
         print_num(out, rc[c].bound, 0);
         fputc('\n', out);
     }

@@ -9,6 +9,7 @@
 #include "sweep.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -286,12 +287,19 @@ static int dry_run(sweep_state *s) {
         cJSON **recs;
         int n;
         char err[ERR_LEN];
-        if (journal_load(tp, 0, &recs, &n, err, sizeof err)) {
+        char *hp = xasprintf("%s/space.hash", s->dir), want[32];
+        char *stored = file_read_all(hp, NULL, err, sizeof err);
+        snprintf(want, sizeof want, "%016" PRIx64, sp->hash);
+        if (stored && strncmp(stored, want, 16) != 0)
+            printf("resume:     refused: the space changed since the study began (pass --new)\n");
+        else if (journal_load(tp, 0, &recs, &n, err, sizeof err)) {
             printf("resume:     %d trials already in %s\n", n, tp);
             for (int i = 0; i < n; i++)
                 cJSON_Delete(recs[i]);
             free(recs);
         }
+        free(stored);
+        free(hp);
         free(tp);
     }
     int max = 10;

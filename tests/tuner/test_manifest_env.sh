@@ -42,6 +42,14 @@ grep -q "^export QUOTE='it'\\\\''s a '\\\\''quoted'\\\\'' value'$" env.sh || fai
 # Every env key of the manifest is exported, and nothing else.
 [ "$(grep -c '^export ' env.sh)" -eq 7 ] || fail "want 7 exports"
 
+# The manifest's "reproduce" line, run by a shell, reruns the winner: same figures.
+line=$(tr -d '\n' <$m | grep -o '"reproduce":[^}]*' | sed 's/^"reproduce":\s*"//; s/"\s*$//; s/\\"/"/g')
+echo "reproduce: $line"
+PATH="$(dirname "$TUNER"):$PATH" bash -c "$line" >again.out 2>/dev/null || fail "reproduce line failed"
+want=$(tr -d '\n\t ' <$m | grep -o '"objective":{[^}]*}' | json_field median)
+got=$(json_field tps <again.out)
+[ "$got" = "$want" ] || fail "reproduced tps $got, manifest $want"
+
 bad() { # $1 = file content, $2 = expected message part
     printf '%s' "$1" >bad.json
     local rc=0

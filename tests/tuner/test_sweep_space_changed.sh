@@ -21,6 +21,8 @@ echo "# a comment" >>space.yaml
 expect_contains same.err "resuming study 'demo'"
 
 space 512
+"$TUNER" sweep space.yaml --dry-run >dry.out || fail "dry run"
+expect_contains dry.out "resume:     refused: the space changed since the study began (pass --new)"
 rc=0
 "$TUNER" sweep space.yaml >/dev/null 2>changed.err || rc=$?
 [ "$rc" -eq 1 ] || fail "changed space: exit $rc, want 1"
