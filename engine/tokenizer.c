@@ -20,6 +20,10 @@
 /* ---------------------------------------------------------------------------------------- */
 /* Loading                                                                                   */
 
+/* Ids index per-id tables, so an absurd id would ask for absurd memory: refuse it. Gemma's
+ * vocabulary has 262,145 ids. */
+enum { MAX_IDS = 1 << 24 };
+
 typedef struct {
     tokenizer *t;
     char *err;
@@ -298,6 +302,9 @@ static int load_vocab(loader *L, const cJSON *model, int *max_id) {
         if (!cJSON_IsNumber(it) || d < 0 || d >= INT_MAX || d != (double)(int)d)
             return load_fail(L, "model.vocab[\"%s\"]: expected a non-negative integer id",
                              it->string);
+        if (d >= MAX_IDS)
+            return load_fail(L, "model.vocab[\"%s\"]: id %.0f is past the limit of %d ids",
+                             it->string, d, MAX_IDS);
         size_t len = strlen(it->string);
         if (len == 0 || len > INT_MAX / 2)
             return load_fail(L, "model.vocab: an empty or huge token");
@@ -455,6 +462,8 @@ static int load_added(loader *L, const cJSON *root, int *max_id) {
             get_bool(L, it, where, "normalized", &a.normalized) < 0)
             return -1;
         if (a.id < 0) return load_fail(L, "%s: missing \"id\"", where);
+        if (a.id >= MAX_IDS)
+            return load_fail(L, "%s.id: %d is past the limit of %d ids", where, a.id, MAX_IDS);
         if (!content[0]) return load_fail(L, "%s.content: empty", where);
         a.len = (int)strlen(content);
         a.content = arena_dup(t, content, (size_t)a.len);

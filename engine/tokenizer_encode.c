@@ -521,6 +521,8 @@ static void encode_section(const tokenizer *t, bpe_work *w, const char *s, size_
 
 int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_bos, int **ids_out) {
     *ids_out = NULL;
+    if (!text && len) return -1;
+    if (!text) text = "";
     for (size_t i = 0; i < len;) {
         uint32_t cp;
         int k = utf8_decode((const unsigned char *)text + i, len - i, &cp);

@@ -133,6 +133,8 @@ static void test_gemma_layout(void) {
     EXPECT_IDS(t, "", 1, 2);
     int *ids = (int *)&failures;
     EXPECT(tokenizer_encode(t, "", 0, 0, &ids) == 0 && ids == NULL);
+    EXPECT(tokenizer_encode(t, NULL, 0, 0, &ids) == 0 && ids == NULL);
+    EXPECT_ENCODE_ERROR(t, NULL, 3, 0);
     /* Length, not NUL, ends the text. */
     EXPECT(tokenizer_encode(t, "hello world", 5, 0, &ids) == 1 && ids[0] == 21);
     free(ids);
@@ -274,6 +276,8 @@ static void test_load_errors(void) {
     EXPECT_LOAD_ERROR("bad_decoder.json", "decoder: decoder type \"ByteLevel\" is not supported");
     EXPECT_LOAD_ERROR("bad_duplicate_id.json", "model.vocab: id 1 is given to both");
     EXPECT_LOAD_ERROR("bad_behavior.json", "behavior: unknown value \"Sideways\"");
+    EXPECT_LOAD_ERROR("bad_huge_id.json", "added_tokens[0].id: expected a non-negative integer");
+    EXPECT_LOAD_ERROR("bad_huge_vocab_id.json", "id 100000000 is past the limit of 16777216 ids");
 }
 
 int main(void) {
