@@ -49,6 +49,9 @@ void runner_install_signals(void) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+    /* Past a file-size limit, writes fail with EFBIG (reported like a full disk) instead of
+     * killing the tuner. The engine gets the default back before exec. */
+    signal(SIGXFSZ, SIG_IGN);
 }
 
 int runner_interrupted(void) {
@@ -166,6 +169,7 @@ char *runner_command_path(const space *sp) {
 static void child_exec(const space *sp, const int *levels, const run_request *req,
                        const char *workdir, char **argv, int out_fd, int err_fd) {
     setpgid(0, 0);
+    signal(SIGXFSZ, SIG_DFL);
     if (dup2(err_fd, STDERR_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0) _exit(126);
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) dup2(devnull, STDIN_FILENO);
