@@ -161,7 +161,7 @@ static void test_timeout_kills_group(void) {
     double took = now_seconds() - t0;
     EXPECT(r.status == TRIAL_FAILED);
     EXPECT(reason_has(&r, "timed out after 0.5 s (process group stopped with SIGKILL)"));
-    EXPECT(took >= 0.5 && took < 3.0);
+    EXPECT(took >= 0.5 && took < 8.0);
     pid_t g = read_pid("grandchild");
     EXPECT(g > 0 && !alive(g));
     run_result_free(&r);
@@ -176,7 +176,7 @@ static void test_leftovers_of_a_finished_engine(void) {
                              tmpdir);
     double t0 = now_seconds();
     run_script(script, 20, &r);
-    EXPECT(now_seconds() - t0 < 3.0);
+    EXPECT(now_seconds() - t0 < 8.0);
     EXPECT(r.status == TRIAL_OK && metric(&r, "tps") == 3.0);
     pid_t g = read_pid("leftover");
     EXPECT(g > 0 && !alive(g));
@@ -187,12 +187,12 @@ static void test_leftovers_of_a_finished_engine(void) {
 static void test_escaped_process_holding_stdout(void) {
     run_result r;
     /* a grandchild leaves the process group (setsid) and keeps stdout open */
-    char *script = xasprintf("setsid sleep 5 & echo $! > %s/escaped; "
+    char *script = xasprintf("setsid sleep 20 & echo $! > %s/escaped; "
                              "echo \"{\\\"tps\\\": 2, \\\"ppl\\\": 1}\"",
                              tmpdir);
     double t0 = now_seconds();
     run_script(script, 20, &r);
-    EXPECT(now_seconds() - t0 < 4.0); /* not the 5 s of the escaped sleep */
+    EXPECT(now_seconds() - t0 < 10.0); /* not the 20 s of the escaped sleep */
     EXPECT(r.status == TRIAL_OK && metric(&r, "tps") == 2.0);
     pid_t g = read_pid("escaped");
     if (g > 0) kill(g, SIGKILL); /* outside the group: not the runner's to stop */
@@ -207,7 +207,7 @@ static void test_interrupted(void) {
         xasprintf("sleep 30 & echo $! > %s/int_child; kill -INT $PPID; sleep 30", tmpdir);
     double t0 = now_seconds();
     EXPECT(run_script(script, 20, &r) == RUN_INTERRUPTED);
-    EXPECT(now_seconds() - t0 < 3.0);
+    EXPECT(now_seconds() - t0 < 8.0);
     EXPECT(runner_interrupted() == SIGINT);
     pid_t g = read_pid("int_child");
     EXPECT(g > 0 && !alive(g));

@@ -16,7 +16,7 @@ strategy: grid
 YAML
     local t0=$SECONDS
     "$TUNER" sweep "$1.yaml" --out out >/dev/null 2>"$1.err" || { cat "$1.err"; fail "$1: sweep failed"; }
-    [ $((SECONDS - t0)) -lt 10 ] || fail "$1: the sweep took $((SECONDS - t0)) s"
+    [ $((SECONDS - t0)) -lt 20 ] || fail "$1: the sweep took $((SECONDS - t0)) s"
     local trials=out/$1/trials.jsonl
     [ "$(wc -l <$trials)" -eq 3 ] || fail "$1: want 3 trials"
     local hung
@@ -26,7 +26,7 @@ YAML
         fail "$1: reason: $(echo "$hung" | json_field reason)"
     local wall
     wall=$(echo "$hung" | json_field wall_s)
-    awk -v w="$wall" 'BEGIN { exit !(w >= 1 && w < 4) }' || fail "$1: hung trial took $wall s"
+    awk -v w="$wall" 'BEGIN { exit !(w >= 1 && w < 8) }' || fail "$1: hung trial took $wall s"
     [ "$(grep -c '"status":"ok"' $trials)" -eq 2 ] || fail "$1: the other points must be ok"
     [ -s "$1.pids" ] || fail "$1: the engine did not record its pids"
     local pid
