@@ -28,7 +28,8 @@ import time
 import torch
 import torch.nn.functional as F
 
-from .target import FULL, SLIDING
+from .target import ATTN, FULL, SLIDING
+from .tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 # ---------------------------------------------------------------- clustering
 
@@ -85,17 +86,17 @@ def assistant_config(target_cfg, num_centroids, top_k):
         intermediate_size=512,
         num_hidden_layers=2,
         num_attention_heads=4,
-        num_key_value_heads=target_cfg.num_key_value_heads,
-        head_dim=target_cfg.head_dim,
-        global_head_dim=target_cfg.global_head_dim,
-        hidden_activation=target_cfg.hidden_activation,
-        max_position_embeddings=target_cfg.max_position_embeddings,
-        rms_norm_eps=target_cfg.rms_norm_eps,
-        pad_token_id=target_cfg.pad_token_id,
-        eos_token_id=target_cfg.eos_token_id,
-        bos_token_id=target_cfg.bos_token_id,
+        num_key_value_heads=ATTN["num_key_value_heads"],
+        head_dim=ATTN["head_dim"],
+        global_head_dim=ATTN["global_head_dim"],
+        hidden_activation="gelu_pytorch_tanh",
+        max_position_embeddings=4096,
+        rms_norm_eps=1e-6,
+        pad_token_id=PAD_ID,
+        eos_token_id=EOS_ID,
+        bos_token_id=BOS_ID,
         tie_word_embeddings=True,
-        sliding_window=target_cfg.sliding_window,
+        sliding_window=ATTN["sliding_window"],
         layer_types=[SLIDING, FULL],
         final_logit_softcapping=None,
         vocab_size_per_layer_input=0,

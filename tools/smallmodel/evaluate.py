@@ -23,14 +23,9 @@ import torch.nn.functional as F
 
 def set_window(model, window):
     """Override the sliding window of a loaded Gemma 4 text model in place."""
-    model.config.sliding_window = window
-    inner = getattr(model, "model", model)
-    if getattr(inner, "config", None) is not None:
-        inner.config.sliding_window = window
-    for layer in inner.layers:
-        attn = layer.self_attn
-        if getattr(attn, "is_sliding", False):
-            attn.sliding_window = window
+    from .target import set_sliding_window
+
+    set_sliding_window(model, window)
 
 
 @torch.no_grad()
@@ -107,7 +102,7 @@ def greedy(model, prompt_ids, new_tokens, device):
 
 
 @torch.no_grad()
-def hf_assisted(target, assistant, prompts, new_tokens, draft_tokens, device, log):
+def hf_assisted(target, assistant, prompts, new_tokens, draft_tokens, device, log, on_row=None):
     """transformers' assisted generation: tokens per target forward for each draft count."""
     calls = {"target": 0, "assistant": 0}
 
@@ -146,6 +141,8 @@ def hf_assisted(target, assistant, prompts, new_tokens, draft_tokens, device, lo
                          "identical_to_greedy": f"{same}/{len(prompts)}",
                          "seconds": round(time.time() - t0, 1)})
             log(f"hf assisted k={k}: {rows[-1]}")
+            if on_row is not None:
+                on_row(rows)
     finally:
         for h in hooks:
             h.remove()

@@ -25,6 +25,11 @@ from .tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 SLIDING, FULL = "sliding_attention", "full_attention"
 
+# The attention shapes the drafter must share with the target. transformers 5.17 keeps head_dim
+# and the KV-head count per layer (config.per_layer_config), so they are read from here, not
+# from a loaded config.
+ATTN = {"num_key_value_heads": 2, "head_dim": 32, "global_head_dim": 64, "sliding_window": 512}
+
 
 def target_config(vocab_size):
     from transformers import Gemma4TextConfig
@@ -36,9 +41,9 @@ def target_config(vocab_size):
         intermediate_size=512,
         num_hidden_layers=len(layer_types),
         num_attention_heads=8,
-        num_key_value_heads=2,
-        head_dim=32,
-        global_head_dim=64,
+        num_key_value_heads=ATTN["num_key_value_heads"],
+        head_dim=ATTN["head_dim"],
+        global_head_dim=ATTN["global_head_dim"],
         hidden_activation="gelu_pytorch_tanh",
         max_position_embeddings=4096,
         rms_norm_eps=1e-6,
@@ -48,7 +53,7 @@ def target_config(vocab_size):
         tie_word_embeddings=True,
         attention_bias=False,
         attention_dropout=0.0,
-        sliding_window=512,
+        sliding_window=ATTN["sliding_window"],
         layer_types=layer_types,
         final_logit_softcapping=30.0,
         vocab_size_per_layer_input=vocab_size,
@@ -66,6 +71,14 @@ def build_target(vocab_size, device):
     config = target_config(vocab_size)
     model = Gemma4ForCausalLM(config).to(device=device, dtype=torch.float32)
     return model
+
+
+def set_sliding_window(model, window):
+    """Override the sliding window of a Gemma 4 text model in place (config and layers)."""
+    model.config.sliding_window = window
+    for layer in model.model.layers:
+        if getattr(layer.self_attn, "is_sliding", False):
+            layer.self_attn.sliding_window = window
 
 
 def add_residual_dropout(model, p):
@@ -202,10 +215,19 @@ def train_target(model, sampler, val_windows, device, budget_s, args, log):
             ema = lv if ema is None else 0.9 * ema + 0.1 * lv
             history["train"].append({"step": step, "loss": round(lv, 4), "t": round(elapsed, 1)})
         is_last = (total_steps is not None and step >= total_steps) or time.time() - t0 > budget_s
-        if time.time() - last_eval > args.eval_every_s or is_last:
+        due = (step % args.eval_every_steps == 0) if args.eval_every_steps > 0 else (
+            time.time() - last_eval > args.eval_every_s)
+        if due or is_last:
             v = eval_loss(model, val_windows, device)
-            history["val"].append({"step": step, "loss": round(v, 4), "t": round(elapsed, 1)})
-            log(f"target step {step}/{planned} lr {lr:.2e} train~{ema:.3f} val {v:.3f} "
+            row = {"step": step, "loss": round(v, 4), "t": round(elapsed, 1)}
+            if args.val_window:
+                # The same windows with the sliding layers cut to val_window: does the
+                # model use its native window (the knob the tuner turns)?
+                set_sliding_window(model, args.val_window)
+                row[f"loss_window_{args.val_window}"] = round(eval_loss(model, val_windows, device), 4)
+                set_sliding_window(model, ATTN["sliding_window"])
+            history["val"].append(row)
+            log(f"target step {step}/{planned} lr {lr:.2e} train~{ema:.3f} val {row} "
                 f"ppl {math.exp(v):.1f} t {elapsed:.0f}s")
             if v < best["val"]:
                 best = {"val": v, "state": copy.deepcopy(model.state_dict()), "step": step}
