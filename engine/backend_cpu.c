@@ -8,7 +8,7 @@
  * builds - portable C, AVX2+FMA, AVX-512 - and the fastest one the CPU runs is picked at
  * start-up, so one binary runs everywhere. Small loops stay on one thread (PARALLEL).
  * Everything else is linear in the activations and written for clarity; attention splits
- * (position, head) pairs over threads.
+ * (position, kv head) pairs over threads.
  *
  * Buffers are ordinary heap memory, so upload/download/copy are memcpy. */
 #include <math.h>
@@ -433,39 +433,52 @@ static void cpu_attention(backend *b, float *out, const float *q, const float *k
     const cpu_state *st = state_of(b);
     const int group = n_heads / n_kv_heads;
     const size_t kv_dim = (size_t)n_kv_heads * head_dim;
-    const int pairs = n_tok * n_heads;
+    const int span_max = window > 0 && window < pos0 + n_tok ? window : pos0 + n_tok;
+    /* One task per (position, kv head): the query heads that share a kv head walk its keys
+     * and values together, so each K/V row is read once per group rather than once per head
+     * (grouped-query attention). */
+    const int tasks = n_tok * n_kv_heads;
 #pragma omp parallel num_threads(                                                                  \
-    threads_of(b)) if (PARALLEL((size_t)pairs * (pos0 + n_tok) * head_dim))
+    threads_of(b)) if (PARALLEL((size_t)tasks * group * span_max * head_dim))
     {
-        float *score = xmalloc((size_t)(pos0 + n_tok) * sizeof(float));
+        float *score = xmalloc((size_t)group * span_max * sizeof(float)); /* [group][span] */
 #pragma omp for schedule(dynamic, 1)
-        for (int ph = 0; ph < pairs; ph++) {
-            int t = ph / n_heads, h = ph % n_heads, kvh = h / group;
-            int p = pos0 + t;
-            int lo = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
-            const float *qh = q + ((size_t)t * n_heads + h) * head_dim;
-            float mx = -INFINITY;
+        for (int task = 0; task < tasks; task++) {
+            const int t = task / n_kv_heads, kvh = task % n_kv_heads, p = pos0 + t;
+            const int lo = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
+            const int span = p - lo + 1;
+            const float *q0 = q + ((size_t)t * n_heads + (size_t)kvh * group) * head_dim;
             for (int j = lo; j <= p; j++) {
                 const float *kj = kc + (size_t)(j % len) * kv_dim + (size_t)kvh * head_dim;
-                float s = st->dot_f32(qh, kj, head_dim);
-                score[j - lo] = s;
-                if (s > mx) mx = s;
+                for (int g = 0; g < group; g++)
+                    score[(size_t)g * span + (j - lo)] =
+                        st->dot_f32(q0 + (size_t)g * head_dim, kj, head_dim);
             }
-            double sum = 0.0;
-            for (int j = lo; j <= p; j++) {
-                float e = expf(score[j - lo] - mx);
-                score[j - lo] = e;
-                sum += e;
+            /* softmax over each head's scores, in fp32 with an fp64 sum */
+            for (int g = 0; g < group; g++) {
+                float *sg = score + (size_t)g * span, mx = -INFINITY;
+                for (int j = 0; j < span; j++)
+                    if (sg[j] > mx) mx = sg[j];
+                double sum = 0.0;
+                for (int j = 0; j < span; j++) {
+                    sg[j] = expf(sg[j] - mx);
+                    sum += sg[j];
+                }
+                const float inv = (float)(1.0 / sum);
+                for (int j = 0; j < span; j++)
+                    sg[j] *= inv;
             }
-            float inv = (float)(1.0 / sum);
-            float *oh = out + ((size_t)t * n_heads + h) * head_dim;
-            memset(oh, 0, (size_t)head_dim * sizeof(float));
+            float *o0 = out + ((size_t)t * n_heads + (size_t)kvh * group) * head_dim;
+            memset(o0, 0, (size_t)group * head_dim * sizeof(float));
             for (int j = lo; j <= p; j++) {
                 const float *vj = vc + (size_t)(j % len) * kv_dim + (size_t)kvh * head_dim;
-                float wj = score[j - lo] * inv;
+                for (int g = 0; g < group; g++) {
+                    const float wj = score[(size_t)g * span + (j - lo)];
+                    float *og = o0 + (size_t)g * head_dim;
 #pragma omp simd
-                for (int i = 0; i < head_dim; i++)
-                    oh[i] += wj * vj[i];
+                    for (int i = 0; i < head_dim; i++)
+                        og[i] += wj * vj[i];
+                }
             }
         }
         free(score);
