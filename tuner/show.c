@@ -155,7 +155,7 @@ int show_main(const char *study, const char *out_dir, FILE *out) {
     for (int i = 0; i < n_recs; i++) {
         char where[600];
         snprintf(where, sizeof where, "%s:%d", trials_path, i + 1);
-        if (trials_add(t, recs[i], where, err, sizeof err) < 0) {
+        if (trials_add(t, recs[i], where, err, sizeof err) == TRIALS_BAD) {
             fprintf(stderr, "%s: %s\n", util_progname, err);
             goto done;
         }

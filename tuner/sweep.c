@@ -229,7 +229,7 @@ static int run_one(sweep_state *s, const int *levels, const char *phase) {
     const cJSON *kept = s->j->records[s->j->n_records - 1];
     char where[64];
     snprintf(where, sizeof where, "trial %ld", id);
-    if (trials_add(s->t, kept, where, err, sizeof err) < 0) die("%s", err);
+    if (trials_add(s->t, kept, where, err, sizeof err) == TRIALS_BAD) die("%s", err);
 
     char *key = space_point_key(sp, levels);
     char figures[256];
@@ -525,7 +525,7 @@ int sweep_main(const sweep_options *opt) {
     for (int i = 0; i < s->j->n_records; i++) {
         char where[512];
         snprintf(where, sizeof where, "%s:%d", s->j->trials_path, i + 1);
-        if (trials_add(s->t, s->j->records[i], where, err, sizeof err) < 0) {
+        if (trials_add(s->t, s->j->records[i], where, err, sizeof err) == TRIALS_BAD) {
             fprintf(stderr, "%s: %s\n", util_progname, err);
             rc = EXIT_ERROR;
             goto done;

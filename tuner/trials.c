@@ -155,6 +155,16 @@ int trials_add(trial_table *t, const cJSON *rec, const char *where, char *err, s
         lv[i] = l->valueint;
         keylen += strlen(sp->params[i].name) + strlen(v->valuestring) + 2;
     }
+    const cJSON *el = cJSON_GetObjectItemCaseSensitive(rec, "study_elapsed_s");
+    if (cJSON_IsNumber(el) && el->valuedouble > t->study_elapsed)
+        t->study_elapsed = el->valuedouble;
+    if ((long)id->valuedouble > t->max_id) t->max_id = (long)id->valuedouble;
+    const cJSON *phase = cJSON_GetObjectItemCaseSensitive(rec, "phase");
+    if (cJSON_IsString(phase) && strcmp(phase->valuestring, "baseline") != 0 &&
+        strcmp(phase->valuestring, "search") != 0) {
+        free(lv); /* e.g. a later verification phase on held-out prompts */
+        return TRIALS_OTHER_PHASE;
+    }
     int idx = trials_find(t, lv);
     if (idx < 0) {
         t->points = xrealloc(t->points, (size_t)(t->n_points + 1) * sizeof *t->points);
@@ -178,12 +188,7 @@ int trials_add(trial_table *t, const cJSON *rec, const char *where, char *err, s
     point_stats *p = &t->points[idx];
     p->runs = xrealloc(p->runs, (size_t)(p->n_runs + 1) * sizeof *p->runs);
     p->runs[p->n_runs++] = rec;
-    const cJSON *phase = cJSON_GetObjectItemCaseSensitive(rec, "phase");
     if (cJSON_IsString(phase) && strcmp(phase->valuestring, "baseline") == 0) p->baseline = 1;
-    if ((long)id->valuedouble > t->max_id) t->max_id = (long)id->valuedouble;
-    const cJSON *el = cJSON_GetObjectItemCaseSensitive(rec, "study_elapsed_s");
-    if (cJSON_IsNumber(el) && el->valuedouble > t->study_elapsed)
-        t->study_elapsed = el->valuedouble;
     t->n_runs++;
     point_aggregate(t, p);
     return idx;

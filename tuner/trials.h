@@ -53,8 +53,12 @@ trial_table *trials_new(const space *sp);
 void trials_free(trial_table *t);
 
 /* Add one record (kept by reference: it must outlive the table). `where` names the
- * journal line for messages. Returns the point's index, or -1 with err set when the
- * record does not fit the space (wrong keys, levels out of range). */
+ * journal line for messages. Returns the point's index; TRIALS_OTHER_PHASE for a record
+ * of a phase other than baseline/search (e.g. a later verification phase on held-out
+ * prompts), which counts for ids and study time but not for the tuning-set medians; or
+ * TRIALS_BAD with err set when the record does not fit the space (wrong keys, levels out
+ * of range). */
+enum { TRIALS_BAD = -1, TRIALS_OTHER_PHASE = -2 };
 int trials_add(trial_table *t, const cJSON *record, const char *where, char *err, size_t errlen);
 
 /* Index of the point with these levels, or -1. */

@@ -189,12 +189,18 @@ static void test_trials_reject_foreign_records(void) {
     trial_table *t = trials_new(sp);
     char err[512];
     cJSON *r = cJSON_Parse("{\"id\":1,\"point\":{\"A\":\"9\"},\"levels\":[8],\"status\":\"ok\"}");
-    EXPECT(trials_add(t, r, "f.jsonl:7", err, sizeof err) < 0);
+    EXPECT(trials_add(t, r, "f.jsonl:7", err, sizeof err) == TRIALS_BAD);
     EXPECT(strstr(err, "f.jsonl:7: knob A") != NULL);
     cJSON_Delete(r);
     r = cJSON_Parse("{\"id\":1,\"point\":{\"A\":\"1\"},\"levels\":[0],\"status\":\"weird\"}");
-    EXPECT(trials_add(t, r, "f.jsonl:8", err, sizeof err) < 0);
+    EXPECT(trials_add(t, r, "f.jsonl:8", err, sizeof err) == TRIALS_BAD);
     EXPECT(strstr(err, "f.jsonl:8:") != NULL);
+    cJSON_Delete(r);
+    /* a verification run on held-out prompts: counted for ids and time, not aggregated */
+    r = cJSON_Parse("{\"id\":9,\"phase\":\"verify\",\"point\":{\"A\":\"1\"},\"levels\":[0],"
+                    "\"status\":\"ok\",\"study_elapsed_s\":12.5,\"metrics\":{\"tps\":1}}");
+    EXPECT(trials_add(t, r, "f.jsonl:9", err, sizeof err) == TRIALS_OTHER_PHASE);
+    EXPECT(t->n_points == 0 && t->n_runs == 0 && t->max_id == 9 && t->study_elapsed == 12.5);
     cJSON_Delete(r);
     trials_free(t);
     space_free(sp);
