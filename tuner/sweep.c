@@ -105,11 +105,14 @@ static int best_point(sweep_state *s) {
     return best;
 }
 
-/* "tps 312.4 at K=V,..." for the live line (into buf). */
+/* "tps 312.4 at K=V,..." for the live line (into buf): the best measured median so far
+ * (not the strategy's rank, which may be costly to compute at every trial). */
 static const char *best_text(sweep_state *s, char *buf, size_t n) {
     const char *why;
-    if (!trials_resolve(s->t, s->rc, &why)) return NULL;
-    int b = best_point(s);
+    if (!s->prog.tty || !trials_resolve(s->t, s->rc, &why)) return NULL;
+    int *order = xmalloc((size_t)(s->t->n_points + 1) * sizeof *order);
+    int b = trials_order(s->t, s->rc, order) > 0 ? order[0] : -1;
+    free(order);
     if (b < 0) return NULL;
     snprintf(buf, n, "%s %.6g at %s", s->sp->objective, s->t->points[b].objective,
              s->t->points[b].key);
@@ -154,9 +157,20 @@ static cJSON *record_build(const sweep_state *s, long id, const char *phase, con
     return rec;
 }
 
+/* s as one shell word: as it is when it is plain, else single-quoted. Caller frees. */
+static char *shell_word(const char *s) {
+    return s[0] && strspn(
+                       s,
+                       "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-+=:,") ==
+                       strlen(s)
+               ? xstrdup(s)
+               : shell_single_quote(s);
+}
+
 /* The message that ends an interrupted session. */
 static int interrupted_exit(sweep_state *s, int sig, int during_trial) {
     progress_end(&s->prog);
+    char *space_arg = shell_word(s->opt->space_path), *out_arg = shell_word(s->opt->out_dir);
     fprintf(stderr,
             "%s: interrupted by %s%s; %d trials of study '%s' are safe in %s.\n"
             "resume with: tuner sweep %s --study %s%s%s\n",
@@ -165,9 +179,11 @@ static int interrupted_exit(sweep_state *s, int sig, int during_trial) {
             : sig == SIGTERM ? "SIGTERM"
                              : "a signal",
             during_trial ? " (the running trial was stopped and will be run again)" : "",
-            s->t->n_runs, s->study, s->j->trials_path, s->opt->space_path, s->study,
+            s->t->n_runs, s->study, s->j->trials_path, space_arg, s->study,
             strcmp(s->opt->out_dir, "out") ? " --out " : "",
-            strcmp(s->opt->out_dir, "out") ? s->opt->out_dir : "");
+            strcmp(s->opt->out_dir, "out") ? out_arg : "");
+    free(space_arg);
+    free(out_arg);
     return 128 + sig;
 }
 
