@@ -11,6 +11,7 @@
  *     per-layer embeddings, proportional partial RoPE, softcapping, layer_scalar, on two
  *     differently shaped models (one with every feature, one with none of the optional ones);
  *   - rollback with decoder_truncate, then a different continuation;
+ *   - the same logits, bit for bit, whatever the thread count;
  * plus the refusals: bad knobs, cache overflow, bad token ids, inconsistent configs. */
 #include <math.h>
 #include <stdint.h>
@@ -568,6 +569,31 @@ static void test_truncate(const model *m, const char *name) {
     free(want);
 }
 
+/* The thread count changes who computes what, never the arithmetic: logits are bit for bit
+ * the same with one thread and with several (so greedy output does not depend on it). */
+static void test_threads(const model *m) {
+    const int V = m->config.vocab, T = 100;
+    int *ids = random_ids(m, T);
+    float *la = xmalloc((size_t)T * V * sizeof(float)),
+          *lb = xmalloc((size_t)T * V * sizeof(float));
+    engine_options one = {.n_threads = 1}, three = {.n_threads = 3};
+    char err[256];
+    decoder *a = decoder_new(m, &one, err, sizeof err),
+            *b = decoder_new(m, &three, err, sizeof err);
+    CHECK(a && b);
+    EXPECT(decoder_forward(a, ids, T - 10, la, 0) == 0 &&
+           decoder_forward(b, ids, T - 10, lb, 0) == 0);
+    for (int t = T - 10; t < T; t++) /* and token by token */
+        EXPECT(decoder_forward(a, ids + t, 1, la + (size_t)t * V, 0) == 0 &&
+               decoder_forward(b, ids + t, 1, lb + (size_t)t * V, 0) == 0);
+    EXPECT(!memcmp(la, lb, (size_t)T * V * sizeof(float)));
+    decoder_free(a);
+    decoder_free(b);
+    free(ids);
+    free(la);
+    free(lb);
+}
+
 static void test_refusals(const model *m) {
     const model_config *c = &m->config;
     char err[256];
@@ -703,6 +729,7 @@ int main(void) {
     test_truncate(full, "full");
     test_truncate(plain, "plain");
     test_refusals(full);
+    test_threads(full);
 
     model_config_free(&full->config);
     model_config_free(&plain->config);
