@@ -340,6 +340,26 @@ static void test_elementwise(backend *b) {
     b->release(b, z);
 }
 
+/* alloc gives zeros; upload, download and copy move exactly n values and nothing else. */
+static void test_buffers(backend *b) {
+    size_t n = 5 + (size_t)rng_int(500);
+    float *buf = b->alloc(b, n + 2), *host = rand_vec(n), *back = xmalloc((n + 2) * sizeof(float));
+    b->download(b, back, buf, n + 2);
+    for (size_t i = 0; i < n + 2; i++)
+        EXPECT(back[i] == 0.0f);
+    b->upload(b, buf + 1, host, n);
+    float *other = b->alloc(b, n);
+    b->copy(b, other, buf + 1, n);
+    b->download(b, back, buf, n + 2);
+    EXPECT(back[0] == 0.0f && back[n + 1] == 0.0f && !memcmp(back + 1, host, n * sizeof(float)));
+    b->download(b, back, other, n);
+    EXPECT(!memcmp(back, host, n * sizeof(float)));
+    b->release(b, buf);
+    b->release(b, other);
+    free(host);
+    free(back);
+}
+
 static void test_embed(backend *b) {
     const weight_dtype dts[] = {DT_F32, DT_BF16, DT_F16};
     for (int di = 0; di < 3; di++) {
@@ -392,6 +412,7 @@ int main(void) {
             test_attention(b, 1 + rng_int(10));
             test_elementwise(b);
             test_embed(b);
+            test_buffers(b);
         }
         if (failures > before) fprintf(stderr, "(kernels capped at %s)\n", isas[k]);
         b->destroy(b);
