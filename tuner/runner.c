@@ -468,7 +468,7 @@ run_outcome runner_run(const space *sp, const int *levels, const run_request *re
                     }
             }
         } else {
-            usleep(POLL_MS * 1000);
+            usleep(2000); /* output closed: only the exit is left to see */
         }
         if (!c.exited) group_reap(&c);
         if (runner_interrupted() && !stop_sig) {
