@@ -33,6 +33,7 @@ if (which === "js") {
 (async () => {
   const seconds = Number(secondsArg);
   let reps = 0, tokens = 0;
+  const c0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   let elapsed = 0;
   do {
@@ -40,6 +41,8 @@ if (which === "js") {
     reps++;
     elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
   } while (elapsed < seconds);
+  const c = process.cpuUsage(c0), cpu = (c.user + c.system) / 1e6; // all threads of the process
   console.log(JSON.stringify({ impl: which, bytes, repetitions: reps, wall_s: +elapsed.toFixed(3),
-    MB_per_s: +((bytes * reps) / elapsed / 1e6).toFixed(2), tokens_per_s: Math.round(tokens / elapsed) }));
+    cpu_s: +cpu.toFixed(3), MB_per_s: +((bytes * reps) / elapsed / 1e6).toFixed(2),
+    MB_per_cpu_s: +((bytes * reps) / cpu / 1e6).toFixed(2), tokens_per_cpu_s: Math.round(tokens / cpu) }));
 })();
