@@ -88,10 +88,23 @@ struct backend {
     /* Index of the largest of x[0..n) (the first on ties, as torch.argmax); synchronises. */
     int (*argmax)(backend *b, const float *x, int n);
 
+    /* Optional (NULL on the CPU backend): whole-step recording. forward.c calls step_begin
+     * before the ops of a chunk of n tokens at position pos; key names everything else that
+     * decides which ops the chunk runs. A return of 1 means the backend has replayed a
+     * recorded step with these tokens at this position, and the ops must not be issued; 0
+     * means issue them, then call step_end. The CUDA backend records single-token steps as
+     * CUDA graphs (kernels/backend_cuda.c). */
+    int (*step_begin)(backend *b, const int *tokens, int n, int pos, int key);
+    void (*step_end)(backend *b);
+
     void (*destroy)(backend *b);
 };
 
 /* The CPU backend; n_threads 0 = OpenMP's default. */
 backend *backend_cpu_new(int n_threads);
+
+/* The CUDA backend (kernels/backend_cuda.c, in engines built with CUDA): NULL with a message
+ * in err when no CUDA device is usable. */
+backend *backend_cuda_new(char *err, size_t errlen);
 
 #endif

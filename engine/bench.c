@@ -82,8 +82,8 @@ int bench_greedy(decoder *d, int vocab, const int *prompt, int n, int max_new, f
         *hash = fnv1a(*hash, tok);
         if (out) out[i] = tok;
         if (++i == max_new) break;
-        if (decoder_forward(d, &tok, 1, logits, 0)) return -1;
-        tok = logits_argmax(logits, vocab);
+        /* The argmax where the logits are (on a GPU only the id comes back); same rule. */
+        if (decoder_forward_argmax(d, &tok, 1, &tok)) return -1;
     }
     return 0;
 }

@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "decoder.h"
 #include "util.h"
@@ -79,7 +80,24 @@ decoder *decoder_new(const model *m, const engine_options *opt, char *err, size_
     d->native_window = c->sliding_window;
     d->sliding_window = o.sliding_window ? o.sliding_window : c->sliding_window;
 
-    backend *b = d->b = backend_cpu_new(o.n_threads);
+    const char *device = o.device && *o.device ? o.device : "cpu";
+    if (!strcmp(device, "cpu")) {
+        d->b = backend_cpu_new(o.n_threads);
+    } else if (!strcmp(device, "cuda")) {
+#ifdef ENGINE_WITH_CUDA
+        char why[256];
+        d->b = backend_cuda_new(why, sizeof why);
+        if (!d->b) return fail(d, err, errlen, "ENGINE_DEVICE=cuda: %s", why);
+#else
+        return fail(d, err, errlen,
+                    "ENGINE_DEVICE=cuda: this engine was built without CUDA (build where nvcc "
+                    "is installed, with -DWITH_CUDA=ON and without SANITIZE)");
+#endif
+    } else {
+        return fail(d, err, errlen, "ENGINE_DEVICE=\"%s\": must be \"cpu\" or \"cuda\"",
+                    device);
+    }
+    backend *b = d->b;
     const int L = c->n_layers;
     d->window = xcalloc((size_t)L, sizeof(int));
     d->cache_len = xcalloc((size_t)L, sizeof(int));
@@ -216,6 +234,20 @@ int decoder_forward(decoder *d, const int *tokens, int n, float *logits, int log
             dst = logits + (size_t)(start + from - logits_from) * (size_t)c->vocab;
         forward_chunk(d, tokens + start, len, dst, from);
     }
+    return 0;
+}
+
+int decoder_forward_argmax(decoder *d, const int *tokens, int n, int *next) {
+    const model_config *c = &d->m->config;
+    if (n <= 0 || (long)d->pos + n > d->max_len) return -1;
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= c->vocab || (c->ple_dim && tokens[i] >= c->ple_vocab))
+            return -2;
+    for (int start = 0; start < n; start += DECODER_CHUNK) {
+        const int len = n - start < DECODER_CHUNK ? n - start : DECODER_CHUNK;
+        forward_chunk_device(d, tokens + start, len, start + len == n ? len - 1 : len);
+    }
+    *next = d->b->argmax(d->b, d->logits, c->vocab);
     return 0;
 }
 

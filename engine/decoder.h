@@ -55,5 +55,8 @@ struct decoder {
 /* Run one chunk (n <= DECODER_CHUNK) at positions d->pos.. and advance d->pos. Logits as
  * in decoder_forward (rows i >= logits_from, written to host memory). */
 void forward_chunk(decoder *d, const int *tokens, int n, float *logits, int logits_from);
+/* The same, leaving the logits of rows i >= logits_from in d->logits on the backend (nothing is
+ * copied to the host); returns how many rows have logits. */
+int forward_chunk_device(decoder *d, const int *tokens, int n, int logits_from);
 
 #endif

@@ -17,6 +17,8 @@ typedef struct {
     int sliding_window; /* SLIDING_WINDOW: window of the sliding layers; 0 = native (config) */
     int max_model_len;  /* MAX_MODEL_LEN: KV cache capacity in positions; 0 = config's max */
     int n_threads;      /* OpenMP threads for the CPU backend; 0 = OpenMP's default */
+    const char *device; /* ENGINE_DEVICE: "cpu" (NULL or "" too) or "cuda" (engines built with
+                           CUDA; elsewhere decoder_new refuses it with a clear message) */
 } engine_options;
 
 typedef struct model model;
@@ -45,6 +47,11 @@ int decoder_pos(const decoder *d); /* tokens in the cache so far */
 int decoder_forward(decoder *d, const int *tokens, int n, float *logits, int logits_from);
 /* (decoder_forward also returns -2, appending nothing, when a token id lies outside the
  * vocabulary or the per-layer-embedding table.) */
+
+/* As decoder_forward with logits for the last position only, but what comes back is their
+ * argmax (the first maximum, as torch.argmax), taken where the logits are: on a GPU nothing
+ * but the token id crosses to the host. n >= 1. Returns 0, -1 or -2 as decoder_forward. */
+int decoder_forward_argmax(decoder *d, const int *tokens, int n, int *next);
 
 /* Roll the cache back to pos (<= decoder_pos), dropping later positions, e.g. rejected
  * speculative tokens. Returns 0, or -1 when pos is out of range or a sliding layer's ring

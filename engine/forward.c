@@ -110,11 +110,11 @@ static void decoder_layer(decoder *d, int layer, int n) {
     if (w->layer_scalar != 1.0f) b->scale(b, d->x, w->layer_scalar, nh);
 }
 
-void forward_chunk(decoder *d, const int *tokens, int n, float *logits, int logits_from) {
+/* The chunk's ops, leaving the logits of its last `rows` rows in d->logits (on the backend). */
+static void forward_ops(decoder *d, const int *tokens, int n, int rows) {
     const model_config *c = &d->m->config;
     const model_weights *w = &d->m->weights;
     backend *b = d->b;
-    CHECK(n > 0 && n <= DECODER_CHUNK && d->pos + n <= d->max_len);
 
     /* Gemma4TextScaledWordEmbedding: embed_tokens(ids) * sqrt(hidden). */
     b->embed(b, d->x, &w->embed, tokens, n, d->embed_scale);
@@ -124,15 +124,31 @@ void forward_chunk(decoder *d, const int *tokens, int n, float *logits, int logi
         decoder_layer(d, layer, n);
 
     b->rmsnorm(b, d->hidden, d->x, &w->final_norm, n, c->hidden, c->rms_eps);
-    d->hidden_rows = n;
-    d->pos += n;
 
     /* lm_head and final_logit_softcapping, only for the rows asked for. */
-    if (logits && logits_from < n) {
-        const int from = logits_from > 0 ? logits_from : 0, rows = n - from;
+    if (rows) {
         const size_t count = (size_t)rows * c->vocab;
-        b->matmul(b, d->logits, &w->lm_head, d->hidden + (size_t)from * c->hidden, rows);
+        b->matmul(b, d->logits, &w->lm_head, d->hidden + (size_t)(n - rows) * c->hidden, rows);
         if (c->final_softcap > 0) b->softcap(b, d->logits, count, c->final_softcap);
-        b->download(b, logits, d->logits, count);
     }
+}
+
+int forward_chunk_device(decoder *d, const int *tokens, int n, int logits_from) {
+    backend *b = d->b;
+    CHECK(n > 0 && n <= DECODER_CHUNK && d->pos + n <= d->max_len);
+    const int from = logits_from > 0 ? logits_from : 0, rows = from < n ? n - from : 0;
+    /* A backend that records steps (CUDA graphs) may replay this one instead of running the
+     * ops; the key is what else decides the ops: how many rows get logits. */
+    if (!(b->step_begin && b->step_begin(b, tokens, n, d->pos, rows))) {
+        forward_ops(d, tokens, n, rows);
+        if (b->step_end) b->step_end(b);
+    }
+    d->hidden_rows = n;
+    d->pos += n;
+    return rows;
+}
+
+void forward_chunk(decoder *d, const int *tokens, int n, float *logits, int logits_from) {
+    const int rows = forward_chunk_device(d, tokens, n, logits ? logits_from : n);
+    if (rows) d->b->download(d->b, logits, d->logits, (size_t)rows * d->m->config.vocab);
 }

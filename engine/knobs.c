@@ -47,6 +47,7 @@ void knobs_init(knobs *k) {
     k->warmup_num_prompts = KNOBS_DEFAULT_WARMUP_PROMPTS;
     k->max_new_tokens = KNOBS_DEFAULT_MAX_NEW_TOKENS;
     snprintf(k->prompt_set, sizeof k->prompt_set, "tune");
+    snprintf(k->device, sizeof k->device, "cpu");
 }
 
 /* A whole decimal integer that fits an int: no sign-only, no spaces, no trailing junk. */
@@ -70,6 +71,16 @@ static int set_prompt_set(knobs *k, const char *value, const char *origin, char 
     return 0;
 }
 
+static int set_device(knobs *k, const char *value, const char *origin, char *err,
+                      size_t errlen) {
+    if (strcmp(value, "cpu") && strcmp(value, "cuda")) {
+        snprintf(err, errlen, "%s=\"%s\": must be \"cpu\" or \"cuda\"", origin, value);
+        return -1;
+    }
+    snprintf(k->device, sizeof k->device, "%s", value);
+    return 0;
+}
+
 static const knob_def *knob_find(const char *name) {
     for (size_t i = 0; i < N_KNOB_DEFS; i++) {
         const knob_def *d = &knob_defs[i];
@@ -82,6 +93,8 @@ int knobs_set(knobs *k, const char *name, const char *value, const char *origin,
               size_t errlen) {
     if (!strcmp(name, "TUNER_PROMPT_SET") || !strcmp(name, "prompt-set"))
         return set_prompt_set(k, value, origin, err, errlen);
+    if (!strcmp(name, "ENGINE_DEVICE") || !strcmp(name, "device"))
+        return set_device(k, value, origin, err, errlen);
     const knob_def *d = knob_find(name);
     if (!d) return 1;
     int v;
@@ -108,6 +121,8 @@ int knobs_from_env(knobs *k, char *err, size_t errlen) {
     const char *set = getenv("TUNER_PROMPT_SET");
     if (set && set_prompt_set(k, set, "environment variable TUNER_PROMPT_SET", err, errlen))
         return -1;
+    const char *dev = getenv("ENGINE_DEVICE");
+    if (dev && set_device(k, dev, "environment variable ENGINE_DEVICE", err, errlen)) return -1;
     for (size_t i = 0; i < N_KNOB_DEFS; i++) {
         const knob_def *d = &knob_defs[i];
         const char *v = d->var ? getenv(d->var) : NULL;
@@ -159,6 +174,7 @@ engine_options knobs_options(const knobs *k) {
     o.sliding_window = k->sliding_window;
     o.max_model_len = k->max_model_len;
     o.n_threads = k->n_threads;
+    o.device = k->device;
     return o;
 }
 
@@ -170,4 +186,6 @@ void knobs_print_help(void) {
     }
     fprintf(stderr, "  --%-24s %-24s %s\n", "prompt-set", "TUNER_PROMPT_SET",
             "tune or holdout: which set --data reads (default tune)");
+    fprintf(stderr, "  --%-24s %-24s %s\n", "device", "ENGINE_DEVICE",
+            "cpu or cuda: where the model runs (default cpu)");
 }

@@ -30,6 +30,7 @@ typedef struct {
     int max_model_len;          /* MAX_MODEL_LEN: 0 = unset (the model's max positions) */
     int n_threads;              /* --threads: CPU threads; 0 = OpenMP's default */
     char prompt_set[16];        /* TUNER_PROMPT_SET: "tune" or "holdout" */
+    char device[8];             /* ENGINE_DEVICE / --device: "cpu" (default) or "cuda" */
 } knobs;
 
 /* The defaults: every knob unset or at its documented default. */

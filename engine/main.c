@@ -177,6 +177,7 @@ static model *model_open(const char *dir, char *err, size_t errlen) {
 
 /* "cpu: <model name from /proc/cpuinfo> x<threads>" */
 static char *device_name(const knobs *k) {
+    if (!strcmp(k->device, "cuda")) return xasprintf("cuda"); /* the GPU's name: on stderr */
     char cpu[256] = "unknown cpu";
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (f) {

@@ -1,0 +1,649 @@
+/* backend_cuda.c: the CUDA backend - the backend table of backend.h filled with the kernels of
+ * kernels/ (*.cu) and cuBLAS, plus CUDA-graph replay of whole decode steps and per-kernel
+ * profiling.
+ *
+ * Memory. Activations are fp32 device buffers (cudaMalloc). Weights are copied to the device
+ * once, in their file dtype, the first time an op meets them; the copies live in a table keyed
+ * by the tensor's host data pointer (the model is shared and read-only for decoders, so the
+ * backend does not write tensor.dev) and are freed with the backend. The host data of a tensor
+ * must therefore stay unchanged while the backend lives - true of mmapped models.
+ *
+ * Matrix products. n == 1 (the decode step) runs our warp-per-row kernel (matvec.cu), which
+ * streams the weights at close to the copy bandwidth; cuBLAS's GEMV path needs the input
+ * converted to bf16 first and is measured against it by bench/bench_gpu.sh. For n > 1 the
+ * default is the same kernel (fp32 inputs, so GPU and CPU logits agree to rounding and greedy
+ * output matches); GEMMA_CUDA_GEMM=cublas sends every bf16 / f16 product to cublasGemmEx
+ * (inputs rounded to the weight dtype, fp32 accumulate and output), GEMMA_CUDA_GEMM=auto only
+ * those with n > 8.
+ *
+ * Graphs. forward.c brackets a chunk with step_begin / step_end. A single-token step of a
+ * given key runs eagerly the first time (which also sizes every scratch buffer), is captured
+ * into a CUDA graph the second time, and is replayed from then on. The graph does not depend
+ * on the position or the token: before each replay the backend copies {pos, token} into a
+ * device block, and while capturing it hands the kernels that device block instead of the
+ * host values (kernels.h: dpos, ids). Re-capturing every step would cost more host time than
+ * the step itself (about a thousand nodes); this way a step is one cudaGraphLaunch. There is
+ * no host synchronisation inside a step: only download and argmax wait.
+ *
+ * Profiling. GEMMA_CUDA_PROFILE=1 times every op with a pair of cudaEvents (graphs are off
+ * then, and every op waits for its own end, so the total is slower than an unprofiled run but
+ * each family's share is right) and prints, per kernel family, calls, time, bytes moved and
+ * achieved GB/s when the backend is destroyed. Bytes are counted always (cheaply) so that
+ * backend_cuda_stats can report bytes per decode step without profiling. */
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "backend_cuda.h"
+#include "kernels.h"
+#include "util.h"
+
+#define CU(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) die("CUDA: %s: %s", #call, cudaGetErrorString(e_));                 \
+    } while (0)
+#define CUBLAS(call)                                                                               \
+    do {                                                                                           \
+        cublasStatus_t s_ = (call);                                                                \
+        if (s_ != CUBLAS_STATUS_SUCCESS) die("cuBLAS: %s: status %d", #call, (int)s_);             \
+    } while (0)
+
+/* Kernel families, for the profile. */
+enum {
+    F_MATVEC,
+    F_GEMM,
+    F_RMSNORM,
+    F_ROPE,
+    F_KV_WRITE,
+    F_ATTENTION,
+    F_GELU_MUL,
+    F_EMBED,
+    F_ELEMENTWISE,
+    F_SOFTCAP,
+    F_ARGMAX,
+    F_COPY,
+    F_TRANSFER,
+    F_COUNT
+};
+static const char *const family_name[F_COUNT] = {
+    "matvec (own)", "gemm (cuBLAS)", "rmsnorm",        "rope",      "kv_write",
+    "attention",    "gelu_mul",      "embed",          "add/scale", "softcap",
+    "argmax",       "copy (d2d)",    "upload/download"};
+
+/* One weight copied to the device. */
+typedef struct {
+    const void *host; /* key: the tensor's host data; NULL = empty slot */
+    void *dev;
+    size_t bytes;
+} weight_slot;
+
+#define MAX_GRAPHS 4 /* keys of captured steps */
+
+typedef struct {
+    int key;               /* the step key (forward.c: what decides the op sequence) */
+    int seen;              /* eager runs so far */
+    cudaGraphExec_t exec;  /* NULL until captured */
+    double bytes[F_COUNT]; /* bytes one replay moves, per family (counted while capturing) */
+    long calls[F_COUNT];   /* ops one replay runs, per family */
+} step_graph;
+
+typedef struct {
+    cudaStream_t stream;
+    cublasHandle_t cublas;
+    int device;
+    char device_name[256];
+    int gemm_mode; /* 0 own, 1 cublas for every bf16/f16 product, 2 cublas when n > 8 */
+    int use_graphs;
+    int profile;
+
+    weight_slot *weights; /* open-addressing table, cap_weights slots */
+    size_t cap_weights, n_weights;
+    size_t weight_bytes; /* bytes of weights on the device */
+
+    int *d_ids;              /* [cap_ids] token ids of eager embeds */
+    int cap_ids;             /* capacity of d_ids */
+    int *d_params;           /* [1 + DECODE params] {pos, token} read by captured steps */
+    int *h_params;           /* pinned host copy, written before each replay */
+    cudaEvent_t params_done; /* the last params upload has been read */
+    float *d_partial;        /* attention slices, cap_partial floats */
+    size_t cap_partial;
+    void *d_convert; /* cuBLAS inputs in the weight dtype, cap_convert bytes */
+    size_t cap_convert;
+    void *d_argmax; /* argmax scratch: 2 * K_ARGMAX_BLOCKS words + the result */
+    int *h_argmax;  /* pinned result */
+
+    /* the step in progress */
+    int mode;              /* 0 eager, 1 capturing */
+    int cap_pos;           /* position of the step being captured */
+    const int *cap_tokens; /* its host token array (embeds must pass this one) */
+    step_graph *cap;       /* the graph being captured */
+    step_graph graphs[MAX_GRAPHS];
+    int n_graphs;
+
+    /* counters */
+    double bytes[F_COUNT];
+    long calls[F_COUNT];
+    double ms[F_COUNT];
+    long decode_steps, replays, captures;
+    cudaEvent_t ev0, ev1;
+} cuda_state;
+
+static cuda_state *st_of(backend *b) {
+    return (cuda_state *)b->impl;
+}
+
+/* ---- accounting ---------------------------------------------------------------------- */
+
+/* Called before an op: starts its timer when profiling. */
+static void op_begin(cuda_state *st) {
+    if (st->profile) CU(cudaEventRecord(st->ev0, st->stream));
+}
+
+/* Called after an op of family f that moved `bytes`: counts it, and times it when profiling. */
+static void op_end(cuda_state *st, int f, double bytes) {
+    st->bytes[f] += bytes;
+    st->calls[f]++;
+    if (st->mode == 1 && st->cap) {
+        st->cap->bytes[f] += bytes;
+        st->cap->calls[f]++;
+    }
+    if (st->profile) {
+        CU(cudaEventRecord(st->ev1, st->stream));
+        CU(cudaEventSynchronize(st->ev1));
+        float ms = 0;
+        CU(cudaEventElapsedTime(&ms, st->ev0, st->ev1));
+        st->ms[f] += ms;
+    }
+}
+
+/* Position arguments for a kernel: the host value when eager; while capturing, the device
+ * word plus the offset from the captured step's position. */
+static const int *pos_dev(cuda_state *st, int pos0, int *pos_arg) {
+    if (st->mode == 1) {
+        *pos_arg = pos0 - st->cap_pos;
+        return st->d_params;
+    }
+    *pos_arg = pos0;
+    return NULL;
+}
+
+/* ---- weights ------------------------------------------------------------------------- */
+
+static size_t hash_ptr(const void *p, size_t cap) {
+    uint64_t h = (uint64_t)(uintptr_t)p;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    return (size_t)(h & (cap - 1));
+}
+
+static void weights_grow(cuda_state *st) {
+    size_t cap = st->cap_weights ? st->cap_weights * 2 : 256;
+    weight_slot *t = xcalloc(cap, sizeof *t);
+    for (size_t i = 0; i < st->cap_weights; i++) {
+        if (!st->weights[i].host) continue;
+        size_t j = hash_ptr(st->weights[i].host, cap);
+        while (t[j].host)
+            j = (j + 1) & (cap - 1);
+        t[j] = st->weights[i];
+    }
+    free(st->weights);
+    st->weights = t;
+    st->cap_weights = cap;
+}
+
+/* The device copy of w's data, made on first use. */
+static const void *weight_dev(cuda_state *st, const tensor *w) {
+    CHECK(w && w->data);
+    const size_t bytes = (size_t)w->rows * (size_t)w->cols * dtype_size(w->dtype);
+    if (st->cap_weights) {
+        for (size_t j = hash_ptr(w->data, st->cap_weights); st->weights[j].host;
+             j = (j + 1) & (st->cap_weights - 1))
+            if (st->weights[j].host == w->data) {
+                CHECK(st->weights[j].bytes >= bytes);
+                return st->weights[j].dev;
+            }
+    }
+    if (st->mode == 1) die("a weight was first used inside a captured CUDA graph");
+    if (2 * (st->n_weights + 1) > st->cap_weights) weights_grow(st);
+    void *dev = NULL;
+    cudaError_t e = cudaMalloc(&dev, bytes ? bytes : 1);
+    if (e != cudaSuccess)
+        die("CUDA: cannot hold the weights on the device (%.2f GB already there, %zu more "
+            "bytes asked): %s",
+            st->weight_bytes / 1e9, bytes, cudaGetErrorString(e));
+    CU(cudaMemcpy(dev, w->data, bytes, cudaMemcpyHostToDevice));
+    size_t j = hash_ptr(w->data, st->cap_weights);
+    while (st->weights[j].host)
+        j = (j + 1) & (st->cap_weights - 1);
+    st->weights[j] = (weight_slot){w->data, dev, bytes};
+    st->n_weights++;
+    st->weight_bytes += bytes;
+    return dev;
+}
+
+/* ---- scratch ------------------------------------------------------------------------- */
+
+/* Grow a device scratch buffer to at least `bytes` (never inside a capture: the eager run of
+ * the same step has sized it already). */
+static void *scratch(cuda_state *st, void **buf, size_t *cap, size_t bytes) {
+    if (bytes <= *cap) return *buf;
+    if (st->mode == 1) die("CUDA scratch grew inside a captured graph (%zu bytes)", bytes);
+    CU(cudaStreamSynchronize(st->stream)); /* the old buffer may still be in use */
+    if (*buf) CU(cudaFree(*buf));
+    CU(cudaMalloc(buf, bytes));
+    *cap = bytes;
+    return *buf;
+}
+
+/* ---- buffers ------------------------------------------------------------------------- */
+
+static float *cu_alloc(backend *b, size_t n) {
+    cuda_state *st = st_of(b);
+    float *p = NULL;
+    cudaError_t e = cudaMalloc((void **)&p, (n ? n : 1) * sizeof(float));
+    if (e != cudaSuccess)
+        die("CUDA: cannot allocate %zu floats on the device: %s", n, cudaGetErrorString(e));
+    CU(cudaMemsetAsync(p, 0, (n ? n : 1) * sizeof(float), st->stream));
+    CU(cudaStreamSynchronize(st->stream));
+    return p;
+}
+
+static void cu_release(backend *b, float *p) {
+    (void)b;
+    if (p) CU(cudaFree(p));
+}
+
+static void cu_upload(backend *b, float *dst, const float *src, size_t n) {
+    cuda_state *st = st_of(b);
+    if (!n) return;
+    op_begin(st);
+    /* From pageable memory the call returns once src is staged, so src may change after it. */
+    CU(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyHostToDevice, st->stream));
+    op_end(st, F_TRANSFER, (double)n * sizeof(float));
+}
+
+static void cu_download(backend *b, float *dst, const float *src, size_t n) {
+    cuda_state *st = st_of(b);
+    if (!n) return;
+    op_begin(st);
+    CU(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToHost, st->stream));
+    CU(cudaStreamSynchronize(st->stream));
+    op_end(st, F_TRANSFER, (double)n * sizeof(float));
+}
+
+static void cu_copy(backend *b, float *dst, const float *src, size_t n) {
+    cuda_state *st = st_of(b);
+    if (!n || dst == src) return;
+    op_begin(st);
+    CU(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, st->stream));
+    op_end(st, F_COPY, 2.0 * n * sizeof(float));
+}
+
+/* ---- ops ----------------------------------------------------------------------------- */
+
+static int use_cublas(const cuda_state *st, const tensor *w, int n) {
+    if (w->dtype == DT_F32) return 0;
+    return st->gemm_mode == 1 || (st->gemm_mode == 2 && n > 8);
+}
+
+static void cu_matmul(backend *b, float *out, const tensor *w, const float *x, int n) {
+    cuda_state *st = st_of(b);
+    const void *wd = weight_dev(st, w);
+    const double bytes =
+        (double)w->rows * w->cols * dtype_size(w->dtype) + 4.0 * n * w->cols + 4.0 * n * w->rows;
+    if (use_cublas(st, w, n)) {
+        const size_t nx = (size_t)n * w->cols;
+        void *xh = scratch(st, &st->d_convert, &st->cap_convert, nx * 2);
+        op_begin(st);
+        k_convert(st->stream, xh, w->dtype, x, nx);
+        const cudaDataType_t t = w->dtype == DT_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+        const float one = 1.0f, zero = 0.0f;
+        /* Row-major out[n][rows] = x[n][cols] . w[rows][cols]^T is, column-major,
+         * out^T (rows x n) = w^T^T ... : C = op(A) B with A = w viewed as cols x rows. */
+        CUBLAS(cublasGemmEx(st->cublas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n, w->cols, &one, wd, t,
+                            w->cols, xh, t, w->cols, &zero, out, CUDA_R_32F, w->rows,
+                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        op_end(st, F_GEMM, bytes);
+        return;
+    }
+    op_begin(st);
+    k_matvec(st->stream, out, wd, w->dtype, x, w->rows, w->cols, n);
+    op_end(st, F_MATVEC, bytes);
+}
+
+static void cu_rmsnorm(backend *b, float *out, const float *x, const tensor *w, int n_vec, int dim,
+                       float eps) {
+    cuda_state *st = st_of(b);
+    const void *wd = w ? weight_dev(st, w) : NULL;
+    op_begin(st);
+    k_rmsnorm(st->stream, out, x, wd, w ? (int)w->dtype : KDT_F32, n_vec, dim, eps);
+    op_end(st, F_RMSNORM, 8.0 * n_vec * dim + (w ? (double)dim * dtype_size(w->dtype) : 0.0));
+}
+
+static void cu_rope(backend *b, float *x, int n_tok, int n_heads, int head_dim, int pos0,
+                    const float *inv_freq) {
+    cuda_state *st = st_of(b);
+    int p;
+    const int *dp = pos_dev(st, pos0, &p);
+    op_begin(st);
+    k_rope(st->stream, x, n_tok, n_heads, head_dim, dp, p, inv_freq);
+    op_end(st, F_ROPE, 8.0 * n_tok * n_heads * head_dim + 2.0 * head_dim);
+}
+
+static void cu_kv_write(backend *b, float *cache, const float *src, int n_tok, int kv_dim, int pos0,
+                        int len) {
+    cuda_state *st = st_of(b);
+    int p;
+    const int *dp = pos_dev(st, pos0, &p);
+    op_begin(st);
+    k_kv_write(st->stream, cache, src, n_tok, kv_dim, dp, p, len);
+    op_end(st, F_KV_WRITE, 8.0 * n_tok * kv_dim);
+}
+
+static void cu_attention(backend *b, float *out, const float *q, const float *kc, const float *vc,
+                         int n_tok, int pos0, int len, int window, int n_heads, int n_kv_heads,
+                         int head_dim) {
+    cuda_state *st = st_of(b);
+    /* The slices are sized for the longest context this ring can serve, so that the same
+     * launch fits every later position (graphs). */
+    const int max_ctx = window > 0 && window < len ? window : len;
+    const int splits = k_attention_splits(max_ctx, n_tok, n_heads);
+    const size_t need = (size_t)n_tok * n_heads * splits * (head_dim + 2) * sizeof(float);
+    float *partial = scratch(st, (void **)&st->d_partial, &st->cap_partial, need);
+    int p;
+    const int *dp = pos_dev(st, pos0, &p);
+    op_begin(st);
+    k_attention(st->stream, out, q, kc, vc, n_tok, dp, p, len, window, n_heads, n_kv_heads,
+                head_dim, splits, partial);
+    /* Bytes: the keys and values each row reads (the host knows the position even when the
+     * kernel takes it from the device), plus q and out. */
+    double kv = 0;
+    for (int t = 0; t < n_tok; t++) {
+        long pp = (long)pos0 + t, lo = window > 0 && pp - window + 1 > 0 ? pp - window + 1 : 0;
+        kv += (double)(pp - lo + 1);
+    }
+    op_end(st, F_ATTENTION,
+           kv * 2.0 * head_dim * 4.0 * n_heads / (n_heads / n_kv_heads) +
+               8.0 * n_tok * n_heads * head_dim);
+}
+
+static void cu_gelu_mul(backend *b, float *out, const float *gate, const float *up, int rows,
+                        int dim, int up_stride) {
+    cuda_state *st = st_of(b);
+    op_begin(st);
+    k_gelu_mul(st->stream, out, gate, up, rows, dim, up_stride);
+    op_end(st, F_GELU_MUL, 12.0 * rows * dim);
+}
+
+static void cu_add(backend *b, float *out, const float *x, const float *y, size_t n) {
+    cuda_state *st = st_of(b);
+    op_begin(st);
+    k_add(st->stream, out, x, y, n);
+    op_end(st, F_ELEMENTWISE, 12.0 * n);
+}
+
+static void cu_scale(backend *b, float *x, float s, size_t n) {
+    cuda_state *st = st_of(b);
+    op_begin(st);
+    k_scale(st->stream, x, s, n);
+    op_end(st, F_ELEMENTWISE, 8.0 * n);
+}
+
+static void cu_embed(backend *b, float *out, const tensor *table, const int *ids, int n, float s) {
+    cuda_state *st = st_of(b);
+    const void *td = weight_dev(st, table);
+    const int *dids;
+    if (st->mode == 1) {
+        /* Captured: the ids are the step's tokens, which each replay stores at d_params + 1. */
+        if (ids != st->cap_tokens || n != 1)
+            die("embed inside a captured step must take its tokens");
+        dids = st->d_params + 1;
+        op_begin(st);
+    } else {
+        if (n > st->cap_ids) {
+            CU(cudaStreamSynchronize(st->stream));
+            if (st->d_ids) CU(cudaFree(st->d_ids));
+            st->cap_ids = n < 64 ? 64 : n;
+            CU(cudaMalloc((void **)&st->d_ids, (size_t)st->cap_ids * sizeof(int)));
+        }
+        op_begin(st);
+        CU(cudaMemcpyAsync(st->d_ids, ids, (size_t)n * sizeof(int), cudaMemcpyHostToDevice,
+                           st->stream));
+        dids = st->d_ids;
+    }
+    k_embed(st->stream, out, td, table->dtype, table->cols, dids, n, s);
+    op_end(st, F_EMBED, (double)n * table->cols * (dtype_size(table->dtype) + 4.0));
+}
+
+static void cu_softcap(backend *b, float *x, size_t n, float cap) {
+    cuda_state *st = st_of(b);
+    op_begin(st);
+    k_softcap(st->stream, x, n, cap);
+    op_end(st, F_SOFTCAP, 8.0 * n);
+}
+
+static int cu_argmax(backend *b, const float *x, int n) {
+    cuda_state *st = st_of(b);
+    int *res = (int *)st->d_argmax + 2 * K_ARGMAX_BLOCKS;
+    op_begin(st);
+    k_argmax(st->stream, x, n, st->d_argmax, res);
+    CU(cudaMemcpyAsync(st->h_argmax, res, sizeof(int), cudaMemcpyDeviceToHost, st->stream));
+    CU(cudaStreamSynchronize(st->stream));
+    op_end(st, F_ARGMAX, 4.0 * n);
+    return *st->h_argmax;
+}
+
+/* ---- graphs -------------------------------------------------------------------------- */
+
+static step_graph *graph_for(cuda_state *st, int key) {
+    for (int i = 0; i < st->n_graphs; i++)
+        if (st->graphs[i].key == key) return &st->graphs[i];
+    if (st->n_graphs == MAX_GRAPHS) return NULL;
+    step_graph *g = &st->graphs[st->n_graphs++];
+    memset(g, 0, sizeof *g);
+    g->key = key;
+    return g;
+}
+
+/* Store {pos, tokens} where captured kernels read them. Pinned memory and an async copy: the
+ * event makes sure the previous copy has read h_params before it is overwritten. */
+static void params_store(cuda_state *st, const int *tokens, int n, int pos) {
+    CU(cudaEventSynchronize(st->params_done));
+    st->h_params[0] = pos;
+    memcpy(st->h_params + 1, tokens, (size_t)n * sizeof(int));
+    CU(cudaMemcpyAsync(st->d_params, st->h_params, (size_t)(n + 1) * sizeof(int),
+                       cudaMemcpyHostToDevice, st->stream));
+    CU(cudaEventRecord(st->params_done, st->stream));
+}
+
+static int cu_step_begin(backend *b, const int *tokens, int n, int pos, int key) {
+    cuda_state *st = st_of(b);
+    st->mode = 0;
+    if (n == 1) st->decode_steps++;
+    if (!st->use_graphs || st->profile || n != 1) return 0;
+    step_graph *g = graph_for(st, key);
+    if (!g) return 0;
+    params_store(st, tokens, n, pos);
+    if (g->exec) {
+        CU(cudaGraphLaunch(g->exec, st->stream));
+        for (int f = 0; f < F_COUNT; f++) {
+            st->bytes[f] += g->bytes[f];
+            st->calls[f] += g->calls[f];
+        }
+        st->replays++;
+        return 1;
+    }
+    if (g->seen++ == 0) return 0; /* first time: eager, sizes the scratch buffers */
+    memset(g->bytes, 0, sizeof g->bytes);
+    memset(g->calls, 0, sizeof g->calls);
+    CU(cudaStreamBeginCapture(st->stream, cudaStreamCaptureModeThreadLocal));
+    st->mode = 1;
+    st->cap = g;
+    st->cap_pos = pos;
+    st->cap_tokens = tokens;
+    return 0;
+}
+
+static void cu_step_end(backend *b) {
+    cuda_state *st = st_of(b);
+    if (st->mode != 1) return;
+    cudaGraph_t graph = NULL;
+    CU(cudaStreamEndCapture(st->stream, &graph));
+    CU(cudaGraphInstantiate(&st->cap->exec, graph, 0));
+    CU(cudaGraphDestroy(graph));
+    st->mode = 0;
+    st->captures++;
+    /* Capturing ran nothing: run the step now. */
+    CU(cudaGraphLaunch(st->cap->exec, st->stream));
+    st->cap = NULL;
+    st->cap_tokens = NULL;
+}
+
+/* ---- profile ------------------------------------------------------------------------- */
+
+void backend_cuda_stats(backend *b, backend_cuda_counters *c) {
+    cuda_state *st = st_of(b);
+    memset(c, 0, sizeof *c);
+    for (int f = 0; f < F_COUNT; f++)
+        c->bytes += st->bytes[f];
+    c->decode_steps = st->decode_steps;
+    c->replays = st->replays;
+    c->captures = st->captures;
+    c->weight_bytes = st->weight_bytes;
+    snprintf(c->device, sizeof c->device, "%s", st->device_name);
+}
+
+void backend_cuda_profile_print(backend *b, FILE *f) {
+    cuda_state *st = st_of(b);
+    double total_ms = 0, total_bytes = 0;
+    for (int i = 0; i < F_COUNT; i++) {
+        total_ms += st->ms[i];
+        total_bytes += st->bytes[i];
+    }
+    fprintf(f, "cuda profile (%s): %ld decode steps, %ld graph replays%s\n", st->device_name,
+            st->decode_steps, st->replays,
+            st->profile ? "" : " (not timed: set GEMMA_CUDA_PROFILE=1 for times)");
+    fprintf(f, "  %-16s %10s %12s %8s %14s %10s\n", "family", "calls", "time ms", "share", "bytes",
+            "GB/s");
+    for (int i = 0; i < F_COUNT; i++) {
+        if (!st->calls[i]) continue;
+        fprintf(f, "  %-16s %10ld %12.3f %7.1f%% %14.0f %10.1f\n", family_name[i], st->calls[i],
+                st->ms[i], total_ms > 0 ? 100.0 * st->ms[i] / total_ms : 0.0, st->bytes[i],
+                st->ms[i] > 0 ? st->bytes[i] / (st->ms[i] * 1e6) : 0.0);
+    }
+    fprintf(f, "  %-16s %10s %12.3f %7.1f%% %14.0f %10.1f\n", "total", "", total_ms, 100.0,
+            total_bytes, total_ms > 0 ? total_bytes / (total_ms * 1e6) : 0.0);
+}
+
+/* ---- life cycle ---------------------------------------------------------------------- */
+
+static void cu_destroy(backend *b) {
+    cuda_state *st = st_of(b);
+    cudaStreamSynchronize(st->stream);
+    if (st->profile) backend_cuda_profile_print(b, stderr);
+    for (int i = 0; i < st->n_graphs; i++)
+        if (st->graphs[i].exec) cudaGraphExecDestroy(st->graphs[i].exec);
+    for (size_t i = 0; i < st->cap_weights; i++)
+        if (st->weights[i].host) cudaFree(st->weights[i].dev);
+    free(st->weights);
+    cudaFree(st->d_ids);
+    cudaFree(st->d_params);
+    cudaFreeHost(st->h_params);
+    cudaFree(st->d_partial);
+    cudaFree(st->d_convert);
+    cudaFree(st->d_argmax);
+    cudaFreeHost(st->h_argmax);
+    cudaEventDestroy(st->params_done);
+    cudaEventDestroy(st->ev0);
+    cudaEventDestroy(st->ev1);
+    cublasDestroy(st->cublas);
+    cudaStreamDestroy(st->stream);
+    free(st);
+    free(b);
+}
+
+static int env_flag(const char *name, int dflt) {
+    const char *v = getenv(name);
+    if (!v || !*v) return dflt;
+    return strcmp(v, "0") != 0;
+}
+
+backend *backend_cuda_new(char *err, size_t errlen) {
+    int n_dev = 0;
+    cudaError_t e = cudaGetDeviceCount(&n_dev);
+    if (e != cudaSuccess || n_dev == 0) {
+        snprintf(err, errlen, "no CUDA device is usable (%s)",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports 0 devices");
+        return NULL;
+    }
+    const char *gemm = getenv("GEMMA_CUDA_GEMM");
+    int gemm_mode = 0;
+    if (gemm && *gemm) {
+        if (!strcmp(gemm, "own"))
+            gemm_mode = 0;
+        else if (!strcmp(gemm, "cublas"))
+            gemm_mode = 1;
+        else if (!strcmp(gemm, "auto"))
+            gemm_mode = 2;
+        else {
+            snprintf(err, errlen,
+                     "environment variable GEMMA_CUDA_GEMM: \"%s\" is not own, cublas or auto",
+                     gemm);
+            return NULL;
+        }
+    }
+    cuda_state *st = xcalloc(1, sizeof *st);
+    st->gemm_mode = gemm_mode;
+    st->use_graphs = env_flag("GEMMA_CUDA_GRAPHS", 1);
+    st->profile = env_flag("GEMMA_CUDA_PROFILE", 0);
+    CU(cudaGetDevice(&st->device));
+    struct cudaDeviceProp prop;
+    CU(cudaGetDeviceProperties(&prop, st->device));
+    snprintf(st->device_name, sizeof st->device_name, "%.200s (sm_%d%d)", prop.name, prop.major,
+             prop.minor);
+    fprintf(stderr, "cuda: %s, %.1f GB, graphs %s, matmul %s\n", st->device_name,
+            prop.totalGlobalMem / 1e9, st->use_graphs && !st->profile ? "on" : "off",
+            gemm_mode == 0   ? "own kernel"
+            : gemm_mode == 1 ? "cuBLAS"
+                             : "own (n <= 8), cuBLAS");
+    CU(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
+    CUBLAS(cublasCreate(&st->cublas));
+    CUBLAS(cublasSetStream(st->cublas, st->stream));
+    CU(cudaMalloc((void **)&st->d_params, 2 * sizeof(int)));
+    CU(cudaMallocHost((void **)&st->h_params, 2 * sizeof(int)));
+    CU(cudaMalloc(&st->d_argmax, (2 * K_ARGMAX_BLOCKS + 1) * sizeof(int)));
+    CU(cudaMallocHost((void **)&st->h_argmax, sizeof(int)));
+    CU(cudaEventCreateWithFlags(&st->params_done, cudaEventDisableTiming));
+    CU(cudaEventCreate(&st->ev0));
+    CU(cudaEventCreate(&st->ev1));
+
+    backend *b = xcalloc(1, sizeof *b);
+    b->name = "cuda";
+    b->impl = st;
+    b->alloc = cu_alloc;
+    b->release = cu_release;
+    b->upload = cu_upload;
+    b->download = cu_download;
+    b->copy = cu_copy;
+    b->matmul = cu_matmul;
+    b->rmsnorm = cu_rmsnorm;
+    b->rope = cu_rope;
+    b->kv_write = cu_kv_write;
+    b->attention = cu_attention;
+    b->gelu_mul = cu_gelu_mul;
+    b->add = cu_add;
+    b->scale = cu_scale;
+    b->embed = cu_embed;
+    b->softcap = cu_softcap;
+    b->argmax = cu_argmax;
+    b->step_begin = cu_step_begin;
+    b->step_end = cu_step_end;
+    b->destroy = cu_destroy;
+    return b;
+}

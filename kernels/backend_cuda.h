@@ -1,0 +1,30 @@
+/* backend_cuda.h: what the CUDA backend offers beyond the backend table (backend.h declares
+ * backend_cuda_new itself): its counters, for benchmarks and tests.
+ *
+ * Environment switches read by backend_cuda_new:
+ *   GEMMA_CUDA_GRAPHS=0    run every step eagerly (no CUDA-graph capture / replay)
+ *   GEMMA_CUDA_PROFILE=1   time every op per kernel family; the table (calls, ms, bytes,
+ *                          GB/s) is printed to stderr when the backend is destroyed
+ *   GEMMA_CUDA_GEMM=own|cublas|auto   who multiplies: our kernel everywhere (default), cuBLAS
+ *                          for every bf16/f16 product, or cuBLAS for n > 8 rows only */
+#ifndef BACKEND_CUDA_H
+#define BACKEND_CUDA_H
+
+#include <stdio.h>
+
+#include "backend.h"
+
+typedef struct {
+    double bytes;        /* bytes moved by every op so far (weights, activations, KV) */
+    long decode_steps;   /* single-token steps begun */
+    long replays;        /* of which replayed from a CUDA graph */
+    long captures;       /* graphs captured */
+    size_t weight_bytes; /* weights held on the device */
+    char device[256];    /* device name and compute capability */
+} backend_cuda_counters;
+
+void backend_cuda_stats(backend *b, backend_cuda_counters *c);
+/* The per-family table (times only when GEMMA_CUDA_PROFILE=1). */
+void backend_cuda_profile_print(backend *b, FILE *f);
+
+#endif

@@ -1,0 +1,25 @@
+/* gelu.cu: the MLP's gate activation fused with the product by the up projection,
+ * gelu_pytorch_tanh(gate) * up, one pass over both (also used for the per-layer-input gate,
+ * whose "up" is a strided slice of the per-layer inputs). */
+#include "kcommon.cuh"
+
+__device__ __forceinline__ float gelu_tanh(float x) {
+    const float k = 0.7978845608028654f; /* sqrt(2 / pi) */
+    return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+}
+
+__global__ void gelu_mul_kernel(float *out, const float *gate, const float *up, int rows, int dim,
+                                int up_stride) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (size_t)rows * dim) return;
+    const size_t r = i / dim, j = i % dim;
+    out[i] = gelu_tanh(gate[i]) * up[r * up_stride + j];
+}
+
+extern "C" void k_gelu_mul(cudaStream_t s, float *out, const float *gate, const float *up, int rows,
+                           int dim, int up_stride) {
+    const size_t n = (size_t)rows * dim;
+    if (!n) return;
+    gelu_mul_kernel<<<k_blocks(n, 256), 256, 0, s>>>(out, gate, up, rows, dim, up_stride);
+    K_CHECK_LAUNCH();
+}

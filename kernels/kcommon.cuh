@@ -1,0 +1,91 @@
+/* kcommon.cuh: what every kernel file shares - weight element loads in each dtype, warp and
+ * block reductions, and the launch check. Device-side only; included by the .cu files. */
+#ifndef KCOMMON_CUH
+#define KCOMMON_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kernels.h"
+
+/* A launch error is a programming error (bad grid, missing device): name the file and line. */
+#define K_CHECK_LAUNCH()                                                                           \
+    do {                                                                                           \
+        cudaError_t e_ = cudaGetLastError();                                                       \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s:%d: kernel launch failed: %s\n", __FILE__, __LINE__,               \
+                    cudaGetErrorString(e_));                                                       \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* One weight element as fp32, for each storage type. */
+__device__ __forceinline__ float to_f32(float v) {
+    return v;
+}
+__device__ __forceinline__ float to_f32(__nv_bfloat16 v) {
+    return __bfloat162float(v);
+}
+__device__ __forceinline__ float to_f32(__half v) {
+    return __half2float(v);
+}
+
+/* 16 bytes of weights (VEC elements) as fp32: one 128-bit load. p must be 16-byte aligned. */
+template <typename T> struct vec16 { static constexpr int n = 16 / sizeof(T); };
+template <typename T> __device__ __forceinline__ void load16(const T *p, float *f) {
+    uint4 u = __ldg(reinterpret_cast<const uint4 *>(p));
+    const T *e = reinterpret_cast<const T *>(&u);
+#pragma unroll
+    for (int i = 0; i < vec16<T>::n; i++)
+        f[i] = to_f32(e[i]);
+}
+
+/* Streaming load for data read once per step (weights): keep it out of L1. */
+template <typename T> __device__ __forceinline__ void load16_stream(const T *p, float *f) {
+    uint4 u = __ldcs(reinterpret_cast<const uint4 *>(p));
+    const T *e = reinterpret_cast<const T *>(&u);
+#pragma unroll
+    for (int i = 0; i < vec16<T>::n; i++)
+        f[i] = to_f32(e[i]);
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+/* Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
+ * shared: 32 floats. */
+__device__ __forceinline__ float block_sum(float v, float *shared) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    v = warp_sum(v);
+    __syncthreads(); /* shared may still be read by a previous call */
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    v = lane < warps ? shared[lane] : 0.0f;
+    return warp_sum(v);
+}
+
+/* The position of row 0 of a step: pos0, plus the device word when there is one. */
+__device__ __forceinline__ int step_pos(const int *dpos, int pos0) {
+    return dpos ? pos0 + *dpos : pos0;
+}
+
+static inline unsigned k_blocks(size_t n, unsigned threads) {
+    return (unsigned)((n + threads - 1) / threads);
+}
+
+#endif

@@ -1,0 +1,85 @@
+/* kernels.h: the CUDA kernels of the GPU backend, as C-callable launchers.
+ *
+ * Each family lives in its own .cu file (named below); backend_cuda.c is the only caller
+ * in the engine, and tests/kernels checks every one of them against the CPU backend.
+ * The launchers only enqueue work on the given stream: none of them synchronises, and
+ * none allocates (scratch comes from the caller), so a whole decode step made of them can
+ * be captured into a CUDA graph.
+ *
+ * Conventions:
+ *   - activations are fp32; weights are read in their file dtype (kdtype: the same values
+ *     as model.h's weight_dtype) and converted to fp32 in registers, fp32 accumulation;
+ *   - positions: ops that depend on where the step sits in the sequence take (dpos, pos0)
+ *     and use pos0 + *dpos when dpos is non-NULL, else pos0. A captured decode step passes
+ *     the device word that the backend refreshes before each replay, which is what makes
+ *     the graph independent of the position;
+ *   - every launcher with ids or positions reads them from device memory only. */
+#ifndef KERNELS_H
+#define KERNELS_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { KDT_F32 = 0, KDT_BF16 = 1, KDT_F16 = 2 }; /* = weight_dtype */
+
+/* matvec.cu: out[t][r] = sum_c w[r][c] * x[t][c] for t < n, r < rows. One warp per weight
+ * row; 16-byte loads of the row; the row is read once for up to 8 inputs at a time (n == 1
+ * is the decode step, small n the verify / prefill pass). */
+void k_matvec(cudaStream_t s, float *out, const void *w, int wdtype, const float *x, int rows,
+              int cols, int n);
+
+/* rmsnorm.cu: for each of n_vec vectors of dim: out = x / sqrt(mean(x^2) + eps) (* w when w is
+ * non-NULL, w of dtype wdtype). out may equal x. */
+void k_rmsnorm(cudaStream_t s, float *out, const float *x, const void *w, int wdtype, int n_vec,
+               int dim, float eps);
+
+/* rope.cu: rotate-half RoPE in place on x[n_tok][n_heads][head_dim]; row t is at position
+ * pos0 (+ *dpos) + t; inv_freq[head_dim / 2] (zeros leave a pair as it is). */
+void k_rope(cudaStream_t s, float *x, int n_tok, int n_heads, int head_dim, const int *dpos,
+            int pos0, const float *inv_freq);
+
+/* attention.cu: the KV ring and attention over it. */
+/* Store src[n_tok][kv_dim] at rows (p0 + t) % len of cache[len][kv_dim]. */
+void k_kv_write(cudaStream_t s, float *cache, const float *src, int n_tok, int kv_dim,
+                const int *dpos, int pos0, int len);
+/* Causal attention (scale 1) for n_tok query rows at positions p0 + t over the rings kc / vc
+ * [len][n_kv_heads][head_dim] (head_dim <= 512),
+ * window 0 = full context. Split-KV: each (row, head) is cut into n_splits slices scored by
+ * separate blocks with an online softmax, then merged; partial holds
+ * n_tok * n_heads * n_splits * (head_dim + 2) floats. n_splits does not depend on the
+ * position, so a captured step stays valid as the context grows. */
+void k_attention(cudaStream_t s, float *out, const float *q, const float *kc, const float *vc,
+                 int n_tok, const int *dpos, int pos0, int len, int window, int n_heads,
+                 int n_kv_heads, int head_dim, int n_splits, float *partial);
+/* How many splits k_attention should use for at most max_ctx positions and n_tok rows. */
+int k_attention_splits(int max_ctx, int n_tok, int n_heads);
+
+/* gelu.cu: out[r][j] = gelu_tanh(gate[r][j]) * up[r * up_stride + j]. out may equal gate. */
+void k_gelu_mul(cudaStream_t s, float *out, const float *gate, const float *up, int rows, int dim,
+                int up_stride);
+
+/* embed.cu: out[t][:] = table[ids[t]][:] * scale for t < n (ids in device memory). */
+void k_embed(cudaStream_t s, float *out, const void *table, int wdtype, int cols, const int *ids,
+             int n, float scale);
+
+/* elementwise.cu */
+void k_add(cudaStream_t s, float *out, const float *x, const float *y, size_t n);
+void k_scale(cudaStream_t s, float *x, float v, size_t n);
+void k_softcap(cudaStream_t s, float *x, size_t n, float cap); /* x = cap * tanh(x / cap) */
+/* fp32 -> bf16 (wdtype KDT_BF16) or f16 (KDT_F16), round to nearest even: cuBLAS inputs. */
+void k_convert(cudaStream_t s, void *dst, int wdtype, const float *src, size_t n);
+
+/* argmax.cu: *out = index of the largest of x[0..n) (the first on ties, as torch.argmax).
+ * Two passes; scratch holds 2 * K_ARGMAX_BLOCKS words. */
+#define K_ARGMAX_BLOCKS 128
+void k_argmax(cudaStream_t s, const float *x, int n, void *scratch, int *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,577 @@
+/* cuda_ops.c: the CUDA backend checked against the CPU backend (which test_backend_cpu checks
+ * against a double-precision reference). Needs a GPU, so it is not a ctest test:
+ * scripts/test_gpu.sh runs it on the GPU machine, also under compute-sanitizer.
+ *
+ *   cuda_ops ops [small]        every op of the backend table, random inputs drawn from
+ *                               [-2, -0.1] U [0.1, 2] (never zeros) with a fresh seed per run
+ *                               (printed; TEST_SEED=<seed> replays it); "small" shrinks the
+ *                               shapes for the sanitizers
+ *   cuda_ops model DIR...       whole models: logits of a 72-token prefill and of 24 decode
+ *                               steps (eager, captured, then replayed CUDA graphs, at moving
+ *                               positions) GPU vs CPU, and 24 greedy tokens identical
+ *   cuda_ops bench-matmul       our matvec kernel against cuBLAS on E4B's shapes (n = 1, 4, 64)
+ *
+ * Tolerances (stated once, used everywhere). Both backends compute in fp32 from the same
+ * weights; only the order of the sums differs. A dot product of c terms then differs by a few
+ * ulps of sum |w_i x_i|: we allow 1e-5 * sum |w_i x_i| (fp32 eps is 6e-8, so this is ~100
+ * ulps, while any wrong element or index moves the result by O(1) of that sum). Elementwise
+ * ops (rope, gelu, softcap, scale, add, embed) must agree to 2e-6 relative + 1e-6 absolute
+ * (libm vs CUDA's sinf/tanhf differ by <= 2 ulp); norms and attention to 1e-5 relative +
+ * 1e-5 absolute. cuBLAS products (inputs rounded to bf16 / f16) get 1e-2 * sum |w_i x_i|.
+ * Whole-model logits: max |gpu - cpu| <= 2e-3 * (1 + max |cpu logit|) - rounding differences
+ * grow through the layers but stay orders of magnitude below what a wrong op does (test_golden
+ * shows a wrong scale or mask moves logits by >= 0.1). argmax must be exact. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend.h"
+#include "backend_cuda.h"
+#include "decoder.h"
+#include "engine.h"
+#include "util.h"
+
+static int failures;
+static int small_shapes;
+
+#define EXPECT(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                                        \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+/* ---- random numbers (xorshift64*) ------------------------------------------------------ */
+
+static uint64_t rng_state;
+static uint64_t rng_u64(void) {
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 2685821657736338717ull;
+}
+static double rng_unit(void) {
+    return (double)(rng_u64() >> 11) / 9007199254740992.0;
+}
+static float rng_val(void) { /* [-2, -0.1] U [0.1, 2] */
+    double m = 0.1 + 1.9 * rng_unit();
+    return (float)(rng_u64() & 1 ? m : -m);
+}
+static int rng_int(int n) {
+    return (int)(rng_u64() % (uint64_t)n);
+}
+static float *rand_vec(size_t n) {
+    float *v = xmalloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        v[i] = rng_val();
+    return v;
+}
+static tensor rand_tensor(int rows, int cols, weight_dtype dt) {
+    size_t n = (size_t)rows * cols;
+    tensor t = {.dtype = dt, .rows = rows, .cols = cols};
+    if (dt == DT_F32) {
+        t.data = rand_vec(n);
+    } else {
+        uint16_t *d = xmalloc(n * 2);
+        for (size_t i = 0; i < n; i++)
+            d[i] = dt == DT_BF16 ? f32_to_bf16(rng_val()) : f32_to_f16(rng_val());
+        t.data = d;
+    }
+    return t;
+}
+
+/* ---- the two backends side by side ----------------------------------------------------- */
+
+static backend *cpu, *gpu;
+
+/* A buffer on each backend holding the same n values. */
+typedef struct {
+    float *c, *g;
+    size_t n;
+} pair;
+
+static pair pair_new(const float *host, size_t n) {
+    pair p = {cpu->alloc(cpu, n), gpu->alloc(gpu, n), n};
+    if (host) {
+        cpu->upload(cpu, p.c, host, n);
+        gpu->upload(gpu, p.g, host, n);
+    }
+    return p;
+}
+static pair pair_rand(size_t n) {
+    float *h = rand_vec(n);
+    pair p = pair_new(h, n);
+    free(h);
+    return p;
+}
+static void pair_free(pair *p) {
+    cpu->release(cpu, p->c);
+    gpu->release(gpu, p->g);
+}
+
+/* Compare the GPU buffer with the CPU one: |g - c| <= atol + rtol * |c| (+ per-element scale
+ * bound when scale != NULL: |g - c| <= rtol * scale[i]). Returns 1 when all agree. */
+static int pair_check(const pair *p, double atol, double rtol, const double *scale,
+                      const char *what) {
+    float *g = xmalloc(p->n * sizeof(float));
+    gpu->download(gpu, g, p->g, p->n);
+    int ok = 1;
+    for (size_t i = 0; i < p->n; i++) {
+        double want = p->c[i], tol = scale ? atol + rtol * scale[i] : atol + rtol * fabs(want);
+        if (!(fabs(g[i] - want) <= tol)) {
+            fprintf(stderr, "%s: element %zu of %zu: gpu %.9g cpu %.9g (tolerance %.3g)\n", what, i,
+                    p->n, g[i], want, tol);
+            failures++;
+            ok = 0;
+            break;
+        }
+    }
+    free(g);
+    return ok;
+}
+
+/* ---- ops ------------------------------------------------------------------------------ */
+
+static void test_buffers(void) {
+    size_t n = 1000 + (size_t)rng_int(5000);
+    float *g = gpu->alloc(gpu, n), *h = xmalloc(n * sizeof(float));
+    gpu->download(gpu, h, g, n);
+    int zero = 1;
+    for (size_t i = 0; i < n; i++)
+        zero &= h[i] == 0.0f;
+    EXPECT(zero, "alloc: buffer of %zu floats is not zero-filled", n);
+    pair p = pair_rand(n);
+    gpu->copy(gpu, g, p.g, n);
+    gpu->download(gpu, h, g, n);
+    EXPECT(!memcmp(h, p.c, n * sizeof(float)), "upload / copy / download do not round-trip");
+    gpu->release(gpu, g);
+    pair_free(&p);
+    free(h);
+}
+
+/* sum_c |w[r][c] x[t][c]| for every output, the scale of a dot product's rounding. */
+static double *dot_scale(const tensor *w, const float *x, int n) {
+    double *s = xcalloc((size_t)n * w->rows, sizeof(double));
+    for (int t = 0; t < n; t++)
+        for (int r = 0; r < w->rows; r++) {
+            double acc = 0;
+            for (int c = 0; c < w->cols; c++)
+                acc += fabs(tensor_get(w, (size_t)r * w->cols + c) * x[(size_t)t * w->cols + c]);
+            s[(size_t)t * w->rows + r] = acc;
+        }
+    return s;
+}
+
+static void test_matmul(backend *g, double rtol, const char *who) {
+    backend *save = gpu;
+    gpu = g;
+    const weight_dtype dts[] = {DT_F32, DT_BF16, DT_F16};
+    const int ns[] = {1, 2, 5, 8, 13, 64};
+    for (int di = 0; di < 3; di++)
+        for (int ni = 0; ni < 6; ni++) {
+            /* Aligned shapes (16-byte rows: the vector path) and odd ones (the scalar path). */
+            for (int odd = 0; odd < 2; odd++) {
+                int rows = small_shapes ? 8 + rng_int(40) : 100 + rng_int(900);
+                int cols = small_shapes ? 64 : 256 * (1 + rng_int(10));
+                if (odd) cols += 1 + rng_int(7);
+                int n = ns[ni];
+                if (small_shapes && n > 8) n = 9;
+                tensor w = rand_tensor(rows, cols, dts[di]);
+                pair x = pair_rand((size_t)n * cols), out = pair_new(NULL, (size_t)n * rows);
+                cpu->matmul(cpu, out.c, &w, x.c, n);
+                gpu->matmul(gpu, out.g, &w, x.g, n);
+                double *scale = dot_scale(&w, x.c, n);
+                char what[128];
+                snprintf(what, sizeof what, "matmul %s dtype %d n %d [%d x %d]", who, dts[di], n,
+                         rows, cols);
+                pair_check(&out, 1e-6, dts[di] == DT_F32 && rtol > 1e-4 ? 1e-5 : rtol, scale, what);
+                free(scale);
+                pair_free(&x);
+                pair_free(&out);
+                /* w stays alive: the backend keys its device copy by the host pointer. */
+            }
+        }
+    gpu = save;
+}
+
+static void test_rmsnorm(void) {
+    const int dims[] = {64, 256, 512, 2560, 37};
+    for (int i = 0; i < 5; i++)
+        for (int with_w = 0; with_w < 2; with_w++)
+            for (int dt = 0; dt < 3; dt++) {
+                int dim = small_shapes && dims[i] > 256 ? 96 : dims[i];
+                int nv = 1 + rng_int(small_shapes ? 4 : 64);
+                tensor w = rand_tensor(1, dim, (weight_dtype)dt);
+                pair x = pair_rand((size_t)nv * dim), out = pair_new(NULL, (size_t)nv * dim);
+                cpu->rmsnorm(cpu, out.c, x.c, with_w ? &w : NULL, nv, dim, 1e-6f);
+                gpu->rmsnorm(gpu, out.g, x.g, with_w ? &w : NULL, nv, dim, 1e-6f);
+                char what[96];
+                snprintf(what, sizeof what, "rmsnorm dim %d x %d weight %d dtype %d", dim, nv,
+                         with_w, dt);
+                pair_check(&out, 1e-5, 1e-5, NULL, what);
+                /* in place */
+                cpu->rmsnorm(cpu, x.c, x.c, with_w ? &w : NULL, nv, dim, 1e-6f);
+                gpu->rmsnorm(gpu, x.g, x.g, with_w ? &w : NULL, nv, dim, 1e-6f);
+                pair_check(&x, 1e-5, 1e-5, NULL, "rmsnorm in place");
+                pair_free(&x);
+                pair_free(&out);
+            }
+}
+
+static void test_rope(void) {
+    const int hds[] = {64, 256, 512};
+    for (int i = 0; i < 3; i++)
+        for (int prop = 0; prop < 2; prop++) {
+            int hd = hds[i], half = hd / 2, n_tok = 1 + rng_int(8), heads = 1 + rng_int(8);
+            float *f = xmalloc((size_t)half * sizeof(float));
+            for (int j = 0; j < half; j++) /* proportional: the upper pairs are not rotated */
+                f[j] = prop && j >= half / 4 ? 0.0f : (float)pow(10000.0, -2.0 * j / hd);
+            pair inv = pair_new(f, (size_t)half);
+            int pos0 = rng_int(small_shapes ? 100 : 8000);
+            pair x = pair_rand((size_t)n_tok * heads * hd);
+            cpu->rope(cpu, x.c, n_tok, heads, hd, pos0, inv.c);
+            gpu->rope(gpu, x.g, n_tok, heads, hd, pos0, inv.g);
+            char what[96];
+            snprintf(what, sizeof what, "rope hd %d pos %d proportional %d", hd, pos0, prop);
+            pair_check(&x, 1e-5, 2e-6, NULL, what);
+            pair_free(&x);
+            pair_free(&inv);
+            free(f);
+        }
+}
+
+/* kv_write into rings that wrap, then attention over them, against the CPU. */
+static void test_attention(void) {
+    struct {
+        int n_tok, heads, kv_heads, hd, len, window, pos0;
+    } cases[] = {
+        {1, 8, 2, 256, 600, 512, 0},     /* first token */
+        {1, 8, 2, 256, 575, 512, 2000},  /* sliding ring, wrapped many times */
+        {1, 8, 2, 512, 3000, 0, 2500},   /* full context, long: many splits */
+        {5, 8, 2, 256, 575, 512, 700},   /* verify-sized chunk over a wrapped ring */
+        {64, 8, 2, 256, 575, 512, 1000}, /* prefill chunk */
+        {64, 4, 4, 48, 200, 0, 100},     /* odd head_dim, no GQA */
+        {3, 6, 1, 32, 40, 7, 33},        /* tiny window */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int n_tok = cases[i].n_tok, H = cases[i].heads, KV = cases[i].kv_heads, hd = cases[i].hd;
+        int len = cases[i].len, window = cases[i].window, pos0 = cases[i].pos0;
+        if (small_shapes) {
+            if (n_tok > 8) n_tok = 8;
+            if (len > 300) len = window ? window + 63 : 300;
+            if (pos0 + n_tok > len && !window) pos0 = len - n_tok;
+            if (pos0 > 400) pos0 = 400;
+        }
+        const int kv_dim = KV * hd;
+        /* Fill the ring with the positions the queries can see, as decoding would. */
+        pair kc = pair_rand((size_t)len * kv_dim), vc = pair_rand((size_t)len * kv_dim);
+        int start = pos0 - len + n_tok > 0 ? pos0 - len + n_tok : 0;
+        int fill = pos0 - start;
+        if (fill > 0) {
+            pair src = pair_rand((size_t)fill * kv_dim);
+            cpu->kv_write(cpu, kc.c, src.c, fill, kv_dim, start, len);
+            gpu->kv_write(gpu, kc.g, src.g, fill, kv_dim, start, len);
+            pair_free(&src);
+        }
+        pair nk = pair_rand((size_t)n_tok * kv_dim), nv = pair_rand((size_t)n_tok * kv_dim);
+        cpu->kv_write(cpu, kc.c, nk.c, n_tok, kv_dim, pos0, len);
+        gpu->kv_write(gpu, kc.g, nk.g, n_tok, kv_dim, pos0, len);
+        cpu->kv_write(cpu, vc.c, nv.c, n_tok, kv_dim, pos0, len);
+        gpu->kv_write(gpu, vc.g, nv.g, n_tok, kv_dim, pos0, len);
+        char what[128];
+        snprintf(what, sizeof what, "kv_write len %d pos %d", len, pos0);
+        pair_check(&kc, 0, 0, NULL, what);
+        pair_check(&vc, 0, 0, NULL, what);
+        pair q = pair_rand((size_t)n_tok * H * hd), out = pair_new(NULL, (size_t)n_tok * H * hd);
+        cpu->attention(cpu, out.c, q.c, kc.c, vc.c, n_tok, pos0, len, window, H, KV, hd);
+        gpu->attention(gpu, out.g, q.g, kc.g, vc.g, n_tok, pos0, len, window, H, KV, hd);
+        snprintf(what, sizeof what,
+                 "attention %d rows, %d/%d heads, hd %d, len %d, window %d, pos %d", n_tok, H, KV,
+                 hd, len, window, pos0);
+        pair_check(&out, 1e-5, 1e-5, NULL, what);
+        pair_free(&kc);
+        pair_free(&vc);
+        pair_free(&nk);
+        pair_free(&nv);
+        pair_free(&q);
+        pair_free(&out);
+    }
+}
+
+static void test_elementwise(void) {
+    const int rows = 1 + rng_int(8), dim = small_shapes ? 100 : 10240 + rng_int(100);
+    const int stride = dim + rng_int(50);
+    pair gate = pair_rand((size_t)rows * dim), up = pair_rand((size_t)rows * stride);
+    pair out = pair_new(NULL, (size_t)rows * dim);
+    cpu->gelu_mul(cpu, out.c, gate.c, up.c, rows, dim, stride);
+    gpu->gelu_mul(gpu, out.g, gate.g, up.g, rows, dim, stride);
+    pair_check(&out, 1e-6, 2e-6, NULL, "gelu_mul");
+    cpu->gelu_mul(cpu, gate.c, gate.c, up.c, rows, dim, stride); /* in place */
+    gpu->gelu_mul(gpu, gate.g, gate.g, up.g, rows, dim, stride);
+    pair_check(&gate, 1e-6, 2e-6, NULL, "gelu_mul in place");
+
+    const size_t n = (size_t)rows * dim;
+    pair a = pair_rand(n), b2 = pair_rand(n);
+    cpu->add(cpu, out.c, a.c, b2.c, n);
+    gpu->add(gpu, out.g, a.g, b2.g, n);
+    pair_check(&out, 0, 0, NULL, "add");
+    const float s = rng_val();
+    cpu->scale(cpu, a.c, s, n);
+    gpu->scale(gpu, a.g, s, n);
+    pair_check(&a, 0, 0, NULL, "scale");
+    /* softcap over values spread well past the cap */
+    cpu->scale(cpu, b2.c, 40.0f, n);
+    gpu->scale(gpu, b2.g, 40.0f, n);
+    cpu->softcap(cpu, b2.c, n, 30.0f);
+    gpu->softcap(gpu, b2.g, n, 30.0f);
+    pair_check(&b2, 1e-5, 2e-6, NULL, "softcap");
+    pair_free(&gate);
+    pair_free(&up);
+    pair_free(&out);
+    pair_free(&a);
+    pair_free(&b2);
+}
+
+static void test_embed(void) {
+    for (int dt = 0; dt < 3; dt++) {
+        int rows = 50 + rng_int(1000), cols = small_shapes ? 40 : 256 + rng_int(3000);
+        tensor t = rand_tensor(rows, cols, (weight_dtype)dt);
+        int n = 1 + rng_int(small_shapes ? 8 : 64);
+        int *ids = xmalloc((size_t)n * sizeof(int));
+        for (int i = 0; i < n; i++)
+            ids[i] = rng_int(rows);
+        ids[0] = rows - 1; /* the last row too */
+        pair out = pair_new(NULL, (size_t)n * cols);
+        const float s = rng_val() * 30;
+        cpu->embed(cpu, out.c, &t, ids, n, s);
+        gpu->embed(gpu, out.g, &t, ids, n, s);
+        char what[64];
+        snprintf(what, sizeof what, "embed dtype %d", dt);
+        pair_check(&out, 0, 0, NULL, what);
+        pair_free(&out);
+        free(ids);
+    }
+}
+
+static void test_argmax(void) {
+    const int ns[] = {1, 37, 1000, 262144, 300001};
+    for (int i = 0; i < 5; i++) {
+        int n = small_shapes && ns[i] > 1000 ? 5000 : ns[i];
+        float *h = rand_vec((size_t)n);
+        /* Plant ties: the maximum appears twice; the first one must win. */
+        int a = rng_int(n), b = rng_int(n);
+        if (a > b) {
+            int t = a;
+            a = b;
+            b = t;
+        }
+        h[a] = h[b] = 5.0f;
+        pair x = pair_new(h, (size_t)n);
+        int want = cpu->argmax(cpu, x.c, n), got = gpu->argmax(gpu, x.g, n);
+        EXPECT(want == a && got == want, "argmax n %d: gpu %d cpu %d planted %d and %d", n, got,
+               want, a, b);
+        pair_free(&x);
+        free(h);
+    }
+}
+
+static int run_ops(void) {
+    cpu = backend_cpu_new(0);
+    char err[256];
+    gpu = backend_cuda_new(err, sizeof err);
+    if (!gpu) die("%s", err);
+    test_buffers();
+    test_matmul(gpu, 1e-5, "own");
+    setenv("GEMMA_CUDA_GEMM", "cublas", 1);
+    backend *cb = backend_cuda_new(err, sizeof err);
+    unsetenv("GEMMA_CUDA_GEMM");
+    CHECK(cb);
+    test_matmul(cb, 1e-2, "cublas");
+    cb->destroy(cb);
+    test_rmsnorm();
+    test_rope();
+    test_attention();
+    test_elementwise();
+    test_embed();
+    test_argmax();
+    backend_cuda_counters cnt;
+    backend_cuda_stats(gpu, &cnt);
+    printf("ops: %s, %.1f MB moved, %s\n", cnt.device, cnt.bytes / 1e6,
+           failures ? "FAILED" : "all agree with the CPU backend");
+    gpu->destroy(gpu);
+    cpu->destroy(cpu);
+    return failures != 0;
+}
+
+/* ---- whole models ---------------------------------------------------------------------- */
+
+static double max_abs_diff(const float *a, const float *b, size_t n, double *amax) {
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        if (!(d <= m)) m = d; /* NaN propagates as a failure */
+        if (fabs(b[i]) > *amax) *amax = fabs(b[i]);
+    }
+    return m;
+}
+
+static int argmax_host(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+static void check_model(const char *dir) {
+    char err[512];
+    model *m = model_load(dir, err, sizeof err);
+    if (!m) die("%s", err);
+    const int V = model_vocab_size(m), N = 72, STEPS = 24;
+    engine_options oc = {.max_model_len = 256, .device = "cpu"};
+    engine_options og = oc;
+    og.device = "cuda";
+    decoder *dc = decoder_new(m, &oc, err, sizeof err), *dg = decoder_new(m, &og, err, sizeof err);
+    if (!dc || !dg) die("%s: %s", dir, err);
+    int *ids = xmalloc((size_t)(N + STEPS) * sizeof(int));
+    const int id_max = m->config.ple_dim && m->config.ple_vocab < V ? m->config.ple_vocab : V;
+    for (int i = 0; i < N; i++)
+        ids[i] = rng_int(id_max);
+    float *lc = xmalloc((size_t)N * V * sizeof(float)),
+          *lg = xmalloc((size_t)N * V * sizeof(float));
+    CHECK(decoder_forward(dc, ids, N, lc, 0) == 0 && decoder_forward(dg, ids, N, lg, 0) == 0);
+    double amax = 0, d = max_abs_diff(lg, lc, (size_t)N * V, &amax);
+    const double tol = 2e-3 * (1 + amax);
+    EXPECT(d <= tol, "%s: prefill logits differ by %g (tolerance %g)", dir, d, tol);
+    printf("%-40s prefill %d tokens: max|gpu-cpu| %.2e of max|logit| %.2f\n", dir, N, d, amax);
+
+    /* Greedy decode on both: the GPU takes steps 1 eager, 2 captured, 3.. replayed. */
+    int tc = argmax_host(lc + (size_t)(N - 1) * V, V),
+        tg = argmax_host(lg + (size_t)(N - 1) * V, V);
+    double worst = 0;
+    int same = 0;
+    for (int s = 0; s < STEPS; s++) {
+        EXPECT(tc == tg, "%s: greedy step %d: gpu %d cpu %d", dir, s, tg, tc);
+        same += tc == tg;
+        CHECK(decoder_forward(dc, &tc, 1, lc, 0) == 0 && decoder_forward(dg, &tc, 1, lg, 0) == 0);
+        amax = 0;
+        d = max_abs_diff(lg, lc, (size_t)V, &amax);
+        if (d > worst) worst = d;
+        EXPECT(d <= 2e-3 * (1 + amax), "%s: decode step %d (pos %d) logits differ by %g", dir, s,
+               N + s, d);
+        tc = argmax_host(lc, V);
+        tg = argmax_host(lg, V);
+    }
+    /* The fused path: decoder_forward_argmax picks the same token as the host argmax. */
+    int dev_tok = -1;
+    CHECK(decoder_forward_argmax(dg, &tc, 1, &dev_tok) == 0);
+    CHECK(decoder_forward(dc, &tc, 1, lc, 0) == 0);
+    EXPECT(dev_tok == argmax_host(lc, V), "%s: decoder_forward_argmax %d, cpu %d", dir, dev_tok,
+           argmax_host(lc, V));
+    backend_cuda_counters cnt;
+    backend_cuda_stats(dg->b, &cnt);
+    EXPECT(cnt.captures == 1 && cnt.replays >= STEPS - 2,
+           "%s: expected one captured graph and replays, got %ld captures %ld replays", dir,
+           cnt.captures, cnt.replays);
+    printf("%-40s decode %d steps: max|gpu-cpu| %.2e, greedy %d/%d identical, graphs: %ld "
+           "captured, %ld replays\n",
+           dir, STEPS, worst, same, STEPS, cnt.captures, cnt.replays);
+    free(ids);
+    free(lc);
+    free(lg);
+    decoder_free(dc);
+    decoder_free(dg);
+    model_free(m);
+}
+
+/* ---- matmul timing: our kernel against cuBLAS ------------------------------------------ */
+
+static double time_matmul(backend *b, float *out, const tensor *w, const float *x, int n,
+                          int reps) {
+    float one;
+    b->matmul(b, out, w, x, n); /* upload + warm-up */
+    b->download(b, &one, out, 1);
+    double t0 = now_seconds();
+    for (int r = 0; r < reps; r++)
+        b->matmul(b, out, w, x, n);
+    b->download(b, &one, out, 1);
+    return (now_seconds() - t0) / reps;
+}
+
+static int run_bench_matmul(void) {
+    char err[256];
+    backend *own = backend_cuda_new(err, sizeof err);
+    if (!own) die("%s", err);
+    setenv("GEMMA_CUDA_GEMM", "cublas", 1);
+    backend *cub = backend_cuda_new(err, sizeof err);
+    CHECK(cub);
+    struct {
+        const char *name;
+        int rows, cols;
+    } shapes[] = {{"q_proj", 2048, 2560},
+                  {"k_proj", 512, 2560},
+                  {"mlp gate/up", 10240, 2560},
+                  {"mlp down", 2560, 10240},
+                  {"lm_head", 262144, 2560}};
+    const int ns[] = {1, 4, 64};
+    printf("| matrix | rows x cols | n | own kernel us | own GB/s | cuBLAS us | cuBLAS GB/s |\n");
+    printf("|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < 5; i++) {
+        tensor w = rand_tensor(shapes[i].rows, shapes[i].cols, DT_BF16);
+        for (int k = 0; k < 3; k++) {
+            int n = ns[k];
+            float *xh = rand_vec((size_t)n * w.cols);
+            float *xo = own->alloc(own, (size_t)n * w.cols),
+                  *xc = cub->alloc(cub, (size_t)n * w.cols);
+            own->upload(own, xo, xh, (size_t)n * w.cols);
+            cub->upload(cub, xc, xh, (size_t)n * w.cols);
+            float *oo = own->alloc(own, (size_t)n * w.rows),
+                  *oc = cub->alloc(cub, (size_t)n * w.rows);
+            int reps = w.rows > 100000 ? 20 : 200;
+            double to = time_matmul(own, oo, &w, xo, n, reps),
+                   tcb = time_matmul(cub, oc, &w, xc, n, reps);
+            double bytes = (double)w.rows * w.cols * 2;
+            printf("| %s | %d x %d | %d | %.1f | %.0f | %.1f | %.0f |\n", shapes[i].name, w.rows,
+                   w.cols, n, to * 1e6, bytes / to / 1e9, tcb * 1e6, bytes / tcb / 1e9);
+            own->release(own, xo);
+            own->release(own, oo);
+            cub->release(cub, xc);
+            cub->release(cub, oc);
+            free(xh);
+        }
+        /* w's host copy stays alive until the backends go (their device copies are keyed
+         * by its address). */
+    }
+    own->destroy(own);
+    cub->destroy(cub);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    util_progname = "cuda_ops";
+    const char *seed_env = getenv("TEST_SEED");
+    uint64_t seed =
+        seed_env ? strtoull(seed_env, NULL, 10) : (uint64_t)time(NULL) ^ (uint64_t)clock();
+    if (!seed) seed = 1;
+    rng_state = seed;
+    printf("cuda_ops: seed %llu (TEST_SEED=%llu replays it)\n", (unsigned long long)seed,
+           (unsigned long long)seed);
+    if (argc >= 2 && !strcmp(argv[1], "ops")) {
+        small_shapes = argc >= 3 && !strcmp(argv[2], "small");
+        return run_ops();
+    }
+    if (argc >= 3 && !strcmp(argv[1], "model")) {
+        for (int i = 2; i < argc; i++)
+            check_model(argv[i]);
+        printf("models: %s\n", failures ? "FAILED" : "GPU agrees with CPU");
+        return failures != 0;
+    }
+    if (argc == 2 && !strcmp(argv[1], "bench-matmul")) return run_bench_matmul();
+    fprintf(stderr, "usage: cuda_ops ops [small] | model DIR... | bench-matmul\n");
+    return 2;
+}
