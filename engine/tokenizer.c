@@ -417,18 +417,23 @@ static void trie_insert(added_trie *tr, const char *s, size_t n, int index) {
         tr->terminal[0] = -1;
         tr->n_nodes = 1;
     }
-    tr->first[(unsigned char)s[0]] = 1;
     int node = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t key = ((uint64_t)node << 8) | (unsigned char)s[i], child;
-        if (!u64map_get(&tr->edges, key, &child)) {
+        int *root = node == 0 ? &tr->root[(unsigned char)s[i]] : NULL;
+        if (root && *root) {
+            child = (uint64_t)*root;
+        } else if (root || !u64map_get(&tr->edges, key, &child)) {
             if (tr->n_nodes == tr->cap_nodes) {
                 tr->cap_nodes *= 2;
                 tr->terminal = xrealloc(tr->terminal, (size_t)tr->cap_nodes * sizeof *tr->terminal);
             }
             child = (uint64_t)tr->n_nodes;
             tr->terminal[tr->n_nodes++] = -1;
-            u64map_put(&tr->edges, key, child);
+            if (root)
+                *root = (int)child;
+            else
+                u64map_put(&tr->edges, key, child);
         }
         node = (int)child;
     }

@@ -190,13 +190,13 @@ static void split_added(const tokenizer *t, const added_trie *tr, const char *s,
     const unsigned char *u = (const unsigned char *)s;
     size_t text_start = 0, i = 0;
     while (i < n) {
-        if (!tr->first[u[i]]) {
+        if (!tr->root[u[i]]) {
             i++;
             continue;
         }
-        int node = 0, best = -1;
-        size_t best_end = 0;
-        for (size_t j = i; j < n; j++) {
+        int node = tr->root[u[i]], best = tr->terminal[node];
+        size_t best_end = i + 1;
+        for (size_t j = i + 1; j < n; j++) {
             uint64_t child;
             if (!u64map_get(&tr->edges, ((uint64_t)node << 8) | u[j], &child)) break;
             node = (int)child;

@@ -56,8 +56,8 @@ typedef struct {
     int *terminal; /* [n_nodes] index into tokenizer.added of the token ending here, or -1 */
     int n_nodes;
     int cap_nodes;
-    unsigned char first[256]; /* 1 when some token starts with this byte */
-    int n_tokens;             /* tokens inserted (0: nothing to match) */
+    int root[256]; /* the root's children without a hash look-up; 0 = none */
+    int n_tokens;  /* tokens inserted (0: nothing to match) */
 } added_trie;
 
 typedef struct {
