@@ -12,17 +12,19 @@
 #   bench/bench_engine_cpu.sh [BUILD_DIR]        (default build-bench; configured and built here)
 #
 # Environment: NEW_TOKENS (new tokens per prompt, default 128), PROMPTS (prompts per model,
-# default 8), WARMUP (default 1), MEMBW_MIB (default 1024), OUT (default docs/bench_engine_cpu.md).
+# default 8), WARMUP (default 1), THREADS (thread counts to run, default "1 <all cores>"),
+# MEMBW_MIB (default 1024), OUT (default docs/bench_engine_cpu.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-bench}
 new_tokens=${NEW_TOKENS:-128}
 n_prompts=${PROMPTS:-8}
 warmup=${WARMUP:-1}
+threads_list=${THREADS:-1 $(nproc)}
 out=${OUT:-docs/bench_engine_cpu.md}
 command_line="bench/bench_engine_cpu.sh${*:+ $*}"
-[ -n "${NEW_TOKENS:-}${PROMPTS:-}${WARMUP:-}" ] &&
-    command_line="NEW_TOKENS=$new_tokens PROMPTS=$n_prompts WARMUP=$warmup $command_line"
+[ -n "${NEW_TOKENS:-}${PROMPTS:-}${WARMUP:-}${THREADS:-}" ] &&
+    command_line="NEW_TOKENS=$new_tokens PROMPTS=$n_prompts WARMUP=$warmup THREADS=\"$threads_list\" $command_line"
 
 ./scripts/build.sh "$build" -DWITH_CUDA=OFF >&2
 engine=$build/engine/engine
@@ -32,7 +34,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 # A JSON field (number or string) of the last line of a file.
 jget() {
-    tail -n 1 "$1" | grep -o "\"$2\": *\(\"[^\"]*\"\|[-0-9.eE+]*\|null\)" | head -n 1 | cut -d: -f2- |
+    tail -n 1 "$1" | grep -o "\"$2\": *\(\"[^\"]*\"\|[-0-9.eE+]*\|null\)" | sed -n 1p | cut -d: -f2- |
         tr -d '" '
 }
 
@@ -44,13 +46,19 @@ bw_threads=$(jget "$tmp/membw" threads)
 
 rows=()
 raws=()
-# bench_model NAME DIR PROMPTS_FILE PPL_FILE
+# bench_model NAME DIR PROMPTS_FILE PPL_FILE: one row per thread count
 bench_model() {
-    local name=$1 dir=$2 prompts=$3 ppl=$4
-    echo "== $name ($dir)" >&2
+    local name=$1 dir=$2 prompts=$3 ppl=$4 th
+    for th in $threads_list; do
+        bench_model_threads "$name" "$dir" "$prompts" "$ppl" "$th"
+    done
+}
+bench_model_threads() {
+    local name=$1 dir=$2 prompts=$3 ppl=$4 th=$5
+    echo "== $name ($dir), $th threads" >&2
+    local r=$tmp/out.$th
     MAX_NEW_TOKENS=$new_tokens WARMUP_NUM_PROMPTS=$warmup \
-        "$engine" bench "$dir" --prompts "$prompts" --ppl "$ppl" >"$tmp/$name.out"
-    local r=$tmp/$name.out
+        "$engine" bench "$dir" --prompts "$prompts" --ppl "$ppl" --threads "$th" >"$r"
     local bpt tps dtps ptps ppl_v floor share
     bpt=$(jget "$r" bytes_per_token)
     tps=$(jget "$r" tps)
@@ -59,8 +67,8 @@ bench_model() {
     ppl_v=$(jget "$r" ppl)
     floor=$(awk -v bw="$bw" -v b="$bpt" 'BEGIN{printf "%.1f", bw * 1e9 / b}')
     share=$(awk -v d="$dtps" -v f="$floor" 'BEGIN{printf "%.1f %%", 100 * d / f}')
-    rows+=("| $name | $(awk -v b="$bpt" 'BEGIN{printf "%.2f MB", b / 1e6}') | $floor | $(printf %.1f "$tps") | $(printf %.1f "$dtps") | $share | $(printf %.1f "$ptps") | $ppl_v |")
-    raws+=("$name: $(tail -n 1 "$r")")
+    rows+=("| $name | $th | $(awk -v b="$bpt" 'BEGIN{printf "%.2f MB", b / 1e6}') | $floor | $(printf %.1f "$tps") | $(printf %.1f "$dtps") | $share | $(printf %.1f "$ptps") | $ppl_v |")
+    raws+=("$name, $th threads: $(tail -n 1 "$r")")
 }
 
 # The largest fixture model (most weight bytes), on a synthetic prompt set: the fixtures are
@@ -89,8 +97,9 @@ fi
 # The shipped small model on the first PROMPTS prompts of its own tuning set.
 tiny=models/gemma4-tiny
 if [ -f "$tiny/config.json" ] && [ -f "$tiny/eval/prompts_tune.jsonl" ]; then
-    grep -v '^[[:space:]]*$' "$tiny/eval/prompts_tune.jsonl" | head -n "$n_prompts" >"$tmp/tiny_prompts.jsonl"
-    grep -v '^[[:space:]]*$' "$tiny/eval/ppl_tune.jsonl" | head -n "$n_prompts" >"$tmp/tiny_ppl.jsonl"
+    # the first PROMPTS non-blank lines (awk reads to the end: no SIGPIPE under pipefail)
+    awk -v n="$n_prompts" 'NF && c++ < n' "$tiny/eval/prompts_tune.jsonl" >"$tmp/tiny_prompts.jsonl"
+    awk -v n="$n_prompts" 'NF && c++ < n' "$tiny/eval/ppl_tune.jsonl" >"$tmp/tiny_ppl.jsonl"
     bench_model "gemma4-tiny" "$tiny" "$tmp/tiny_prompts.jsonl" "$tmp/tiny_ppl.jsonl"
 else
     echo "no shipped model at $tiny: skipped" >&2
@@ -103,15 +112,17 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
     echo
     echo "Written by \`$command_line\` on $(date -u '+%Y-%m-%d %H:%M UTC'),"
     echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), on $cpu,"
-    echo "$(nproc) cores, $bw_threads OpenMP threads, load average before the run: $load."
-    echo "Single stream, greedy, $new_tokens new tokens"
+    echo "$(nproc) cores (membw used $bw_threads threads), load average before the run: $load"
+    echo "(the machine is shared: other work running beside the benchmark shows there, and OpenMP"
+    echo "threads that wait at barriers for a descheduled peer make multi-thread rows suffer most)."
+    echo "Nice level of the run: $(nice). Single stream, greedy, $new_tokens new tokens"
     echo "per prompt, $n_prompts prompts, $warmup warm-up prompt(s) untimed (\`engine bench\`)."
     echo
     echo "Measured memory read bandwidth (bench/membw, best of 10 passes over ${MEMBW_MIB:-1024} MiB):"
     echo "**$bw GB/s**. Floor = bandwidth / weight bytes read per token (model_bytes_per_token)."
     echo
-    echo "| model | weights read / token | floor tok/s | tps (incl. prefill) | decode tok/s | decode share of floor | prefill tok/s | ppl |"
-    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+    echo "| model | threads | weights read / token | floor tok/s | tps (incl. prefill) | decode tok/s | decode share of floor | prefill tok/s | ppl |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     printf '%s\n' "${rows[@]}"
     echo
     echo "A share above 100 % means the weights fit in the CPU caches, so DRAM bandwidth is not"
