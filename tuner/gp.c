@@ -160,6 +160,10 @@ static void gp_inv_ls2(const gp *g, double *inv_ls2) {
         inv_ls2[j] = exp(-2.0 * g->log_ls[j]);
 }
 
+double gp_noise_var(const gp *g) {
+    return exp(g->log_noise) * g->y_sd * g->y_sd;
+}
+
 double gp_kernel(const gp *g, const double *a, const double *b) {
     double inv_ls2[g->d];
     gp_inv_ls2(g, inv_ls2);

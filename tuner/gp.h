@@ -87,6 +87,9 @@ double gp_fit(gp *g, int n_starts, uint64_t seed);
  * parallel (OpenMP); each point's figures do not depend on the number of threads. */
 void gp_predict(const gp *g, const double *xs, int m, double *mean, double *var);
 
+/* Variance of one new measurement's noise (a single run), in the caller's units. */
+double gp_noise_var(const gp *g);
+
 /* The kernel itself (standardised units), exposed for tests. */
 double gp_kernel(const gp *g, const double *a, const double *b);
 

@@ -41,6 +41,9 @@
  *
  * rank(): the pick is the best posterior mean of the objective among observed points whose
  * probability of meeting every constraint is at least 0.95, not the luckiest measurement.
+ * That probability is taken for a re-measurement (posterior variance plus the learnt
+ * noise), not for the noise-free value: the pick is what gets verified and reported, and
+ * a point whose true ppl sits a hair inside the bound fails half of its re-runs.
  *
  * The fitted surrogates are memoised under a hash of the observations, so rank() after
  * propose() (or the reverse) on the same journal does not fit twice; a memo hit returns
@@ -391,17 +394,19 @@ static const bayes_models *models_get(strategy *s, const observation *obs, int n
     return &s->memo;
 }
 
-/* Log probability that every constraint is met, at m points, into lpf[m]. */
-static void models_log_pf(const bayes_models *m, const double *xs, int n, double *lpf) {
+/* Log probability that every constraint is met, at m points, into lpf[m]: by the true
+ * value (latent f), or with noisy = 1 by one new measurement (f plus the learnt noise). */
+static void models_log_pf(const bayes_models *m, const double *xs, int n, int noisy, double *lpf) {
     for (int i = 0; i < n; i++)
         lpf[i] = 0.0;
     if (!m->n_con || !n) return;
     double *mean = xmalloc((size_t)n * sizeof(double)), *var = xmalloc((size_t)n * sizeof(double));
     for (int c = 0; c < m->n_con; c++) {
         gp_predict(m->con[c], xs, n, mean, var);
+        double noise = noisy ? gp_noise_var(m->con[c]) : 0.0;
 #pragma omp parallel for schedule(static)
         for (int i = 0; i < n; i++)
-            lpf[i] += acq_log_pf(mean[i], sqrt(var[i]));
+            lpf[i] += acq_log_pf(mean[i], sqrt(var[i] + noise));
     }
     free(mean);
     free(var);
@@ -542,7 +547,7 @@ static int bayes_propose(strategy *s, const observation *obs, int n_obs,
 
     /* 5. Scores, then the serial argmax (lowest index wins ties). */
     double *score = xmalloc((size_t)(n_cand ? n_cand : 1) * sizeof(double));
-    models_log_pf(&bel, xs, (int)n_cand, score);
+    models_log_pf(&bel, xs, (int)n_cand, 0, score);
     if (bel.feasible_known && bel.obj) {
         double *mean = xmalloc((size_t)n_cand * sizeof(double)),
                *var = xmalloc((size_t)n_cand * sizeof(double));
@@ -614,7 +619,7 @@ static int bayes_rank(strategy *s, const observation *obs, int n_obs, const reso
     for (int i = 0; i < n_obs; i++)
         point_features(s, obs[i].levels, x + (size_t)i * d);
     gp_predict(m->obj, x, n_obs, mean, var);
-    models_log_pf(m, x, n_obs, lpf);
+    models_log_pf(m, x, n_obs, 1, lpf);
     ranked *r = xmalloc((size_t)n_obs * sizeof(ranked));
     int n = 0;
     for (int i = 0; i < n_obs; i++) {
