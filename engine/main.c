@@ -316,16 +316,13 @@ static int cmd_bench(const cli *c, char *err, size_t errlen) {
         if (prompt_set_check_vocab(&ps, vocab, err, errlen)) goto done;
     }
     if (bench_check_lengths(&ps, max_len, k->max_new_tokens, err, errlen)) goto done;
+    if (ppl_check_lengths(&pp, max_len, err, errlen)) goto done;
     int need = 0;
     for (int i = 0; i < ps.n; i++)
         if (ps.items[i].n_tokens + k->max_new_tokens > need)
             need = ps.items[i].n_tokens + k->max_new_tokens;
     for (int i = 0; i < pp.n; i++)
         if (ppl_record_len(&pp.items[i]) > need) need = ppl_record_len(&pp.items[i]);
-    if (need > max_len) {
-        /* Only a perplexity record can be longer than max_len here; ppl_score names it. */
-        need = max_len;
-    }
     if (!(d = decoder_open(m, k, k->max_model_len ? max_len : need, err, errlen))) goto done;
 
     bench_result br;
@@ -398,10 +395,10 @@ static int cmd_ppl(const cli *c, char *err, size_t errlen) {
     int vocab = model_vocab_size(m), max_len = knobs_max_model_len(k, model_max_positions(m));
     if (knobs_check_model(k, model_max_positions(m), 0, err, errlen)) goto done;
     if (ppl_set_check_vocab(&pp, vocab, err, errlen)) goto done;
+    if (ppl_check_lengths(&pp, max_len, err, errlen)) goto done;
     int need = 1;
     for (int i = 0; i < pp.n; i++)
         if (ppl_record_len(&pp.items[i]) > need) need = ppl_record_len(&pp.items[i]);
-    if (need > max_len) need = max_len; /* ppl_score names the record that does not fit */
     int cap = k->max_model_len ? max_len : need;
     if (!(d = decoder_open(m, k, cap, err, errlen))) goto done;
     fprintf(stderr, "engine: perplexity over %s: %d records, %ld target tokens\n", ppl_path, pp.n,

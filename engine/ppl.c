@@ -75,10 +75,7 @@ full:
     return -1;
 }
 
-int ppl_score(decoder *d, int vocab, int max_len, const ppl_set *pp, int rows, ppl_total *out,
-              char *err, size_t errlen) {
-    *out = (ppl_total){0};
-    int longest = 0;
+int ppl_check_lengths(const ppl_set *pp, int max_len, char *err, size_t errlen) {
     for (int i = 0; i < pp->n; i++) {
         const ppl_record *r = &pp->items[i];
         int len = ppl_record_len(r);
@@ -89,8 +86,17 @@ int ppl_score(decoder *d, int vocab, int max_len, const ppl_set *pp, int rows, p
                      pp->path, r->line, len, r->n_context, r->n_target, max_len);
             return -1;
         }
-        if (len > longest) longest = len;
     }
+    return 0;
+}
+
+int ppl_score(decoder *d, int vocab, int max_len, const ppl_set *pp, int rows, ppl_total *out,
+              char *err, size_t errlen) {
+    *out = (ppl_total){0};
+    if (ppl_check_lengths(pp, max_len, err, errlen)) return -1;
+    int longest = 0;
+    for (int i = 0; i < pp->n; i++)
+        if (ppl_record_len(&pp->items[i]) > longest) longest = ppl_record_len(&pp->items[i]);
     size_t row_bytes = (size_t)vocab * sizeof(float);
     if (rows <= 0) {
         rows = (int)(PPL_LOGITS_BYTES / row_bytes);

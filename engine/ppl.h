@@ -37,6 +37,10 @@ double logits_nll(const float *logits, int vocab, int target);
 int ppl_score(decoder *d, int vocab, int max_len, const ppl_set *pp, int rows, ppl_total *out,
               char *err, size_t errlen);
 
+/* Every record fits max_len positions? Returns 0, or -1 with err naming the file and line of the
+ * first that does not (ppl_score checks this too; callers check early, before timed work). */
+int ppl_check_lengths(const ppl_set *pp, int max_len, char *err, size_t errlen);
+
 /* Longest sequence a record needs in the cache: context + target - 1 (the last target is
  * scored, never fed). */
 int ppl_record_len(const ppl_record *r);

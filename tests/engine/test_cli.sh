@@ -124,6 +124,10 @@ else
     printf '{"context_token_ids": [2, 3, 4, 5, 6, 7, 8, 9, 10], "target_token_ids": [11, 12, 13, 14]}\n' >"$tmp/long_ppl.jsonl"
     expect 1 "$tmp/long_ppl.jsonl:1: record needs 12 positions" -- \
         "$ENGINE" ppl "$model" --ppl "$tmp/long_ppl.jsonl" --max-model-len 10
+    # in bench too, and before any timed work
+    expect 1 "$tmp/long_ppl.jsonl:1: record needs 12 positions" -- \
+        "$ENGINE" bench "$model" --prompts "$good_prompts" --ppl "$tmp/long_ppl.jsonl" --max-model-len 10 --max-new-tokens 4
+    grep -q "warm-up" "$tmp/err" && fail "bench: a too-long ppl record was found only after the timed run"
     printf '{"prompt_token_ids": [2, 5]}\n{"prompt_token_ids": [2, 2000000000]}\n' >"$tmp/oov.jsonl"
     expect 1 "$tmp/oov.jsonl:2: prompt_token_ids[1] = 2000000000 is outside the model's vocabulary" -- \
         "$ENGINE" bench "$model" --prompts "$tmp/oov.jsonl" --max-new-tokens 4
