@@ -519,6 +519,15 @@ void backend_cuda_stats(backend *b, backend_cuda_counters *c) {
     snprintf(c->device, sizeof c->device, "%s", st->device_name);
 }
 
+void backend_cuda_reset_counters(backend *b) {
+    cuda_state *st = st_of(b);
+    CU(cudaStreamSynchronize(st->stream));
+    memset(st->bytes, 0, sizeof st->bytes);
+    memset(st->calls, 0, sizeof st->calls);
+    memset(st->ms, 0, sizeof st->ms);
+    st->decode_steps = st->replays = st->captures = 0;
+}
+
 void backend_cuda_profile_print(backend *b, FILE *f) {
     cuda_state *st = st_of(b);
     double total_ms = 0, total_bytes = 0;

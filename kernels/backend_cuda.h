@@ -24,6 +24,8 @@ typedef struct {
 } backend_cuda_counters;
 
 void backend_cuda_stats(backend *b, backend_cuda_counters *c);
+/* Zero the counters (bytes, calls, times, steps), e.g. after a prefill, to see decode alone. */
+void backend_cuda_reset_counters(backend *b);
 /* The per-family table (times only when GEMMA_CUDA_PROFILE=1). */
 void backend_cuda_profile_print(backend *b, FILE *f);
 

@@ -10,6 +10,9 @@
  *                               steps (eager, captured, then replayed CUDA graphs, at moving
  *                               positions) GPU vs CPU, and 24 greedy tokens identical
  *   cuda_ops bench-matmul       our matvec kernel against cuBLAS on E4B's shapes (n = 1, 4, 64)
+ *   cuda_ops copy-bw            the device's copy bandwidth (for the benchmark's floor)
+ *   cuda_ops decode-profile DIR P S   decode steps after a P-token prefill: ms per step with
+ *                               graphs and without, bytes per step, per-family time table
  *
  * Tolerances (stated once, used everywhere). Both backends compute in fp32 from the same
  * weights; only the order of the sums differs. A dot product of c terms then differs by a few
@@ -552,6 +555,87 @@ static int run_bench_matmul(void) {
     return 0;
 }
 
+/* ---- decode step profile --------------------------------------------------------------- */
+
+/* Prefill `prompt` random tokens, then time `steps` greedy decode steps (decode alone: the
+ * counters are reset after the prefill) in three ways: CUDA graphs on, graphs off (eager
+ * launches), and profiled (every op timed by events; graphs off). Prints one JSON line per way
+ * and the per-family table of the profiled run. */
+static void decode_once(const model *m, const char *graphs, const char *profile, int prompt,
+                        int steps, const char *label) {
+    setenv("GEMMA_CUDA_GRAPHS", graphs, 1);
+    setenv("GEMMA_CUDA_PROFILE", profile, 1);
+    char err[512];
+    engine_options o = {.max_model_len = prompt + steps + 8, .device = "cuda"};
+    decoder *d = decoder_new(m, &o, err, sizeof err);
+    if (!d) die("%s", err);
+    const int V = model_vocab_size(m);
+    const int id_max = m->config.ple_dim && m->config.ple_vocab < V ? m->config.ple_vocab : V;
+    int *ids = xmalloc((size_t)prompt * sizeof(int)), tok;
+    for (int i = 0; i < prompt; i++)
+        ids[i] = rng_int(id_max);
+    /* Warm-up request (uploads the weights, sizes scratch, captures the graph), then the
+     * measured one. */
+    for (int rep = 0; rep < 2; rep++) {
+        decoder_reset(d);
+        CHECK(decoder_forward_argmax(d, ids, prompt, &tok) == 0);
+        if (rep == 1) backend_cuda_reset_counters(d->b);
+        double t0 = now_seconds();
+        for (int s = 0; s < (rep ? steps : 4); s++)
+            CHECK(decoder_forward_argmax(d, &tok, 1, &tok) == 0);
+        double dt = now_seconds() - t0;
+        if (rep == 0) continue;
+        backend_cuda_counters c;
+        backend_cuda_stats(d->b, &c);
+        printf("{\"run\": \"%s\", \"steps\": %d, \"ms_per_step\": %.4f, \"decode_tps\": %.2f, "
+               "\"bytes_per_step\": %.0f, \"weight_bytes\": %zu, \"replays\": %ld, "
+               "\"device\": \"%s\"}\n",
+               label, steps, 1e3 * dt / steps, steps / dt, c.bytes / steps, c.weight_bytes,
+               c.replays, c.device);
+        if (!strcmp(profile, "1")) backend_cuda_profile_print(d->b, stdout);
+    }
+    fflush(stdout);
+    free(ids);
+    decoder_free(d);
+    unsetenv("GEMMA_CUDA_GRAPHS");
+    unsetenv("GEMMA_CUDA_PROFILE");
+}
+
+static int run_decode_profile(const char *dir, int prompt, int steps) {
+    char err[512];
+    model *m = model_load(dir, err, sizeof err);
+    if (!m) die("%s", err);
+    decode_once(m, "1", "0", prompt, steps, "graphs");
+    decode_once(m, "0", "0", prompt, steps, "eager");
+    decode_once(m, "0", "1", prompt, steps / 4 > 8 ? steps / 4 : 8, "profiled");
+    model_free(m);
+    return 0;
+}
+
+/* ---- device copy bandwidth -------------------------------------------------------------- */
+
+/* A device-to-device copy of 2 GiB, 20 times: bytes read + bytes written per second. */
+static int run_copy_bw(void) {
+    char err[256];
+    backend *g = backend_cuda_new(err, sizeof err);
+    if (!g) die("%s", err);
+    const size_t n = (size_t)512 << 20; /* floats: 2 GiB */
+    float *a = g->alloc(g, n), *b = g->alloc(g, n), one;
+    g->copy(g, b, a, n);
+    g->download(g, &one, b, 1);
+    const int reps = 20;
+    double t0 = now_seconds();
+    for (int r = 0; r < reps; r++)
+        g->copy(g, r & 1 ? a : b, r & 1 ? b : a, n);
+    g->download(g, &one, b, 1);
+    double s = (now_seconds() - t0) / reps;
+    printf("copy_bw_gbs %.1f\n", 2.0 * n * sizeof(float) / s / 1e9);
+    g->release(g, a);
+    g->release(g, b);
+    g->destroy(g);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     util_progname = "cuda_ops";
     const char *seed_env = getenv("TEST_SEED");
@@ -572,6 +656,10 @@ int main(int argc, char **argv) {
         return failures != 0;
     }
     if (argc == 2 && !strcmp(argv[1], "bench-matmul")) return run_bench_matmul();
-    fprintf(stderr, "usage: cuda_ops ops [small] | model DIR... | bench-matmul\n");
+    if (argc == 2 && !strcmp(argv[1], "copy-bw")) return run_copy_bw();
+    if (argc == 5 && !strcmp(argv[1], "decode-profile"))
+        return run_decode_profile(argv[2], atoi(argv[3]), atoi(argv[4]));
+    fprintf(stderr, "usage: cuda_ops ops [small] | model DIR... | bench-matmul | copy-bw | "
+                    "decode-profile DIR PROMPT_TOKENS STEPS\n");
     return 2;
 }

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# bench_gpu.sh: the GPU benchmark of issue 7, for a machine with an NVIDIA GPU, PyTorch and
+# transformers (nothing is downloaded). In one run:
+#   - the device's measured copy bandwidth (cuda_ops copy-bw);
+#   - our matvec kernel against cuBLAS on E4B's matrix shapes (cuda_ops bench-matmul);
+#   (a) the shipped small model models/gemma4-tiny (when it is there): `engine bench` on its
+#       eval prompts, and the decode-step profile;
+#   (b) a model with google/gemma-4-E4B's dimensions and random bf16 weights, built with
+#       transformers on the GPU (tools/make_e4b_random.py, saved to local disk), 256-token
+#       prompts, 512 new tokens: `engine bench` (batch 1, no speculation), bytes read per
+#       token, the floor (bandwidth / bytes per token) and our share of it, transformers' own
+#       decode speed on the same model, and the step time split by kernel family.
+# Results: RESULTS_DIR/bench_gpu.md (committed as docs/bench_gpu.md) plus the raw logs.
+#
+#   bench/bench_gpu.sh [RESULTS_DIR]      (default build-gpu/bench)
+#   GPU_BIN_DIR=DIR: use prebuilt DIR/engine and DIR/cuda_ops instead of building
+#   WORK_DIR=DIR: where the random E4B model is written (default /tmp/e4b-random, ~15 GB)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+RES=${1:-$ROOT/build-gpu/bench}
+WORK=${WORK_DIR:-/tmp/e4b-random}
+mkdir -p "$RES" "$WORK"
+RES=$(cd "$RES" && pwd)
+
+if [[ -n "${GPU_BIN_DIR:-}" ]]; then
+  BIN=$(cd "$GPU_BIN_DIR" && pwd)
+  CUDA_OPS=$BIN/cuda_ops ENGINE=$BIN/engine
+else
+  ./scripts/build.sh build-gpu -DWITH_CUDA=ON
+  CUDA_OPS=$ROOT/build-gpu/tests/kernels/cuda_ops ENGINE=$ROOT/build-gpu/engine/engine
+fi
+
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem --format=csv | tee "$RES/gpu.txt"
+
+echo "=== copy bandwidth"
+"$CUDA_OPS" copy-bw | tee "$RES/copy_bw.txt"
+
+echo "=== matvec: own kernel vs cuBLAS"
+"$CUDA_OPS" bench-matmul | tee "$RES/matmul.md"
+
+# (a) the small model
+TINY=models/gemma4-tiny
+if [[ -f $TINY/config.json && -f $TINY/eval/prompts_tune.jsonl ]]; then
+  echo "=== (a) small model"
+  ENGINE_DEVICE=cuda WARMUP_NUM_PROMPTS=1 "$ENGINE" bench "$TINY" --data "$TINY/eval" \
+    >"$RES/tiny_bench.out" 2>"$RES/tiny_bench.err"
+  tail -n 1 "$RES/tiny_bench.out"
+  "$CUDA_OPS" decode-profile "$TINY" 256 512 | tee "$RES/tiny_profile.txt"
+fi
+
+# (b) E4B dimensions, random weights
+echo "=== (b) E4B-sized random model: build with transformers"
+if [[ ! -f $WORK/model/config.json ]]; then
+  PYTHONUNBUFFERED=1 python3 tools/make_e4b_random.py "$WORK" --prompts 3 --prompt-len 256 \
+    --hf-new-tokens 64 2>&1 | tee "$RES/e4b_make.log"
+fi
+cp "$WORK/hf.json" "$RES/e4b_hf.json"
+echo "=== (b) engine bench: 3 prompts x (256 + 512 tokens), 1 warm-up"
+ENGINE_DEVICE=cuda WARMUP_NUM_PROMPTS=1 MAX_NEW_TOKENS=512 "$ENGINE" bench "$WORK/model" \
+  --prompts "$WORK/prompts.jsonl" >"$RES/e4b_bench.out" 2>"$RES/e4b_bench.err"
+tail -n 1 "$RES/e4b_bench.out"
+echo "=== (b) decode-step profile"
+"$CUDA_OPS" decode-profile "$WORK/model" 256 256 | tee "$RES/e4b_profile.txt"
+
+python3 - "$RES" <<'PY'
+import json, os, sys
+res = sys.argv[1]
+rd = lambda f: open(os.path.join(res, f)).read()
+last_json = lambda f: json.loads(rd(f).strip().splitlines()[-1])
+bw = float(rd("copy_bw.txt").split()[-1])
+gpu = rd("gpu.txt").strip().splitlines()[-1]
+out = ["# GPU benchmark (issue 7)", "",
+       "Made by `bench/bench_gpu.sh` (see its header); raw logs beside this file in the run's results folder.",
+       "", f"GPU: {gpu}", "",
+       f"Measured device copy bandwidth (device-to-device copy of 2 GiB, bytes read + written per second): **{bw:.0f} GB/s**.",
+       "The floor of a decode step is bytes read per token / this bandwidth.", ""]
+
+def profile(f):
+    runs, table = {}, []
+    for line in rd(f).splitlines():
+        if line.startswith("{"):
+            j = json.loads(line); runs[j["run"]] = j
+        elif line.startswith("  ") or line.startswith("cuda profile"):
+            table.append(line)
+    return runs, table
+
+def model_section(title, bench_file, prof_file, hf=None):
+    b = last_json(bench_file)
+    runs, table = profile(prof_file)
+    g = runs["graphs"]
+    bpt = b["bytes_per_token"]
+    floor = bw * 1e9 / bpt
+    out.extend([f"## {title}", "",
+        "| figure | value |", "|---|---|",
+        f"| engine tps (batch 1, no speculation; prefill and overhead included) | {b['tps']:.1f} |",
+        f"| engine decode tps | {b['decode_tps']:.1f} |",
+        f"| engine prefill tps | {b['prefill_tps']:.1f} |",
+        f"| prompts x new tokens | {b['prompts']} x {b['tokens'] // max(b['prompts'], 1)} |",
+        f"| weight bytes read per token (model_bytes_per_token) | {bpt / 1e9:.3f} GB |",
+        f"| all bytes one decode step moves (backend counters: weights, KV, activations) | {g['bytes_per_step'] / 1e9:.3f} GB |",
+        f"| floor = copy bandwidth / weight bytes per token | {floor:.1f} tokens/s |",
+        f"| our decode share of the floor | {100 * b['decode_tps'] / floor:.1f} % |",
+        f"| decode step, CUDA graphs (decode-profile, {g['steps']} steps after a 256-token prompt) | {g['ms_per_step']:.3f} ms ({g['decode_tps']:.1f} tokens/s, {100 * g['decode_tps'] / floor:.1f} % of floor) |",
+        f"| decode step, eager launches | {runs['eager']['ms_per_step']:.3f} ms ({runs['eager']['decode_tps']:.1f} tokens/s) |"])
+    if hf:
+        out.append(f"| transformers {hf['transformers']} decode tps, same model and GPU ({hf['attn_implementation']}, {hf['new_tokens']} new tokens after {hf['prompt_tokens']}: prefill excluded) | {hf['decode_tps']:.1f} |")
+        out.append(f"| our decode speed / transformers' | {b['decode_tps'] / hf['decode_tps']:.1f}x |")
+    out.extend(["", "Step time by kernel family (profiled run: every op timed with CUDA events and graphs off, so the total is above the graph run's step time; shares are what matter):", "", "```"] + table + ["```", ""])
+
+if os.path.exists(os.path.join(res, "tiny_bench.out")):
+    model_section("(a) the shipped small model (models/gemma4-tiny, its eval prompts, MAX_NEW_TOKENS 512)", "tiny_bench.out", "tiny_profile.txt")
+model_section("(b) google/gemma-4-E4B dimensions, random bf16 weights (256-token prompts, 512 new tokens)", "e4b_bench.out", "e4b_profile.txt", json.loads(rd("e4b_hf.json")))
+out.extend(["## Our matvec kernel against cuBLAS (bf16 weights, E4B shapes)", "",
+            "cuBLAS gets the input converted to bf16 (cublasGemmEx, fp32 accumulate); time per call, GB/s of weights.", ""] + rd("matmul.md").strip().splitlines() + [""])
+open(os.path.join(res, "bench_gpu.md"), "w").write("\n".join(out) + "\n")
+print("\n".join(out))
+PY
