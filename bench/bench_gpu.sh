@@ -52,16 +52,16 @@ fi
 # (b) E4B dimensions, random weights
 echo "=== (b) E4B-sized random model: build with transformers"
 if [[ ! -f $WORK/model/config.json ]]; then
-  PYTHONUNBUFFERED=1 python3 tools/make_e4b_random.py "$WORK" --prompts 3 --prompt-len 256 \
-    --hf-new-tokens 64 2>&1 | tee "$RES/e4b_make.log"
+  PYTHONUNBUFFERED=1 python3 tools/make_e4b_random.py "$WORK" --prompts 2 --prompt-len 256 \
+    --hf-new-tokens 32 2>    --hf-new-tokens 64 2>&11 | tee "$RES/e4b_make.log"
 fi
 cp "$WORK/hf.json" "$RES/e4b_hf.json"
-echo "=== (b) engine bench: 3 prompts x (256 + 512 tokens), 1 warm-up"
+echo "=== (b) engine bench: 2 prompts x (256 + 512 tokens), 1 warm-up"
 ENGINE_DEVICE=cuda WARMUP_NUM_PROMPTS=1 MAX_NEW_TOKENS=512 "$ENGINE" bench "$WORK/model" \
   --prompts "$WORK/prompts.jsonl" >"$RES/e4b_bench.out" 2>"$RES/e4b_bench.err"
 tail -n 1 "$RES/e4b_bench.out"
 echo "=== (b) decode-step profile"
-"$CUDA_OPS" decode-profile "$WORK/model" 256 256 | tee "$RES/e4b_profile.txt"
+"$CUDA_OPS" decode-profile "$WORK/model" 256 128 | tee "$RES/e4b_profile.txt"
 
 python3 - "$RES" <<'PY'
 import json, os, sys
