@@ -53,7 +53,7 @@ fi
 echo "=== (b) E4B-sized random model: build with transformers"
 if [[ ! -f $WORK/model/config.json ]]; then
   PYTHONUNBUFFERED=1 python3 tools/make_e4b_random.py "$WORK" --prompts 2 --prompt-len 256 \
-    --hf-new-tokens 32 2>    --hf-new-tokens 64 2>&11 | tee "$RES/e4b_make.log"
+    --hf-new-tokens 32 2>&1 | tee "$RES/e4b_make.log"
 fi
 cp "$WORK/hf.json" "$RES/e4b_hf.json"
 echo "=== (b) engine bench: 2 prompts x (256 + 512 tokens), 1 warm-up"
