@@ -43,10 +43,14 @@ echo "=== matvec: own kernel vs cuBLAS"
 TINY=models/gemma4-tiny
 if [[ -f $TINY/config.json && -f $TINY/eval/prompts_tune.jsonl ]]; then
   echo "=== (a) small model"
-  ENGINE_DEVICE=cuda WARMUP_NUM_PROMPTS=1 "$ENGINE" bench "$TINY" --data "$TINY/eval" \
-    >"$RES/tiny_bench.out" 2>"$RES/tiny_bench.err"
-  tail -n 1 "$RES/tiny_bench.out"
-  "$CUDA_OPS" decode-profile "$TINY" 256 512 | tee "$RES/tiny_profile.txt"
+  # A failure here is reported and (b) still runs.
+  if ENGINE_DEVICE=cuda WARMUP_NUM_PROMPTS=1 "$ENGINE" bench "$TINY" --data "$TINY/eval" \
+    >"$RES/tiny_bench.out" 2>"$RES/tiny_bench.err"; then
+    tail -n 1 "$RES/tiny_bench.out"
+    "$CUDA_OPS" decode-profile "$TINY" 256 512 | tee "$RES/tiny_profile.txt" || echo "bench_gpu: (a) profile FAILED"
+  else
+    tail -n 5 "$RES/tiny_bench.err"; echo "bench_gpu: (a) engine bench FAILED"; rm -f "$RES/tiny_bench.out"
+  fi
 fi
 
 # (b) E4B dimensions, random weights
@@ -108,7 +112,7 @@ def model_section(title, bench_file, prof_file, hf=None):
         out.append(f"| our decode speed / transformers' | {b['decode_tps'] / hf['decode_tps']:.1f}x |")
     out.extend(["", "Step time by kernel family (profiled run: every op timed with CUDA events and graphs off, so the total is above the graph run's step time; shares are what matter):", "", "```"] + table + ["```", ""])
 
-if os.path.exists(os.path.join(res, "tiny_bench.out")):
+if os.path.exists(os.path.join(res, "tiny_bench.out")) and os.path.exists(os.path.join(res, "tiny_profile.txt")):
     model_section("(a) the shipped small model (models/gemma4-tiny, its eval prompts, MAX_NEW_TOKENS 512)", "tiny_bench.out", "tiny_profile.txt")
 model_section("(b) google/gemma-4-E4B dimensions, random bf16 weights (256-token prompts, 512 new tokens)", "e4b_bench.out", "e4b_profile.txt", json.loads(rd("e4b_hf.json")))
 out.extend(["## Our matvec kernel against cuBLAS (bf16 weights, E4B shapes)", "",
