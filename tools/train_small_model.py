@@ -115,7 +115,7 @@ def stage_target(args, docs, P, budget_s):
     tok = load_tokenizer(P)
     train_ids = tokenize_docs(tok, [d for d in docs if d["split"] == "train"])
     valid_ids = tokenize_docs(tok, [d for d in docs if d["split"] == "valid"])
-    sampler = tgt.WindowSampler(train_ids, args.seq_len, args.seed)
+    sampler = tgt.WindowSampler(train_ids, args.seq_len, args.seed, args.copy_aug)
     val = tgt.fixed_windows(valid_ids, args.seq_len, per_doc=1 if not args.smoke else 1)
     if args.smoke:
         val = val[:4]
@@ -138,6 +138,7 @@ def stage_target(args, docs, P, budget_s):
                     "val_ppl_bf16": math.exp(val_bf16), "seq_len": args.seq_len,
                     "batch_size": args.batch_size, "lr": args.lr, "dropout": args.dropout,
                     "weight_decay": args.weight_decay, "max_epochs": args.max_epochs,
+                    "copy_aug": args.copy_aug,
                     "train_tokens": sampler.n_tokens})
     write_json(history, os.path.join(P["logs"], "target_history.json"))
     log(f"target saved: best step {history['best_step']}, val loss {val_bf16:.4f} "
@@ -364,6 +365,8 @@ def main():
     r.add_argument("--eval-every-s", type=float, default=15)
     r.add_argument("--eval-every-steps", type=int, default=0,
                    help="validate every N steps (deterministic); 0: every --eval-every-s seconds")
+    r.add_argument("--copy-aug", type=float, default=0.0,
+                   help="share of training windows with a span repeated 128-480 tokens later")
     r.add_argument("--val-window", type=int, default=0,
                    help="also log the validation loss with the sliding window cut to this")
     r.add_argument("--target-budget-s", type=float, default=240)

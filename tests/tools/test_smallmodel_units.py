@@ -11,7 +11,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.environ["ROOT"], "tools"))
 
-from smallmodel import brown, evalsets, tokenizer  # noqa: E402
+from smallmodel import augment, brown, evalsets, tokenizer  # noqa: E402
 
 
 class FakeTokenizer:
@@ -157,6 +157,26 @@ class EvalSetsTest(unittest.TestCase):
             lines = open(p).read().splitlines()
             self.assertTrue(all(x.startswith("#") for x in lines[:4]))
             self.assertEqual([int(x) for x in lines if not x.startswith("#")], order)
+
+
+class AugmentTest(unittest.TestCase):
+    def test_one_span_repeated_at_a_long_gap(self):
+        rng = random.Random(3)
+        for _ in range(50):
+            ids = [2] + list(range(100, 2147))
+            out = augment.copy_augment(ids, rng)
+            self.assertEqual(len(out), len(ids))
+            self.assertEqual(out[0], 2)
+            changed = [i for i in range(len(ids)) if out[i] != ids[i]]
+            self.assertTrue(16 <= len(changed) <= 64)
+            b, n = changed[0], len(changed)
+            self.assertEqual(changed, list(range(b, b + n)))
+            gaps = [g for g in range(128, 481) if out[b : b + n] == ids[b - g : b - g + n]]
+            self.assertEqual(len(gaps), 1)
+
+    def test_short_window_unchanged(self):
+        ids = [2] + list(range(100))
+        self.assertEqual(augment.copy_augment(ids, random.Random(0)), ids)
 
 
 class TokenizerJsonTest(unittest.TestCase):

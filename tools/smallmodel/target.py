@@ -16,11 +16,13 @@ checkpoint with the best validation loss kept.
 
 import copy
 import math
+import random
 import time
 
 import torch
 import torch.nn.functional as F
 
+from .augment import copy_augment
 from .tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 SLIDING, FULL = "sliding_attention", "full_attention"
@@ -99,9 +101,10 @@ def add_residual_dropout(model, p):
 
 
 class WindowSampler:
-    """Random <bos>-prefixed windows of seq_len tokens from whole documents."""
+    """Random <bos>-prefixed windows of seq_len tokens from whole documents; with copy_p > 0
+    that share of windows is copy-augmented (augment.py)."""
 
-    def __init__(self, docs_ids, seq_len, seed):
+    def __init__(self, docs_ids, seq_len, seed, copy_p=0.0):
         self.docs = [torch.tensor(d, dtype=torch.long) for d in docs_ids if len(d) >= seq_len]
         if not self.docs:
             raise ValueError(f"no document has {seq_len} tokens")
@@ -110,6 +113,8 @@ class WindowSampler:
         self.seq_len = seq_len
         self.gen = torch.Generator().manual_seed(seed)
         self.n_tokens = int(lengths.sum().item())
+        self.copy_p = copy_p
+        self.rng = random.Random(seed)
 
     def batch(self, batch_size):
         doc_idx = torch.multinomial(self.weights, batch_size, replacement=True, generator=self.gen)
@@ -117,8 +122,10 @@ class WindowSampler:
         for i in doc_idx.tolist():
             d = self.docs[i]
             start = int(torch.randint(0, len(d) - (self.seq_len - 1) + 1, (1,), generator=self.gen))
-            body = d[start : start + self.seq_len - 1]
-            rows.append(torch.cat([torch.tensor([BOS_ID]), body]))
+            row = torch.cat([torch.tensor([BOS_ID]), d[start : start + self.seq_len - 1]])
+            if self.copy_p > 0 and self.rng.random() < self.copy_p:
+                row = torch.tensor(copy_augment(row.tolist(), self.rng))
+            rows.append(row)
         return torch.stack(rows)
 
 
