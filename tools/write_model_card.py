@@ -307,6 +307,13 @@ python3 tools/train_small_model.py run --data .carry/data --work OUT/work \\
 python3 tools/write_model_card.py
 ```
 
+With this workplace's `run` tool (one H200, `carry: [".carry"]`) the same run, behind a
+one-minute smoke run of every stage, with the output packed for the trip back, is
+`bash tools/gpu_run.sh "$OUT" --target-budget-s 170 --assistant-budget-s 120`, and
+`tools/install_small_model.sh FILES_AT` puts what comes back in place (models, records,
+card, checks). The shipped model came from that command's inline equivalent with a 425 s
+limit (the evaluation stage was cut after 6 of the 8 transformers acceptance rows).
+
 The run trains the tokenizer, writes the evaluation sets and the keepset, trains the target and
 the drafter and measures everything above; `--stages` runs a subset (each stage reads what the
 earlier ones wrote) and `--smoke` runs every stage tiny to test the code. Training is bounded by
