@@ -27,12 +27,16 @@ static const char *usage_main =
 
 static const char *usage_sweep =
     "usage: tuner sweep SPACE [--study NAME] [--out DIR] [--new] [--dry-run] [--grace SECONDS]\n"
+    "                   [--workers N] [--gpus LIST] [--warm-start STUDY_OR_MANIFEST]\n"
     "\n"
     "Runs the engine of the search space SPACE once per trial, as the space file says, and\n"
     "journals every trial in DIR/NAME/trials.jsonl. Running the same command again resumes\n"
     "the study where it stopped (after Ctrl-C, a crash or a reboot) without repeating a\n"
-    "finished trial. At the end the best feasible point is written to DIR/NAME/manifest.json\n"
-    "and printed on stdout; progress goes to stderr.\n"
+    "finished trial. After the search the best candidates (verify.top of the space) are\n"
+    "re-run verify.repeats times on the held-out prompts (TUNER_PROMPT_SET=holdout); the\n"
+    "fastest one that still meets every constraint there is written to\n"
+    "DIR/NAME/manifest.json with its measured and verified figures, and printed on stdout;\n"
+    "progress goes to stderr.\n"
     "\n"
     "  --study NAME   study name (default: the space's `study`, else the file's name)\n"
     "  --out DIR      folder of the studies (default: out)\n"
@@ -41,9 +45,16 @@ static const char *usage_sweep =
     "  --dry-run      print the plan and the first proposals, run nothing, write nothing\n"
     "  --grace S      seconds between SIGTERM and SIGKILL when stopping an engine\n"
     "                 (default 5, or $TUNER_KILL_GRACE)\n"
+    "  --workers N    run N trials at once (default 1; with --gpus, one per GPU)\n"
+    "  --gpus LIST    comma-separated GPU ids, e.g. 0,1,2: worker i runs its trials with\n"
+    "                 CUDA_VISIBLE_DEVICES set to the i-th id\n"
+    "  --warm-start S start from an earlier study folder or manifest.json S (e.g. from\n"
+    "                 another GPU): its winner and its lattice neighbours, then its other\n"
+    "                 feasible points, are measured first (only when a study begins)\n"
     "\n"
     "exit status: 0 with a manifest; 1 on an error (bad space, I/O, failed baseline);\n"
-    "2 on a bad command line; 3 when no point was feasible (no manifest);\n"
+    "2 on a bad command line; 3 when no point was feasible, or none stayed feasible on\n"
+    "the held-out prompts (no manifest);\n"
     "130/143 when interrupted by SIGINT/SIGTERM (the study stays resumable).\n";
 
 static const char *usage_show =
@@ -70,8 +81,41 @@ static int usage_error(const char *usage, const char *fmt, const char *arg) {
     return EXIT_USAGE;
 }
 
+/* "0,1,2" into a NULL-terminated list of ids (malloc'd); NULL when an id is empty or not
+ * made of [A-Za-z0-9-] (ids are numbers or GPU UUIDs such as GPU-5a3f...). */
+static char **gpu_list_parse(const char *text, int *n) {
+    char *copy = xstrdup(text), *save = NULL;
+    char **ids = NULL;
+    *n = 0;
+    int bad = !text[0] || text[strlen(text) - 1] == ',' || strstr(text, ",,") || text[0] == ',';
+    for (char *t = strtok_r(copy, ",", &save); t && !bad; t = strtok_r(NULL, ",", &save)) {
+        bad = strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") !=
+              strlen(t);
+        ids = xrealloc(ids, (size_t)(*n + 2) * sizeof *ids);
+        ids[(*n)++] = xstrdup(t);
+        ids[*n] = NULL;
+    }
+    free(copy);
+    if (bad) {
+        for (int i = 0; i < *n; i++)
+            free(ids[i]);
+        free(ids);
+        return NULL;
+    }
+    return ids;
+}
+
+static void gpu_list_free(char **ids) {
+    for (int i = 0; ids && ids[i]; i++)
+        free(ids[i]);
+    free(ids);
+}
+
 static int cmd_sweep(int argc, char **argv) {
     sweep_options o = {.out_dir = "out", .grace_s = 5.0};
+    char **gpus = NULL;
+    const char *gpus_text = NULL;
+    int n_gpus = 0, rc;
     const char *g = getenv("TUNER_KILL_GRACE");
     if (g && *g) o.grace_s = atof(g);
     for (int i = 0; i < argc; i++) {
@@ -84,10 +128,21 @@ static int cmd_sweep(int argc, char **argv) {
             o.new_study = 1;
         } else if (!strcmp(a, "--dry-run")) {
             o.dry_run = 1;
-        } else if (!strcmp(a, "--study") || !strcmp(a, "--out") || !strcmp(a, "--grace")) {
+        } else if (!strcmp(a, "--study") || !strcmp(a, "--out") || !strcmp(a, "--grace") ||
+                   !strcmp(a, "--workers") || !strcmp(a, "--gpus") || !strcmp(a, "--warm-start")) {
             if (!has_value) return usage_error(usage_sweep, "%s needs a value", a);
             const char *v = argv[++i];
-            if (!strcmp(a, "--study")) {
+            if (!strcmp(a, "--workers")) {
+                char *end;
+                long n = strtol(v, &end, 10);
+                if (end == v || *end || n < 1 || n > 256)
+                    return usage_error(usage_sweep, "--workers '%s': a number of trials 1..256", v);
+                o.workers = (int)n;
+            } else if (!strcmp(a, "--gpus")) {
+                gpus_text = v; /* parsed after the loop */
+            } else if (!strcmp(a, "--warm-start")) {
+                o.warm_start = v;
+            } else if (!strcmp(a, "--study")) {
                 if (!v[0] || strchr(v, '/') || !strcmp(v, ".") || !strcmp(v, ".."))
                     return usage_error(usage_sweep,
                                        "--study '%s': a study name is a plain "
@@ -111,8 +166,26 @@ static int cmd_sweep(int argc, char **argv) {
         }
     }
     if (!o.space_path) return usage_error(usage_sweep, "%s", "no space file given");
+    if (gpus_text && !(gpus = gpu_list_parse(gpus_text, &n_gpus)))
+        return usage_error(
+            usage_sweep, "--gpus '%s': a comma-separated list of GPU ids such as 0,1,2", gpus_text);
+    if (gpus) {
+        if (o.workers == 0) o.workers = n_gpus;
+        if (o.workers > n_gpus) {
+            char msg[64];
+            snprintf(msg, sizeof msg, "%d", n_gpus);
+            gpu_list_free(gpus);
+            return usage_error(usage_sweep,
+                               "--workers is larger than the %s GPUs of --gpus: each worker "
+                               "needs a GPU of its own",
+                               msg);
+        }
+        o.gpus = gpus;
+    }
     runner_install_signals();
-    return sweep_main(&o);
+    rc = sweep_main(&o);
+    gpu_list_free(gpus);
+    return rc;
 }
 
 static int cmd_show(int argc, char **argv) {

@@ -24,9 +24,9 @@ static cJSON *number_or_null(double v) {
     return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
 }
 
-/* "measured": median, min, max and sd of every numeric metric over the runs that produced
- * a result. */
-static cJSON *measured_block(const point_stats *p) {
+/* "measured" / "verified": median, min, max and sd of every numeric metric over the runs
+ * that produced a result. */
+static cJSON *figures_block(const point_stats *p, const char *prompt_set) {
     cJSON *median = cJSON_CreateObject(), *spread = cJSON_CreateObject();
     double *vals = xmalloc((size_t)(p->n_runs + 1) * sizeof *vals);
     for (int r = 0; r < p->n_runs; r++) {
@@ -57,7 +57,7 @@ static cJSON *measured_block(const point_stats *p) {
     }
     free(vals);
     cJSON *out = cJSON_CreateObject();
-    cJSON_AddStringToObject(out, "prompt_set", "tune");
+    cJSON_AddStringToObject(out, "prompt_set", prompt_set);
     cJSON_AddNumberToObject(out, "runs", p->n_runs);
     cJSON_AddNumberToObject(out, "runs_with_result", p->n_measured);
     cJSON_AddItemToObject(out, "median", median);
@@ -100,12 +100,38 @@ cJSON *manifest_build(const space *sp, const trial_table *t, int best,
     cJSON_AddStringToObject(obj, "metric", sp->objective);
     cJSON_AddStringToObject(obj, "direction", sp->maximize ? "maximize" : "minimize");
     cJSON_AddItemToObject(obj, "median", number_or_null(p->objective));
-    cJSON_AddItemToObject(m, "measured", measured_block(p));
-    cJSON_AddNullToObject(m, "verified");
-    cJSON_AddStringToObject(m, "verified_note",
-                            "not verified: the held-out verification phase comes with the "
-                            "Bayesian-search issue; the figures above are from the tuning "
-                            "prompt set only");
+    cJSON_AddItemToObject(m, "measured", figures_block(p, "tune"));
+    const manifest_verified *mv = info->verified;
+    const point_stats *vp = mv->point;
+    cJSON_AddItemToObject(obj, "verified_median", number_or_null(vp->objective));
+    cJSON *ver = figures_block(vp, sp->verify_prompt_set);
+    cJSON *vcons = cJSON_AddArrayToObject(ver, "constraints");
+    cJSON *gap = cJSON_CreateObject();
+    cJSON_AddItemToObject(gap, sp->objective, number_or_null(mv->gap));
+    for (int c = 0; c < sp->n_constraints; c++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "text", sp->constraints[c].text ? sp->constraints[c].text : "");
+        cJSON_AddItemToObject(o, "bound", number_or_null(mv->rc[c].bound));
+        cJSON_AddItemToObject(o, "verified", number_or_null(vp->cons[c]));
+        cJSON_AddItemToArray(vcons, o);
+        const char *metric = sp->constraints[c].metric;
+        if (!cJSON_GetObjectItemCaseSensitive(gap, metric))
+            cJSON_AddItemToObject(gap, metric,
+                                  number_or_null(isfinite(p->cons[c]) && p->cons[c] != 0
+                                                     ? vp->cons[c] / p->cons[c] - 1
+                                                     : NAN));
+    }
+    cJSON_AddItemToObject(m, "verified", ver);
+    cJSON_AddItemToObject(m, "gap", gap);
+    cJSON *vinfo = cJSON_AddObjectToObject(m, "verification");
+    cJSON_AddNumberToObject(vinfo, "top", sp->verify_top);
+    cJSON_AddNumberToObject(vinfo, "repeats", sp->verify_repeats);
+    cJSON_AddStringToObject(vinfo, "prompt_set", sp->verify_prompt_set);
+    cJSON_AddNumberToObject(vinfo, "tolerance", sp->verify_tolerance);
+    cJSON_AddItemToObject(vinfo, "candidates", cJSON_Duplicate(mv->candidates, 1));
+    cJSON *warn = cJSON_AddArrayToObject(m, "warnings");
+    for (int i = 0; i < mv->n_warnings; i++)
+        cJSON_AddItemToArray(warn, cJSON_CreateString(mv->warnings[i]));
 
     cJSON *cons = cJSON_AddArrayToObject(m, "constraints");
     for (int c = 0; c < sp->n_constraints; c++) {

@@ -4,9 +4,12 @@
  * The manifest holds, for the best feasible point: "env" (the space's fixed env plus the
  * chosen knobs, every value a string: run the engine command under it to reproduce),
  * "measured" (median and spread of every numeric metric over the point's runs on the tuning
- * prompts), "verified" (null until the held-out verification phase exists, with a note
- * saying so), the objective, the constraints with their resolved bounds, the budget and how
- * much of it was used, the engine command and working directory, the device the engine
+ * prompts), "verified" (the same over its re-runs on the held-out prompts, with the
+ * constraints re-checked on them), "gap" (verified / measured - 1 per metric of the space),
+ * "verification" (tolerance, every candidate with its measured and verified figures, and
+ * why the dropped ones were dropped), "warnings" (a gap over the tolerance, dropped
+ * candidates), the objective, the constraints with their resolved bounds, the budget and
+ * how much of it was used, the engine command and working directory, the device the engine
  * reported, the study and the time. It is written atomically (tmp, fsync, rename).
  */
 #ifndef MANIFEST_H
@@ -18,13 +21,25 @@
 #include "strategy.h"
 #include "trials.h"
 
+/* What the verification found for the winner (verify.h). */
 typedef struct {
-    const char *study;     /* study name */
-    const char *study_dir; /* out/<study> */
-    double wall_used_s;    /* study wall time so far (all sessions) */
+    const point_stats *point;      /* the winner's runs on the held-out prompts */
+    const resolved_constraint *rc; /* [n_constraints] bounds applied to the verified figures */
+    double gap;                    /* objective: verified / measured - 1 */
+    const cJSON *candidates;       /* every candidate's verdict (copied into the manifest) */
+    const char *const *warnings;   /* [n_warnings] */
+    int n_warnings;
+} manifest_verified;
+
+typedef struct {
+    const char *study;                 /* study name */
+    const char *study_dir;             /* out/<study> */
+    double wall_used_s;                /* study wall time so far (all sessions) */
+    const manifest_verified *verified; /* the verification of the winner (required) */
 } manifest_info;
 
-/* Build the manifest of point `best` of t (a feasible point). Caller frees (cJSON_Delete). */
+/* Build the manifest of point `best` of t (a feasible point that passed verification).
+ * Caller frees (cJSON_Delete). */
 cJSON *manifest_build(const space *sp, const trial_table *t, int best,
                       const resolved_constraint *rc, const manifest_info *info);
 

@@ -7,7 +7,9 @@
 
 #include "util.h"
 
-void progress_init(progress *p, FILE *f, long total_runs, long runs_done, double elapsed_base) {
+void progress_init(progress *p, FILE *f, long total_runs, long runs_done, double elapsed_base,
+                   int workers) {
+    p->workers = workers;
     p->f = f;
     p->tty = isatty(fileno(f));
     p->live_shown = 0;
@@ -46,7 +48,7 @@ void progress_log(progress *p, const char *fmt, ...) {
     fflush(p->f);
 }
 
-void progress_update(progress *p, long runs_done, const char *best) {
+void progress_update(progress *p, long runs_done, int running, const char *best) {
     if (!p->tty) return;
     double session = now_seconds() - p->t0;
     long done_here = runs_done - p->runs_at_start;
@@ -58,13 +60,16 @@ void progress_update(progress *p, long runs_done, const char *best) {
     else
         snprintf(eta, sizeof eta, "%s",
                  p->total_runs > 0 && runs_done >= p->total_runs ? "0:00" : "?");
+    char inflight[48] = "";
+    if (p->workers > 1)
+        snprintf(inflight, sizeof inflight, " | running %d of %d", running, p->workers);
     live_clear(p);
     if (p->total_runs > 0)
-        fprintf(p->f, "trial %ld of %ld | best %s | elapsed %s | ETA %s", runs_done + 1,
-                p->total_runs, best ? best : "-", elapsed, eta);
+        fprintf(p->f, "trial %ld of %ld%s | best %s | elapsed %s | ETA %s", runs_done + 1,
+                p->total_runs, inflight, best ? best : "-", elapsed, eta);
     else
-        fprintf(p->f, "trial %ld | best %s | elapsed %s", runs_done + 1, best ? best : "-",
-                elapsed);
+        fprintf(p->f, "trial %ld%s | best %s | elapsed %s", runs_done + 1, inflight,
+                best ? best : "-", elapsed);
     p->live_shown = 1;
     fflush(p->f);
 }

@@ -1,8 +1,9 @@
 /* progress.h: what a sweep tells the person watching it, on stderr.
  *
  * On a terminal: every finished trial gets one permanent line, and below it one live line
- * (trial i of N, best so far, elapsed, ETA) is redrawn in place with \r. Elsewhere (a log
- * file, CI): only the plain per-trial lines, so the output stays readable when captured.
+ * (trial i of N, runs in flight with several workers, best so far, elapsed, ETA) is redrawn in
+ * place with \r. Elsewhere (a log file, CI): only the plain per-trial lines, so the output stays
+ * readable when captured.
  */
 #ifndef PROGRESS_H
 #define PROGRESS_H
@@ -19,16 +20,18 @@ typedef struct {
     double t0;           /* start of this session, monotonic seconds */
     long runs_at_start;  /* runs already in the journal when this session began */
     double elapsed_base; /* study wall time before this session */
+    int workers;         /* > 1: the live line also says how many runs are in flight */
 } progress;
 
-void progress_init(progress *p, FILE *f, long total_runs, long runs_done, double elapsed_base);
+void progress_init(progress *p, FILE *f, long total_runs, long runs_done, double elapsed_base,
+                   int workers);
 
 /* A permanent line (printf-like); clears the live line first on a terminal. */
 void progress_log(progress *p, const char *fmt, ...) PRINTF_LIKE(2, 3);
 
-/* Redraw the live line: `runs_done` finished so far, `best` a short description of the best
- * point so far (or NULL). Does nothing when f is not a terminal. */
-void progress_update(progress *p, long runs_done, const char *best);
+/* Redraw the live line: `runs_done` finished so far, `running` in flight, `best` a short
+ * description of the best point so far (or NULL). Does nothing when f is not a terminal. */
+void progress_update(progress *p, long runs_done, int running, const char *best);
 
 /* Clear the live line (before the final report). */
 void progress_end(progress *p);

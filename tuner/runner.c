@@ -7,6 +7,11 @@
  * timeout and the tuner's own interruption every few milliseconds, and in every case ends
  * by stopping the whole group and reaping it. As a child subreaper the tuner also adopts
  * and reaps grandchildren that outlive the engine, so no process of a trial survives it.
+ *
+ * The loop is cut into steps (runner_start / runner_step / runner_finish) so that the
+ * sweep can keep several runs in flight with one poll over all their pipes; runner_run is
+ * the one-run loop over those steps. With several engines running, adopted orphans are
+ * reaped without ever taking the exit status of another run's engine (orphans_reap).
  */
 #include "runner.h"
 
@@ -186,6 +191,7 @@ static void child_exec(const space *sp, const int *levels, const run_request *re
     }
     snprintf(buf, sizeof buf, "%ld", req->trial_id);
     setenv("TUNER_TRIAL", buf, 1);
+    if (req->gpu) setenv("CUDA_VISIBLE_DEVICES", req->gpu, 1);
     setenv("TUNER_PROMPT_SET", req->prompt_set, 1);
     setenv("TUNER_RESULT", req->result_path, 1);
     if (sp->launcher) {
@@ -413,18 +419,74 @@ static void run_fail(run_result *out, char *reason) {
     out->reason = reason;
 }
 
-run_outcome runner_run(const space *sp, const int *levels, const run_request *req,
-                       run_result *out) {
-    memset(out, 0, sizeof *out);
-    out->exit_code = -1;
+/* The engines running now (their process-group leaders), so that reaping adopted orphans
+ * never takes the exit status of another worker's engine. */
+enum { ACTIVE_MAX = 1024 };
+static pid_t active_pids[ACTIVE_MAX];
+static int n_active;
+
+static void active_add(pid_t pid) {
+    if (n_active == ACTIVE_MAX) die("more than %d engines at once", ACTIVE_MAX);
+    active_pids[n_active++] = pid;
+}
+
+static void active_remove(pid_t pid) {
+    for (int i = 0; i < n_active; i++)
+        if (active_pids[i] == pid) {
+            active_pids[i] = active_pids[--n_active];
+            return;
+        }
+}
+
+/* Reap exited children that are no running engine: orphans adopted as subreaper from
+ * outside a group. Peeks first (WNOWAIT) and stops at a running engine's leader, whose
+ * status belongs to its own run; that one is reaped by its run's next step. */
+static void orphans_reap(void) {
+    for (;;) {
+        siginfo_t info;
+        memset(&info, 0, sizeof info);
+        if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
+        for (int i = 0; i < n_active; i++)
+            if (active_pids[i] == info.si_pid) return;
+        waitpid(info.si_pid, NULL, WNOHANG);
+    }
+}
+
+/* One run in flight: the child, its output pump and where the run stands. */
+struct run_handle {
+    const space *sp;
+    run_request req;
+    char *log_path, *result_path; /* copies: req points at these */
+    child_state c;
+    log_pump pump;
+    int fds[2]; /* the engine's stdout and stderr pipes; -1 once at end of file */
+    int log_fd;
+    int timed_out, stop_sig, over;
+    double t0, deadline, exited_at; /* exited_at: when the engine was reaped (0 before) */
+    run_result early;               /* a run that could not start (over from the outset) */
+    int failed_to_start;
+};
+
+run_handle *runner_start(const space *sp, const int *levels, const run_request *req) {
+    run_handle *h = xcalloc(1, sizeof *h);
+    h->sp = sp;
+    h->req = *req;
+    h->log_path = xstrdup(req->log_path);
+    h->result_path = xstrdup(req->result_path);
+    h->req.log_path = h->log_path;
+    h->req.result_path = h->result_path;
+    h->fds[0] = h->fds[1] = -1;
+    h->early.exit_code = -1;
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-    double t0 = now_seconds();
+    h->t0 = now_seconds();
 
     unlink(req->result_path);
-    int log_fd = open(req->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-    if (log_fd < 0) {
-        run_fail(out, xasprintf("cannot open log file %s: %s", req->log_path, strerror(errno)));
-        return RUN_DONE;
+    h->log_fd = open(req->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    if (h->log_fd < 0) {
+        run_fail(&h->early,
+                 xasprintf("cannot open log file %s: %s", req->log_path, strerror(errno)));
+        h->failed_to_start = h->over = 1;
+        return h;
     }
     int out_pipe[2], err_pipe[2]; /* the engine's stdout and stderr, pumped into the log */
     if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
@@ -441,97 +503,148 @@ run_outcome runner_run(const space *sp, const int *levels, const run_request *re
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) die("fork: %s", strerror(errno));
-    if (pid == 0) child_exec(sp, levels, req, workdir, argv, out_pipe[1], err_pipe[1]);
+    if (pid == 0) child_exec(sp, levels, &h->req, workdir, argv, out_pipe[1], err_pipe[1]);
     setpgid(pid, pid); /* also in the parent: no window where a kill(-pid) could miss */
+    active_add(pid);
     close(out_pipe[1]);
     close(err_pipe[1]);
     free(argv0);
     free(argv);
     free(workdir);
 
-    child_state c = {.pid = pid};
-    log_pump pump = {.log_fd = log_fd, .log_path = req->log_path, .tail = xmalloc(TAIL_MAX + 1)};
-    int fds[2] = {out_pipe[0], err_pipe[0]}; /* -1 once at end of file */
-    int timed_out = 0, stop_sig = 0;
-    double exited_at = 0; /* when the engine was reaped */
-    double deadline = sp->timeout_s > 0 ? t0 + sp->timeout_s : 0;
+    h->c.pid = pid;
+    h->pump =
+        (log_pump){.log_fd = h->log_fd, .log_path = h->log_path, .tail = xmalloc(TAIL_MAX + 1)};
+    h->fds[0] = out_pipe[0];
+    h->fds[1] = err_pipe[0];
+    h->deadline = sp->timeout_s > 0 ? h->t0 + sp->timeout_s : 0;
+    return h;
+}
 
-    while (!c.exited || fds[0] >= 0 || fds[1] >= 0) {
-        if (fds[0] >= 0 || fds[1] >= 0) {
-            struct pollfd pfd[2] = {{.fd = fds[0], .events = POLLIN},
-                                    {.fd = fds[1], .events = POLLIN}};
-            if (poll(pfd, 2, POLL_MS) > 0) {
-                for (int k = 0; k < 2; k++) /* stdout first: it was usually written first */
-                    if (pfd[k].revents && !pump_read(&pump, fds[k], k == 0)) {
-                        close(fds[k]);
-                        fds[k] = -1;
-                    }
-            }
-        } else {
-            usleep(2000); /* output closed: only the exit is left to see */
-        }
-        if (!c.exited) group_reap(&c);
-        if (runner_interrupted() && !stop_sig) {
-            stop_sig = group_stop(&c, req->grace_s);
-            break;
-        }
-        if (!c.exited && deadline > 0 && now_seconds() >= deadline) {
-            timed_out = 1;
-            stop_sig = group_stop(&c, req->grace_s);
-            break;
-        }
-        /* The engine is gone but a leftover of its group may keep a pipe open: stop the
-         * group, then the loop drains the pipes to their end. */
-        if (c.exited && (fds[0] >= 0 || fds[1] >= 0) && group_alive(&c))
-            group_stop(&c, req->grace_s);
-        /* A process that left the group (setsid) may still hold a pipe: stop waiting for
-         * the end of its output a while after the engine is gone. */
-        if (c.exited && exited_at == 0) exited_at = now_seconds();
-        if (c.exited && now_seconds() - exited_at > DRAIN_S) break;
-    }
+int runner_fds(const run_handle *h, struct pollfd *pfd) {
+    int n = 0;
     for (int k = 0; k < 2; k++)
-        if (fds[k] >= 0) close(fds[k]);
-    char *tail = pump.tail;
-    size_t tail_len = pump.tail_len;
-    group_stop(&c, req->grace_s); /* leftovers of a finished engine go too */
-    if (!c.exited) {
-        waitpid(pid, &c.wstatus, 0);
-        c.exited = 1;
+        if (!h->over && h->fds[k] >= 0)
+            pfd[n++] = (struct pollfd){.fd = h->fds[k], .events = POLLIN};
+    return n;
+}
+
+int runner_step(run_handle *h) {
+    if (h->over) return 1;
+    child_state *c = &h->c;
+    /* Read what is there now (a bounded number of chunks, so one chatty engine cannot
+     * starve the others). */
+    for (int round = 0; round < 16 && (h->fds[0] >= 0 || h->fds[1] >= 0); round++) {
+        struct pollfd pfd[2] = {{.fd = h->fds[0], .events = POLLIN},
+                                {.fd = h->fds[1], .events = POLLIN}};
+        if (poll(pfd, 2, 0) <= 0) break;
+        for (int k = 0; k < 2; k++) /* stdout first: it was usually written first */
+            if (pfd[k].revents && !pump_read(&h->pump, h->fds[k], k == 0)) {
+                close(h->fds[k]);
+                h->fds[k] = -1;
+            }
     }
-    while (waitpid(-1, NULL, WNOHANG) > 0) {
-        /* orphans adopted as subreaper from outside the group */
+    if (!c->exited) group_reap(c);
+    if (runner_interrupted()) { /* runner_finish stops the group */
+        h->over = 1;
+        return 1;
     }
-    close(log_fd);
+    if (!c->exited && h->deadline > 0 && now_seconds() >= h->deadline) {
+        h->timed_out = 1;
+        h->stop_sig = group_stop(c, h->req.grace_s);
+        h->over = 1;
+        return 1;
+    }
+    /* The engine is gone but a leftover of its group may keep a pipe open: stop the
+     * group, then the next steps drain the pipes to their end. */
+    if (c->exited && (h->fds[0] >= 0 || h->fds[1] >= 0) && group_alive(c))
+        group_stop(c, h->req.grace_s);
+    /* A process that left the group (setsid) may still hold a pipe: stop waiting for the
+     * end of its output a while after the engine is gone. */
+    if (c->exited && h->exited_at == 0) h->exited_at = now_seconds();
+    if (c->exited && (now_seconds() - h->exited_at > DRAIN_S || (h->fds[0] < 0 && h->fds[1] < 0)))
+        h->over = 1;
+    return h->over;
+}
+
+void runner_signal(run_handle *h, int sig) {
+    if (!h->failed_to_start && !h->c.exited) kill(-h->c.pid, sig);
+}
+
+run_outcome runner_finish(run_handle *h, run_result *out) {
+    memset(out, 0, sizeof *out);
+    if (h->failed_to_start) {
+        *out = h->early;
+        out->wall_s = now_seconds() - h->t0;
+        free(h->log_path);
+        free(h->result_path);
+        free(h);
+        return RUN_DONE;
+    }
+    out->exit_code = -1;
+    child_state *c = &h->c;
+    for (int k = 0; k < 2; k++)
+        if (h->fds[k] >= 0) close(h->fds[k]);
+    char *tail = h->pump.tail;
+    size_t tail_len = h->pump.tail_len;
+    group_stop(c, h->req.grace_s); /* leftovers of a finished engine go too */
+    if (!c->exited) {
+        waitpid(c->pid, &c->wstatus, 0);
+        c->exited = 1;
+    }
+    active_remove(c->pid);
+    orphans_reap();
+    close(h->log_fd);
     tail[tail_len] = '\0';
-    out->wall_s = now_seconds() - t0;
+    out->wall_s = now_seconds() - h->t0;
+    const space *sp = h->sp;
+    const run_request *req = &h->req;
+    run_outcome oc = RUN_DONE;
 
     if (runner_interrupted()) {
-        free(tail);
-        return RUN_INTERRUPTED;
-    }
-    if (WIFEXITED(c.wstatus)) out->exit_code = WEXITSTATUS(c.wstatus);
-    if (WIFSIGNALED(c.wstatus)) out->term_signal = WTERMSIG(c.wstatus);
-
-    if (timed_out) {
-        run_fail(out, xasprintf("timed out after %g s (process group stopped with %s)",
-                                sp->timeout_s, stop_sig == SIGKILL ? "SIGKILL" : "SIGTERM"));
-    } else if (out->term_signal) {
-        char *last = log_last_line(req->log_path);
-        run_fail(out, xasprintf("killed by signal %d (%s)%s%s%s", out->term_signal,
-                                strsignal(out->term_signal), last ? "; last output: \"" : "",
-                                last ? last : "", last ? "\"" : ""));
-        free(last);
-    } else if (out->exit_code != 0) {
-        char *last = log_last_line(req->log_path);
-        run_fail(out,
-                 xasprintf("exit status %d%s%s%s", out->exit_code, last ? "; last output: \"" : "",
-                           last ? last : "", last ? "\"" : ""));
-        free(last);
+        oc = RUN_INTERRUPTED;
     } else {
-        result_read(sp, req, tail, out);
+        if (WIFEXITED(c->wstatus)) out->exit_code = WEXITSTATUS(c->wstatus);
+        if (WIFSIGNALED(c->wstatus)) out->term_signal = WTERMSIG(c->wstatus);
+        if (h->timed_out) {
+            run_fail(out, xasprintf("timed out after %g s (process group stopped with %s)",
+                                    sp->timeout_s, h->stop_sig == SIGKILL ? "SIGKILL" : "SIGTERM"));
+        } else if (out->term_signal) {
+            char *last = log_last_line(req->log_path);
+            run_fail(out, xasprintf("killed by signal %d (%s)%s%s%s", out->term_signal,
+                                    strsignal(out->term_signal), last ? "; last output: \"" : "",
+                                    last ? last : "", last ? "\"" : ""));
+            free(last);
+        } else if (out->exit_code != 0) {
+            char *last = log_last_line(req->log_path);
+            run_fail(out, xasprintf("exit status %d%s%s%s", out->exit_code,
+                                    last ? "; last output: \"" : "", last ? last : "",
+                                    last ? "\"" : ""));
+            free(last);
+        } else {
+            result_read(sp, req, tail, out);
+        }
     }
     free(tail);
-    return RUN_DONE;
+    free(h->log_path);
+    free(h->result_path);
+    free(h);
+    return oc;
+}
+
+run_outcome runner_run(const space *sp, const int *levels, const run_request *req,
+                       run_result *out) {
+    run_handle *h = runner_start(sp, levels, req);
+    for (;;) {
+        struct pollfd pfd[2];
+        int n = runner_fds(h, pfd);
+        if (n > 0)
+            poll(pfd, (nfds_t)n, POLL_MS);
+        else
+            usleep(2000); /* output closed: only the exit is left to see */
+        if (runner_step(h)) break;
+    }
+    return runner_finish(h, out);
 }
 
 void run_result_free(run_result *r) {

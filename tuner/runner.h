@@ -32,6 +32,7 @@ typedef struct {
     const char *log_path;    /* stdout+stderr of the engine go here (truncated first) */
     const char *result_path; /* TUNER_RESULT (removed first) */
     double grace_s;          /* between SIGTERM and SIGKILL of the group */
+    const char *gpu;         /* CUDA_VISIBLE_DEVICES for the engine, or NULL to inherit */
 } run_request;
 
 typedef struct {
@@ -51,6 +52,22 @@ int runner_interrupted(void);
 
 /* Run the engine once for the point `levels` of `sp`. Fills *out (call run_result_free). */
 run_outcome runner_run(const space *sp, const int *levels, const run_request *req, run_result *out);
+
+/* The same run in steps, for several runs at once (parallel workers). runner_start forks
+ * the engine and returns at once (sp and levels must outlive the run; req's strings are
+ * copied). The caller polls the descriptors of every run in flight (runner_fds: up to 2,
+ * none once the output is closed: then poll with a short timeout), calls runner_step on
+ * each after the poll until it returns 1 (the run is over: exited, timed out, or the
+ * tuner was interrupted), then runner_finish, which reaps the group, reads the result
+ * and frees the handle. runner_signal sends a signal to a run's whole group (used to
+ * stop every run at once on Ctrl-C before finishing them one by one). */
+typedef struct run_handle run_handle;
+struct pollfd;
+run_handle *runner_start(const space *sp, const int *levels, const run_request *req);
+int runner_fds(const run_handle *h, struct pollfd *pfd);
+int runner_step(run_handle *h);
+void runner_signal(run_handle *h, int sig);
+run_outcome runner_finish(run_handle *h, run_result *out);
 void run_result_free(run_result *r);
 
 /* Turn an engine's JSON report into a verdict for the metrics the space needs (the

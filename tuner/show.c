@@ -21,7 +21,7 @@
 enum { ERR_LEN = 2048 };
 
 /* The parts of a space that study.json records (see journal.c). */
-static space *space_from_meta(const char *path, char *err, size_t errlen) {
+space *study_space_load(const char *path, char *err, size_t errlen) {
     char *text = file_read_all(path, NULL, err, errlen);
     if (!text) return NULL;
     cJSON *m = cJSON_Parse(text);
@@ -81,7 +81,7 @@ static space *space_from_meta(const char *path, char *err, size_t errlen) {
     return sp; /* bad entries are reported by the caller through err[0] */
 }
 
-static void meta_space_free(space *sp) {
+void study_space_free(space *sp) {
     if (!sp) return;
     free(sp->path);
     free(sp->objective);
@@ -142,7 +142,7 @@ int show_main(const char *study, const char *out_dir, FILE *out) {
                 util_progname, dir, out_dir);
         goto done;
     }
-    sp = space_from_meta(meta_path, err, sizeof err);
+    sp = study_space_load(meta_path, err, sizeof err);
     if (!sp || err[0]) {
         fprintf(stderr, "%s: %s\n", util_progname, err);
         goto done;
@@ -209,7 +209,7 @@ done:
     for (int i = 0; i < n_recs; i++)
         cJSON_Delete(recs[i]);
     free(recs);
-    meta_space_free(sp);
+    study_space_free(sp);
     free(meta_path);
     free(trials_path);
     free(dir);

@@ -25,6 +25,9 @@
 #include "strategy.h"
 #include "trials.h"
 #include "util.h"
+#include "verify.h"
+#include "warmstart.h"
+#include "workers.h"
 
 enum { ERR_LEN = 2048 };
 
@@ -37,11 +40,19 @@ typedef struct {
     char *study; /* the study's name */
     char *dir;   /* out/<study> */
     journal *j;
-    trial_table *t;
+    trial_table *t;          /* tuning phases (baseline, warm, search) */
+    trial_table *vt;         /* verification runs (phase verify) */
     resolved_constraint *rc; /* [n_constraints + 1] */
     progress prog;
     double session_t0;
     double elapsed_base; /* study wall time of earlier sessions */
+    worker_pool pool;    /* the runs in flight */
+    long next_id;        /* the id the next run gets (ids are allocated at start) */
+    warm_queue warm;     /* --warm-start points, measured first (n == 0: none) */
+    const char *stop;    /* why the search ended (NULL while it goes on) */
+    int search_over;     /* the search is over and nothing of it is in flight */
+    verify_plan plan;    /* made when the search is over */
+    int plan_made;
 } sweep_state;
 
 /* ---------------------------------------------------------------------------------------- */
@@ -79,32 +90,6 @@ static char *study_fresh_name(const char *out_dir, const char *name) {
 /* ---------------------------------------------------------------------------------------- */
 /* helpers over the table */
 
-static int point_complete(const sweep_state *s, int idx) {
-    return idx >= 0 && s->t->points[idx].n_runs >= s->sp->repeats;
-}
-
-/* Index of the best feasible point (the strategy's rank when it has one), or -1. */
-static int best_point(sweep_state *s) {
-    trial_table *t = s->t;
-    int n_rc = s->sp->n_constraints;
-    int *order = xmalloc((size_t)(t->n_points + 1) * sizeof *order);
-    int best = -1;
-    if (s->ops->rank && t->n_points > 0) {
-        observation *obs = xmalloc((size_t)t->n_points * sizeof *obs);
-        for (int i = 0; i < t->n_points; i++)
-            obs[i] = t->points[i].obs;
-        int n = s->ops->rank(s->strat, obs, t->n_points, s->rc, n_rc, order);
-        for (int k = 0; k < n && best < 0; k++)
-            if (order[k] >= 0 && order[k] < t->n_points && t->points[order[k]].status == TRIAL_OK &&
-                observation_feasible(&obs[order[k]], s->rc, n_rc))
-                best = order[k];
-        free(obs);
-    }
-    if (best < 0 && trials_order(t, s->rc, order) > 0) best = order[0];
-    free(order);
-    return best;
-}
-
 /* "tps 312.4 at K=V,..." for the live line (into buf): the best measured median so far
  * (not the strategy's rank, which may be costly to compute at every trial). */
 static const char *best_text(sweep_state *s, char *buf, size_t n) {
@@ -122,14 +107,15 @@ static const char *best_text(sweep_state *s, char *buf, size_t n) {
 /* ---------------------------------------------------------------------------------------- */
 /* one run */
 
-static cJSON *record_build(const sweep_state *s, long id, const char *phase, const int *levels,
-                           int repeat, const run_result *r, const char *started,
+static cJSON *record_build(const sweep_state *s, const worker_slot *w, const run_result *r,
                            const char *finished, double study_elapsed) {
     const space *sp = s->sp;
+    const int *levels = w->levels;
     cJSON *rec = cJSON_CreateObject();
-    cJSON_AddNumberToObject(rec, "id", (double)id);
-    cJSON_AddStringToObject(rec, "phase", phase);
-    cJSON_AddStringToObject(rec, "prompt_set", "tune");
+    cJSON_AddNumberToObject(rec, "id", (double)w->id);
+    cJSON_AddStringToObject(rec, "phase", w->phase);
+    cJSON_AddStringToObject(rec, "prompt_set", w->prompt_set);
+    if (w->gpu) cJSON_AddStringToObject(rec, "gpu", w->gpu);
     cJSON *point = cJSON_AddObjectToObject(rec, "point");
     cJSON *lv = cJSON_AddArrayToObject(rec, "levels");
     char buf[256];
@@ -138,7 +124,7 @@ static cJSON *record_build(const sweep_state *s, long id, const char *phase, con
         cJSON_AddStringToObject(point, sp->params[i].name, buf);
         cJSON_AddItemToArray(lv, cJSON_CreateNumber(levels[i]));
     }
-    cJSON_AddNumberToObject(rec, "repeat", repeat);
+    cJSON_AddNumberToObject(rec, "repeat", w->repeat);
     cJSON_AddStringToObject(rec, "status", trial_status_name(r->status));
     if (r->metrics)
         cJSON_AddItemToObject(rec, "metrics", cJSON_Duplicate(r->metrics, 1));
@@ -151,7 +137,7 @@ static cJSON *record_build(const sweep_state *s, long id, const char *phase, con
     cJSON_AddNumberToObject(rec, "exit_code", r->exit_code);
     cJSON_AddNumberToObject(rec, "signal", r->term_signal);
     cJSON_AddNumberToObject(rec, "wall_s", r->wall_s);
-    cJSON_AddStringToObject(rec, "started", started);
+    cJSON_AddStringToObject(rec, "started", w->started);
     cJSON_AddStringToObject(rec, "finished", finished);
     cJSON_AddNumberToObject(rec, "study_elapsed_s", study_elapsed);
     return rec;
@@ -178,7 +164,9 @@ static int interrupted_exit(sweep_state *s, int sig, int during_trial) {
             sig == SIGINT    ? "SIGINT"
             : sig == SIGTERM ? "SIGTERM"
                              : "a signal",
-            during_trial ? " (the running trial was stopped and will be run again)" : "",
+            during_trial > 1    ? " (the running trials were stopped and will be run again)"
+            : during_trial == 1 ? " (the running trial was stopped and will be run again)"
+                                : "",
             s->t->n_runs, s->study, s->j->trials_path, space_arg, s->study,
             strcmp(s->opt->out_dir, "out") ? " --out " : "",
             strcmp(s->opt->out_dir, "out") ? out_arg : "");
@@ -206,37 +194,51 @@ static void figures_text(const space *sp, const cJSON *metrics, char *buf, size_
     }
 }
 
-/* Run the next repeat of the point `levels`. Returns 0 to go on, else an exit status. */
-static int run_one(sweep_state *s, const int *levels, const char *phase) {
-    const space *sp = s->sp;
-    int idx = trials_find(s->t, levels);
-    int repeat = idx >= 0 ? s->t->points[idx].n_runs : 0;
-    long id = s->t->max_id + 1;
+/* Start the next run of the point `levels` in free slot `slot`: its id is allocated now,
+ * its repeat number counts the runs finished and in flight of its phase's table. */
+static void start_run(sweep_state *s, int slot, const int *levels, const char *phase) {
+    int verify = strcmp(phase, "verify") == 0;
+    const trial_table *t = verify ? s->vt : s->t;
+    int idx = trials_find(t, levels);
+    int repeat =
+        (idx >= 0 ? t->points[idx].n_runs : 0) + workers_inflight(&s->pool, levels, verify);
+    long id = s->next_id++;
     char *log_path = xasprintf("%s/logs/%ld.log", s->dir, id);
     char *result_path = xasprintf("%s/logs/%ld.result.json", s->dir, id);
-    run_request req = {.prompt_set = "tune",
+    run_request req = {.prompt_set = verify ? s->sp->verify_prompt_set : "tune",
                        .trial_id = id,
                        .log_path = log_path,
                        .result_path = result_path,
                        .grace_s = s->opt->grace_s};
-    char started[32], finished[32], best[512];
-    progress_update(&s->prog, s->t->n_runs, best_text(s, best, sizeof best));
+    char started[32];
     time_iso_utc(started, sizeof started);
-    run_result r;
-    run_outcome oc = runner_run(sp, levels, &req, &r);
-    time_iso_utc(finished, sizeof finished);
+    workers_start(&s->pool, slot, s->sp, levels, phase, &req, repeat, started);
     free(log_path);
     free(result_path);
+}
+
+/* Journal the ended run of slot `slot` and add it to the tables. Returns 0 to go on, else
+ * an exit status (interrupted, or the journal cannot be written). */
+static int collect_run(sweep_state *s, int slot) {
+    const space *sp = s->sp;
+    worker_slot *w = &s->pool.slots[slot];
+    run_result r;
+    run_outcome oc = workers_collect(&s->pool, slot, &r);
     if (oc == RUN_INTERRUPTED) {
         run_result_free(&r);
-        return interrupted_exit(s, runner_interrupted(), 1);
+        int n = 1 + s->pool.n_running;
+        workers_stop_all(&s->pool);
+        return interrupted_exit(s, runner_interrupted(), n);
     }
+    char finished[32];
+    time_iso_utc(finished, sizeof finished);
     double elapsed = s->elapsed_base + now_seconds() - s->session_t0;
-    cJSON *rec = record_build(s, id, phase, levels, repeat, &r, started, finished, elapsed);
+    cJSON *rec = record_build(s, w, &r, finished, elapsed);
     char err[ERR_LEN];
     if (!journal_append(s->j, rec, err, sizeof err)) {
         cJSON_Delete(rec);
         run_result_free(&r);
+        workers_stop_all(&s->pool);
         progress_end(&s->prog);
         fprintf(stderr, "%s: %s\n", util_progname, err);
         return EXIT_ERROR;
@@ -244,15 +246,20 @@ static int run_one(sweep_state *s, const int *levels, const char *phase) {
     cJSON_Delete(rec);
     const cJSON *kept = s->j->records[s->j->n_records - 1];
     char where[64];
-    snprintf(where, sizeof where, "trial %ld", id);
-    if (trials_add(s->t, kept, where, err, sizeof err) == TRIALS_BAD) die("%s", err);
+    snprintf(where, sizeof where, "trial %ld", w->id);
+    if (trials_add(s->t, kept, where, err, sizeof err) == TRIALS_BAD ||
+        trials_add(s->vt, kept, where, err, sizeof err) == TRIALS_BAD)
+        die("%s", err);
 
-    char *key = space_point_key(sp, levels);
-    char figures[256];
+    char *key = space_point_key(sp, w->levels);
+    char figures[256], gpu[64] = "";
     figures_text(sp, r.metrics, figures, sizeof figures);
-    progress_log(&s->prog, "trial %ld [%s] %s repeat %d/%d: %s%s%s%s (%.1f s)", id, phase, key,
-                 repeat + 1, sp->repeats, trial_status_name(r.status), figures,
-                 r.reason ? ": " : "", r.reason ? r.reason : "", r.wall_s);
+    if (w->gpu) snprintf(gpu, sizeof gpu, " on GPU %s", w->gpu);
+    int verify = strcmp(w->phase, "verify") == 0;
+    progress_log(&s->prog, "trial %ld [%s] %s repeat %d/%d%s: %s%s%s%s (%.1f s)", w->id, w->phase,
+                 key, w->repeat + 1, verify ? sp->verify_repeats : sp->repeats, gpu,
+                 trial_status_name(r.status), figures, r.reason ? ": " : "",
+                 r.reason ? r.reason : "", r.wall_s);
     free(key);
     run_result_free(&r);
     return 0;
@@ -267,6 +274,12 @@ static long planned_points(const space *sp) {
     return n;
 }
 
+/* Runs planned for the whole study: the search, then the verification of the candidates. */
+static long planned_runs(const space *sp) {
+    long n = planned_points(sp), top = sp->verify_top < n ? sp->verify_top : n;
+    return n * sp->repeats + top * sp->verify_repeats;
+}
+
 static void print_plan(const sweep_state *s, FILE *f) {
     const space *sp = s->sp;
     fprintf(f, "study:      %s (%s)\n", s->study, s->dir);
@@ -278,6 +291,17 @@ static void print_plan(const sweep_state *s, FILE *f) {
         fprintf(f, "constraint: %s\n", sp->constraints[c].text);
     fprintf(f, "space:      %d knobs, %ld points; strategy %s; repeats %d\n", sp->n_params,
             space_n_points(sp), sp->strategy, sp->repeats);
+    fprintf(f, "workers:    %d", s->pool.n);
+    for (int i = 0; i < s->pool.n && s->opt->gpus; i++)
+        fprintf(f, "%s%s", i ? "," : " (GPUs ", s->opt->gpus[i]);
+    fprintf(f, "%s\n", s->opt->gpus ? ")" : "");
+    fprintf(f, "verify:     top %d, %d repeats each on the %s prompts, tolerance %g\n",
+            sp->verify_top, sp->verify_repeats, sp->verify_prompt_set, sp->verify_tolerance);
+    if (s->warm.n > 0) {
+        char *key = space_point_key(sp, s->warm.points[0]);
+        fprintf(f, "warm start: %d points from %s, first %s\n", s->warm.n, s->warm.source, key);
+        free(key);
+    }
     fprintf(f, "budget:     ");
     if (sp->max_evaluations > 0)
         fprintf(f, "%ld evaluations", sp->max_evaluations);
@@ -349,10 +373,40 @@ static int dry_run(sweep_state *s) {
 /* ---------------------------------------------------------------------------------------- */
 /* the loop */
 
-/* Pick the next point: an unfinished one first (the baseline before anything), else a
- * proposal. Returns 1 with levels/phase set, 0 when the sweep is over (stop says why),
- * -1 when it must stop with an error (already reported). */
-static int next_point(sweep_state *s, int *levels, const char **phase, const char **stop) {
+typedef enum {
+    WORK_RUN,  /* start this point now */
+    WORK_WAIT, /* nothing to start until a run in flight ends */
+    WORK_DONE, /* the study is over (s->stop says why the search ended) */
+    WORK_ERROR /* stop with an error (already reported) */
+} work;
+
+/* Points of the tuning phases in flight that have no finished run yet: the strategy's
+ * pending points. Returns how many (pointers into the pool's slots). */
+static int pending_points(const sweep_state *s, const int **pending) {
+    int n = 0;
+    size_t bytes = (size_t)s->sp->n_params * sizeof(int);
+    for (int i = 0; i < s->pool.n; i++) {
+        const worker_slot *w = &s->pool.slots[i];
+        if (!w->h || !strcmp(w->phase, "verify") || trials_find(s->t, w->levels) >= 0) continue;
+        int dup = 0;
+        for (int k = 0; k < n && !dup; k++)
+            dup = !memcmp(pending[k], w->levels, bytes);
+        if (!dup) pending[n++] = w->levels;
+    }
+    return n;
+}
+
+/* Total runs of a point in a table, finished and in flight. */
+static int runs_of(const sweep_state *s, const int *levels, int verify) {
+    const trial_table *t = verify ? s->vt : s->t;
+    int idx = trials_find(t, levels);
+    return (idx >= 0 ? t->points[idx].n_runs : 0) + workers_inflight(&s->pool, levels, verify);
+}
+
+/* The next run of the search: the baseline before anything (and alone, until its repeats
+ * are done), then more repeats of points already started, then (within the budgets) the
+ * warm-start queue, then the strategy's proposal given the points in flight. */
+static work next_tuning(sweep_state *s, int *levels, const char **phase) {
     const space *sp = s->sp;
     size_t bytes = (size_t)sp->n_params * sizeof *levels;
     int need_baseline = 0;
@@ -360,10 +414,11 @@ static int next_point(sweep_state *s, int *levels, const char **phase, const cha
         need_baseline |= sp->constraints[c].relative;
     if (sp->baseline) {
         int b = trials_find(s->t, sp->baseline);
-        if (!point_complete(s, b)) {
+        if (b < 0 || s->t->points[b].n_runs < sp->repeats) {
+            if (runs_of(s, sp->baseline, 0) >= sp->repeats) return WORK_WAIT;
             memcpy(levels, sp->baseline, bytes);
             *phase = "baseline";
-            return 1;
+            return WORK_RUN;
         }
         const char *why;
         if (need_baseline && !trials_resolve(s->t, s->rc, &why)) {
@@ -375,47 +430,114 @@ static int next_point(sweep_state *s, int *levels, const char **phase, const cha
                     "study with --new (logs: %s/logs/).\n",
                     util_progname, p->key, why, p->reason ? " (" : "", p->reason ? p->reason : "",
                     p->reason ? ")" : "", s->dir);
-            return -1;
+            return WORK_ERROR;
         }
     }
     for (int i = 0; i < s->t->n_points; i++) {
-        if (!point_complete(s, i)) {
-            memcpy(levels, s->t->points[i].levels, bytes);
-            *phase = s->t->points[i].baseline ? "baseline" : "search";
-            return 1;
+        const point_stats *p = &s->t->points[i];
+        if (runs_of(s, p->levels, 0) < sp->repeats) {
+            memcpy(levels, p->levels, bytes);
+            *phase = p->baseline ? "baseline" : p->phase;
+            return WORK_RUN;
         }
     }
-    if (sp->max_evaluations > 0 && s->t->n_points >= sp->max_evaluations) {
-        *stop = "the evaluation budget is used up";
-        return 0;
+    const int **pending = xcalloc((size_t)s->pool.n + 1, sizeof *pending);
+    int n_pending = pending_points(s, pending);
+    for (int k = 0; k < n_pending; k++) {
+        if (runs_of(s, pending[k], 0) < sp->repeats) {
+            for (int i = 0; i < s->pool.n; i++) /* the phase of the run in flight */
+                if (s->pool.slots[i].h && s->pool.slots[i].levels == pending[k])
+                    *phase = s->pool.slots[i].phase;
+            memcpy(levels, pending[k], bytes);
+            free(pending);
+            return WORK_RUN;
+        }
     }
+    work out = WORK_DONE;
     double elapsed = s->elapsed_base + now_seconds() - s->session_t0;
+    if (sp->max_evaluations > 0 && s->t->n_points + n_pending >= sp->max_evaluations) {
+        s->stop = "the evaluation budget is used up";
+        goto done;
+    }
     if (sp->max_wall_s > 0 && elapsed >= sp->max_wall_s) {
-        *stop = "the wall-time budget is used up";
-        return 0;
+        s->stop = "the wall-time budget is used up";
+        goto done;
+    }
+    for (int k = 0; k < s->warm.n; k++) {
+        if (trials_find(s->t, s->warm.points[k]) >= 0 || runs_of(s, s->warm.points[k], 0) > 0)
+            continue;
+        memcpy(levels, s->warm.points[k], bytes);
+        *phase = "warm";
+        out = WORK_RUN;
+        goto done;
     }
     const char *why;
     trials_resolve(s->t, s->rc, &why);
     observation *obs = xmalloc((size_t)(s->t->n_points + 1) * sizeof *obs);
     for (int i = 0; i < s->t->n_points; i++)
         obs[i] = s->t->points[i].obs;
-    int got =
-        s->ops->propose(s->strat, obs, s->t->n_points, s->rc, sp->n_constraints, NULL, 0, levels);
+    int got = s->ops->propose(s->strat, obs, s->t->n_points, s->rc, sp->n_constraints,
+                              (const int *const *)pending, n_pending, levels);
     free(obs);
     if (!got) {
-        *stop = "the strategy has no point left to propose";
-        return 0;
+        s->stop = "the strategy has no point left to propose";
+        goto done;
     }
-    if (trials_find(s->t, levels) >= 0) {
+    int dup = trials_find(s->t, levels) >= 0;
+    for (int k = 0; k < n_pending && !dup; k++)
+        dup = !memcmp(pending[k], levels, bytes);
+    if (dup) {
         char *key = space_point_key(sp, levels);
-        die("strategy '%s' proposed %s, which is already measured", sp->strategy, key);
+        die("strategy '%s' proposed %s, which is already measured or running", sp->strategy, key);
     }
     *phase = "search";
-    return 1;
+    out = WORK_RUN;
+done:
+    free(pending);
+    return out;
 }
 
-/* After the loop: the report and the manifest. */
-static int finish(sweep_state *s, const char *stop) {
+/* The next run of the verification: each point of the plan `verify_repeats` times. */
+static work next_verify(sweep_state *s, int *levels, const char **phase) {
+    const space *sp = s->sp;
+    if (!s->plan_made) {
+        const char *why;
+        trials_resolve(s->t, s->rc, &why);
+        verify_plan_make(sp, s->t, s->ops, s->strat, s->rc, &s->plan);
+        s->plan_made = 1;
+        if (s->plan.n_candidates > 0)
+            progress_log(&s->prog,
+                         "verification: the top %d candidate%s, %d run%s each on the %s "
+                         "prompts%s",
+                         s->plan.n_candidates, s->plan.n_candidates == 1 ? "" : "s",
+                         sp->verify_repeats, sp->verify_repeats == 1 ? "" : "s",
+                         sp->verify_prompt_set,
+                         s->plan.n > s->plan.n_candidates ? ", and the baseline for the "
+                                                            "relative bounds"
+                                                          : "");
+    }
+    for (int k = 0; k < s->plan.n; k++) {
+        if (runs_of(s, s->plan.points[k], 1) < sp->verify_repeats) {
+            memcpy(levels, s->plan.points[k], (size_t)sp->n_params * sizeof *levels);
+            *phase = "verify";
+            return WORK_RUN;
+        }
+    }
+    return s->pool.n_running > 0 ? WORK_WAIT : WORK_DONE;
+}
+
+static work next_work(sweep_state *s, int *levels, const char **phase) {
+    if (!s->search_over) {
+        work w = next_tuning(s, levels, phase);
+        if (w != WORK_DONE) return w;
+        if (s->pool.n_running > 0) return WORK_WAIT; /* the search's last runs */
+        s->search_over = 1;
+    }
+    return next_verify(s, levels, phase);
+}
+
+/* After the loop: the report, the verdict of the verification and the manifest. */
+static int finish(sweep_state *s) {
     progress_end(&s->prog);
     const space *sp = s->sp;
     int n_ok = 0, n_inf = 0, n_fail = 0;
@@ -430,57 +552,131 @@ static int finish(sweep_state *s, const char *stop) {
     fprintf(stderr,
             "%s: sweep of study '%s' ended: %s. %d points (%d measured, %d infeasible, %d "
             "failed) in %d runs.\n",
-            util_progname, s->study, stop, s->t->n_points, n_ok, n_inf, n_fail, s->t->n_runs);
-    int best = best_point(s);
-    if (best < 0) {
+            util_progname, s->study, s->stop, s->t->n_points, n_ok, n_inf, n_fail, s->t->n_runs);
+    if (s->plan.n_candidates == 0) {
         fprintf(stderr,
                 "%s: no feasible point: none of the %d points met the objective and every "
                 "constraint; no manifest written. See: tuner show %s\n",
                 util_progname, s->t->n_points, s->dir);
         return EXIT_NO_FEASIBLE;
     }
+    verify_outcome vo;
+    verify_judge(sp, s->t, s->vt, &s->plan, &vo);
+    for (int i = 0; i < vo.n_warnings; i++)
+        fprintf(stderr, "%s: warning: %s\n", util_progname, vo.warnings[i]);
+    if (vo.winner < 0) {
+        fprintf(stderr,
+                "%s: no candidate survived verification: each of the %d candidates broke the "
+                "budget (or failed) when re-run on the %s prompts; no manifest written. See: "
+                "tuner show %s\n",
+                util_progname, s->plan.n_candidates, sp->verify_prompt_set, s->dir);
+        verify_outcome_free(&vo);
+        return EXIT_NO_FEASIBLE;
+    }
+    manifest_verified mv = {.point = &s->vt->points[vo.vt_index],
+                            .rc = vo.vrc,
+                            .gap = vo.gap,
+                            .candidates = vo.candidates,
+                            .warnings = (const char *const *)vo.warnings,
+                            .n_warnings = vo.n_warnings};
     manifest_info info = {.study = s->study,
                           .study_dir = s->dir,
-                          .wall_used_s = s->elapsed_base + now_seconds() - s->session_t0};
-    cJSON *m = manifest_build(sp, s->t, best, s->rc, &info);
+                          .wall_used_s = s->elapsed_base + now_seconds() - s->session_t0,
+                          .verified = &mv};
+    cJSON *m = manifest_build(sp, s->t, vo.t_index, s->rc, &info);
     char err[ERR_LEN];
+    int rc = EXIT_OK;
     if (!manifest_write(m, s->dir, err, sizeof err)) {
         fprintf(stderr, "%s: %s\n", util_progname, err);
-        cJSON_Delete(m);
-        return EXIT_ERROR;
+        rc = EXIT_ERROR;
+    } else {
+        char *text = cJSON_Print(m);
+        const point_stats *p = &s->t->points[vo.t_index];
+        fprintf(stderr,
+                "%s: best: %s = %.6g at %s (verified on the %s prompts: %.6g, gap %+.1f %%); "
+                "manifest: %s/manifest.json\n",
+                util_progname, sp->objective, p->objective, p->key, sp->verify_prompt_set,
+                mv.point->objective, 100 * vo.gap, s->dir);
+        printf("%s\n", text);
+        free(text);
     }
-    char *text = cJSON_Print(m);
-    fprintf(stderr, "%s: best: %s = %.6g at %s; manifest: %s/manifest.json\n", util_progname,
-            sp->objective, s->t->points[best].objective, s->t->points[best].key, s->dir);
-    printf("%s\n", text);
-    free(text);
     cJSON_Delete(m);
-    return EXIT_OK;
+    verify_outcome_free(&vo);
+    return rc;
 }
 
 static int sweep_loop(sweep_state *s) {
     const space *sp = s->sp;
     int *levels = xmalloc((size_t)sp->n_params * sizeof *levels);
-    const char *phase = NULL, *stop = NULL;
+    const char *phase = NULL;
+    char best[512];
     int rc = 0;
     for (;;) {
         if (runner_interrupted()) {
-            rc = interrupted_exit(s, runner_interrupted(), 0);
+            int n = s->pool.n_running;
+            workers_stop_all(&s->pool);
+            rc = interrupted_exit(s, runner_interrupted(), n);
             break;
         }
-        int got = next_point(s, levels, &phase, &stop);
-        if (got < 0) {
+        /* Fill the free slots. */
+        work w = WORK_WAIT;
+        int slot;
+        while ((slot = workers_free_slot(&s->pool)) >= 0 &&
+               (w = next_work(s, levels, &phase)) == WORK_RUN) {
+            start_run(s, slot, levels, phase);
+            progress_update(&s->prog, s->t->n_runs + s->vt->n_runs, s->pool.n_running,
+                            best_text(s, best, sizeof best));
+        }
+        if (w == WORK_ERROR) {
+            workers_stop_all(&s->pool);
             rc = EXIT_ERROR;
             break;
         }
-        if (got == 0) {
-            rc = finish(s, stop);
+        if (w == WORK_DONE && s->pool.n_running == 0) {
+            rc = finish(s);
             break;
         }
-        if ((rc = run_one(s, levels, phase)) != 0) break;
+        /* Wait for a run to end, then journal it. */
+        int ended = workers_wait(&s->pool, 20);
+        if (ended >= 0 && (rc = collect_run(s, ended)) != 0) break;
     }
     free(levels);
     return rc;
+}
+
+/* The warm-start queue: the one saved when the study began, else (on a study without
+ * trials) the one --warm-start builds now, saved before the first trial. Returns 0, or -1
+ * with err set. */
+static int warm_setup(sweep_state *s, char *err, size_t errlen) {
+    const char *other = s->opt->warm_start;
+    int loaded = warmstart_load(s->dir, s->sp, &s->warm, err, errlen);
+    if (loaded < 0) return -1;
+    if (loaded > 0) {
+        if (other && strcmp(other, s->warm.source) != 0) {
+            snprintf(err, errlen,
+                     "study '%s' began with --warm-start %s; it cannot switch to %s (pass --new "
+                     "for a new study)",
+                     s->study, s->warm.source, other);
+            return -1;
+        }
+        return 0;
+    }
+    if (!other) return 0;
+    if (s->t->n_runs > 0) {
+        snprintf(err, errlen,
+                 "study '%s' already has %d trials without a warm start; --warm-start applies "
+                 "only when a study begins (pass --new for a new study)",
+                 s->study, s->t->n_runs);
+        return -1;
+    }
+    if (!warmstart_build(s->sp, other, &s->warm, stderr, err, errlen)) return -1;
+    if (!warmstart_save(s->dir, s->sp, &s->warm, err, errlen)) return -1;
+    char *key = space_point_key(s->sp, s->warm.points[0]);
+    fprintf(stderr,
+            "%s: warm start from %s: %d points first, beginning with the earlier winner %s\n",
+            util_progname, other, s->warm.n, key);
+    free(key);
+    return 0;
 }
 
 int sweep_main(const sweep_options *opt) {
@@ -506,7 +702,14 @@ int sweep_main(const sweep_options *opt) {
     s->dir = xasprintf("%s/%s", opt->out_dir, s->study);
     s->strat = s->ops->create(s->sp, s->sp->seed);
     s->rc = xcalloc((size_t)s->sp->n_constraints + 1, sizeof *s->rc);
+    workers_init(&s->pool, opt->workers > 0 ? opt->workers : 1, s->sp->n_params, opt->gpus);
     int rc = EXIT_OK;
+    if (opt->warm_start && opt->dry_run &&
+        !warmstart_build(s->sp, opt->warm_start, &s->warm, stdout, err, sizeof err)) {
+        fprintf(stderr, "%s: %s\n", util_progname, err);
+        rc = EXIT_ERROR;
+        goto done;
+    }
     if (opt->dry_run) {
         rc = dry_run(s);
         goto done;
@@ -538,14 +741,22 @@ int sweep_main(const sweep_options *opt) {
         s->dir = abs;
     }
     s->t = trials_new(s->sp);
+    s->vt = trials_new_verify(s->sp);
     for (int i = 0; i < s->j->n_records; i++) {
         char where[512];
         snprintf(where, sizeof where, "%s:%d", s->j->trials_path, i + 1);
-        if (trials_add(s->t, s->j->records[i], where, err, sizeof err) == TRIALS_BAD) {
+        if (trials_add(s->t, s->j->records[i], where, err, sizeof err) == TRIALS_BAD ||
+            trials_add(s->vt, s->j->records[i], where, err, sizeof err) == TRIALS_BAD) {
             fprintf(stderr, "%s: %s\n", util_progname, err);
             rc = EXIT_ERROR;
             goto done;
         }
+    }
+    s->next_id = s->t->max_id + 1;
+    if (warm_setup(s, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", util_progname, err);
+        rc = EXIT_ERROR;
+        goto done;
     }
     s->elapsed_base = s->t->study_elapsed;
     s->session_t0 = now_seconds();
@@ -554,11 +765,15 @@ int sweep_main(const sweep_options *opt) {
                 util_progname, s->study, s->t->n_runs, s->t->n_points);
     else
         fprintf(stderr, "%s: study '%s' in %s\n", util_progname, s->study, s->dir);
-    progress_init(&s->prog, stderr, planned_points(s->sp) * s->sp->repeats, s->t->n_runs,
-                  s->elapsed_base);
+    progress_init(&s->prog, stderr, planned_runs(s->sp), s->t->n_runs + s->vt->n_runs,
+                  s->elapsed_base, s->pool.n);
     rc = sweep_loop(s);
 
 done:
+    verify_plan_free(&s->plan);
+    warmstart_free(&s->warm);
+    workers_free(&s->pool);
+    trials_free(s->vt);
     trials_free(s->t);
     journal_close(s->j);
     if (s->strat) s->ops->destroy(s->strat);

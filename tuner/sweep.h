@@ -3,8 +3,11 @@
  * One session of a study: load the space, open (or resume) the study folder, measure the
  * baseline point first when a constraint is relative to it, then ask the strategy for
  * points until the lattice, the evaluation budget or the wall-time budget is used up,
- * running each point `repeats` times and journaling every run before the next starts.
- * At the end the best feasible point becomes the manifest. The budgets count points
+ * running each point `repeats` times and journaling every run as it ends. With --workers N,
+ * N runs are in flight at once and the strategy proposes given the points still running
+ * (workers.h); every finished run is appended whole and fsync'd by this one process. After
+ * the search the best candidates are re-run on held-out prompts (verify.h) and the
+ * fastest one that still meets the budget there becomes the manifest. The budgets count points
  * (evaluations, the baseline included) and the study's wall time over all its sessions; a
  * point that has started is always finished (all its repeats) before a budget can stop
  * the sweep, so its median never rests on fewer runs than asked for.
@@ -14,11 +17,14 @@
 
 typedef struct {
     const char *space_path;
-    const char *study;   /* NULL: the space's `study`, else the space file's name */
-    const char *out_dir; /* folder of the study folders ("out") */
-    int new_study;       /* --new: never resume; take NAME-2, NAME-3... if NAME exists */
-    int dry_run;         /* print the plan and the first proposals; run nothing */
-    double grace_s;      /* SIGTERM -> SIGKILL grace when stopping an engine */
+    const char *study;      /* NULL: the space's `study`, else the space file's name */
+    const char *out_dir;    /* folder of the study folders ("out") */
+    int new_study;          /* --new: never resume; take NAME-2, NAME-3... if NAME exists */
+    int dry_run;            /* print the plan and the first proposals; run nothing */
+    double grace_s;         /* SIGTERM -> SIGKILL grace when stopping an engine */
+    int workers;            /* trials in flight at once (0 or 1: one at a time) */
+    char *const *gpus;      /* NULL or [workers] CUDA_VISIBLE_DEVICES of each worker */
+    const char *warm_start; /* NULL or an earlier study folder / manifest (warmstart.h) */
 } sweep_options;
 
 /* Exit codes of the tuner (also used by main.c). */

@@ -28,6 +28,12 @@ trial_table *trials_new(const space *sp) {
     return t;
 }
 
+trial_table *trials_new_verify(const space *sp) {
+    trial_table *t = trials_new(sp);
+    t->verify = 1;
+    return t;
+}
+
 void trials_free(trial_table *t) {
     if (!t) return;
     for (int i = 0; i < t->n_points; i++) {
@@ -160,9 +166,11 @@ int trials_add(trial_table *t, const cJSON *rec, const char *where, char *err, s
         t->study_elapsed = el->valuedouble;
     if ((long)id->valuedouble > t->max_id) t->max_id = (long)id->valuedouble;
     const cJSON *phase = cJSON_GetObjectItemCaseSensitive(rec, "phase");
-    if (cJSON_IsString(phase) && strcmp(phase->valuestring, "baseline") != 0 &&
-        strcmp(phase->valuestring, "search") != 0) {
-        free(lv); /* e.g. a later verification phase on held-out prompts */
+    const char *ph = cJSON_IsString(phase) ? phase->valuestring : "search";
+    int is_verify = strcmp(ph, "verify") == 0;
+    int is_tuning = !strcmp(ph, "baseline") || !strcmp(ph, "search") || !strcmp(ph, "warm");
+    if (t->verify ? !is_verify : !is_tuning) {
+        free(lv); /* a phase this table does not aggregate */
         return TRIALS_OTHER_PHASE;
     }
     int idx = trials_find(t, lv);
@@ -172,6 +180,7 @@ int trials_add(trial_table *t, const cJSON *rec, const char *where, char *err, s
         point_stats *p = &t->points[idx];
         memset(p, 0, sizeof *p);
         p->levels = lv;
+        p->phase = ph;
         p->cons = xcalloc((size_t)sp->n_constraints + 1, sizeof *p->cons);
         p->key = xmalloc(keylen);
         p->key[0] = '\0';
@@ -188,7 +197,10 @@ int trials_add(trial_table *t, const cJSON *rec, const char *where, char *err, s
     point_stats *p = &t->points[idx];
     p->runs = xrealloc(p->runs, (size_t)(p->n_runs + 1) * sizeof *p->runs);
     p->runs[p->n_runs++] = rec;
-    if (cJSON_IsString(phase) && strcmp(phase->valuestring, "baseline") == 0) p->baseline = 1;
+    if (!t->verify && strcmp(ph, "baseline") == 0) p->baseline = 1;
+    if (t->verify && sp->baseline &&
+        memcmp(p->levels, sp->baseline, (size_t)sp->n_params * sizeof *p->levels) == 0)
+        p->baseline = 1;
     t->n_runs++;
     point_aggregate(t, p);
     return idx;

@@ -7,7 +7,8 @@
  * (reported infinite) count as +infinity; failed runs are left out of the medians.
  *
  * A trial record (one line of trials.jsonl) has these keys:
- *   id (int), phase ("baseline"|"search"), prompt_set, point ({KNOB: "value"}),
+ *   id (int), phase ("baseline"|"warm"|"search"|"verify"), prompt_set ("tune"|"holdout"),
+ *   point ({KNOB: "value"}), gpu (CUDA_VISIBLE_DEVICES of the run, only when pinned),
  *   levels ([int]), repeat (int, 0-based), status ("ok"|"infeasible"|"failed"),
  *   metrics (the engine's whole report, or null), reason (string|null), exit_code,
  *   signal, wall_s, started, finished (UTC ISO 8601), study_elapsed_s (wall time of the
@@ -26,7 +27,9 @@
 typedef struct {
     char *key;          /* "K1=V1,K2=V2" as recorded, in parameter order */
     int *levels;        /* [n_params] */
-    int baseline;       /* some run of it had phase "baseline" */
+    int baseline;       /* some run of it had phase "baseline" (verify table: it is the
+                           space's baseline point) */
+    const char *phase;  /* phase of its first run (not owned) */
     const cJSON **runs; /* [n_runs] its trial records, in journal order (not owned) */
     int n_runs;
     /* aggregate over the runs that produced a result (ok or infeasible) */
@@ -47,15 +50,18 @@ typedef struct {
     long max_id;          /* largest trial id seen (0 when none) */
     double study_elapsed; /* largest study_elapsed_s seen */
     int n_runs;           /* trial records in the table */
+    int verify;           /* 1: holds the phase "verify" records, 0: the tuning phases */
 } trial_table;
 
 trial_table *trials_new(const space *sp);
+trial_table *trials_new_verify(const space *sp);
 void trials_free(trial_table *t);
 
 /* Add one record (kept by reference: it must outlive the table). `where` names the
  * journal line for messages. Returns the point's index; TRIALS_OTHER_PHASE for a record
- * of a phase other than baseline/search (e.g. a later verification phase on held-out
- * prompts), which counts for ids and study time but not for the tuning-set medians; or
+ * of a phase the table does not hold (a verification run in the tuning table, a tuning run
+ * in the verification table), which counts for ids and study time but not for the medians;
+ * or
  * TRIALS_BAD with err set when the record does not fit the space (wrong keys, levels out
  * of range). */
 enum { TRIALS_BAD = -1, TRIALS_OTHER_PHASE = -2 };

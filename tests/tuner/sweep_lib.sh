@@ -42,3 +42,10 @@ wait_lines() {
 # qgrep ARGS: grep -q that reads all of its input. (grep -q stops at the first match; the
 # command writing into the pipe then dies of SIGPIPE, which pipefail turns into a failure.)
 qgrep() { grep "$@" >/dev/null; }
+
+# search_lines FILE: the trial lines of the search (every phase but "verify").
+search_lines() { grep -v '"phase":"verify"' "$1" || true; }
+# n_search FILE: how many there are.
+n_search() { search_lines "$1" | wc -l; }
+# verify_lines FILE: the held-out verification runs only.
+verify_lines() { grep '"phase":"verify"' "$1" || true; }

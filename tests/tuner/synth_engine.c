@@ -28,6 +28,12 @@
  *   SYNTH_OUTPUT          "stdout" (default: a few log lines, then the JSON line),
  *                         "file" (write $TUNER_RESULT), "text" (lines for the regex mode)
  *   SYNTH_CALLS           append "TUNER_TRIAL KNOBS" to this file at every start
+ *                         (followed by " holdout" on runs with TUNER_PROMPT_SET=holdout)
+ * On the held-out prompt set (TUNER_PROMPT_SET=holdout) only:
+ *   SYNTH_HOLDOUT_PPL_WHEN  a "fragile" point: ppl is SYNTH_HOLDOUT_PPL_DELTA (default 0.2)
+ *                           higher than on the tuning prompts
+ *   SYNTH_HOLDOUT_TPS_SCALE tps is multiplied by this (default 1): a speed that does not
+ *                           reproduce
  */
 #include <math.h>
 #include <signal.h>
@@ -112,7 +118,8 @@ int main(void) {
             for (size_t i = 0; i < sizeof knob_names / sizeof *knob_names; i++)
                 fprintf(f, " %s=%s", knob_names[i],
                         getenv(knob_names[i]) ? getenv(knob_names[i]) : "");
-            fputc('\n', f);
+            const char *set = getenv("TUNER_PROMPT_SET");
+            fprintf(f, "%s\n", set && !strcmp(set, "holdout") ? " holdout" : "");
             fclose(f);
         }
     }
@@ -146,6 +153,12 @@ int main(void) {
     double tps = 1000 / (1 + W / 256) * (1 + 0.4 * K - 0.04 * K * K) *
                  (S == 0 ? 1 : 1 + 0.1 * (1 - S / 32768)) * (1 + 0.002 * C - 0.00003 * C * C) *
                  (1 + noise * (2 * u - 1));
+
+    const char *set = getenv("TUNER_PROMPT_SET");
+    if (set && !strcmp(set, "holdout")) {
+        if (when("SYNTH_HOLDOUT_PPL_WHEN")) ppl += knob("SYNTH_HOLDOUT_PPL_DELTA", 0.2);
+        tps *= knob("SYNTH_HOLDOUT_TPS_SCALE", 1);
+    }
 
     const char *mode = getenv("SYNTH_OUTPUT") ? getenv("SYNTH_OUTPUT") : "stdout";
     if (!strcmp(mode, "text")) {

@@ -56,7 +56,7 @@ parameters: {SLIDING_WINDOW: {type: int, min: 256, max: 512, step: 256}}
 strategy: grid
 YAML
 "$TUNER" sweep rel/spaces/rel.yaml --out rel/out >/dev/null 2>rel.err || { cat rel.err; fail "relative paths"; }
-[ "$(grep -c '"status":"ok"' rel/out/rel/trials.jsonl)" -eq 2 ] || fail "relative command did not run"
+[ "$(search_lines rel/out/rel/trials.jsonl | grep -c '"status":"ok"')" -eq 2 ] || fail "relative command did not run"
 expect_contains rel/out/rel/manifest.json "\"workdir\":	\"$(cd rel/work && pwd -P)\""
 
 "$TUNER" sweep ok.yaml --dry-run >dry.out 2>dry.err || { cat dry.err; fail "dry run"; }

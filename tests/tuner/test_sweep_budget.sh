@@ -14,7 +14,7 @@ strategy: grid
 budget: {evaluations: 5}
 YAML
 "$TUNER" sweep evals.yaml >/dev/null 2>evals.err || { cat evals.err; fail "evals sweep"; }
-[ "$(wc -l <out/evals/trials.jsonl)" -eq 5 ] || fail "want 5 trials for 5 evaluations"
+[ "$(n_search out/evals/trials.jsonl)" -eq 5 ] || fail "want 5 trials for 5 evaluations"
 expect_contains evals.err "ended: the evaluation budget is used up"
 expect_contains out/evals/manifest.json '"evaluations_used":	5'
 
@@ -27,12 +27,12 @@ strategy: grid
 budget: {wall_time: 1s}
 YAML
 "$TUNER" sweep wall.yaml >/dev/null 2>wall.err || { cat wall.err; fail "wall sweep"; }
-n=$(wc -l <out/wall/trials.jsonl)
+n=$(n_search out/wall/trials.jsonl)
 [ "$n" -ge 1 ] && [ "$n" -le 6 ] || fail "$n trials in a 1 s budget of 0.25 s trials"
 expect_contains wall.err "ended: the wall-time budget is used up"
 # A new session of the same study: the budget is already spent, nothing new runs.
 "$TUNER" sweep wall.yaml >/dev/null 2>wall2.err || { cat wall2.err; fail "wall resume"; }
-[ "$(wc -l <out/wall/trials.jsonl)" -eq "$n" ] || fail "a spent wall-time budget ran more trials"
+[ "$(n_search out/wall/trials.jsonl)" -eq "$n" ] || fail "a spent wall-time budget ran more trials"
 expect_contains wall2.err "wall-time budget is used up"
 
 write_space rep.yaml <<'YAML'
@@ -45,9 +45,9 @@ repeats: 3
 YAML
 "$TUNER" sweep rep.yaml >/dev/null 2>rep.err || { cat rep.err; fail "repeats sweep"; }
 tr=out/rep/trials.jsonl
-[ "$(wc -l <$tr)" -eq 6 ] || fail "want 2 points x 3 repeats"
-[ "$(json_field repeat <$tr | tr '\n' ' ')" = "0 1 2 0 1 2 " ] || fail "repeat indices"
-vals=$(grep '"SLIDING_WINDOW":"256"' $tr | json_field tps | sort -g)
+[ "$(n_search $tr)" -eq 6 ] || fail "want 2 points x 3 repeats"
+[ "$(search_lines $tr | json_field repeat | tr '\n' ' ')" = "0 1 2 0 1 2 " ] || fail "repeat indices"
+vals=$(search_lines $tr | grep '"SLIDING_WINDOW":"256"' | json_field tps | sort -g)
 med=$(echo "$vals" | sed -n 2p)
 lo=$(echo "$vals" | sed -n 1p)
 hi=$(echo "$vals" | sed -n 3p)

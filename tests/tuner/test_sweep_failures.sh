@@ -26,9 +26,9 @@ YAML
 
 "$TUNER" sweep space.yaml --out out >/dev/null 2>sweep.err || { cat sweep.err; fail "sweep failed"; }
 tr=out/failures/trials.jsonl
-[ "$(wc -l <$tr)" -eq 8 ] || fail "want 8 trials"
-reason_of() { grep "\"SLIDING_WINDOW\":\"$1\"" $tr | json_field reason; }
-status_of() { grep "\"SLIDING_WINDOW\":\"$1\"" $tr | json_field status; }
+[ "$(n_search $tr)" -eq 8 ] || fail "want 8 trials"
+reason_of() { search_lines $tr | grep "\"SLIDING_WINDOW\":\"$1\"" | json_field reason; }
+status_of() { search_lines $tr | grep "\"SLIDING_WINDOW\":\"$1\"" | json_field status; }
 check() { # window status reason-prefix
     [ "$(status_of "$1")" = "$2" ] || fail "window $1: status $(status_of "$1"), want $2"
     reason_of "$1" | qgrep -F -- "$3" || fail "window $1: reason '$(reason_of "$1")', want '$3'"
@@ -62,7 +62,7 @@ parameters: {SLIDING_WINDOW: {type: int, min: 256, max: 512, step: 256}}
 strategy: grid
 YAML
 "$TUNER" sweep sub/file.yaml --out out >/dev/null 2>file.err || { cat file.err; fail "file sweep failed"; }
-[ "$(grep -c '"status":"ok"' out/file/trials.jsonl)" -eq 2 ] || fail "result-file trials not ok"
+[ "$(search_lines out/file/trials.jsonl | grep -c '"status":"ok"')" -eq 2 ] || fail "result-file trials not ok"
 expect_contains out/file/logs/1.log "result written to"
 write_space text.yaml <<'YAML'
 engine:
@@ -77,6 +77,6 @@ parameters: {SLIDING_WINDOW: {type: int, min: 256, max: 512, step: 256}}
 strategy: grid
 YAML
 "$TUNER" sweep text.yaml --out out >/dev/null 2>text.err || { cat text.err; fail "text sweep failed"; }
-[ "$(grep -c '"status":"ok"' out/text/trials.jsonl)" -eq 2 ] || fail "regex trials not ok"
+[ "$(search_lines out/text/trials.jsonl | grep -c '"status":"ok"')" -eq 2 ] || fail "regex trials not ok"
 grep '"SLIDING_WINDOW":"512"' out/text/trials.jsonl | qgrep '"ppl":2.3' || fail "regex ppl not read"
 echo "ok"

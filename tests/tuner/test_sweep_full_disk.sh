@@ -17,7 +17,7 @@ rc=0
 expect_contains full.err "cannot append a trial to out/full/trials.jsonl:"
 expect_contains full.err "(the trials already in it are kept)"
 tr=out/full/trials.jsonl
-n=$(wc -l <$tr)
+n=$(n_search $tr)
 [ "$n" -ge 1 ] && [ "$n" -lt 64 ] || fail "$n trials before the limit"
 [ "$(tail -c 1 $tr | od -An -c | tr -d ' ')" = '\n' ] || fail "the journal ends in a torn line"
 [ ! -e out/full/manifest.json ] || fail "a manifest was written"
@@ -27,6 +27,6 @@ cp $tr before.jsonl
 expect_contains again.err "resuming study 'full': $n runs"
 ! grep -q "incomplete" again.err || fail "a torn line was left behind"
 cmp -s before.jsonl <(head -n "$n" $tr) || fail "trials written before the failure changed"
-[ "$(wc -l <$tr)" -eq 64 ] || fail "want 64 trials in the end"
+[ "$(n_search $tr)" -eq 64 ] || fail "want 64 trials in the end"
 [ "$(grep -o '"point":{[^}]*}' $tr | sort -u | wc -l)" -eq 64 ] || fail "a point was repeated"
 echo "ok"

@@ -18,16 +18,16 @@ YAML
     "$TUNER" sweep "$1.yaml" --out out >/dev/null 2>"$1.err" || { cat "$1.err"; fail "$1: sweep failed"; }
     [ $((SECONDS - t0)) -lt 20 ] || fail "$1: the sweep took $((SECONDS - t0)) s"
     local trials=out/$1/trials.jsonl
-    [ "$(wc -l <$trials)" -eq 3 ] || fail "$1: want 3 trials"
+    [ "$(n_search $trials)" -eq 3 ] || fail "$1: want 3 trials"
     local hung
-    hung=$(grep '"SLIDING_WINDOW":"256"' $trials)
+    hung=$(search_lines $trials | grep '"SLIDING_WINDOW":"256"')
     echo "$hung" | qgrep '"status":"failed"' || fail "$1: hung trial not failed"
     echo "$hung" | json_field reason | qgrep "^timed out after 1 s (process group stopped with $3)" ||
         fail "$1: reason: $(echo "$hung" | json_field reason)"
     local wall
     wall=$(echo "$hung" | json_field wall_s)
     awk -v w="$wall" 'BEGIN { exit !(w >= 1 && w < 8) }' || fail "$1: hung trial took $wall s"
-    [ "$(grep -c '"status":"ok"' $trials)" -eq 2 ] || fail "$1: the other points must be ok"
+    [ "$(search_lines $trials | grep -c '"status":"ok"')" -eq 2 ] || fail "$1: the other points must be ok"
     [ -s "$1.pids" ] || fail "$1: the engine did not record its pids"
     local pid
     for pid in $(cat "$1.pids"); do

@@ -26,14 +26,14 @@ wait "$pid" || rc=$?
 [ "$rc" -eq 130 ] || { cat first.err; fail "exit status $rc after SIGINT, want 130"; }
 expect_contains first.err "interrupted by SIGINT"
 expect_contains first.err "resume with: tuner sweep space.yaml --study sig"
-[ "$(wc -l <$tr)" -eq 2 ] || fail "want the 2 finished trials only, got $(wc -l <$tr)"
+[ "$(n_search $tr)" -eq 2 ] || fail "want the 2 finished trials only, got $(n_search $tr)"
 ! grep -q '"SLIDING_WINDOW":"384"' $tr || fail "the interrupted trial was recorded"
 for p in $(cat pids); do [ ! -e "/proc/$p" ] || fail "engine process $p survived"; done
 
 "$TUNER" sweep space.yaml --out out >/dev/null 2>second.err || { cat second.err; fail "resume failed"; }
-[ "$(wc -l <$tr)" -eq 4 ] || fail "want 4 trials after resume"
-[ "$(grep -c '"SLIDING_WINDOW":"384"' $tr)" -eq 1 ] || fail "interrupted point not measured once"
-grep '"SLIDING_WINDOW":"384"' $tr | qgrep '"id":3,' || fail "the interrupted trial's id was not reused"
+[ "$(n_search $tr)" -eq 4 ] || fail "want 4 trials after resume"
+[ "$(search_lines $tr | grep -c '"SLIDING_WINDOW":"384"')" -eq 1 ] || fail "interrupted point not measured once"
+search_lines $tr | grep '"SLIDING_WINDOW":"384"' | qgrep '"id":3,' || fail "the interrupted trial's id was not reused"
 
 # SIGTERM: a slow engine, the signal while a trial runs.
 SYNTH_SLOW_START=0.3 "$TUNER" sweep space.yaml --study term --out ./out >/dev/null 2>term.err &
@@ -46,7 +46,7 @@ wait "$pid" || rc=$?
 [ "$rc" -eq 143 ] || { cat term.err; fail "exit status $rc after SIGTERM, want 143"; }
 expect_contains term.err "interrupted by SIGTERM"
 expect_contains term.err "resume with: tuner sweep space.yaml --study term --out ./out"
-n=$(wc -l <out/term/trials.jsonl)
+n=$(n_search out/term/trials.jsonl)
 "$TUNER" sweep space.yaml --study term --out out >/dev/null 2>term2.err || fail "resume after SIGTERM"
-[ "$(wc -l <out/term/trials.jsonl)" -eq 4 ] || fail "want 4 trials after resume ($n before)"
+[ "$(n_search out/term/trials.jsonl)" -eq 4 ] || fail "want 4 trials after resume ($n before)"
 echo "ok"

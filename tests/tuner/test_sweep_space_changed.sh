@@ -14,7 +14,7 @@ YAML
 }
 space 384
 "$TUNER" sweep space.yaml >/dev/null 2>first.err || { cat first.err; fail "first sweep"; }
-[ "$(wc -l <out/demo/trials.jsonl)" -eq 3 ] || fail "want 3 trials"
+[ "$(n_search out/demo/trials.jsonl)" -eq 3 ] || fail "want 3 trials"
 # Comments and formatting do not change the space; the same space resumes.
 echo "# a comment" >>space.yaml
 "$TUNER" sweep space.yaml >/dev/null 2>same.err || { cat same.err; fail "unchanged space refused"; }
@@ -29,11 +29,11 @@ rc=0
 expect_contains changed.err "the space space.yaml has changed since study 'demo' began"
 expect_contains changed.err "out/demo/space.json"
 expect_contains changed.err "Pass --new to start a new study (it will be 'demo-2')"
-[ "$(wc -l <out/demo/trials.jsonl)" -eq 3 ] || fail "the refused sweep touched the old study"
+[ "$(n_search out/demo/trials.jsonl)" -eq 3 ] || fail "the refused sweep touched the old study"
 
 "$TUNER" sweep space.yaml --new >/dev/null 2>new.err || { cat new.err; fail "--new failed"; }
-[ "$(wc -l <out/demo-2/trials.jsonl)" -eq 4 ] || fail "new study: want 4 trials"
-[ "$(wc -l <out/demo/trials.jsonl)" -eq 3 ] || fail "--new touched the old study"
+[ "$(n_search out/demo-2/trials.jsonl)" -eq 4 ] || fail "new study: want 4 trials"
+[ "$(n_search out/demo/trials.jsonl)" -eq 3 ] || fail "--new touched the old study"
 cmp -s out/demo-2/space.json out/demo/space.json && fail "new study has the old snapshot"
 # --new again: demo-3; the old studies stay.
 "$TUNER" sweep space.yaml --new >/dev/null 2>new3.err || fail "second --new failed"
