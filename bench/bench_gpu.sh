@@ -106,7 +106,9 @@ def model_section(title, bench_file, prof_file, hf=None):
         f"| floor = copy bandwidth / weight bytes per token | {floor:.1f} tokens/s |",
         f"| our decode share of the floor | {100 * b['decode_tps'] / floor:.1f} % |",
         f"| decode step, CUDA graphs (decode-profile, {g['steps']} steps after a 256-token prompt) | {g['ms_per_step']:.3f} ms ({g['decode_tps']:.1f} tokens/s, {100 * g['decode_tps'] / floor:.1f} % of floor) |",
-        f"| decode step, eager launches | {runs['eager']['ms_per_step']:.3f} ms ({runs['eager']['decode_tps']:.1f} tokens/s) |"])
+        f"| same, graphs without programmatic dependent launch | {runs['graphs_no_pdl']['ms_per_step']:.3f} ms ({runs['graphs_no_pdl']['decode_tps']:.1f} tokens/s) |",
+        f"| same, graphs without fusion of neighbouring ops | {runs['graphs_no_fusion']['ms_per_step']:.3f} ms ({runs['graphs_no_fusion']['decode_tps']:.1f} tokens/s) |",
+        f"| decode step, eager launches (no graphs) | {runs['eager']['ms_per_step']:.3f} ms ({runs['eager']['decode_tps']:.1f} tokens/s) |"])
     if hf:
         out.append(f"| transformers {hf['transformers']} decode tps, same model and GPU ({hf['attn_implementation']}, {hf['new_tokens']} new tokens after {hf['prompt_tokens']}: prefill excluded) | {hf['decode_tps']:.1f} |")
         out.append(f"| our decode speed / transformers' | {b['decode_tps'] / hf['decode_tps']:.1f}x |")

@@ -34,6 +34,7 @@ __device__ void am_block(float &v, int &i) {
 }
 
 __global__ void argmax_pass1(const float *x, int n, float *bv, int *bi) {
+    k_wait_prior();
     float v = -INFINITY;
     int i = 0x7fffffff;
     for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += gridDim.x * blockDim.x)
@@ -46,6 +47,7 @@ __global__ void argmax_pass1(const float *x, int n, float *bv, int *bi) {
 }
 
 __global__ void argmax_pass2(const float *bv, const int *bi, int nb, int *out) {
+    k_wait_prior();
     float v = -INFINITY;
     int i = 0x7fffffff;
     for (int j = threadIdx.x; j < nb; j += blockDim.x)
@@ -58,8 +60,8 @@ __global__ void argmax_pass2(const float *bv, const int *bi, int nb, int *out) {
 extern "C" void k_argmax(cudaStream_t s, const float *x, int n, void *scratch, int *out) {
     float *bv = (float *)scratch;
     int *bi = (int *)scratch + K_ARGMAX_BLOCKS;
-    argmax_pass1<<<K_ARGMAX_BLOCKS, AM_THREADS, 0, s>>>(x, n, bv, bi);
+    k_launch(argmax_pass1, dim3(K_ARGMAX_BLOCKS), dim3(AM_THREADS), s, x, n, bv, bi);
     K_CHECK_LAUNCH();
-    argmax_pass2<<<1, AM_THREADS, 0, s>>>(bv, bi, K_ARGMAX_BLOCKS, out);
+    k_launch(argmax_pass2, dim3(1), dim3(AM_THREADS), s, bv, bi, K_ARGMAX_BLOCKS, out);
     K_CHECK_LAUNCH();
 }

@@ -22,6 +22,7 @@
 
 __global__ void kv_write_kernel(float *cache, const float *src, int n_tok, int kv_dim,
                                 const int *dpos, int pos0, int len) {
+    k_wait_prior();
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (size_t)n_tok * kv_dim) return;
     const int t = (int)(i / kv_dim), c = (int)(i % kv_dim);
@@ -33,7 +34,8 @@ extern "C" void k_kv_write(cudaStream_t s, float *cache, const float *src, int n
                            const int *dpos, int pos0, int len) {
     const size_t n = (size_t)n_tok * kv_dim;
     if (!n) return;
-    kv_write_kernel<<<k_blocks(n, 256), 256, 0, s>>>(cache, src, n_tok, kv_dim, dpos, pos0, len);
+    k_launch(kv_write_kernel, dim3(k_blocks(n, 256)), dim3(256), s, cache, src, n_tok, kv_dim, dpos,
+             pos0, len);
     K_CHECK_LAUNCH();
 }
 
@@ -42,6 +44,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
     attn_split_kernel(float *partial, const float *q, const float *kc, const float *vc,
                       const int *dpos, int pos0, int len, int window, int n_heads, int n_kv_heads,
                       int hd, int n_splits) {
+    k_wait_prior();
     __shared__ float sm_m[ATT_WARPS], sm_l[ATT_WARPS];
     __shared__ float sm_acc[ATT_WARPS][ATT_MAXD];
     const int split = blockIdx.x, h = blockIdx.y, t = blockIdx.z;
@@ -119,6 +122,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
 /* out[row][head][:] from the slices' partial results. */
 __global__ void attn_merge_kernel(float *out, const float *partial, int n_heads, int hd,
                                   int n_splits) {
+    k_wait_prior();
     const int h = blockIdx.x, t = blockIdx.y;
     const float *src = partial + ((size_t)t * n_heads + h) * n_splits * (hd + 2);
     float M = -INFINITY;
@@ -161,10 +165,10 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
         exit(1);
     }
     dim3 grid(n_splits, n_heads, n_tok);
-    attn_split_kernel<<<grid, ATT_WARPS * 32, 0, s>>>(partial, q, kc, vc, dpos, pos0, len, window,
-                                                      n_heads, n_kv_heads, head_dim, n_splits);
+    k_launch(attn_split_kernel, dim3(grid), dim3(ATT_WARPS * 32), s, partial, q, kc, vc, dpos, pos0,
+             len, window, n_heads, n_kv_heads, head_dim, n_splits);
     K_CHECK_LAUNCH();
-    attn_merge_kernel<<<dim3(n_heads, n_tok), 128, 0, s>>>(out, partial, n_heads, head_dim,
-                                                           n_splits);
+    k_launch(attn_merge_kernel, dim3(n_heads, n_tok), dim3(128), s, out, (const float *)partial,
+             n_heads, head_dim, n_splits);
     K_CHECK_LAUNCH();
 }

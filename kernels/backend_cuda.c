@@ -25,6 +25,13 @@
  * the step itself (about a thousand nodes); this way a step is one cudaGraphLaunch. There is
  * no host synchronisation inside a step: only download and argmax wait.
  *
+ * Fusion. An in-place rmsnorm is held back until the next op: the add of its result into the
+ * residual stream (and then the rmsnorm of that sum, the next block's input norm) or the RoPE
+ * of the same heads join it in one kernel (rmsnorm.cu); anything else flushes it first. That
+ * takes seven launches out of every layer without forward.c knowing. With programmatic
+ * dependent launch (sm_90+, kcommon.cuh) each kernel's launch also overlaps its predecessor's
+ * tail. GEMMA_CUDA_FUSE=0 / GEMMA_CUDA_PDL=0 turn either off.
+ *
  * Profiling. GEMMA_CUDA_PROFILE=1 times every op with a pair of cudaEvents (graphs are off
  * then, and every op waits for its own end, so the total is slower than an unprofiled run but
  * each family's share is right) and prints, per kernel family, calls, time, bytes moved and
@@ -125,6 +132,22 @@ typedef struct {
     step_graph graphs[MAX_GRAPHS];
     int n_graphs;
 
+    /* Fusion of neighbouring ops (GEMMA_CUDA_FUSE=0 turns it off): an in-place rmsnorm is held
+     * back until the next op shows whether it can ride along - an add of its result into the
+     * residual (then, further, the rmsnorm of that sum), or the RoPE of the same heads. Any
+     * other op flushes it first, so what lands in memory is what the separate ops leave. */
+    int fuse;
+    int pdl; /* programmatic dependent launch (kernels.h; GEMMA_CUDA_PDL=0 turns it off) */
+    struct {
+        int kind;       /* P_NONE, P_NORM (rmsnorm held back), P_NORM_ADD (and its add) */
+        float *o;       /* the normalised buffer (in place) */
+        const void *w;  /* its scale on the device, NULL = none */
+        int wdtype;     /* dtype of w */
+        int n_vec, dim; /* shape */
+        float eps;
+        float *x; /* P_NORM_ADD: the residual it is added to */
+    } pend;
+
     /* counters */
     double bytes[F_COUNT];
     long calls[F_COUNT];
@@ -133,8 +156,40 @@ typedef struct {
     cudaEvent_t ev0, ev1;
 } cuda_state;
 
+enum { P_NONE, P_NORM, P_NORM_ADD };
+
+static void op_begin(cuda_state *st);
+static void op_end(cuda_state *st, int f, double bytes);
+
+/* Run what fusion has held back. Every op that is not a fusion candidate calls this first. */
+static void flush(cuda_state *st) {
+    const int kind = st->pend.kind;
+    if (kind == P_NONE) return;
+    st->pend.kind = P_NONE;
+    const int nv = st->pend.n_vec, dim = st->pend.dim;
+    const double wb = st->pend.w ? (double)dim * (st->pend.wdtype == 0 ? 4 : 2) : 0.0;
+    op_begin(st);
+    if (kind == P_NORM) {
+        k_rmsnorm(st->stream, st->pend.o, st->pend.o, st->pend.w, st->pend.wdtype, nv, dim,
+                  st->pend.eps);
+        op_end(st, 2 /* F_RMSNORM */, 8.0 * nv * dim + wb);
+    } else {
+        k_norm_add_norm(st->stream, st->pend.x, st->pend.o, st->pend.w, NULL, NULL, st->pend.wdtype,
+                        nv, dim, st->pend.eps);
+        op_end(st, 2 /* F_RMSNORM */, 16.0 * nv * dim + wb);
+    }
+}
+
 static cuda_state *st_of(backend *b) {
-    return (cuda_state *)b->impl;
+    cuda_state *st = (cuda_state *)b->impl;
+    return st;
+}
+
+/* The state of an op that cannot join a held-back rmsnorm: flush it first. */
+static cuda_state *st_flushed(backend *b) {
+    cuda_state *st = (cuda_state *)b->impl;
+    flush(st);
+    return st;
 }
 
 /* ---- accounting ---------------------------------------------------------------------- */
@@ -217,7 +272,9 @@ static const void *weight_dev(cuda_state *st, const tensor *w) {
         die("CUDA: cannot hold the weights on the device (%.2f GB already there, %zu more "
             "bytes asked): %s",
             st->weight_bytes / 1e9, bytes, cudaGetErrorString(e));
-    CU(cudaMemcpy(dev, w->data, bytes, cudaMemcpyHostToDevice));
+    /* On the backend's stream: a plain cudaMemcpy from pageable memory may return before the
+     * DMA lands, and our stream does not wait for the legacy stream. */
+    CU(cudaMemcpyAsync(dev, w->data, bytes, cudaMemcpyHostToDevice, st->stream));
     size_t j = hash_ptr(w->data, st->cap_weights);
     while (st->weights[j].host)
         j = (j + 1) & (st->cap_weights - 1);
@@ -244,7 +301,7 @@ static void *scratch(cuda_state *st, void **buf, size_t *cap, size_t bytes) {
 /* ---- buffers ------------------------------------------------------------------------- */
 
 static float *cu_alloc(backend *b, size_t n) {
-    cuda_state *st = st_of(b);
+    cuda_state *st = st_flushed(b);
     float *p = NULL;
     cudaError_t e = cudaMalloc((void **)&p, (n ? n : 1) * sizeof(float));
     if (e != cudaSuccess)
@@ -260,7 +317,7 @@ static void cu_release(backend *b, float *p) {
 }
 
 static void cu_upload(backend *b, float *dst, const float *src, size_t n) {
-    cuda_state *st = st_of(b);
+    cuda_state *st = st_flushed(b);
     if (!n) return;
     op_begin(st);
     /* From pageable memory the call returns once src is staged, so src may change after it. */
@@ -269,7 +326,7 @@ static void cu_upload(backend *b, float *dst, const float *src, size_t n) {
 }
 
 static void cu_download(backend *b, float *dst, const float *src, size_t n) {
-    cuda_state *st = st_of(b);
+    cuda_state *st = st_flushed(b);
     if (!n) return;
     op_begin(st);
     CU(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToHost, st->stream));
@@ -278,7 +335,7 @@ static void cu_download(backend *b, float *dst, const float *src, size_t n) {
 }
 
 static void cu_copy(backend *b, float *dst, const float *src, size_t n) {
-    cuda_state *st = st_of(b);
+    cuda_state *st = st_flushed(b);
     if (!n || dst == src) return;
     op_begin(st);
     CU(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, st->stream));
@@ -293,7 +350,7 @@ static int use_cublas(const cuda_state *st, const tensor *w, int n) {
 }
 
 static void cu_matmul(backend *b, float *out, const tensor *w, const float *x, int n) {
-    cuda_state *st = st_of(b);
+    cuda_state *st = st_flushed(b);
     const void *wd = weight_dev(st, w);
     const double bytes =
         (double)w->rows * w->cols * dtype_size(w->dtype) + 4.0 * n * w->cols + 4.0 * n * w->rows;
@@ -321,8 +378,31 @@ static void cu_rmsnorm(backend *b, float *out, const float *x, const tensor *w, 
                        float eps) {
     cuda_state *st = st_of(b);
     const void *wd = w ? weight_dev(st, w) : NULL;
+    const int wdt = w ? (int)w->dtype : KDT_F32;
+    if (st->pend.kind == P_NORM_ADD && x == st->pend.x && n_vec == st->pend.n_vec &&
+        dim == st->pend.dim && eps == st->pend.eps && out != st->pend.o &&
+        (!w || !st->pend.w || wdt == st->pend.wdtype)) {
+        /* norm(o), x += o, and now the norm of x: one pass. */
+        st->pend.kind = P_NONE;
+        op_begin(st);
+        k_norm_add_norm(st->stream, st->pend.x, st->pend.o, st->pend.w, out, wd,
+                        st->pend.w ? st->pend.wdtype : wdt, n_vec, dim, eps);
+        op_end(st, F_RMSNORM, 24.0 * n_vec * dim + (w ? 2.0 * dim * dtype_size(w->dtype) : 0.0));
+        return;
+    }
+    flush(st);
+    if (st->fuse && out == x) { /* in place: hold it back, the next op may join it */
+        st->pend.kind = P_NORM;
+        st->pend.o = out;
+        st->pend.w = wd;
+        st->pend.wdtype = wdt;
+        st->pend.n_vec = n_vec;
+        st->pend.dim = dim;
+        st->pend.eps = eps;
+        return;
+    }
     op_begin(st);
-    k_rmsnorm(st->stream, out, x, wd, w ? (int)w->dtype : KDT_F32, n_vec, dim, eps);
+    k_rmsnorm(st->stream, out, x, wd, wdt, n_vec, dim, eps);
     op_end(st, F_RMSNORM, 8.0 * n_vec * dim + (w ? (double)dim * dtype_size(w->dtype) : 0.0));
 }
 
@@ -331,6 +411,16 @@ static void cu_rope(backend *b, float *x, int n_tok, int n_heads, int head_dim, 
     cuda_state *st = st_of(b);
     int p;
     const int *dp = pos_dev(st, pos0, &p);
+    if (st->pend.kind == P_NORM && st->pend.o == x && st->pend.n_vec == n_tok * n_heads &&
+        st->pend.dim == head_dim) {
+        st->pend.kind = P_NONE;
+        op_begin(st);
+        k_rmsnorm_rope(st->stream, x, st->pend.w, st->pend.wdtype, n_tok, n_heads, head_dim,
+                       st->pend.eps, dp, p, inv_freq);
+        op_end(st, F_ROPE, 8.0 * n_tok * n_heads * head_dim + 2.0 * head_dim);
+        return;
+    }
+    flush(st);
     op_begin(st);
     k_rope(st->stream, x, n_tok, n_heads, head_dim, dp, p, inv_freq);
     op_end(st, F_ROPE, 8.0 * n_tok * n_heads * head_dim + 2.0 * head_dim);
@@ -338,7 +428,7 @@ static void cu_rope(backend *b, float *x, int n_tok, int n_heads, int head_dim, 
 
 static void cu_kv_write(backend *b, float *cache, const float *src, int n_tok, int kv_dim, int pos0,
                         int len) {
-    cuda_state *st = st_of(b);
+    cuda_state *st = st_flushed(b);
     int p;
     const int *dp = pos_dev(st, pos0, &p);
     op_begin(st);
@@ -349,7 +439,7 @@ static void cu_kv_write(backend *b, float *cache, const float *src, int n_tok, i
 static void cu_attention(backend *b, float *out, const float *q, const float *kc, const float *vc,
                          int n_tok, int pos0, int len, int window, int n_heads, int n_kv_heads,
                          int head_dim) {
-    cuda_state *st = st_of(b);
+    cuda_state *st = st_flushed(b);
     /* The slices are sized for the longest context this ring can serve, so that the same
      * launch fits every later position (graphs). */
     const int max_ctx = window > 0 && window < len ? window : len;
@@ -375,7 +465,7 @@ static void cu_attention(backend *b, float *out, const float *q, const float *kc
 
 static void cu_gelu_mul(backend *b, float *out, const float *gate, const float *up, int rows,
                         int dim, int up_stride) {
-    cuda_state *st = st_of(b);
+    cuda_state *st = st_flushed(b);
     op_begin(st);
     k_gelu_mul(st->stream, out, gate, up, rows, dim, up_stride);
     op_end(st, F_GELU_MUL, 12.0 * rows * dim);
@@ -383,20 +473,27 @@ static void cu_gelu_mul(backend *b, float *out, const float *gate, const float *
 
 static void cu_add(backend *b, float *out, const float *x, const float *y, size_t n) {
     cuda_state *st = st_of(b);
+    if (st->pend.kind == P_NORM && y == st->pend.o && out == x && x != y &&
+        n == (size_t)st->pend.n_vec * st->pend.dim) {
+        st->pend.kind = P_NORM_ADD; /* x += norm(o): held back too, a norm of x may follow */
+        st->pend.x = out;
+        return;
+    }
+    flush(st);
     op_begin(st);
     k_add(st->stream, out, x, y, n);
     op_end(st, F_ELEMENTWISE, 12.0 * n);
 }
 
 static void cu_scale(backend *b, float *x, float s, size_t n) {
-    cuda_state *st = st_of(b);
+    cuda_state *st = st_flushed(b);
     op_begin(st);
     k_scale(st->stream, x, s, n);
     op_end(st, F_ELEMENTWISE, 8.0 * n);
 }
 
 static void cu_embed(backend *b, float *out, const tensor *table, const int *ids, int n, float s) {
-    cuda_state *st = st_of(b);
+    cuda_state *st = st_flushed(b);
     const void *td = weight_dev(st, table);
     const int *dids;
     if (st->mode == 1) {
@@ -422,14 +519,14 @@ static void cu_embed(backend *b, float *out, const tensor *table, const int *ids
 }
 
 static void cu_softcap(backend *b, float *x, size_t n, float cap) {
-    cuda_state *st = st_of(b);
+    cuda_state *st = st_flushed(b);
     op_begin(st);
     k_softcap(st->stream, x, n, cap);
     op_end(st, F_SOFTCAP, 8.0 * n);
 }
 
 static int cu_argmax(backend *b, const float *x, int n) {
-    cuda_state *st = st_of(b);
+    cuda_state *st = st_flushed(b);
     int *res = (int *)st->d_argmax + 2 * K_ARGMAX_BLOCKS;
     op_begin(st);
     k_argmax(st->stream, x, n, st->d_argmax, res);
@@ -463,7 +560,7 @@ static void params_store(cuda_state *st, const int *tokens, int n, int pos) {
 }
 
 static int cu_step_begin(backend *b, const int *tokens, int n, int pos, int key) {
-    cuda_state *st = st_of(b);
+    cuda_state *st = st_flushed(b);
     st->mode = 0;
     if (n == 1) st->decode_steps++;
     if (!st->use_graphs || st->profile || n != 1) return 0;
@@ -491,7 +588,7 @@ static int cu_step_begin(backend *b, const int *tokens, int n, int pos, int key)
 }
 
 static void cu_step_end(backend *b) {
-    cuda_state *st = st_of(b);
+    cuda_state *st = st_flushed(b);
     if (st->mode != 1) return;
     cudaGraph_t graph = NULL;
     CU(cudaStreamEndCapture(st->stream, &graph));
@@ -508,7 +605,7 @@ static void cu_step_end(backend *b) {
 /* ---- profile ------------------------------------------------------------------------- */
 
 void backend_cuda_stats(backend *b, backend_cuda_counters *c) {
-    cuda_state *st = st_of(b);
+    cuda_state *st = st_flushed(b);
     memset(c, 0, sizeof *c);
     for (int f = 0; f < F_COUNT; f++)
         c->bytes += st->bytes[f];
@@ -520,7 +617,7 @@ void backend_cuda_stats(backend *b, backend_cuda_counters *c) {
 }
 
 void backend_cuda_reset_counters(backend *b) {
-    cuda_state *st = st_of(b);
+    cuda_state *st = st_flushed(b);
     CU(cudaStreamSynchronize(st->stream));
     memset(st->bytes, 0, sizeof st->bytes);
     memset(st->calls, 0, sizeof st->calls);
@@ -529,7 +626,7 @@ void backend_cuda_reset_counters(backend *b) {
 }
 
 void backend_cuda_profile_print(backend *b, FILE *f) {
-    cuda_state *st = st_of(b);
+    cuda_state *st = st_flushed(b);
     double total_ms = 0, total_bytes = 0;
     for (int i = 0; i < F_COUNT; i++) {
         total_ms += st->ms[i];
@@ -553,7 +650,7 @@ void backend_cuda_profile_print(backend *b, FILE *f) {
 /* ---- life cycle ---------------------------------------------------------------------- */
 
 static void cu_destroy(backend *b) {
-    cuda_state *st = st_of(b);
+    cuda_state *st = st_flushed(b);
     cudaStreamSynchronize(st->stream);
     if (st->profile) backend_cuda_profile_print(b, stderr);
     for (int i = 0; i < st->n_graphs; i++)
@@ -611,13 +708,18 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     st->gemm_mode = gemm_mode;
     st->use_graphs = env_flag("GEMMA_CUDA_GRAPHS", 1);
     st->profile = env_flag("GEMMA_CUDA_PROFILE", 0);
+    st->fuse = env_flag("GEMMA_CUDA_FUSE", 1);
+    st->pdl = env_flag("GEMMA_CUDA_PDL", 1);
     CU(cudaGetDevice(&st->device));
     struct cudaDeviceProp prop;
     CU(cudaGetDeviceProperties(&prop, st->device));
+    st->pdl = st->pdl && prop.major >= 9;
+    k_set_pdl(st->pdl);
     snprintf(st->device_name, sizeof st->device_name, "%.200s (sm_%d%d)", prop.name, prop.major,
              prop.minor);
-    fprintf(stderr, "cuda: %s, %.1f GB, graphs %s, matmul %s\n", st->device_name,
+    fprintf(stderr, "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matmul %s\n", st->device_name,
             prop.totalGlobalMem / 1e9, st->use_graphs && !st->profile ? "on" : "off",
+            st->fuse ? "on" : "off", st->pdl ? "on" : "off",
             gemm_mode == 0   ? "own kernel"
             : gemm_mode == 1 ? "cuBLAS"
                              : "own (n <= 8), cuBLAS");

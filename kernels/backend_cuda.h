@@ -3,6 +3,8 @@
  *
  * Environment switches read by backend_cuda_new:
  *   GEMMA_CUDA_GRAPHS=0    run every step eagerly (no CUDA-graph capture / replay)
+ *   GEMMA_CUDA_FUSE=0      no fusion of neighbouring ops (norm + residual add + norm, norm + RoPE)
+ *   GEMMA_CUDA_PDL=0       no programmatic dependent launch (it is on for sm_90 and newer)
  *   GEMMA_CUDA_PROFILE=1   time every op per kernel family; the table (calls, ms, bytes,
  *                          GB/s) is printed to stderr when the backend is destroyed
  *   GEMMA_CUDA_GEMM=own|cublas|auto   who multiplies: our kernel everywhere (default), cuBLAS

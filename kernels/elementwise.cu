@@ -3,30 +3,35 @@
 #include "kcommon.cuh"
 
 __global__ void add_kernel(float *out, const float *x, const float *y, size_t n) {
+    k_wait_prior();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
         out[i] = x[i] + y[i];
 }
 
 __global__ void scale_kernel(float *x, float v, size_t n) {
+    k_wait_prior();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
         x[i] *= v;
 }
 
 __global__ void softcap_kernel(float *x, size_t n, float cap) {
+    k_wait_prior();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
         x[i] = cap * tanhf(x[i] / cap);
 }
 
 __global__ void to_bf16_kernel(__nv_bfloat16 *dst, const float *src, size_t n) {
+    k_wait_prior();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
         dst[i] = __float2bfloat16_rn(src[i]);
 }
 
 __global__ void to_f16_kernel(__half *dst, const float *src, size_t n) {
+    k_wait_prior();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
         dst[i] = __float2half_rn(src[i]);
@@ -40,27 +45,27 @@ static unsigned grid_for(size_t n) {
 
 extern "C" void k_add(cudaStream_t s, float *out, const float *x, const float *y, size_t n) {
     if (!n) return;
-    add_kernel<<<grid_for(n), 256, 0, s>>>(out, x, y, n);
+    k_launch(add_kernel, dim3(grid_for(n)), dim3(256), s, out, x, y, n);
     K_CHECK_LAUNCH();
 }
 
 extern "C" void k_scale(cudaStream_t s, float *x, float v, size_t n) {
     if (!n) return;
-    scale_kernel<<<grid_for(n), 256, 0, s>>>(x, v, n);
+    k_launch(scale_kernel, dim3(grid_for(n)), dim3(256), s, x, v, n);
     K_CHECK_LAUNCH();
 }
 
 extern "C" void k_softcap(cudaStream_t s, float *x, size_t n, float cap) {
     if (!n) return;
-    softcap_kernel<<<grid_for(n), 256, 0, s>>>(x, n, cap);
+    k_launch(softcap_kernel, dim3(grid_for(n)), dim3(256), s, x, n, cap);
     K_CHECK_LAUNCH();
 }
 
 extern "C" void k_convert(cudaStream_t s, void *dst, int wdtype, const float *src, size_t n) {
     if (!n) return;
     if (wdtype == KDT_BF16)
-        to_bf16_kernel<<<grid_for(n), 256, 0, s>>>((__nv_bfloat16 *)dst, src, n);
+        k_launch(to_bf16_kernel, dim3(grid_for(n)), dim3(256), s, (__nv_bfloat16 *)dst, src, n);
     else
-        to_f16_kernel<<<grid_for(n), 256, 0, s>>>((__half *)dst, src, n);
+        k_launch(to_f16_kernel, dim3(grid_for(n)), dim3(256), s, (__half *)dst, src, n);
     K_CHECK_LAUNCH();
 }

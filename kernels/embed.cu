@@ -6,6 +6,7 @@
 
 template <typename T>
 __global__ void embed_kernel(float *out, const T *table, int cols, const int *ids, float scale) {
+    k_wait_prior();
     const int t = blockIdx.y;
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= cols) return;
@@ -18,10 +19,13 @@ extern "C" void k_embed(cudaStream_t s, float *out, const void *table, int wdtyp
     if (n <= 0 || cols <= 0) return;
     dim3 grid(k_blocks((size_t)cols, 256), n);
     if (wdtype == KDT_BF16)
-        embed_kernel<<<grid, 256, 0, s>>>(out, (const __nv_bfloat16 *)table, cols, ids, scale);
+        k_launch(embed_kernel<__nv_bfloat16>, dim3(grid), dim3(256), s, out,
+                 (const __nv_bfloat16 *)table, cols, ids, scale);
     else if (wdtype == KDT_F16)
-        embed_kernel<<<grid, 256, 0, s>>>(out, (const __half *)table, cols, ids, scale);
+        k_launch(embed_kernel<__half>, dim3(grid), dim3(256), s, out, (const __half *)table, cols,
+                 ids, scale);
     else
-        embed_kernel<<<grid, 256, 0, s>>>(out, (const float *)table, cols, ids, scale);
+        k_launch(embed_kernel<float>, dim3(grid), dim3(256), s, out, (const float *)table, cols,
+                 ids, scale);
     K_CHECK_LAUNCH();
 }

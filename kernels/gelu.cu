@@ -10,6 +10,7 @@ __device__ __forceinline__ float gelu_tanh(float x) {
 
 __global__ void gelu_mul_kernel(float *out, const float *gate, const float *up, int rows, int dim,
                                 int up_stride) {
+    k_wait_prior();
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (size_t)rows * dim) return;
     const size_t r = i / dim, j = i % dim;
@@ -20,6 +21,7 @@ extern "C" void k_gelu_mul(cudaStream_t s, float *out, const float *gate, const 
                            int dim, int up_stride) {
     const size_t n = (size_t)rows * dim;
     if (!n) return;
-    gelu_mul_kernel<<<k_blocks(n, 256), 256, 0, s>>>(out, gate, up, rows, dim, up_stride);
+    k_launch(gelu_mul_kernel, dim3(k_blocks(n, 256)), dim3(256), s, out, gate, up, rows, dim,
+             up_stride);
     K_CHECK_LAUNCH();
 }

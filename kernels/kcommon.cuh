@@ -84,6 +84,37 @@ __device__ __forceinline__ int step_pos(const int *dpos, int pos0) {
     return dpos ? pos0 + *dpos : pos0;
 }
 
+/* Programmatic dependent launch (Hopper and later). Every kernel is launched with
+ * k_launch, which lets it start while its predecessor in the stream is still finishing, and
+ * every kernel calls k_wait_prior() before touching memory: that waits until the predecessor
+ * has completed and its writes are visible. What is gained is the launch latency and block
+ * scheduling, overlapped with the previous kernel's tail - per kernel a microsecond or so,
+ * which matters when a decode step is a thousand small kernels. Off with k_set_pdl(0) (and on
+ * GPUs before sm_90, where k_wait_prior is empty and the attribute is not set). */
+extern int k_pdl;
+
+__device__ __forceinline__ void k_wait_prior() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cudaGridDependencySynchronize();
+#endif
+}
+
+template <typename... KArgs, typename... Args>
+static void k_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t s,
+                     Args... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = s;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = k_pdl;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    cudaLaunchKernelEx(&cfg, kernel, ((KArgs)args)...);
+}
+
 static inline unsigned k_blocks(size_t n, unsigned threads) {
     return (unsigned)((n + threads - 1) / threads);
 }

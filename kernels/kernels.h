@@ -26,6 +26,11 @@ extern "C" {
 
 enum { KDT_F32 = 0, KDT_BF16 = 1, KDT_F16 = 2 }; /* = weight_dtype */
 
+/* Launch every kernel with programmatic dependent launch (sm_90+: each kernel's launch overlaps
+ * its predecessor's tail, and the kernel waits for it before touching memory). Off by default;
+ * the backend turns it on for Hopper unless GEMMA_CUDA_PDL=0. */
+void k_set_pdl(int on);
+
 /* matvec.cu: out[t][r] = sum_c w[r][c] * x[t][c] for t < n, r < rows. One warp per weight
  * row; 16-byte loads of the row; the row is read once for up to 8 inputs at a time (n == 1
  * is the decode step, small n the verify / prefill pass). */
@@ -36,6 +41,15 @@ void k_matvec(cudaStream_t s, float *out, const void *w, int wdtype, const float
  * non-NULL, w of dtype wdtype). out may equal x. */
 void k_rmsnorm(cudaStream_t s, float *out, const float *x, const void *w, int wdtype, int n_vec,
                int dim, float eps);
+
+/* rmsnorm.cu, fused neighbours (backend_cuda.c fuses the ops the forward pass issues in a row):
+ * o = rmsnorm(o) * wo; x += o; and, when xn is non-NULL, xn = rmsnorm(x) * wx (wo, wx of dtype
+ * wdtype, either may be NULL = no scale). Rows of dim values, n_vec of them. */
+void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *wo, float *xn, const void *wx,
+                     int wdtype, int n_vec, int dim, float eps);
+/* x[n_tok][n_heads][head_dim] = rope(rmsnorm(x) * w) in place (k_rmsnorm then k_rope). */
+void k_rmsnorm_rope(cudaStream_t s, float *x, const void *w, int wdtype, int n_tok, int n_heads,
+                    int head_dim, float eps, const int *dpos, int pos0, const float *inv_freq);
 
 /* rope.cu: rotate-half RoPE in place on x[n_tok][n_heads][head_dim]; row t is at position
  * pos0 (+ *dpos) + t; inv_freq[head_dim / 2] (zeros leave a pair as it is). */

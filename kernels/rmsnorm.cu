@@ -5,6 +5,7 @@
 
 template <typename T>
 __global__ void rmsnorm_kernel(float *out, const float *x, const T *w, int dim, float eps) {
+    k_wait_prior();
     __shared__ float red[32];
     const float *xv = x + (size_t)blockIdx.x * dim;
     float *ov = out + (size_t)blockIdx.x * dim;
@@ -25,10 +26,114 @@ extern "C" void k_rmsnorm(cudaStream_t s, float *out, const float *x, const void
     /* Short vectors (a 256-wide head) get one warp-multiple just above their size. */
     unsigned threads = dim >= 1024 ? 1024 : (unsigned)((dim + 31) / 32 * 32);
     if (wdtype == KDT_BF16)
-        rmsnorm_kernel<<<n_vec, threads, 0, s>>>(out, x, (const __nv_bfloat16 *)w, dim, eps);
+        k_launch(rmsnorm_kernel<__nv_bfloat16>, dim3(n_vec), dim3(threads), s, out, x,
+                 (const __nv_bfloat16 *)w, dim, eps);
     else if (wdtype == KDT_F16)
-        rmsnorm_kernel<<<n_vec, threads, 0, s>>>(out, x, (const __half *)w, dim, eps);
+        k_launch(rmsnorm_kernel<__half>, dim3(n_vec), dim3(threads), s, out, x, (const __half *)w,
+                 dim, eps);
     else
-        rmsnorm_kernel<<<n_vec, threads, 0, s>>>(out, x, (const float *)w, dim, eps);
+        k_launch(rmsnorm_kernel<float>, dim3(n_vec), dim3(threads), s, out, x, (const float *)w,
+                 dim, eps);
+    K_CHECK_LAUNCH();
+}
+
+/* ---- fused neighbours -------------------------------------------------------------------- */
+/* What the forward pass does after every block - normalise the block's output, add it to the
+ * residual stream, normalise the stream for the next block - in one pass per row instead of
+ * three launches and three round trips: o = rmsnorm(o) * wo; x += o; then, when xn is
+ * non-NULL, xn = rmsnorm(x) * wx. o and x are written back, so the result is exactly what the
+ * separate ops leave in memory. Each thread revisits only the elements it wrote itself. */
+template <typename T>
+__global__ void norm_add_norm_kernel(float *x, float *o, const T *wo, float *xn, const T *wx,
+                                     int dim, float eps) {
+    k_wait_prior();
+    __shared__ float red[32];
+    float *xr = x + (size_t)blockIdx.x * dim, *orow = o + (size_t)blockIdx.x * dim;
+    float ss = 0.0f;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x)
+        ss += orow[i] * orow[i];
+    ss = block_sum(ss, red);
+    const float inv = 1.0f / sqrtf(ss / dim + eps);
+    float ss2 = 0.0f;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+        float v = orow[i] * inv;
+        if (wo) v *= to_f32(wo[i]);
+        orow[i] = v;
+        const float s = xr[i] + v;
+        xr[i] = s;
+        ss2 += s * s;
+    }
+    if (!xn) return; /* uniform over the block: no barrier is skipped by some threads only */
+    ss2 = block_sum(ss2, red);
+    const float inv2 = 1.0f / sqrtf(ss2 / dim + eps);
+    float *xnr = xn + (size_t)blockIdx.x * dim;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x)
+        xnr[i] = wx ? xr[i] * inv2 * to_f32(wx[i]) : xr[i] * inv2;
+}
+
+extern "C" void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *wo, float *xn,
+                                const void *wx, int wdtype, int n_vec, int dim, float eps) {
+    if (n_vec <= 0) return;
+    unsigned threads = dim >= 1024 ? 1024 : (unsigned)((dim + 31) / 32 * 32);
+    if (wdtype == KDT_BF16)
+        k_launch(norm_add_norm_kernel<__nv_bfloat16>, dim3(n_vec), dim3(threads), s, x, o,
+                 (const __nv_bfloat16 *)wo, xn, (const __nv_bfloat16 *)wx, dim, eps);
+    else if (wdtype == KDT_F16)
+        k_launch(norm_add_norm_kernel<__half>, dim3(n_vec), dim3(threads), s, x, o,
+                 (const __half *)wo, xn, (const __half *)wx, dim, eps);
+    else
+        k_launch(norm_add_norm_kernel<float>, dim3(n_vec), dim3(threads), s, x, o,
+                 (const float *)wo, xn, (const float *)wx, dim, eps);
+    K_CHECK_LAUNCH();
+}
+
+/* The query / key path: per-head RMSNorm (times w) followed by RoPE, in place, one block per
+ * (row, head) and one thread per rotated pair. Same arithmetic as rmsnorm_kernel then
+ * rope_kernel. */
+template <typename T>
+__global__ void rmsnorm_rope_kernel(float *x, const T *w, int n_heads, int head_dim, float eps,
+                                    const int *dpos, int pos0, const float *inv_freq) {
+    k_wait_prior();
+    __shared__ float red[32];
+    const int half = head_dim / 2, i = threadIdx.x;
+    float *xh = x + (size_t)blockIdx.x * head_dim;
+    const bool live = i < half;
+    const float x1 = live ? xh[i] : 0.0f, x2 = live ? xh[i + half] : 0.0f;
+    const float ss = block_sum(x1 * x1 + x2 * x2, red);
+    if (!live) return;
+    const float inv = 1.0f / sqrtf(ss / head_dim + eps);
+    float a = x1 * inv, b = x2 * inv;
+    if (w) {
+        a *= to_f32(w[i]);
+        b *= to_f32(w[i + half]);
+    }
+    const float f = inv_freq[i];
+    if (f != 0.0f) {
+        const int t = blockIdx.x / n_heads;
+        float sn, cs;
+        sincosf(f * (float)(step_pos(dpos, pos0) + t), &sn, &cs);
+        const float ra = a * cs - b * sn, rb = b * cs + a * sn;
+        a = ra;
+        b = rb;
+    }
+    xh[i] = a;
+    xh[i + half] = b;
+}
+
+extern "C" void k_rmsnorm_rope(cudaStream_t s, float *x, const void *w, int wdtype, int n_tok,
+                               int n_heads, int head_dim, float eps, const int *dpos, int pos0,
+                               const float *inv_freq) {
+    const int n_vec = n_tok * n_heads;
+    if (n_vec <= 0) return;
+    unsigned threads = (unsigned)((head_dim / 2 + 31) / 32 * 32);
+    if (wdtype == KDT_BF16)
+        k_launch(rmsnorm_rope_kernel<__nv_bfloat16>, dim3(n_vec), dim3(threads), s, x,
+                 (const __nv_bfloat16 *)w, n_heads, head_dim, eps, dpos, pos0, inv_freq);
+    else if (wdtype == KDT_F16)
+        k_launch(rmsnorm_rope_kernel<__half>, dim3(n_vec), dim3(threads), s, x, (const __half *)w,
+                 n_heads, head_dim, eps, dpos, pos0, inv_freq);
+    else
+        k_launch(rmsnorm_rope_kernel<float>, dim3(n_vec), dim3(threads), s, x, (const float *)w,
+                 n_heads, head_dim, eps, dpos, pos0, inv_freq);
     K_CHECK_LAUNCH();
 }

@@ -6,6 +6,7 @@
 
 __global__ void rope_kernel(float *x, int n_tok, int n_heads, int head_dim, const int *dpos,
                             int pos0, const float *inv_freq) {
+    k_wait_prior();
     const int half = head_dim / 2;
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (size_t)n_tok * n_heads * half) return;
@@ -27,6 +28,7 @@ extern "C" void k_rope(cudaStream_t s, float *x, int n_tok, int n_heads, int hea
                        const int *dpos, int pos0, const float *inv_freq) {
     const size_t n = (size_t)n_tok * n_heads * (head_dim / 2);
     if (!n) return;
-    rope_kernel<<<k_blocks(n, 256), 256, 0, s>>>(x, n_tok, n_heads, head_dim, dpos, pos0, inv_freq);
+    k_launch(rope_kernel, dim3(k_blocks(n, 256)), dim3(256), s, x, n_tok, n_heads, head_dim, dpos,
+             pos0, inv_freq);
     K_CHECK_LAUNCH();
 }

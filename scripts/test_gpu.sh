@@ -63,6 +63,10 @@ if want 2; then
 step "2. whole models: GPU vs CPU on the fixtures"
 run_logged models "$CUDA_OPS" model tests/engine/fixtures/a_ple_kvshare \
   tests/engine/fixtures/b_keqv_untied tests/engine/fixtures/c_wrapped_f16
+# and the plain path: no fusion of neighbouring ops, no graphs
+run_logged models_plain env GEMMA_CUDA_FUSE=0 GEMMA_CUDA_GRAPHS=0 "$CUDA_OPS" model \
+  tests/engine/fixtures/a_ple_kvshare tests/engine/fixtures/b_keqv_untied \
+  tests/engine/fixtures/c_wrapped_f16
 fi
 
 TINY=models/gemma4-tiny
