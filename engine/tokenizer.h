@@ -25,15 +25,18 @@ typedef struct tokenizer tokenizer;
 tokenizer *tokenizer_load(const char *path_to_tokenizer_json, char *err, size_t errlen);
 void tokenizer_free(tokenizer *t);
 
-/* Encode len bytes of UTF-8 text. On success *ids_out gets a malloc'd array (the caller
- * frees it; NULL when the count is 0) and the count is returned. With add_bos the BOS id
- * comes first (an error when the file defines none). Returns -1 when the text is not valid
- * UTF-8 or add_bos is asked without a BOS token (*ids_out is then NULL). */
+/* Encode len bytes of UTF-8 text (text may be NULL when len is 0). On success *ids_out
+ * gets a malloc'd array (the caller frees it; NULL when the count is 0) and the count is
+ * returned. With add_bos the special tokens are added as `tokenizers` does with
+ * add_special_tokens: the post-processor template's ids around the text (Gemma: <bos>
+ * first), or the BOS id in front when the file has no template. Returns -1 when the text is
+ * not valid UTF-8, or add_bos is asked of a file with neither (*ids_out is then NULL). */
 int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_bos, int **ids_out);
 
 /* Decode ids to a malloc'd NUL-terminated UTF-8 string, as the file's decoder says
  * (special tokens included, as `tokenizers` does by default). Ids outside the vocabulary
- * are skipped, as `tokenizers` does. */
+ * are skipped, and a run of byte tokens that is not valid UTF-8 gives one U+FFFD per byte,
+ * both as `tokenizers` does. */
 char *tokenizer_decode(const tokenizer *t, const int *ids, int n);
 
 /* The piece (vocabulary string) of an id, NULL when the id has none. */
