@@ -320,17 +320,26 @@ static void row_to_f32(const cpu_state *st, const tensor *w, int r, float *dst) 
     }
 }
 
+/* Up to this many input rows a matmul computes every output with the one-row kernel, so a
+ * row's result does not depend on how many rows share the call: a speculative verify pass
+ * (k + 1 rows) then reproduces the single-token decode steps it stands for bit for bit, and
+ * speculation stays exactly lossless. The weight row stays in L1 across the few input rows. */
+#define MATMUL_ROWWISE_MAX 16
+
 static void cpu_matmul(backend *b, float *out, const tensor *w, const float *x, int n) {
     const cpu_state *st = state_of(b);
     const int rows = w->rows, cols = w->cols;
-    if (n == 1 && w->dtype != DT_F16) {
+    if (n <= MATMUL_ROWWISE_MAX && w->dtype != DT_F16) {
         /* The decode path: one fused pass over the weights. */
 #pragma omp parallel for schedule(static)                                                          \
-    num_threads(st->n_threads) if (PARALLEL((size_t)rows * cols))
+    num_threads(st->n_threads) if (PARALLEL((size_t)rows * cols * n))
         for (int r = 0; r < rows; r++) {
             size_t off = (size_t)r * (size_t)cols;
-            out[r] = w->dtype == DT_BF16 ? st->dot_bf16((const uint16_t *)w->data + off, x, cols)
-                                         : st->dot_f32((const float *)w->data + off, x, cols);
+            for (int t = 0; t < n; t++)
+                out[(size_t)t * rows + r] =
+                    w->dtype == DT_BF16
+                        ? st->dot_bf16((const uint16_t *)w->data + off, x + (size_t)t * cols, cols)
+                        : st->dot_f32((const float *)w->data + off, x + (size_t)t * cols, cols);
         }
         return;
     }
@@ -352,7 +361,7 @@ static void cpu_matmul(backend *b, float *out, const tensor *w, const float *x, 
                 wr = tmp;
             }
             int t = 0;
-            if (nr == 4 && st->tile4x4)
+            if (nr == 4 && st->tile4x4 && n > MATMUL_ROWWISE_MAX) /* f16: as for one row */
                 for (; t + 4 <= n; t += 4)
                     st->tile4x4(wr, cols, x + (size_t)t * cols, out + (size_t)t * rows + r0, rows);
             for (; t < n; t++) {

@@ -1,0 +1,226 @@
+/* keepset.c: keepset files and the greedy / perplexity head over them (see keepset.h). */
+#include "keepset.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder.h"
+#include "util.h"
+
+/* ---------------------------------------------------------------------------------------- */
+/* The file                                                                                 */
+
+static int cmp_int(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+int keepset_load(const char *path, int n, int vocab, keepset *ks, char *err, size_t errlen) {
+    memset(ks, 0, sizeof *ks);
+    size_t len;
+    char *text = file_read_all(path, &len, err, errlen);
+    if (!text) return -1;
+    int *order = xmalloc((size_t)vocab * sizeof(int));
+    char *seen = xcalloc((size_t)vocab, 1);
+    int count = 0, line = 0, rc = -1;
+    for (char *p = text; p < text + len;) {
+        char *end = memchr(p, '\n', (size_t)(text + len - p));
+        if (!end) end = text + len;
+        *end = '\0';
+        line++;
+        char *s = p;
+        p = end + 1;
+        size_t l = strlen(s);
+        if (l && s[l - 1] == '\r') s[--l] = '\0';
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (*s == '#' || *s == '\0') continue;
+        char *stop;
+        errno = 0;
+        long v = strtol(s, &stop, 10);
+        while (*stop == ' ' || *stop == '\t')
+            stop++;
+        if (stop == s || *stop || errno || (*s != '-' && (*s < '0' || *s > '9'))) {
+            snprintf(err, errlen, "%s:%d: not a token id: \"%.40s\"", path, line, s);
+            goto done;
+        }
+        if (v < 0 || v >= vocab) {
+            snprintf(err, errlen, "%s:%d: token id %ld is outside the vocabulary (0..%d)", path,
+                     line, v, vocab - 1);
+            goto done;
+        }
+        if (seen[v]) {
+            snprintf(err, errlen, "%s:%d: token id %ld is listed twice", path, line, v);
+            goto done;
+        }
+        seen[v] = 1;
+        order[count++] = (int)v;
+    }
+    if (n < 1 || n > count) {
+        snprintf(err, errlen, "%s: LM_HEAD_KEEPSET=%d: the file lists %d token ids (1..%d allowed)",
+                 path, n, count, count);
+        goto done;
+    }
+    ks->n = n;
+    ks->vocab = vocab;
+    ks->file_count = count;
+    ks->ids = xmalloc((size_t)n * sizeof(int));
+    memcpy(ks->ids, order, (size_t)n * sizeof(int));
+    qsort(ks->ids, (size_t)n, sizeof(int), cmp_int);
+    ks->index = xmalloc((size_t)vocab * sizeof(int));
+    for (int i = 0; i < vocab; i++)
+        ks->index[i] = -1;
+    for (int i = 0; i < n; i++)
+        ks->index[ks->ids[i]] = i;
+    rc = 0;
+done:
+    free(order);
+    free(seen);
+    free(text);
+    return rc;
+}
+
+void keepset_free(keepset *ks) {
+    free(ks->ids);
+    free(ks->index);
+    memset(ks, 0, sizeof *ks);
+}
+
+double keepset_coverage(const keepset *ks, const ppl_set *pp, long *outside) {
+    long total = 0, out = 0;
+    for (int i = 0; i < pp->n; i++)
+        for (int j = 0; j < pp->items[i].n_target; j++) {
+            total++;
+            out += ks->index[pp->items[i].target[j]] < 0;
+        }
+    if (outside) *outside = out;
+    return total ? (double)(total - out) / (double)total : 1.0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The head                                                                                 */
+
+struct head {
+    decoder *d;
+    const keepset *ks;
+    tensor rows;   /* the head's rows: lm_head, or the kept rows (compact copy) */
+    void *copy;    /* the compact copy's storage */
+    float *scores; /* [DECODER_CHUNK][rows.rows] on the backend (d->logits without keepset) */
+    float *host;   /* [DECODER_CHUNK][rows.rows] host copy, for perplexity */
+};
+
+head *head_new(decoder *d, const keepset *ks) {
+    head *h = xcalloc(1, sizeof *h);
+    const model_config *c = &d->m->config;
+    h->d = d;
+    h->ks = ks;
+    h->rows = d->m->weights.lm_head;
+    if (ks) {
+        CHECK(ks->vocab == c->vocab);
+        const size_t row = (size_t)c->hidden * dtype_size(h->rows.dtype);
+        char *copy = xmalloc((size_t)ks->n * row);
+        for (int i = 0; i < ks->n; i++)
+            memcpy(copy + (size_t)i * row, (const char *)h->rows.data + (size_t)ks->ids[i] * row,
+                   row);
+        h->copy = copy;
+        h->rows.data = copy;
+        h->rows.rows = ks->n;
+        h->rows.dev = NULL;
+        h->scores = d->b->alloc(d->b, (size_t)DECODER_CHUNK * ks->n);
+    } else {
+        h->scores = d->logits; /* the decoder's own [chunk][vocab] scratch */
+    }
+    return h;
+}
+
+void head_free(head *h) {
+    if (!h) return;
+    if (h->ks) h->d->b->release(h->d->b, h->scores);
+    free(h->copy);
+    free(h->host);
+    free(h);
+}
+
+/* Softcapped scores of rows [from, from + n) of the last chunk into h->scores. */
+static void head_scores(head *h, int from, int n) {
+    decoder *d = h->d;
+    backend *b = d->b;
+    const model_config *c = &d->m->config;
+    CHECK(from >= 0 && n >= 1 && from + n <= d->hidden_rows);
+    b->matmul(b, h->scores, &h->rows, d->hidden + (size_t)from * c->hidden, n);
+    if (c->final_softcap > 0) b->softcap(b, h->scores, (size_t)n * h->rows.rows, c->final_softcap);
+}
+
+void head_argmax(head *h, int from, int n, int *out) {
+    backend *b = h->d->b;
+    const int cols = h->rows.rows;
+    head_scores(h, from, n);
+    for (int r = 0; r < n; r++) {
+        int i = b->argmax(b, h->scores + (size_t)r * cols, cols);
+        out[r] = h->ks ? h->ks->ids[i] : i;
+    }
+}
+
+int head_ppl_score(head *h, int max_len, const ppl_set *pp, ppl_total *out, char *err,
+                   size_t errlen) {
+    decoder *d = h->d;
+    const int cols = h->rows.rows;
+    *out = (ppl_total){0};
+    int longest = 0;
+    for (int i = 0; i < pp->n; i++) {
+        const ppl_record *r = &pp->items[i];
+        int len = ppl_record_len(r);
+        if (len > max_len) {
+            snprintf(err, errlen,
+                     "%s:%d: record needs %d positions (context %d + targets %d - 1), more than "
+                     "MAX_MODEL_LEN = %d",
+                     pp->path, r->line, len, r->n_context, r->n_target, max_len);
+            return -1;
+        }
+        if (len > longest) longest = len;
+    }
+    if (!h->host) h->host = xmalloc((size_t)DECODER_CHUNK * cols * sizeof(float));
+    int *seq = xmalloc((size_t)(longest > 0 ? longest : 1) * sizeof(int));
+    for (int k = 0; k < pp->n; k++) {
+        const ppl_record *r = &pp->items[k];
+        const int n_ctx = r->n_context, len = ppl_record_len(r);
+        memcpy(seq, r->context, (size_t)n_ctx * sizeof(int));
+        if (r->n_target > 1)
+            memcpy(seq + n_ctx, r->target, (size_t)(r->n_target - 1) * sizeof(int));
+        decoder_reset(d);
+        if (n_ctx > 1 && decoder_forward(d, seq, n_ctx - 1, NULL, 0)) goto full;
+        for (int start = n_ctx - 1; start < len; start += DECODER_CHUNK) {
+            const int m = len - start < DECODER_CHUNK ? len - start : DECODER_CHUNK;
+            if (decoder_forward(d, seq + start, m, NULL, 0)) goto full;
+            head_scores(h, 0, m);
+            d->b->download(d->b, h->host, h->scores, (size_t)m * cols);
+            double nll = 0;
+            long bad = 0;
+#pragma omp parallel for reduction(+ : nll, bad) schedule(static)
+            for (int i = 0; i < m; i++) {
+                int target = r->target[start + i + 1 - n_ctx];
+                int at = h->ks ? h->ks->index[target] : target;
+                double v = at < 0 ? INFINITY : logits_nll(h->host + (size_t)i * cols, cols, at);
+                if (isfinite(v))
+                    nll += v;
+                else
+                    bad++;
+            }
+            out->nll += nll;
+            out->nonfinite += bad;
+            out->tokens += m;
+        }
+        out->records++;
+        continue;
+    full:
+        free(seq);
+        snprintf(err, errlen, "%s:%d: record of %d tokens does not fit the decoder's cache",
+                 pp->path, r->line, len);
+        return -1;
+    }
+    free(seq);
+    return 0;
+}

@@ -1,0 +1,58 @@
+/* keepset.h: the target's greedy head, with or without an lm-head keepset (LM_HEAD_KEEPSET).
+ *
+ * A keepset file (keepset.txt beside the model) lists token ids, one per line, most frequent
+ * first; lines starting with '#' are comments. LM_HEAD_KEEPSET=N keeps the first N: the head
+ * then has only those N rows, for the greedy argmax and for perplexity alike (the challenge's
+ * pruned head), so a perplexity target outside the set has probability zero and makes ppl
+ * infinite - reported beside ppl as coverage.
+ *
+ * The head works on the final-normed hidden rows the decoder's last forward left behind
+ * (decoder.h: d->hidden), so one verify pass of k+1 positions costs one head pass over k+1
+ * rows. With a keepset the kept rows are copied once, in ascending id order, into a compact
+ * [N, hidden] tensor: the argmax runs a matmul over N rows only (the full-vocabulary logits are
+ * never formed) and the backend's argmax over those N scores; ascending ids keep "first
+ * maximum wins" equal to torch.argmax over the full masked vocabulary. Softcapping is applied
+ * to the N scores as the target applies it to all (tanh can tie two close logits; the tie then
+ * goes to the smaller id, as it would in the full head). */
+#ifndef KEEPSET_H
+#define KEEPSET_H
+
+#include <stddef.h>
+
+#include "dataset.h"
+#include "engine.h"
+#include "ppl.h"
+
+typedef struct {
+    int n;          /* kept ids */
+    int vocab;      /* the model's vocabulary */
+    int *ids;       /* [n] kept token ids, ascending */
+    int *index;     /* [vocab] position of a token in ids, or -1 when it is not kept */
+    int file_count; /* ids the file lists in all */
+} keepset;
+
+/* Read the first n ids of a keepset file for a vocabulary of `vocab` tokens. Every line must be
+ * a comment, empty, or one id in [0, vocab) not seen before; n must be between 1 and the
+ * number of ids listed. Returns 0, or -1 with err naming the file (and line). */
+int keepset_load(const char *path, int n, int vocab, keepset *ks, char *err, size_t errlen);
+void keepset_free(keepset *ks);
+
+/* Share of the perplexity records' target tokens inside the keepset (1 when there are none);
+ * *outside gets how many are not. */
+double keepset_coverage(const keepset *ks, const ppl_set *pp, long *outside);
+
+/* The greedy head of a decoder: the full lm_head, or its keepset rows. */
+typedef struct head head;
+head *head_new(decoder *d, const keepset *ks /* NULL: full vocabulary */);
+void head_free(head *h);
+
+/* Greedy tokens of rows [from, from + n) of the decoder's last forward call (its last chunk),
+ * into out[n]. */
+void head_argmax(head *h, int from, int n, int *out);
+
+/* Teacher-forced perplexity of pp through the decoder and this head (ppl.h's definition; a
+ * target outside the keepset counts as non-finite). max_len as in ppl_score. */
+int head_ppl_score(head *h, int max_len, const ppl_set *pp, ppl_total *out, char *err,
+                   size_t errlen);
+
+#endif

@@ -1,0 +1,101 @@
+/* speculate.c: the draft / verify / accept / rollback loop (see speculate.h). */
+#include "speculate.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "decoder.h"
+#include "util.h"
+
+/* The MTP drafter as a proposer: h from the target row, then k chained steps at position pos. */
+static int drafter_propose(void *ctx, int row, int x, int pos, int k, int *out) {
+    drafter *dr = ctx;
+    drafter_begin(dr, row);
+    for (int i = 0; i < k; i++) {
+        x = drafter_step(dr, x, pos, NULL, NULL, NULL);
+        out[i] = x;
+    }
+    return k;
+}
+
+void speculator_init(speculator *s, decoder *d, head *h, drafter *dr, int k) {
+    memset(s, 0, sizeof *s);
+    CHECK(k >= 0 && k <= SPEC_MAX_K && (k == 0 || dr));
+    s->d = d;
+    s->h = h;
+    s->k = k;
+    if (dr) {
+        s->propose = drafter_propose;
+        s->propose_ctx = dr;
+    }
+}
+
+static unsigned long long fnv1a(unsigned long long h, int tok) {
+    for (int i = 0; i < 4; i++) {
+        h ^= (unsigned char)(tok >> (8 * i));
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+int spec_generate(speculator *s, const int *prompt, int n, int max_new, int *out, double *first_at,
+                  unsigned long long *hash) {
+    decoder *d = s->d;
+    spec_stats *st = &s->stats;
+    int buf[SPEC_MAX_K + 1], greedy[SPEC_MAX_K + 1];
+    const double t0 = now_seconds();
+
+    decoder_reset(d);
+    if (n < 1 || decoder_forward(d, prompt, n, NULL, 0)) return -1;
+    int x, row = d->hidden_rows - 1;
+    head_argmax(s->h, row, 1, &x);
+    double t = now_seconds();
+    st->prefill_s += t - t0;
+    if (first_at) *first_at = t;
+
+    /* After a partial accept the rollback waits until the drafter has read the verify row
+     * it starts from (a rollback forgets the hidden rows); the drafter reads no KV past x. */
+    int cut = -1;
+    for (int served = 0;;) {
+        if (out) out[served] = x;
+        if (hash) *hash = fnv1a(*hash, x);
+        if (++served == max_new) break;
+        /* x sits at position P = decoder_pos; draft at most what is still to be served. */
+        const int pos = cut >= 0 ? cut : decoder_pos(d), left = max_new - served;
+        int k = s->k < left - 1 ? s->k : left - 1, m = 0;
+        buf[0] = x;
+        if (k > 0) {
+            double a = now_seconds();
+            k = s->propose(s->propose_ctx, row, x, pos, k, buf + 1);
+            st->draft_s += now_seconds() - a;
+            st->drafted += k;
+        }
+        if (cut >= 0) CHECK(decoder_truncate(d, cut) == 0);
+        double v = now_seconds();
+        if (decoder_forward(d, buf, k + 1, NULL, 0)) return -1;
+        head_argmax(s->h, 0, k + 1, greedy);
+        st->verify_s += now_seconds() - v;
+        while (m < k && buf[m + 1] == greedy[m])
+            m++;
+        /* Serve d1..dm; g_m becomes the pending token. */
+        for (int i = 1; i <= m && served < max_new; i++) {
+            if (out) out[served] = buf[i];
+            if (hash) *hash = fnv1a(*hash, buf[i]);
+            served++;
+        }
+        CHECK(served < max_new); /* k <= left - 1 leaves room for the bonus token */
+        cut = m < k ? pos + m + 1 : -1;
+        x = greedy[m];
+        row = m;
+        st->steps++;
+        st->accepted += m;
+        st->served += m + 1;
+        st->hist[m]++;
+    }
+    st->total_s += now_seconds() - t0;
+    return 0;
+}
+
+double spec_mean_accept(const spec_stats *st) {
+    return st->steps ? (double)st->accepted / (double)st->steps : 0.0;
+}

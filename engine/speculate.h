@@ -1,0 +1,69 @@
+/* speculate.h: greedy generation with speculative decoding (NUM_SPECULATIVE_TOKENS).
+ *
+ * One step, with the target's cache holding positions 0..P-1 and the newest token x (already
+ * served) at position P:
+ *   draft   the proposer (the MTP drafter) guesses k tokens d1..dk after x;
+ *   verify  one target pass over [x, d1..dk] at positions P..P+k gives the greedy token g_i
+ *           after each prefix (decoder_forward with n = k+1, head over its k+1 rows);
+ *   accept  m = how many leading drafts equal the target's own choice (d_{i+1} == g_i);
+ *           d1..dm and the bonus token g_m are served, so every step serves m + 1 tokens;
+ *   rollback the cache is cut back to P + m + 1 positions (decoder_truncate): the rejected
+ *           drafts' KV is dropped, and g_m becomes the new x.
+ * Every served token is the target's greedy choice given the served tokens before it, so the
+ * output equals plain greedy decoding (k = 0 is exactly that loop). Bit for bit, too: the CPU
+ * backend computes a row of a few-row matmul with the same kernel as a single row
+ * (backend_cpu.c), so a verify row is the decode step it replaces.
+ *
+ * Stats: the accepted-length histogram and the time in draft, verify and the rest (prefill,
+ * rollback, bookkeeping). */
+#ifndef SPECULATE_H
+#define SPECULATE_H
+
+#include <stddef.h>
+
+#include "assistant.h"
+#include "engine.h"
+#include "keepset.h"
+
+#define SPEC_MAX_K 16
+
+typedef struct {
+    long steps;                /* verify passes */
+    long drafted;              /* draft tokens proposed */
+    long accepted;             /* draft tokens accepted */
+    long served;               /* tokens served by the steps (accepted + bonus) */
+    long hist[SPEC_MAX_K + 1]; /* hist[m]: steps that accepted m drafts */
+    double draft_s;            /* in the proposer */
+    double verify_s;           /* in the target's verify pass and its head */
+    double prefill_s;          /* prompt prefill and the first token */
+    double total_s;            /* whole generate calls */
+} spec_stats;
+
+/* What proposes the drafts: the MTP drafter, or (tests) anything else. Called right after a
+ * target forward whose row `row` (of its last chunk) produced x; pos is x's position. Writes
+ * up to k tokens into out and returns how many. */
+typedef int (*spec_propose_fn)(void *ctx, int row, int x, int pos, int k, int *out);
+
+typedef struct {
+    decoder *d;
+    head *h;
+    int k;                   /* NUM_SPECULATIVE_TOKENS (0 = plain greedy) */
+    spec_propose_fn propose; /* NULL with k = 0 */
+    void *propose_ctx;
+    spec_stats stats;
+} speculator;
+
+/* A speculator over decoder d with head h; with dr non-NULL the drafter proposes (k >= 1). */
+void speculator_init(speculator *s, decoder *d, head *h, drafter *dr, int k);
+
+/* Reset the cache, prefill prompt[0..n), and serve max_new greedy tokens into out (may be NULL;
+ * EOS ignored). *first_at (may be NULL) gets now_seconds() once the first token is known; hash
+ * (may be NULL) folds every token in (FNV-1a, as bench.c). Returns 0, or -1 when the cache
+ * would overflow. */
+int spec_generate(speculator *s, const int *prompt, int n, int max_new, int *out, double *first_at,
+                  unsigned long long *hash);
+
+/* Mean tokens served per verify pass (accepted + 1), and the mean accepted drafts. */
+double spec_mean_accept(const spec_stats *st);
+
+#endif
