@@ -4,7 +4,10 @@
  * rebuilt from study.json with just what aggregation needs: the objective and its
  * direction, the constraints, the knob names and the repeats. Rows: feasible points best
  * first, then measured points that break a constraint (with the constraint they break),
- * then failed points with the engine's reason.
+ * then failed points with the engine's reason. Below it, when the study has reached its
+ * verification, the held-out re-runs of the candidates: measured against verified
+ * objective, the spread and the gap, the verified constraint metrics and whether they
+ * still meet the budget; then the manifest's pick and its warnings, when it exists.
  */
 #include "show.h"
 
@@ -123,6 +126,93 @@ static void print_num(FILE *out, double v, int width) {
         fprintf(out, " %*.6g", width, v);
 }
 
+/* The verification section: the held-out re-runs (phase verify) grouped by point, best
+ * verified first, and the manifest's pick with its warnings. */
+static void show_verification(const trial_table *t, cJSON **recs, int n_recs,
+                              const char *trials_path, const char *dir, FILE *out) {
+    const space *sp = t->sp;
+    char err[ERR_LEN];
+    trial_table *vt = trials_new_verify(sp);
+    for (int i = 0; i < n_recs; i++)
+        if (trials_add(vt, recs[i], trials_path, err, sizeof err) == TRIALS_BAD) {
+            trials_free(vt);
+            return; /* already reported by the tuning table's pass */
+        }
+    if (vt->n_points == 0) {
+        trials_free(vt);
+        return;
+    }
+    /* The baseline of the relative bounds is the tuning baseline's point, re-run. */
+    for (int i = 0; i < t->n_points; i++) {
+        if (!t->points[i].baseline) continue;
+        int v = trials_find(vt, t->points[i].levels);
+        if (v >= 0) vt->points[v].baseline = 1;
+    }
+    resolved_constraint *vrc = xcalloc((size_t)sp->n_constraints + 1, sizeof *vrc);
+    const char *why;
+    trials_resolve(vt, vrc, &why);
+    int *order = xmalloc((size_t)vt->n_points * sizeof *order);
+    int n_ok = trials_order(vt, vrc, order);
+    const cJSON *set = cJSON_GetObjectItemCaseSensitive(vt->points[0].runs[0], "prompt_set");
+    fprintf(out, "\nverification on the %s prompts: %d runs of %d points, %d still feasible\n",
+            cJSON_IsString(set) ? set->valuestring : "held-out", vt->n_runs, vt->n_points, n_ok);
+    fprintf(out, "%-10s %12s %12s %10s %8s", "verdict", "measured", "verified", "sd", "gap");
+    for (int c = 0; c < sp->n_constraints; c++)
+        fprintf(out, " %10s", sp->constraints[c].metric);
+    fprintf(out, " %5s  %-s\n", "runs", "point");
+    for (int k = 0; k < vt->n_points; k++) {
+        const point_stats *v = &vt->points[order[k]];
+        int ti = trials_find(t, v->levels);
+        double measured = ti >= 0 ? t->points[ti].objective : NAN;
+        double gap = isfinite(measured) && measured != 0 && isfinite(v->objective)
+                         ? v->objective / measured - 1
+                         : NAN;
+        fprintf(out, "%-10s", k < n_ok ? "kept" : v->status == TRIAL_FAILED ? "failed" : "dropped");
+        print_num(out, measured, 12);
+        print_num(out, v->objective, 12);
+        print_num(out, v->objective_sd, 10);
+        if (isfinite(gap))
+            fprintf(out, " %+7.1f%%", 100 * gap);
+        else
+            fprintf(out, " %8s", "-");
+        for (int c = 0; c < sp->n_constraints; c++)
+            print_num(out, v->cons[c], 10);
+        fprintf(out, " %5d  %s%s\n", v->n_runs, v->key, v->baseline ? " (baseline)" : "");
+        char broken[512];
+        if (k >= n_ok && v->status != TRIAL_FAILED) {
+            broken_constraint(v, vrc, sp->n_constraints, broken, sizeof broken);
+            if (v->status == TRIAL_INFEASIBLE && v->reason)
+                fprintf(out, "%33s reason: %s\n", "", v->reason);
+            else if (broken[0])
+                fprintf(out, "%33s breaks: %s\n", "", broken);
+        } else if (v->status == TRIAL_FAILED && v->reason) {
+            fprintf(out, "%33s reason: %s\n", "", v->reason);
+        }
+    }
+    free(order);
+    free(vrc);
+    trials_free(vt);
+    /* The manifest's pick, when the study has one. */
+    char *mp = xasprintf("%s/manifest.json", dir);
+    char *text = access(mp, F_OK) == 0 ? file_read_all(mp, NULL, err, sizeof err) : NULL;
+    cJSON *m = text ? cJSON_Parse(text) : NULL;
+    const cJSON *pt = cJSON_GetObjectItemCaseSensitive(m, "point");
+    if (cJSON_IsObject(pt)) {
+        fprintf(out, "manifest %s:", mp);
+        const cJSON *item;
+        cJSON_ArrayForEach(item, pt) {
+            if (cJSON_IsString(item)) fprintf(out, " %s=%s", item->string, item->valuestring);
+        }
+        fputc('\n', out);
+        cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(m, "warnings")) {
+            if (cJSON_IsString(item)) fprintf(out, "warning: %s\n", item->valuestring);
+        }
+    }
+    cJSON_Delete(m);
+    free(text);
+    free(mp);
+}
+
 int show_main(const char *study, const char *out_dir, FILE *out) {
     char err[ERR_LEN] = "";
     char *probe = xasprintf("%s/study.json", study);
@@ -200,6 +290,7 @@ int show_main(const char *study, const char *out_dir, FILE *out) {
             fprintf(out, "%33s reason: %s\n", "", p->reason);
         }
     }
+    show_verification(t, recs, n_recs, trials_path, dir, out);
     rc_exit = 0;
 
 done:

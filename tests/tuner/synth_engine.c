@@ -27,6 +27,9 @@
  *   SYNTH_NOISE           relative noise amplitude of tps (default 0)
  *   SYNTH_OUTPUT          "stdout" (default: a few log lines, then the JSON line),
  *                         "file" (write $TUNER_RESULT), "text" (lines for the regex mode)
+ *   SYNTH_LIVE_DIR        parallel-worker tests: a file named by the pid lives in this folder
+ *                         while the engine runs; after the slow start the engine appends to
+ *                         DIR.log how many engines are running at that moment
  *   SYNTH_CALLS           append "TUNER_TRIAL KNOBS" to this file at every start
  *                         (followed by " holdout" on runs with TUNER_PROMPT_SET=holdout)
  * On the held-out prompt set (TUNER_PROMPT_SET=holdout) only:
@@ -42,6 +45,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <dirent.h>
 
 #include <cjson/cJSON.h>
 
@@ -88,6 +93,38 @@ static void sleep_s(double s) {
     }
 }
 
+/* SYNTH_LIVE_DIR: enter (make our file), count the engines alive, leave (remove it). */
+static char live_path[4096];
+
+static void live_enter(void) {
+    const char *dir = getenv("SYNTH_LIVE_DIR");
+    if (!dir || !*dir) return;
+    snprintf(live_path, sizeof live_path, "%s/%d", dir, (int)getpid());
+    FILE *f = fopen(live_path, "w");
+    if (f) fclose(f);
+}
+
+static void live_count(void) {
+    const char *dir = getenv("SYNTH_LIVE_DIR");
+    if (!dir || !*dir) return;
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e = d ? readdir(d) : NULL; e; e = readdir(d))
+        n += e->d_name[0] != '.';
+    if (d) closedir(d);
+    char log[4200];
+    snprintf(log, sizeof log, "%s.log", dir);
+    FILE *f = fopen(log, "a");
+    if (f) {
+        fprintf(f, "%d\n", n);
+        fclose(f);
+    }
+}
+
+static void live_leave(void) {
+    if (live_path[0]) unlink(live_path);
+}
+
 static void hang(void) {
     if (getenv("SYNTH_IGNORE_TERM")) signal(SIGTERM, SIG_IGN);
     pid_t g = fork();
@@ -123,7 +160,10 @@ int main(void) {
             fclose(f);
         }
     }
+    live_enter();
+    atexit(live_leave);
     sleep_s(knob("SYNTH_SLOW_START", 0));
+    live_count();
     double W = knob("SLIDING_WINDOW", 512), K = knob("NUM_SPECULATIVE_TOKENS", 0);
     double S = knob("LM_HEAD_KEEPSET", 0), C = knob("CENTROID_TOP_K", 32);
     double noise = knob("SYNTH_NOISE", 0);
@@ -179,6 +219,8 @@ int main(void) {
     cJSON_AddNumberToObject(r, "tokens", 512);
     cJSON_AddNumberToObject(r, "decode_tps", tps * 1.1);
     cJSON_AddStringToObject(r, "device", "synthetic");
+    const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+    if (cvd) cJSON_AddStringToObject(r, "cuda_visible_devices", cvd);
     cJSON_AddStringToObject(r, "prompt_set",
                             getenv("TUNER_PROMPT_SET") ? getenv("TUNER_PROMPT_SET") : "");
     char *text = cJSON_PrintUnformatted(r);

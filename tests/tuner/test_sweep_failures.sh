@@ -48,7 +48,10 @@ w=$(eval "$("$TUNER" env out/failures/manifest.json)" && echo "$SLIDING_WINDOW")
 "$TUNER" show failures --out out >show.out
 expect_contains show.out "reason: killed by signal 6 (Aborted)"
 expect_contains show.out "reason: exit status 3"
-tail -2 show.out | qgrep "failed" || fail "failures are not listed last"
+sed '/^$/,$d' show.out | tail -2 | qgrep "failed" || fail "failures are not listed last"
+# Below the table: the verification of the best candidates and the manifest's pick.
+expect_contains show.out "verification on the holdout prompts:"
+expect_contains show.out "manifest "
 grep -m1 "^ *1 feasible" show.out | qgrep "SLIDING_WINDOW=448" || fail "show: best is not first"
 
 # The same engine reporting through $TUNER_RESULT, then as text through regexes.
