@@ -73,28 +73,30 @@ static int fallback_level(const space *sp, int i) {
     return sp->params[i].n_levels / 2;
 }
 
-/* Map an earlier point {KNOB: "value"} onto the lattice. With notes, every knob that does
- * not map exactly is reported and takes its fallback; without, such a point returns 0. */
+/* Map an earlier point {KNOB: "value"} onto the lattice. A knob the earlier point lacks
+ * takes its fallback level. A value that is not a level: with notes (the winner), the
+ * nearest level (or the fallback) and a note; without (the prior points), the point is
+ * left out (returns 0). */
 static int map_point(const space *sp, const cJSON *point, int *levels, FILE *notes) {
     char buf[256];
     for (int i = 0; i < sp->n_params; i++) {
         const param_def *p = &sp->params[i];
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(point, p->name);
-        int exact = 0, l = cJSON_IsString(v) ? map_value(p, v->valuestring, &exact) : -1;
-        if (l < 0) {
-            if (!notes) return 0;
-            l = fallback_level(sp, i);
-            space_param_value(p, l, buf, sizeof buf);
-            fprintf(notes, "%s: warm start: %s %s%s%s in the earlier point; using %s\n",
-                    util_progname, p->name, cJSON_IsString(v) ? "value '" : "is not set",
-                    cJSON_IsString(v) ? v->valuestring : "",
-                    cJSON_IsString(v) ? "' is not a level of this space" : "", buf);
-        } else if (!exact && notes) {
+        if (!cJSON_IsString(v)) {
+            levels[i] = fallback_level(sp, i);
+            space_param_value(p, levels[i], buf, sizeof buf);
+            if (notes)
+                fprintf(notes, "%s: warm start: %s is not set in the earlier point; using %s\n",
+                        util_progname, p->name, buf);
+            continue;
+        }
+        int exact = 0, l = map_value(p, v->valuestring, &exact);
+        if (!exact && !notes) return 0;
+        if (l < 0) l = fallback_level(sp, i);
+        if (!exact) {
             space_param_value(p, l, buf, sizeof buf);
             fprintf(notes, "%s: warm start: %s=%s is not on this space's lattice; using %s\n",
                     util_progname, p->name, v->valuestring, buf);
-        } else if (!exact) {
-            return 0; /* prior points: only those on the lattice */
         }
         levels[i] = l;
     }
