@@ -37,7 +37,8 @@ echo "=== copy bandwidth"
 "$CUDA_OPS" copy-bw | tee "$RES/copy_bw.txt"
 
 echo "=== matvec: own kernel vs cuBLAS"
-"$CUDA_OPS" bench-matmul | tee "$RES/matmul.md"
+"$CUDA_OPS" bench-matmul | tee "$RES/matmul_raw.txt"
+grep '^|' "$RES/matmul_raw.txt" >"$RES/matmul.md"
 
 # (a) the small model
 TINY=models/gemma4-tiny
