@@ -28,12 +28,14 @@
  *    20,000 shifted Sobol points mapped onto the lattice plus the neighbours (one and two
  *    levels along each axis, and one level along each pair of axes) of the ten best
  *    observed points. Observed and pending points are never candidates.
- * 5. Score (acquisition.h): log EI of the objective over the incumbent (the best posterior
- *    mean among observed points that measured feasible) plus the log probability that
- *    every constraint is met; while no observed point is feasible, the log probability of
- *    feasibility alone. Scores go into an array in parallel (OpenMP); the argmax is taken
- *    serially with the lowest candidate index winning ties, so the thread count never
- *    changes a proposal.
+ * 5. Score (acquisition.h): log EI of the objective over the incumbent (the current
+ *    pick, see rank() below; before there is one, the best posterior mean among observed
+ *    points that measured feasible) plus the log probability that every constraint is met
+ *    on a re-measurement; while no observed point is feasible, that log probability
+ *    alone. Both use the same rule as the pick, so the search improves what would be
+ *    reported rather than points the pick would reject as too close to the bound. Scores go into an
+ * array in parallel (OpenMP); the argmax is taken serially with the lowest candidate index winning
+ * ties, so the thread count never changes a proposal.
  *
  * Inputs of the GPs: int parameters at space_param_unit (their position in [0,1], log-
  * scaled where the space asks); categorical parameters as their level index, compared by
@@ -308,6 +310,8 @@ static gp *fit_constraint(const strategy *s, const double *x, double *g, const d
     return m;
 }
 
+static void models_log_pf(const bayes_models *m, const double *xs, int n, int noisy, double *lpf);
+
 static void models_fit(const strategy *s, const observation *obs, int n_obs,
                        const resolved_constraint *rc, int n_rc, bayes_models *m) {
     int d = s->d;
@@ -361,20 +365,27 @@ static void models_fit(const strategy *s, const observation *obs, int n_obs,
                                    seed + 7919ULL * (uint64_t)(c + 1));
     }
 
-    /* Incumbent: best posterior mean among the points that measured feasible. */
+    /* Incumbent: the current pick (rank's rule: best posterior mean among OK points with
+     * P(feasible on re-measurement) >= 0.95), so that expected improvement is improvement
+     * of what would be reported; while there is no such point, the best posterior mean
+     * among the points that measured feasible. */
     m->best = -INFINITY;
     if (m->obj) {
-        double mean[n_ok], var[n_ok];
+        double mean[n_ok], var[n_ok], lpf[n_ok];
         gp_predict(m->obj, xo, n_ok, mean, var);
+        models_log_pf(m, xo, n_ok, 1, lpf);
+        double best_pick = -INFINITY;
         int k = 0;
         for (int i = 0; i < n_obs; i++) {
             if (obs[i].status != TRIAL_OK || !isfinite(obs[i].objective)) continue;
-            if (observation_feasible(&obs[i], rc, n_rc) && mean[k] > m->best) {
-                m->best = mean[k];
+            if (observation_feasible(&obs[i], rc, n_rc)) {
                 m->feasible_known = 1;
+                m->best = fmax(m->best, mean[k]);
             }
+            if (lpf[k] >= log(BAYES_PICK_PF)) best_pick = fmax(best_pick, mean[k]);
             k++;
         }
+        if (isfinite(best_pick)) m->best = best_pick;
     }
     free(x);
     free(y);
@@ -547,7 +558,7 @@ static int bayes_propose(strategy *s, const observation *obs, int n_obs,
 
     /* 5. Scores, then the serial argmax (lowest index wins ties). */
     double *score = xmalloc((size_t)(n_cand ? n_cand : 1) * sizeof(double));
-    models_log_pf(&bel, xs, (int)n_cand, 0, score);
+    models_log_pf(&bel, xs, (int)n_cand, 1, score);
     if (bel.feasible_known && bel.obj) {
         double *mean = xmalloc((size_t)n_cand * sizeof(double)),
                *var = xmalloc((size_t)n_cand * sizeof(double));
