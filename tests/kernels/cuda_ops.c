@@ -8,7 +8,8 @@
  *                               shapes for the sanitizers
  *   cuda_ops model DIR...       whole models: logits of a 72-token prefill and of 24 decode
  *                               steps (eager, captured, then replayed CUDA graphs, at moving
- *                               positions) GPU vs CPU, and 24 greedy tokens identical
+ *                               positions) GPU vs CPU, 24 greedy tokens identical, and the
+ *                               last 5 steps re-run as one chunk bit for bit (verify == decode)
  *   cuda_ops bench-matmul       our matvec kernel against cuBLAS on E4B's shapes (n = 1, 4, 64)
  *   cuda_ops copy-bw            the device's copy bandwidth (for the benchmark's floor)
  *   cuda_ops decode-profile DIR P S   decode steps after a P-token prefill: ms per step with
@@ -512,10 +513,17 @@ static void check_model(const char *dir) {
         tg = argmax_host(lg + (size_t)(N - 1) * V, V);
     double worst = 0;
     int same = 0;
+    enum { LAST = 5 }; /* the last LAST steps are replayed below as one chunk */
+    int fed[LAST];
+    float *step_logits = xmalloc((size_t)LAST * V * sizeof(float));
     for (int s = 0; s < STEPS; s++) {
         EXPECT(tc == tg, "%s: greedy step %d: gpu %d cpu %d", dir, s, tg, tc);
         same += tc == tg;
         CHECK(decoder_forward(dc, &tc, 1, lc, 0) == 0 && decoder_forward(dg, &tc, 1, lg, 0) == 0);
+        if (s >= STEPS - LAST) {
+            fed[s - (STEPS - LAST)] = tc;
+            memcpy(step_logits + (size_t)(s - (STEPS - LAST)) * V, lg, (size_t)V * sizeof(float));
+        }
         amax = 0;
         d = max_abs_diff(lg, lc, (size_t)V, &amax);
         if (d > worst) worst = d;
@@ -524,6 +532,19 @@ static void check_model(const char *dir) {
         tc = argmax_host(lc, V);
         tg = argmax_host(lg, V);
     }
+    /* Speculative verify runs k + 1 positions as one chunk and must reproduce plain decoding
+     * exactly (lossless speculation): roll the GPU decoder back LAST positions and run the
+     * tokens those steps were fed as one chunk; the logits must be bit for bit the steps'. */
+    {
+        float *chunk = xmalloc((size_t)LAST * V * sizeof(float));
+        CHECK(decoder_truncate(dg, decoder_pos(dg) - LAST) == 0);
+        CHECK(decoder_forward(dg, fed, LAST, chunk, 0) == 0);
+        EXPECT(!memcmp(chunk, step_logits, (size_t)LAST * V * sizeof(float)),
+               "%s: a %d-token chunk does not reproduce the single-token steps bit for bit", dir,
+               LAST);
+        free(chunk);
+    }
+    free(step_logits);
     /* The fused path: decoder_forward_argmax picks the same token as the host argmax. */
     int dev_tok = -1;
     CHECK(decoder_forward_argmax(dg, &tc, 1, &dev_tok) == 0);
