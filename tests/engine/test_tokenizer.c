@@ -10,6 +10,7 @@
  *                        ignore_merges, no unk token (unknown chars are dropped), Metaspace
  *                        decoder, no post-processor and no BOS.
  *   bad_*.json           one defect each, for the load errors.
+ * and, written on the fly, a Split pre-tokenizer in each of its ten configurations.
  *
  * Every expected id list and decoded string below was produced by the Hugging Face
  * tokenizers library (0.23.2, its Node binding) on the same files; the reference test
@@ -17,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "tokenizer.h"
 #include "util.h"
@@ -262,6 +265,135 @@ static void test_threads(void) {
     tokenizer_free(t);
 }
 
+/* Split's five behaviours, each with and without invert, on one pattern ("--") and a BPE
+ * whose merges would cross the split points: the ids show where the splits fell. The file
+ * is written to a memfd and loaded through /proc/self/fd. */
+static void test_split_behaviours(void) {
+    static const char *texts[] = {"a--b", "a----b", "--a--", "ab", "a-b", "a---b", "----"};
+    static const struct {
+        const char *behavior;
+        int invert;
+        int ids[7][5]; /* -1 ends each list */
+    } cases[] = {
+        {"Removed", 0, {{0, 1, -1}, {0, 1, -1}, {0, -1}, {6, -1}, {3, 1, -1}, {0, 4, -1}, {-1}}},
+        {"Removed", 1, {{5, -1}, {5, 5, -1}, {5, 5, -1}, {-1}, {-1}, {5, -1}, {5, 5, -1}}},
+        {"Isolated",
+         0,
+         {{0, 5, 1, -1},
+          {0, 5, 5, 1, -1},
+          {5, 0, 5, -1},
+          {6, -1},
+          {3, 1, -1},
+          {0, 5, 4, -1},
+          {5, 5, -1}}},
+        {"Isolated",
+         1,
+         {{0, 5, 1, -1},
+          {0, 5, 5, 1, -1},
+          {5, 0, 5, -1},
+          {6, -1},
+          {3, 1, -1},
+          {0, 5, 4, -1},
+          {5, 5, -1}}},
+        {"MergedWithPrevious",
+         0,
+         {{3, 2, 1, -1},
+          {3, 2, 5, 1, -1},
+          {5, 3, 2, -1},
+          {6, -1},
+          {3, 1, -1},
+          {3, 2, 4, -1},
+          {5, 5, -1}}},
+        {"MergedWithPrevious",
+         1,
+         {{0, 2, 4, -1},
+          {0, 5, 2, 4, -1},
+          {5, 0, 5, -1},
+          {6, -1},
+          {3, 1, -1},
+          {0, 5, 4, -1},
+          {5, 5, -1}}},
+        {"MergedWithNext",
+         0,
+         {{0, 2, 4, -1},
+          {0, 5, 2, 4, -1},
+          {5, 0, 5, -1},
+          {6, -1},
+          {3, 1, -1},
+          {0, 5, 4, -1},
+          {5, 5, -1}}},
+        {"MergedWithNext",
+         1,
+         {{3, 2, 1, -1},
+          {3, 2, 5, 1, -1},
+          {5, 3, 2, -1},
+          {6, -1},
+          {3, 1, -1},
+          {3, 2, 4, -1},
+          {5, 5, -1}}},
+        {"Contiguous",
+         0,
+         {{0, 5, 1, -1},
+          {0, 5, 5, 1, -1},
+          {5, 0, 5, -1},
+          {6, -1},
+          {3, 1, -1},
+          {0, 5, 4, -1},
+          {5, 5, -1}}},
+        {"Contiguous",
+         1,
+         {{0, 5, 1, -1},
+          {0, 5, 5, 1, -1},
+          {5, 0, 5, -1},
+          {6, -1},
+          {3, 1, -1},
+          {0, 5, 4, -1},
+          {5, 5, -1}}},
+    };
+    int fd = memfd_create("split_tokenizer.json", 0);
+    if (fd < 0) die("memfd_create failed");
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char *json = xasprintf(
+            "{\"added_tokens\": [], \"normalizer\": null, \"decoder\": {\"type\": \"Fuse\"},"
+            " \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"String\": \"--\"},"
+            " \"behavior\": \"%s\", \"invert\": %s},"
+            " \"model\": {\"type\": \"BPE\", \"unk_token\": null,"
+            " \"vocab\": {\"a\": 0, \"b\": 1, \"-\": 2, \"a-\": 3, \"-b\": 4, \"--\": 5, \"ab\": "
+            "6},"
+            " \"merges\": [[\"a\", \"-\"], [\"-\", \"b\"], [\"-\", \"-\"], [\"a\", \"b\"]]}}",
+            cases[c].behavior, cases[c].invert ? "true" : "false");
+        size_t n = strlen(json);
+        if (ftruncate(fd, 0) != 0 || pwrite(fd, json, n, 0) != (ssize_t)n)
+            die("cannot write %s", path);
+        free(json);
+        char err[512];
+        tokenizer *t = tokenizer_load(path, err, sizeof err);
+        if (!t) die("%s", err);
+        for (int k = 0; k < 7; k++) {
+            int nwant = 0;
+            while (cases[c].ids[k][nwant] >= 0)
+                nwant++;
+            char label[128];
+            snprintf(label, sizeof label, "%s (Split %s, invert %d)", texts[k], cases[c].behavior,
+                     cases[c].invert);
+            int *ids;
+            int got = tokenizer_encode(t, texts[k], strlen(texts[k]), 0, &ids);
+            if (got != nwant ||
+                (got > 0 && memcmp(ids, cases[c].ids[k], (size_t)got * sizeof *ids))) {
+                fprintf(stderr, "%s:%d: encode(\"%s\") differs\n", __FILE__, __LINE__, label);
+                print_ids("want", cases[c].ids[k], nwant);
+                if (got >= 0) print_ids("got ", ids, got);
+                failures++;
+            }
+            free(ids);
+        }
+        tokenizer_free(t);
+    }
+    close(fd);
+}
+
 static void test_load_errors(void) {
     EXPECT_LOAD_ERROR("missing.json", "missing.json");
     EXPECT_LOAD_ERROR("bad_syntax.json", "not valid JSON (near line");
@@ -287,6 +419,7 @@ int main(void) {
     test_metaspace_layout();
     test_long_input();
     test_threads();
+    test_split_behaviours();
     test_load_errors();
     if (failures) {
         fprintf(stderr, "test_tokenizer: %d failure(s)\n", failures);
