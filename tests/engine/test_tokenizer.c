@@ -10,7 +10,8 @@
  *                        ignore_merges, no unk token (unknown chars are dropped), Metaspace
  *                        decoder, no post-processor and no BOS.
  *   bad_*.json           one defect each, for the load errors.
- * and, written on the fly, a Split pre-tokenizer in each of its ten configurations.
+ * and, written on the fly, a Split pre-tokenizer in each of its ten configurations and
+ * the Strip normalizer and decoder.
  *
  * Every expected id list and decoded string below was produced by the Hugging Face
  * tokenizers library (0.23.2, its Node binding) on the same files; the reference test
@@ -265,9 +266,25 @@ static void test_threads(void) {
     tokenizer_free(t);
 }
 
+/* Load a tokenizer from JSON text, written to a memfd and read through /proc/self/fd. */
+static tokenizer *load_string(const char *json) {
+    static int fd = -1;
+    static char path[64];
+    if (fd < 0) {
+        fd = memfd_create("test_tokenizer.json", 0);
+        if (fd < 0) die("memfd_create failed");
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    }
+    size_t n = strlen(json);
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, json, n, 0) != (ssize_t)n) die("cannot write %s", path);
+    char err[512];
+    tokenizer *t = tokenizer_load(path, err, sizeof err);
+    if (!t) die("%s", err);
+    return t;
+}
+
 /* Split's five behaviours, each with and without invert, on one pattern ("--") and a BPE
- * whose merges would cross the split points: the ids show where the splits fell. The file
- * is written to a memfd and loaded through /proc/self/fd. */
+ * whose merges would cross the split points: the ids show where the splits fell. */
 static void test_split_behaviours(void) {
     static const char *texts[] = {"a--b", "a----b", "--a--", "ab", "a-b", "a---b", "----"};
     static const struct {
@@ -350,10 +367,6 @@ static void test_split_behaviours(void) {
           {0, 5, 4, -1},
           {5, 5, -1}}},
     };
-    int fd = memfd_create("split_tokenizer.json", 0);
-    if (fd < 0) die("memfd_create failed");
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         char *json = xasprintf(
             "{\"added_tokens\": [], \"normalizer\": null, \"decoder\": {\"type\": \"Fuse\"},"
@@ -364,13 +377,8 @@ static void test_split_behaviours(void) {
             "6},"
             " \"merges\": [[\"a\", \"-\"], [\"-\", \"b\"], [\"-\", \"-\"], [\"a\", \"b\"]]}}",
             cases[c].behavior, cases[c].invert ? "true" : "false");
-        size_t n = strlen(json);
-        if (ftruncate(fd, 0) != 0 || pwrite(fd, json, n, 0) != (ssize_t)n)
-            die("cannot write %s", path);
+        tokenizer *t = load_string(json);
         free(json);
-        char err[512];
-        tokenizer *t = tokenizer_load(path, err, sizeof err);
-        if (!t) die("%s", err);
         for (int k = 0; k < 7; k++) {
             int nwant = 0;
             while (cases[c].ids[k][nwant] >= 0)
@@ -391,7 +399,50 @@ static void test_split_behaviours(void) {
         }
         tokenizer_free(t);
     }
-    close(fd);
+}
+
+/* The Strip normalizer (Unicode whitespace, each side on its own) and the Strip decoder
+ * with a stop count. (The library panics when the decoder's start and stop cuts overlap
+ * within one token; we cut no more than the token, so only the cases it survives are here.) */
+static void test_strip(void) {
+    static const char *texts[] = {" a ", "\u3000\ta a\t ", "a", "  ", " a  a "};
+    static const struct {
+        const char *left, *right;
+        int ids[5][5]; /* -1 ends each list */
+    } cases[] = {
+        {"true", "true", {{0, -1}, {0, 2, -1}, {0, -1}, {-1}, {3, 2, -1}}},
+        {"true", "false", {{3, -1}, {0, 2, 5, 1, -1}, {0, -1}, {-1}, {3, 2, 1, -1}}},
+        {"false", "true", {{2, -1}, {4, 5, 0, 2, -1}, {0, -1}, {-1}, {2, 1, 2, -1}}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char *json = xasprintf(
+            "{\"added_tokens\": [], \"pre_tokenizer\": null, \"normalizer\": {\"type\": "
+            "\"Sequence\","
+            " \"normalizers\": [{\"type\": \"Strip\", \"strip_left\": %s, \"strip_right\": %s},"
+            " {\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\u2581\"}]},"
+            " \"decoder\": {\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\","
+            " \"pattern\": {\"String\": \"\u2581\"}, \"content\": \" \"}, {\"type\": \"Strip\","
+            " \"content\": \" \", \"start\": 1, \"stop\": 1}, {\"type\": \"Fuse\"}]},"
+            " \"model\": {\"type\": \"BPE\", \"unk_token\": null, \"vocab\": {\"a\": 0,"
+            " \"\u2581\": 1, \"\u2581a\": 2, \"a\u2581\": 3, \"\u3000\": 4, \"\\t\": 5},"
+            " \"merges\": [[\"\u2581\", \"a\"], [\"a\", \"\u2581\"]]}}",
+            cases[c].left, cases[c].right);
+        tokenizer *t = load_string(json);
+        free(json);
+        for (int k = 0; k < 5; k++) {
+            int nwant = 0;
+            while (cases[c].ids[k][nwant] >= 0)
+                nwant++;
+            expect_ids_at(__LINE__, t, texts[k], 0, cases[c].ids[k], nwant);
+        }
+        if (c == 0) {
+            EXPECT_DECODE(t, "aa", 2, 2);
+            EXPECT_DECODE(t, "aa", 3, 2);
+            EXPECT_DECODE(t, "aaa", 0, 3, 3);
+            EXPECT_DECODE(t, "aa", 2, 3);
+        }
+        tokenizer_free(t);
+    }
 }
 
 static void test_load_errors(void) {
@@ -420,6 +471,7 @@ int main(void) {
     test_long_input();
     test_threads();
     test_split_behaviours();
+    test_strip();
     test_load_errors();
     if (failures) {
         fprintf(stderr, "test_tokenizer: %d failure(s)\n", failures);
