@@ -505,6 +505,7 @@ static work next_verify(sweep_state *s, int *levels, const char **phase) {
         trials_resolve(s->t, s->rc, &why);
         verify_plan_make(sp, s->t, s->ops, s->strat, s->rc, &s->plan);
         s->plan_made = 1;
+        s->prog.total_runs = s->t->n_runs + (long)s->plan.n * sp->verify_repeats;
         if (s->plan.n_candidates > 0)
             progress_log(&s->prog,
                          "verification: the top %d candidate%s, %d run%s each on the %s "
@@ -636,29 +637,36 @@ static int sweep_loop(sweep_state *s) {
             rc = finish(s);
             break;
         }
-        /* Wait for a run to end, then journal it. */
-        int ended = workers_wait(&s->pool, 20);
-        if (ended >= 0 && (rc = collect_run(s, ended)) != 0) break;
+        /* Wait for a run to end, then journal every run that has ended (before anything
+         * new is proposed, so the strategy sees them as observations, not pending). */
+        for (int ended = workers_wait(&s->pool, 20); ended >= 0 && rc == 0;
+             ended = workers_ended(&s->pool))
+            rc = collect_run(s, ended);
+        if (rc != 0) break;
     }
     free(levels);
     return rc;
 }
 
 /* The warm-start queue: the one saved when the study began, else (on a study without
- * trials) the one --warm-start builds now, saved before the first trial. Returns 0, or -1
- * with err set. */
+ * trials) the one --warm-start built (s->warm, built before the study folder was touched),
+ * saved before the first trial. Returns 0, or -1 with err set. */
 static int warm_setup(sweep_state *s, char *err, size_t errlen) {
     const char *other = s->opt->warm_start;
-    int loaded = warmstart_load(s->dir, s->sp, &s->warm, err, errlen);
+    warm_queue saved;
+    int loaded = warmstart_load(s->dir, s->sp, &saved, err, errlen);
     if (loaded < 0) return -1;
     if (loaded > 0) {
-        if (other && strcmp(other, s->warm.source) != 0) {
+        if (other && strcmp(other, saved.source) != 0) {
             snprintf(err, errlen,
                      "study '%s' began with --warm-start %s; it cannot switch to %s (pass --new "
                      "for a new study)",
-                     s->study, s->warm.source, other);
+                     s->study, saved.source, other);
+            warmstart_free(&saved);
             return -1;
         }
+        warmstart_free(&s->warm);
+        s->warm = saved;
         return 0;
     }
     if (!other) return 0;
@@ -669,7 +677,6 @@ static int warm_setup(sweep_state *s, char *err, size_t errlen) {
                  s->study, s->t->n_runs);
         return -1;
     }
-    if (!warmstart_build(s->sp, other, &s->warm, stderr, err, errlen)) return -1;
     if (!warmstart_save(s->dir, s->sp, &s->warm, err, errlen)) return -1;
     char *key = space_point_key(s->sp, s->warm.points[0]);
     fprintf(stderr,
@@ -704,8 +711,8 @@ int sweep_main(const sweep_options *opt) {
     s->rc = xcalloc((size_t)s->sp->n_constraints + 1, sizeof *s->rc);
     workers_init(&s->pool, opt->workers > 0 ? opt->workers : 1, s->sp->n_params, opt->gpus);
     int rc = EXIT_OK;
-    if (opt->warm_start && opt->dry_run &&
-        !warmstart_build(s->sp, opt->warm_start, &s->warm, stdout, err, sizeof err)) {
+    if (opt->warm_start &&
+        !warmstart_build(s->sp, opt->warm_start, &s->warm, stderr, err, sizeof err)) {
         fprintf(stderr, "%s: %s\n", util_progname, err);
         rc = EXIT_ERROR;
         goto done;

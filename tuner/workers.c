@@ -59,9 +59,15 @@ int workers_inflight(const worker_pool *w, const int *levels, int verify) {
     return n;
 }
 
-int workers_wait(worker_pool *w, int timeout_ms) {
-    for (int i = 0; i < w->n; i++) /* an ended run not collected yet */
+int workers_ended(const worker_pool *w) {
+    for (int i = 0; i < w->n; i++)
         if (w->slots[i].h && w->slots[i].over) return i;
+    return -1;
+}
+
+int workers_wait(worker_pool *w, int timeout_ms) {
+    int ended = workers_ended(w);
+    if (ended >= 0) return ended;
     struct pollfd *pfd = xcalloc((size_t)w->n * 2 + 1, sizeof *pfd);
     int n = 0, quiet = 0; /* quiet: a run whose output is closed, waiting for its exit */
     for (int i = 0; i < w->n; i++) {

@@ -51,6 +51,9 @@ int workers_inflight(const worker_pool *w, const int *levels, int verify);
  * meanwhile). Returns the index of an ended slot (the lowest), or -1. */
 int workers_wait(worker_pool *w, int timeout_ms);
 
+/* The lowest slot whose run has ended and is not collected yet, or -1 (no waiting). */
+int workers_ended(const worker_pool *w);
+
 /* Collect the ended run of slot i (its result into *out) and free the slot. */
 run_outcome workers_collect(worker_pool *w, int i, run_result *out);
 

@@ -110,4 +110,6 @@ rc=0
 "$TUNER" sweep b.yaml --new --warm-start out/hopeless >/dev/null 2>f3.err || rc=$?
 [ "$rc" -eq 1 ] || fail "source without a winner: exit $rc"
 expect_contains f3.err "out/hopeless: no earlier winner to start from"
+# A refused source leaves no study folder behind.
+[ ! -e out/l4-2 ] || fail "a refused --warm-start created a study"
 echo "ok"
