@@ -160,14 +160,13 @@ char *tokenizer_decode(const tokenizer *t, const int *ids, int n) {
         case DEC_REPLACE:
         case DEC_METASPACE:
             for (size_t i = 0; i < l.n; i++) {
+                /* Metaspace: the replacement becomes a space, except in the first token
+                 * (unless the scheme is "never"), where the library drops every one. */
+                const char *to = st->kind == DEC_REPLACE ? st->b : " ";
+                size_t to_len = st->kind == DEC_REPLACE ? (size_t)st->blen : 1;
+                if (st->kind == DEC_METASPACE && i == 0 && st->scheme != PREPEND_NEVER) to_len = 0;
                 size_t m;
-                char *r = st->kind == DEC_REPLACE
-                              ? replace(l.s[i], l.len[i], st->a, (size_t)st->alen, st->b,
-                                        (size_t)st->blen, &m)
-                              : replace(l.s[i], l.len[i], st->a, (size_t)st->alen, " ", 1, &m);
-                if (st->kind == DEC_METASPACE && i == 0 && st->scheme != PREPEND_NEVER && m &&
-                    r[0] == ' ')
-                    memmove(r, r + 1, m--);
+                char *r = replace(l.s[i], l.len[i], st->a, (size_t)st->alen, to, to_len, &m);
                 free(l.s[i]);
                 l.s[i] = r;
                 l.len[i] = m;

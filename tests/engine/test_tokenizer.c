@@ -11,7 +11,7 @@
  *                        decoder, no post-processor and no BOS.
  *   bad_*.json           one defect each, for the load errors.
  * and, written on the fly, a Split pre-tokenizer in each of its ten configurations and
- * the Strip normalizer and decoder.
+ * the Strip normalizer and decoder, and Metaspace under each prepend scheme.
  *
  * Every expected id list and decoded string below was produced by the Hugging Face
  * tokenizers library (0.23.2, its Node binding) on the same files; the reference test
@@ -445,6 +445,42 @@ static void test_strip(void) {
     }
 }
 
+/* The Metaspace decoder under each prepend scheme: in the first token every "▁" is dropped
+ * (the library's rule, not only a leading one), unless the scheme is "never". */
+static void test_metaspace_decoder(void) {
+    static const char *schemes[] = {"always", "first", "never"};
+    static const char *want[3][5] = {{"a", "ab ", "a  ", "a b", "aba b"},
+                                     {"a", "ab ", "a  ", "a b", "aba b"},
+                                     {"  a", "a b ", "a  ", " a b", "a ba b"}};
+    static const int ids[5][2] = {{2, 0}, {3, 1}, {0, 2}, {1, 3}, {3, 3}};
+    for (int s = 0; s < 3; s++) {
+        char *json = xasprintf(
+            "{\"added_tokens\": [], \"normalizer\": null,"
+            " \"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": \"\u2581\","
+            " \"prepend_scheme\": \"%s\", \"split\": false},"
+            " \"decoder\": {\"type\": \"Metaspace\", \"replacement\": \"\u2581\","
+            " \"prepend_scheme\": \"%s\", \"split\": false},"
+            " \"model\": {\"type\": \"BPE\", \"unk_token\": null, \"vocab\": {\"a\": 0,"
+            " \"\u2581\": 1, \"\u2581\u2581\": 2, \"a\u2581b\": 3, \"b\": 4, \"a\u2581\": 5},"
+            " \"merges\": [[\"\u2581\", \"\u2581\"], [\"a\", \"\u2581\"], [\"a\u2581\", \"b\"]]}}",
+            schemes[s], schemes[s]);
+        tokenizer *t = load_string(json);
+        free(json);
+        for (int k = 0; k < 5; k++)
+            expect_decode_at(__LINE__, t, ids[k], 2, want[s][k]);
+        if (s < 2) {
+            EXPECT_IDS(t, "a b", 0, 1, 3);
+            EXPECT_IDS(t, "a  b ", 0, 1, 0, 2, 4, 1);
+        } else {
+            EXPECT_IDS(t, "a b", 0, 3);
+            EXPECT_IDS(t, "a  b ", 0, 0, 2, 4, 1);
+        }
+        EXPECT_IDS(t, " a b", 0, 1, 3);
+        EXPECT_IDS(t, "  a", 0, 2, 0);
+        tokenizer_free(t);
+    }
+}
+
 static void test_load_errors(void) {
     EXPECT_LOAD_ERROR("missing.json", "missing.json");
     EXPECT_LOAD_ERROR("bad_syntax.json", "not valid JSON (near line");
@@ -472,6 +508,7 @@ int main(void) {
     test_threads();
     test_split_behaviours();
     test_strip();
+    test_metaspace_decoder();
     test_load_errors();
     if (failures) {
         fprintf(stderr, "test_tokenizer: %d failure(s)\n", failures);
