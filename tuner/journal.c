@@ -334,3 +334,32 @@ void journal_close(journal *j) {
     free(j->trials_path);
     free(j);
 }
+
+/* ---------------------------------------------------------------------------------------- */
+/* study names */
+
+char *study_default_name(const space *sp, const char *path) {
+    if (sp->study) return xstrdup(sp->study);
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *dot = strrchr(base, '.');
+    size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+    return xasprintf("%.*s", (int)n, base);
+}
+
+int study_exists(const char *out_dir, const char *name) {
+    char *p = xasprintf("%s/%s/space.hash", out_dir, name);
+    struct stat st;
+    int e = stat(p, &st) == 0;
+    free(p);
+    return e;
+}
+
+char *study_fresh_name(const char *out_dir, const char *name) {
+    if (!study_exists(out_dir, name)) return xstrdup(name);
+    for (int k = 2;; k++) {
+        char *n = xasprintf("%s-%d", name, k);
+        if (!study_exists(out_dir, n)) return n;
+        free(n);
+    }
+}

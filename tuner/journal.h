@@ -64,4 +64,12 @@ void time_iso_utc(char *buf, size_t n);
 /* Is path an existing folder? */
 int dir_exists(const char *path);
 
+/* Study names. The default: the space's `study`, else the space file's name without its
+ * extension (caller frees). study_exists: out_dir/name holds a study (its space.hash).
+ * study_fresh_name, for --new: the first of NAME, NAME-2, NAME-3... that is not a study
+ * yet (caller frees). */
+char *study_default_name(const space *sp, const char *path);
+int study_exists(const char *out_dir, const char *name);
+char *study_fresh_name(const char *out_dir, const char *name);
+
 #endif

@@ -278,7 +278,10 @@ int show_main(const char *study, const char *out_dir, FILE *out) {
         print_num(out, p->objective, 12);
         for (int c = 0; c < sp->n_constraints; c++)
             print_num(out, p->cons[c], 10);
-        fprintf(out, " %5d  %s%s\n", p->n_runs, p->key, p->baseline ? " (baseline)" : "");
+        fprintf(out, " %5d  %s%s\n", p->n_runs, p->key,
+                p->baseline                                 ? " (baseline)"
+                : p->phase && strcmp(p->phase, "warm") == 0 ? " (warm start)"
+                                                            : "");
         char broken[512];
         if (k >= n_feasible && p->status != TRIAL_FAILED) {
             broken_constraint(p, rc, sp->n_constraints, broken, sizeof broken);

@@ -56,38 +56,6 @@ typedef struct {
 } sweep_state;
 
 /* ---------------------------------------------------------------------------------------- */
-/* study folder */
-
-/* The study name when none is given: the space's `study`, else the file name without its
- * extension. Caller frees. */
-static char *study_default_name(const space *sp, const char *path) {
-    if (sp->study) return xstrdup(sp->study);
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    const char *dot = strrchr(base, '.');
-    size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
-    return xasprintf("%.*s", (int)n, base);
-}
-
-static int study_exists(const char *out_dir, const char *name) {
-    char *p = xasprintf("%s/%s/space.hash", out_dir, name);
-    struct stat st;
-    int e = stat(p, &st) == 0;
-    free(p);
-    return e;
-}
-
-/* With --new, the first of NAME, NAME-2, NAME-3... that is not a study yet. Caller frees. */
-static char *study_fresh_name(const char *out_dir, const char *name) {
-    if (!study_exists(out_dir, name)) return xstrdup(name);
-    for (int k = 2;; k++) {
-        char *n = xasprintf("%s-%d", name, k);
-        if (!study_exists(out_dir, n)) return n;
-        free(n);
-    }
-}
-
-/* ---------------------------------------------------------------------------------------- */
 /* helpers over the table */
 
 /* "tps 312.4 at K=V,..." for the live line (into buf): the best measured median so far

@@ -50,6 +50,13 @@ expect_contains par.err "on GPU 1"
 cmp -s <(grep -o '"env":[^}]*}' par/grid/manifest.json) <(grep -o '"env":[^}]*}' ref/grid/manifest.json) ||
     fail "parallel sweep chose another point than the serial one"
 
+# On a terminal the live line says how many runs are in flight.
+command -v script >/dev/null || fail "script(1) (bsdutils) is needed for this test"
+script -qefc "'$TUNER' sweep grid.yaml --study tty --workers 2 >/dev/null" /dev/null >tty.out </dev/null ||
+    { cat tty.out; fail "parallel sweep on a terminal"; }
+tr '\r' '\n' <tty.out | sed 's/\x1b\[K//g' >tty.lines
+grep -q '^trial [0-9]* of 16 | running 2 of 2 | best ' tty.lines || { cat tty.lines; fail "no running count"; }
+
 # Sobol and bayes with 4 workers: no point twice.
 for strat in sobol bayes; do
     write_space $strat.yaml <<YAML
