@@ -173,15 +173,27 @@ static void seg_push(seglist *l, size_t start, size_t end, int added) {
     l->p[l->n++] = (segment){start, end, added};
 }
 
-/* A word character (regex \w) for single_word. Non-ASCII characters that are not
- * whitespace count as word characters: an approximation of Unicode's \w (letters, marks,
- * digits, connector punctuation) that matters only for tokenizers with single_word tokens
- * (Gemma's and ours have none). */
+/* A word character (regex \w: letters, marks, digits, connector punctuation) for
+ * single_word tokens. Exact for ASCII; beyond it, whitespace and the common punctuation and
+ * symbol blocks below are non-word and everything else counts as a word character. That is
+ * an approximation of the Unicode classes (we carry no Unicode tables) which matters only
+ * for tokenizers with single_word tokens; Gemma's and ours have none. */
 static int is_word_char(uint32_t c) {
     if (c < 0x80)
         return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
                c == '_';
-    return !unicode_is_space(c);
+    static const uint32_t non_word[][2] = {
+        {0x80, 0xa9},     {0xab, 0xb4},       {0xb6, 0xb9},     {0xbb, 0xbf},     /* Latin-1 */
+        {0xd7, 0xd7},     {0xf7, 0xf7},       {0x2000, 0x200b}, {0x200e, 0x203e}, /* punctuation */
+        {0x2041, 0x2053}, {0x2055, 0x206f},   {0x20a0, 0x20cf}, {0x2190, 0x2bff}, /* symbols */
+        {0x3000, 0x3004}, {0x3008, 0x3020},   {0x3030, 0x3030}, {0xfe30, 0xfe4f}, /* CJK */
+        {0xff01, 0xff0f}, {0xff1a, 0xff20},   {0xff3b, 0xff3e}, {0xff40, 0xff40}, /* fullwidth */
+        {0xff5b, 0xff65}, {0x1f000, 0x1faff},                                     /* emoji */
+    };
+    if (unicode_is_space(c)) return 0;
+    for (size_t i = 0; i < sizeof non_word / sizeof *non_word; i++)
+        if (c >= non_word[i][0] && c <= non_word[i][1]) return 0;
+    return 1;
 }
 
 /* Cut s[0..n) into text and added-token segments (leftmost, then longest match). */

@@ -11,7 +11,8 @@
  *                        decoder, no post-processor and no BOS.
  *   bad_*.json           one defect each, for the load errors.
  * and, written on the fly, a Split pre-tokenizer in each of its ten configurations and
- * the Strip normalizer and decoder, and Metaspace under each prepend scheme.
+ * the Strip normalizer and decoder, Metaspace under each prepend scheme, and single_word
+ * and lstrip added tokens without a decoder.
  *
  * Every expected id list and decoded string below was produced by the Hugging Face
  * tokenizers library (0.23.2, its Node binding) on the same files; the reference test
@@ -481,6 +482,33 @@ static void test_metaspace_decoder(void) {
     }
 }
 
+/* single_word and lstrip added tokens, and no decoder (pieces joined with spaces). */
+static void test_single_word(void) {
+    tokenizer *t = load_string(
+        "{\"added_tokens\": [{\"id\": 9, \"content\": \"hey\", \"single_word\": true,"
+        " \"normalized\": false}, {\"id\": 10, \"content\": \"<x>\", \"lstrip\": true,"
+        " \"normalized\": false, \"special\": true}], \"normalizer\": null, \"decoder\": null,"
+        " \"model\": {\"type\": \"BPE\", \"unk_token\": \"?\", \"fuse_unk\": true, \"vocab\":"
+        " {\"?\": 0, \"h\": 1, \"i\": 2, \" \": 3, \"!\": 4, \"_\": 5, \"e\": 6, \"y\": 7,"
+        " \"hi\": 8}, \"merges\": [[\"h\", \"i\"]]}}");
+    EXPECT_IDS(t, "hey there", 0, 9, 3, 0, 1, 6, 0, 6);
+    EXPECT_IDS(t, "they", 0, 0, 1, 6, 7);
+    EXPECT_IDS(t, "hey!", 0, 9, 4);
+    EXPECT_IDS(t, "hey_", 0, 1, 6, 7, 5);
+    EXPECT_IDS(t, "heyhey", 0, 1, 6, 7, 1, 6, 7);
+    EXPECT_IDS(t, "hey hey", 0, 9, 3, 9);
+    EXPECT_IDS(t, "heyé", 0, 1, 6, 7, 0);
+    EXPECT_IDS(t, "é hey", 0, 0, 3, 9);
+    EXPECT_IDS(t, "hey—x", 0, 9, 0);
+    EXPECT_IDS(t, "a <x>", 0, 0, 10);
+    EXPECT_IDS(t, "hey  <x>hey", 0, 9, 10, 9);
+    EXPECT_IDS(t, "\u3000<x>", 0, 10);
+    EXPECT_IDS(t, "\t\n <x>", 0, 10);
+    EXPECT_DECODE(t, "hey   ? h e ? e", 9, 3, 0, 1, 6, 0, 6);
+    EXPECT_DECODE(t, "hey <x> hey", 9, 10, 9);
+    tokenizer_free(t);
+}
+
 static void test_load_errors(void) {
     EXPECT_LOAD_ERROR("missing.json", "missing.json");
     EXPECT_LOAD_ERROR("bad_syntax.json", "not valid JSON (near line");
@@ -509,6 +537,7 @@ int main(void) {
     test_split_behaviours();
     test_strip();
     test_metaspace_decoder();
+    test_single_word();
     test_load_errors();
     if (failures) {
         fprintf(stderr, "test_tokenizer: %d failure(s)\n", failures);
