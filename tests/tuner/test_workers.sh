@@ -130,6 +130,29 @@ expect_contains hang.err "the running trials were stopped and will be run again"
 [ ! -s out/hang/trials.jsonl ] || fail "an interrupted trial was recorded"
 for p in $(cat pids); do [ ! -e "/proc/$p" ] || fail "engine process $p survived Ctrl-C"; done
 
+# Each run has its own timeout: a hung engine is stopped while the other worker goes on.
+write_space tmo.yaml <<'YAML'
+study: tmo
+engine: {command: [@ENGINE@], env: {SYNTH_SLOW_START: "0.1"}, timeout: 1}
+objective: {metric: tps, direction: maximize}
+parameters:
+  SLIDING_WINDOW: {type: int, min: 128, max: 512, step: 128}
+strategy: grid
+verify: {top: 1, repeats: 1}
+YAML
+SYNTH_HANG_WHEN=SLIDING_WINDOW=256 SYNTH_PIDFILE=$T/tmo.pids "$TUNER" sweep tmo.yaml --workers 2 \
+    >/dev/null 2>tmo.err || { cat tmo.err; fail "sweep with a hung engine"; }
+tr=out/tmo/trials.jsonl
+search_lines $tr | grep '"SLIDING_WINDOW":"256"' | json_field reason | qgrep '^timed out after 1 s' ||
+    fail "the hung run did not time out"
+[ "$(search_lines $tr | grep -c '"status":"ok"')" -eq 3 ] || fail "the other runs are not ok"
+# The other worker went on meanwhile: a run started while the hung one was in flight
+# (trial ids are given at start) ended before it in the journal.
+[ "$(search_lines $tr | json_field id | head -3 | tr '\n' ' ')" != "1 2 3 " ] ||
+    fail "the journal is in start order: runs did not overlap the hung one"
+for p in $(cat tmo.pids); do [ ! -e "/proc/$p" ] || fail "process $p of the hung run survived"; done
+expect_contains out/tmo/logs/2.log "synth_engine: hanging"
+
 # The launcher wraps each run (here a shell that sets a variable, as srun would set up the job).
 write_space launch.yaml <<'YAML'
 study: launch
