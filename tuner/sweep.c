@@ -5,6 +5,14 @@
  * recomputed from the trial table, which is rebuilt from trials.jsonl on resume. That is
  * what makes `kill -9` harmless: the next session sees exactly the runs that were
  * journaled and continues from there, proposing what the first session would have.
+ *
+ * Shape of the loop: fill every free worker slot with the next run (next_work: the
+ * baseline alone first, then unfinished repeats, the warm-start queue, the strategy's
+ * proposal given the points in flight; once the search is over and nothing of it is in
+ * flight, the verification plan), then wait for runs to end and journal each one whole
+ * (collect_run). Beyond the tables, the only state is what is in flight (the worker pool)
+ * and the next trial id; both are empty again when a session starts. With one worker the
+ * order of runs is exactly that of the one-at-a-time loop.
  */
 #include "sweep.h"
 
