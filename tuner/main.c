@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "manifest.h"
+#include "report.h"
 #include "runner.h"
 #include "show.h"
 #include "sweep.h"
@@ -22,6 +23,7 @@ static const char *usage_main =
     "  sweep SPACE   run (or resume) a sweep of the search space file SPACE (YAML)\n"
     "  show STUDY    print the points of a study as a table, best first\n"
     "  env MANIFEST  print the manifest's environment as `export K='V'` lines\n"
+    "  report STUDY  write a report folder (report.md and a plot) of a study\n"
     "\n"
     "`tuner COMMAND --help` describes a command.\n";
 
@@ -69,6 +71,15 @@ static const char *usage_env =
     "\n"
     "Prints the \"env\" of a manifest as `export K='V'` lines, quoted for the shell:\n"
     "  eval \"$(tuner env out/demo/manifest.json)\"\n";
+
+static const char *usage_report =
+    "usage: tuner report STUDY [--out DIR]\n"
+    "\n"
+    "Writes STUDY/report/: report.md (the chosen point, measured against verified\n"
+    "figures, the feasible Pareto front, every point, failures and their reasons, how much\n"
+    "each knob mattered) and plot.png (drawn by gnuplot from plot.gp and its data files).\n"
+    "STUDY is a study name under DIR (default: out) or a study folder. Prints the path of\n"
+    "report.md.\n";
 
 static int is_help(const char *a) {
     return !strcmp(a, "--help") || !strcmp(a, "-h");
@@ -232,6 +243,27 @@ static int cmd_env(int argc, char **argv) {
     return EXIT_OK;
 }
 
+static int cmd_report(int argc, char **argv) {
+    const char *study = NULL, *out = "out";
+    for (int i = 0; i < argc; i++) {
+        if (is_help(argv[i])) {
+            fputs(usage_report, stdout);
+            return EXIT_OK;
+        } else if (!strcmp(argv[i], "--out")) {
+            if (i + 1 >= argc) return usage_error(usage_report, "%s needs a value", argv[i]);
+            out = argv[++i];
+        } else if (argv[i][0] == '-') {
+            return usage_error(usage_report, "unknown option %s", argv[i]);
+        } else if (study) {
+            return usage_error(usage_report, "more than one study (%s)", argv[i]);
+        } else {
+            study = argv[i];
+        }
+    }
+    if (!study) return usage_error(usage_report, "%s", "no study given");
+    return report_main(study, out, stdout);
+}
+
 int main(int argc, char **argv) {
     util_progname = "tuner";
     if (argc < 2) {
@@ -246,5 +278,6 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "sweep")) return cmd_sweep(argc - 2, argv + 2);
     if (!strcmp(cmd, "show")) return cmd_show(argc - 2, argv + 2);
     if (!strcmp(cmd, "env")) return cmd_env(argc - 2, argv + 2);
+    if (!strcmp(cmd, "report")) return cmd_report(argc - 2, argv + 2);
     return usage_error(usage_main, "unknown command '%s'", cmd);
 }
