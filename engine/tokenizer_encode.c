@@ -319,7 +319,11 @@ static void bpe_word(const tokenizer *t, bpe_work *w, const char *s, size_t n, i
         w->prev = xrealloc(w->prev, w->cap * sizeof *w->prev);
         w->next = xrealloc(w->next, w->cap * sizeof *w->next);
     }
-    /* Characters -> symbols. */
+    /* Characters -> symbols. An unknown character becomes a pending <unk>, emitted before
+     * the next character found in the vocabulary (or at the end), fused with the unknown
+     * characters that follow when fuse_unk is set. Byte-fallback characters do not emit a
+     * pending <unk>: the library pushes their bytes first, so "f" without a token or byte
+     * tokens followed by "é" with byte tokens gives <0xC3> <0xA9> <unk>. We keep that order. */
     int ns = 0, pending_unk = 0;
     for (size_t i = 0; i < n;) {
         uint32_t cp;
@@ -329,13 +333,12 @@ static void bpe_word(const tokenizer *t, bpe_work *w, const char *s, size_t n, i
         int bytes_ok = t->byte_fallback;
         for (int b = 0; id < 0 && bytes_ok && b < k; b++)
             bytes_ok = t->byte_id[u[i + (size_t)b]] >= 0;
-        if (id >= 0 || bytes_ok) {
+        if (id >= 0) {
             if (pending_unk) w->sym[ns++] = t->unk_id, pending_unk = 0;
-            if (id >= 0)
-                w->sym[ns++] = id;
-            else
-                for (int b = 0; b < k; b++)
-                    w->sym[ns++] = t->byte_id[u[i + (size_t)b]];
+            w->sym[ns++] = id;
+        } else if (bytes_ok) {
+            for (int b = 0; b < k; b++)
+                w->sym[ns++] = t->byte_id[u[i + (size_t)b]];
         } else if (t->unk_id >= 0) { /* without an unk token the library drops the char */
             if (pending_unk && !t->fuse_unk) w->sym[ns++] = t->unk_id;
             pending_unk = 1;

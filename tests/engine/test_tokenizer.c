@@ -125,6 +125,10 @@ static void test_gemma_layout(void) {
     EXPECT_IDS(t, "😀", 0, 6, 7, 8, 9);
     EXPECT_IDS(t, "zz", 0, 3); /* no byte tokens for 'z': <unk>, fused */
     EXPECT_IDS(t, "z", 0, 3);
+    /* The library's order: byte-fallback bytes go out before a pending (fused) <unk>. */
+    EXPECT_IDS(t, "zé", 0, 4, 5, 3);
+    EXPECT_IDS(t, "zéh", 0, 4, 5, 3, 11);
+    EXPECT_IDS(t, "hzézé", 0, 11, 4, 5, 4, 5, 3);
     EXPECT_IDS(t, "hello\n\nhello", 0, 21, 27, 27, 21);
     EXPECT_IDS(t, "<start_of_turn>hello", 0, 29, 21);
     EXPECT_IDS(t, "<sthello", 0, 32, 21);

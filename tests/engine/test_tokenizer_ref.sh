@@ -13,6 +13,8 @@
 #   - a seeded random set from tokenizer/fuzz.js (vocabulary pieces glued to random
 #     characters, whitespace and added-token strings);
 #   - tokenizer/decode_ids.jsonl: id lists decoded by all three.
+# The unit test's hand-written files (tokenizer/unit/tiny_*.json) are checked against the
+# library the same way, on texts.jsonl and random texts from their own vocabularies.
 # When the shipped small model (models/gemma4-tiny) is present, its tokenizer.json is
 # checked the same way against the library.
 # tokenizer/compare.js then requires identical ids and decoded text, decode(encode(x)) == x
@@ -72,6 +74,21 @@ check texts.jsonl texts.jsonl encode
 node fuzz.js "$models/tokenizer.json" 20261129 3000 >"$tmp/fuzz.jsonl"
 check "fuzz(seed 20261129, 3000 texts)" "$tmp/fuzz.jsonl" encode
 check decode_ids.jsonl decode_ids.jsonl decode
+
+# The hand-written files of the unit test (Llama and Metaspace layouts among them): the same
+# texts and random texts from their own vocabularies, against the library.
+for f in unit/tiny_*.json; do
+    name=$(basename "$f" .json)
+    mkdir -p "$tmp/$name"
+    cp "$f" "$tmp/$name/tokenizer.json"
+    node fuzz.js "$f" 3 500 >"$tmp/$name/fuzz.jsonl"
+    for input in texts.jsonl "$tmp/$name/fuzz.jsonl"; do
+        "$tok_dump" "$f" "$input" >"$tmp/ours.jsonl" || fail "tok_dump failed on $f"
+        node ref_hf.js "$tmp/$name" "$input" >"$tmp/hf.jsonl" || fail "ref_hf.js failed on $f"
+        node compare.js "hf:$name:$(basename "$input")" "$input" "$tmp/hf.jsonl" "$tmp/ours.jsonl" \
+            known_differences.json || fail "our tokenizer differs from the library on $f"
+    done
+done
 
 # The shipped small model's tokenizer (trained with the tokenizers library, Gemma 3's
 # layout): the same texts against the library itself (ref.js needs a tokenizer_config.json

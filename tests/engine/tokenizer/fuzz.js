@@ -45,7 +45,7 @@ function part() {
     return String.fromCodePoint(lo + Math.floor(rand() * (hi - lo + 1)));
   }
   if (r < 0.9) return pick(spaces);
-  const a = pick(added);
+  const a = added.length ? pick(added) : pick(pieces);
   return rand() < 0.7 ? a : a.slice(0, Math.max(1, Math.floor(rand() * a.length)));
 }
 
