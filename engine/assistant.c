@@ -507,6 +507,10 @@ void drafter_free(drafter *dr) {
     free(dr);
 }
 
+int drafter_top_k(const drafter *dr) {
+    return dr->top_k;
+}
+
 int drafter_sliding_window(const drafter *dr) {
     return dr->window;
 }

@@ -101,6 +101,9 @@ int drafter_step(drafter *dr, int x, int pos, int *ids, float *scores, int *n_sc
 /* The projected hidden state h' of the last step (backbone_hidden floats), for tests. */
 void drafter_projected(const drafter *dr, float *out);
 
+/* Clusters the head scores (CENTROID_TOP_K, or the config's value). */
+int drafter_top_k(const drafter *dr);
+
 /* The attention window the drafter's sliding layers use with this decoder (see above). */
 int drafter_sliding_window(const drafter *dr);
 

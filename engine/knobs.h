@@ -18,7 +18,7 @@
 
 #define KNOBS_DEFAULT_MAX_NEW_TOKENS 512
 #define KNOBS_DEFAULT_WARMUP_PROMPTS 4
-#define KNOBS_DEFAULT_CENTROID_TOP_K 32
+#define KNOBS_DEFAULT_CENTROID_TOP_K 0 /* unset: the assistant's centroid_intermediate_top_k */
 
 typedef struct {
     int sliding_window;         /* SLIDING_WINDOW: 0 = unset (the model's native window) */

@@ -28,6 +28,7 @@
 #include "engine.h"
 #include "knobs.h"
 #include "ppl.h"
+#include "spec_serve.h"
 #include "tokenizer.h"
 #include "util.h"
 
@@ -40,6 +41,7 @@ typedef struct {
     const char *prompts;   /* --prompts */
     const char *ppl;       /* --ppl */
     const char *prompt;    /* --prompt (generate) */
+    const char *assistant; /* --assistant: the drafter's folder (default MODEL_DIR-assistant) */
     knobs k;
 } cli;
 
@@ -52,16 +54,18 @@ static void usage(const char *command) {
                 "  the result JSON (tps, ppl, ...) as the last line of stdout and writes it to\n"
                 "  $TUNER_RESULT when set. --data DIR reads DIR/prompts_<set>.jsonl and\n"
                 "  DIR/ppl_<set>.jsonl (<set> = TUNER_PROMPT_SET, default tune); without --data\n"
-                "  or --prompts, DIR is MODEL_DIR/eval.\n");
+                "  or --prompts, DIR is MODEL_DIR/eval. NUM_SPECULATIVE_TOKENS > 0 drafts with\n"
+                "  the gemma4_assistant in --assistant DIR (default: MODEL_DIR-assistant).\n");
     if (!command || !strcmp(command, "ppl"))
         fprintf(stderr,
                 "usage: engine ppl MODEL_DIR [--ppl FILE | --data DIR] [knobs]\n"
                 "  Teacher-forced perplexity over a JSONL record set\n"
                 "  ({\"context_token_ids\": [..], \"target_token_ids\": [..]} per line).\n");
     if (!command || !strcmp(command, "generate"))
-        fprintf(stderr, "usage: engine generate MODEL_DIR [--prompt TEXT] [knobs]\n"
-                        "  Greedy continuation of TEXT (or of stdin), printed as it is generated;\n"
-                        "  stops at end-of-sequence or after MAX_NEW_TOKENS tokens.\n");
+        fprintf(stderr,
+                "usage: engine generate MODEL_DIR [--prompt TEXT] [--assistant DIR] [knobs]\n"
+                "  Greedy continuation of TEXT (or of stdin), printed as it is generated;\n"
+                "  stops at end-of-sequence or after MAX_NEW_TOKENS tokens.\n");
     knobs_print_help();
 }
 
@@ -117,15 +121,17 @@ static int cli_parse(int argc, char **argv, cli *c, char *err, size_t errlen) {
             snprintf(err, errlen, "flag --%s needs a value", name);
             return -1;
         }
-        const char **path = !strcmp(name, "data")      ? &c->data_dir
-                            : !strcmp(name, "prompts") ? &c->prompts
-                            : !strcmp(name, "ppl")     ? &c->ppl
-                            : !strcmp(name, "prompt")  ? &c->prompt
-                                                       : NULL;
+        const char **path = !strcmp(name, "data")        ? &c->data_dir
+                            : !strcmp(name, "prompts")   ? &c->prompts
+                            : !strcmp(name, "ppl")       ? &c->ppl
+                            : !strcmp(name, "prompt")    ? &c->prompt
+                            : !strcmp(name, "assistant") ? &c->assistant
+                                                         : NULL;
         if (path) {
             int ok = !strcmp(c->command, "bench") ? strcmp(name, "prompt") != 0
-                     : !strcmp(c->command, "ppl") ? !strcmp(name, "ppl") || !strcmp(name, "data")
-                                                  : !strcmp(name, "prompt");
+                     : !strcmp(c->command, "ppl")
+                         ? !strcmp(name, "ppl") || !strcmp(name, "data")
+                         : !strcmp(name, "prompt") || !strcmp(name, "assistant");
             if (!ok) {
                 snprintf(err, errlen, "flag --%s does not apply to \"engine %s\"", name,
                          c->command);
@@ -295,6 +301,7 @@ static int cmd_bench(const cli *c, char *err, size_t errlen) {
     tokenizer *t = NULL;
     decoder *d = NULL;
     cJSON *o = NULL;
+    spec_serve sv = {0};
     int rc = -1;
     double t_start = now_seconds();
 
@@ -324,11 +331,15 @@ static int cmd_bench(const cli *c, char *err, size_t errlen) {
     for (int i = 0; i < pp.n; i++)
         if (ppl_record_len(&pp.items[i]) > need) need = ppl_record_len(&pp.items[i]);
     if (!(d = decoder_open(m, k, k->max_model_len ? max_len : need, err, errlen))) goto done;
+    if (spec_serve_open(&sv, d, c->model_dir, c->assistant, k, err, errlen)) goto done;
 
     bench_result br;
     fprintf(stderr, "engine: bench %s: %d prompts x %d new tokens, %d warm-up\n", prompts_path,
             ps.n, k->max_new_tokens, k->warmup_num_prompts);
-    if (bench_run(d, vocab, &ps, k->warmup_num_prompts, k->max_new_tokens, &br, err, errlen))
+    /* The speculation / keepset knobs serve through spec_serve; plain greedy through bench.c. */
+    if (spec_serve_active(&sv)
+            ? spec_serve_bench(&sv, &ps, k->warmup_num_prompts, k->max_new_tokens, &br, err, errlen)
+            : bench_run(d, vocab, &ps, k->warmup_num_prompts, k->max_new_tokens, &br, err, errlen))
         goto done;
     ppl_total pt = {0};
     double ppl_s = 0;
@@ -336,7 +347,7 @@ static int cmd_bench(const cli *c, char *err, size_t errlen) {
         fprintf(stderr, "engine: perplexity over %s: %d records, %ld target tokens\n", ppl_path,
                 pp.n, pp.n_targets);
         double t0 = now_seconds();
-        if (ppl_score(d, vocab, k->max_model_len ? max_len : need, &pp, 0, &pt, err, errlen))
+        if (spec_serve_ppl(&sv, d, vocab, k->max_model_len ? max_len : need, &pp, &pt, err, errlen))
             goto done;
         ppl_s = now_seconds() - t0;
     }
@@ -367,9 +378,11 @@ static int cmd_bench(const cli *c, char *err, size_t errlen) {
     cJSON_AddStringToObject(o, "prompts_file", prompts_path);
     if (ppl_path) cJSON_AddStringToObject(o, "ppl_file", ppl_path);
     result_add_knobs(o, k, m, max_len);
+    spec_serve_result(&sv, o, ppl_path ? &pp : NULL);
     rc = result_emit(o, err, errlen);
 done:
     cJSON_Delete(o);
+    spec_serve_close(&sv);
     if (d) decoder_free(d);
     if (t) tokenizer_free(t);
     if (m) model_free(m);
@@ -389,6 +402,7 @@ static int cmd_ppl(const cli *c, char *err, size_t errlen) {
     model *m = NULL;
     decoder *d = NULL;
     cJSON *o = NULL;
+    spec_serve sv = {0};
     int rc = -1;
     if (ppl_set_load(ppl_path, &pp, err, errlen)) goto done;
     if (!(m = model_open(c->model_dir, err, errlen))) goto done;
@@ -401,11 +415,14 @@ static int cmd_ppl(const cli *c, char *err, size_t errlen) {
         if (ppl_record_len(&pp.items[i]) > need) need = ppl_record_len(&pp.items[i]);
     int cap = k->max_model_len ? max_len : need;
     if (!(d = decoder_open(m, k, cap, err, errlen))) goto done;
+    knobs head_only = *k; /* ppl needs the head (keepset), never the drafter */
+    head_only.num_speculative_tokens = 0;
+    if (spec_serve_open(&sv, d, c->model_dir, NULL, &head_only, err, errlen)) goto done;
     fprintf(stderr, "engine: perplexity over %s: %d records, %ld target tokens\n", ppl_path, pp.n,
             pp.n_targets);
     ppl_total pt = {0};
     double t0 = now_seconds();
-    if (ppl_score(d, vocab, cap, &pp, 0, &pt, err, errlen)) goto done;
+    if (spec_serve_ppl(&sv, d, vocab, cap, &pp, &pt, err, errlen)) goto done;
     double wall = now_seconds() - t0;
     o = cJSON_CreateObject();
     result_add_ppl(o, &pt, NULL);
@@ -418,9 +435,11 @@ static int cmd_ppl(const cli *c, char *err, size_t errlen) {
     cJSON_AddStringToObject(o, "model", c->model_dir);
     cJSON_AddStringToObject(o, "ppl_file", ppl_path);
     result_add_knobs(o, k, m, max_len);
+    spec_serve_result(&sv, o, &pp);
     rc = result_emit(o, err, errlen);
 done:
     cJSON_Delete(o);
+    spec_serve_close(&sv);
     if (d) decoder_free(d);
     if (m) model_free(m);
     ppl_set_free(&pp);
@@ -464,6 +483,7 @@ static int cmd_generate(const cli *c, char *err, size_t errlen) {
     decoder *d = NULL;
     int *ids = NULL, *gen = NULL, rc = -1;
     float *logits = NULL;
+    spec_serve sv = {0};
     if (!(m = model_open(c->model_dir, err, errlen))) goto done;
     if (knobs_check_model(k, model_max_positions(m), 1, err, errlen)) goto done;
     char *tok_path = xasprintf("%s/tokenizer.json", c->model_dir);
@@ -504,6 +524,21 @@ static int cmd_generate(const cli *c, char *err, size_t errlen) {
     int eos = tokenizer_eos_id(t), n_gen = 0;
     size_t printed = 0;
     double t0 = now_seconds(), t1 = t0;
+    if (spec_serve_open(&sv, d, c->model_dir, c->assistant, k, err, errlen)) goto done;
+    if (spec_serve_active(&sv)) {
+        /* Speculation / keepset: the whole continuation first, then printed. */
+        if ((n_gen = spec_serve_generate(&sv, ids, n, k->max_new_tokens, eos, gen)) < 0) goto full;
+        t1 = t0;
+        generate_print(t, gen, n_gen, &printed, 1);
+        printf("\n");
+        double t2 = now_seconds();
+        fprintf(stderr,
+                "engine: %d new tokens in %.3f s (prompt included; %.2f drafts accepted "
+                "per step)\n",
+                n_gen, t2 - t0, spec_mean_accept(&sv.sp.stats));
+        rc = 0;
+        goto done;
+    }
     if (decoder_forward(d, ids, n, logits, n - 1)) goto full;
     for (;;) {
         int tok = logits_argmax(logits, vocab);
@@ -526,6 +561,7 @@ static int cmd_generate(const cli *c, char *err, size_t errlen) {
 full:
     snprintf(err, errlen, "the decoder's cache is full");
 done:
+    spec_serve_close(&sv);
     free(gen);
     free(logits);
     free(ids);

@@ -38,8 +38,8 @@ static unsigned long long fnv1a(unsigned long long h, int tok) {
     return h;
 }
 
-int spec_generate(speculator *s, const int *prompt, int n, int max_new, int *out, double *first_at,
-                  unsigned long long *hash) {
+int spec_generate(speculator *s, const int *prompt, int n, int max_new, int stop_id, int *out,
+                  double *first_at, unsigned long long *hash) {
     decoder *d = s->d;
     spec_stats *st = &s->stats;
     int buf[SPEC_MAX_K + 1], greedy[SPEC_MAX_K + 1];
@@ -56,7 +56,9 @@ int spec_generate(speculator *s, const int *prompt, int n, int max_new, int *out
     /* After a partial accept the rollback waits until the drafter has read the verify row
      * it starts from (a rollback forgets the hidden rows); the drafter reads no KV past x. */
     int cut = -1;
-    for (int served = 0;;) {
+    int served = 0;
+    for (;;) {
+        if (x == stop_id) break;
         if (out) out[served] = x;
         if (hash) *hash = fnv1a(*hash, x);
         if (++served == max_new) break;
@@ -78,14 +80,19 @@ int spec_generate(speculator *s, const int *prompt, int n, int max_new, int *out
         while (m < k && buf[m + 1] == greedy[m])
             m++;
         /* Serve d1..dm; g_m becomes the pending token. */
-        for (int i = 1; i <= m && served < max_new; i++) {
+        for (int i = 1; i <= m; i++) {
+            if (buf[i] == stop_id) {
+                m = i - 1; /* served up to the stop; the rest of the step is dropped */
+                x = stop_id;
+                break;
+            }
             if (out) out[served] = buf[i];
             if (hash) *hash = fnv1a(*hash, buf[i]);
             served++;
         }
         CHECK(served < max_new); /* k <= left - 1 leaves room for the bonus token */
         cut = m < k ? pos + m + 1 : -1;
-        x = greedy[m];
+        if (x != stop_id) x = greedy[m];
         row = m;
         st->steps++;
         st->accepted += m;
@@ -93,7 +100,7 @@ int spec_generate(speculator *s, const int *prompt, int n, int max_new, int *out
         st->hist[m]++;
     }
     st->total_s += now_seconds() - t0;
-    return 0;
+    return served;
 }
 
 double spec_mean_accept(const spec_stats *st) {

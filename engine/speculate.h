@@ -56,12 +56,12 @@ typedef struct {
 /* A speculator over decoder d with head h; with dr non-NULL the drafter proposes (k >= 1). */
 void speculator_init(speculator *s, decoder *d, head *h, drafter *dr, int k);
 
-/* Reset the cache, prefill prompt[0..n), and serve max_new greedy tokens into out (may be NULL;
- * EOS ignored). *first_at (may be NULL) gets now_seconds() once the first token is known; hash
- * (may be NULL) folds every token in (FNV-1a, as bench.c). Returns 0, or -1 when the cache
- * would overflow. */
-int spec_generate(speculator *s, const int *prompt, int n, int max_new, int *out, double *first_at,
-                  unsigned long long *hash);
+/* Reset the cache, prefill prompt[0..n), and serve up to max_new greedy tokens into out (may be
+ * NULL), stopping before stop_id (-1: never; bench ignores EOS). *first_at (may be NULL) gets
+ * now_seconds() once the first token is known; hash (may be NULL) folds every served token in
+ * (FNV-1a, as bench.c). Returns the tokens served, or -1 when the cache would overflow. */
+int spec_generate(speculator *s, const int *prompt, int n, int max_new, int stop_id, int *out,
+                  double *first_at, unsigned long long *hash);
 
 /* Mean tokens served per verify pass (accepted + 1), and the mean accepted drafts. */
 double spec_mean_accept(const spec_stats *st);

@@ -1,5 +1,5 @@
 /* test_knobs.c: the engine's knobs (engine/knobs.c): defaults, the environment, flags that
- * override it, and every refusal (zero or negative values, non-numbers, knobs not supported yet,
+ * override it, and every refusal (zero or negative values, non-numbers,
  * values above what the model allows), each with a message naming the knob and its origin. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,15 +64,16 @@ static void test_env_and_flags(void) {
     setenv("WARMUP_NUM_PROMPTS", "0", 1);
     setenv("MAX_MODEL_LEN", "1024", 1);
     setenv("TUNER_PROMPT_SET", "holdout", 1);
-    setenv("NUM_SPECULATIVE_TOKENS", "0", 1);
-    setenv("LM_HEAD_KEEPSET", "0", 1);
-    setenv("CENTROID_TOP_K", "32", 1);
+    setenv("NUM_SPECULATIVE_TOKENS", "7", 1);
+    setenv("LM_HEAD_KEEPSET", "12000", 1);
+    setenv("CENTROID_TOP_K", "49", 1);
     knobs k;
     knobs_init(&k);
     char err[512];
     EXPECT(knobs_from_env(&k, err, sizeof err) == 0);
     EXPECT(k.sliding_window == 188 && k.max_new_tokens == 64 && k.warmup_num_prompts == 0);
     EXPECT(k.max_model_len == 1024 && !strcmp(k.prompt_set, "holdout"));
+    EXPECT(k.num_speculative_tokens == 7 && k.lm_head_keepset == 12000 && k.centroid_top_k == 49);
     /* A flag overrides the environment; both spellings of the name work. */
     EXPECT(knobs_set(&k, "sliding-window", "160", "flag --sliding-window", err, sizeof err) == 0);
     EXPECT(k.sliding_window == 160);
@@ -102,10 +103,7 @@ static void test_env_errors(void) {
     expect_env_error("WARMUP_NUM_PROMPTS", "-1", "must be at least 0");
     expect_env_error("MAX_MODEL_LEN", "-100", "must be at least 1");
     expect_env_error("NUM_SPECULATIVE_TOKENS", "-1", "must be at least 0");
-    expect_env_error("NUM_SPECULATIVE_TOKENS", "7", "not supported yet");
-    expect_env_error("LM_HEAD_KEEPSET", "12000", "not supported yet");
     expect_env_error("LM_HEAD_KEEPSET", "-3", "must be at least 0");
-    expect_env_error("CENTROID_TOP_K", "49", "not supported yet");
     expect_env_error("CENTROID_TOP_K", "0", "must be at least 1");
     expect_env_error("TUNER_PROMPT_SET", "test", "\"tune\" or \"holdout\"");
 

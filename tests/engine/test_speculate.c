@@ -151,8 +151,8 @@ static double check_prompt(const setup *s, const int *prompt, int n, int max_new
             speculator sp;
             speculator_init(&sp, s->d, h, dr, k);
             memset(got, 0xff, (size_t)max_new * sizeof(int));
-            EXPECT(spec_generate(&sp, prompt, n, max_new, got, NULL, NULL) == 0, "%s k=%d", s->name,
-                   k);
+            EXPECT(spec_generate(&sp, prompt, n, max_new, -1, got, NULL, NULL) == max_new,
+                   "%s k=%d", s->name, k);
             int same = !memcmp(got, ref, (size_t)max_new * sizeof(int)), at = 0;
             while (at < max_new && got[at] == ref[at])
                 at++;
@@ -182,8 +182,8 @@ static double check_prompt(const setup *s, const int *prompt, int n, int max_new
         sp.k = k;
         sp.propose = oracle_propose;
         sp.propose_ctx = &o;
-        EXPECT(spec_generate(&sp, prompt, n, max_new, got, NULL, NULL) == 0, "%s oracle k=%d",
-               s->name, k);
+        EXPECT(spec_generate(&sp, prompt, n, max_new, -1, got, NULL, NULL) == max_new,
+               "%s oracle k=%d", s->name, k);
         EXPECT(!memcmp(got, ref, (size_t)max_new * sizeof(int)),
                "%s: oracle k=%d: served tokens differ from plain greedy", s->name, k);
         EXPECT(sp.stats.drafted == o.proposed && sp.stats.accepted > 0 &&
