@@ -102,6 +102,26 @@ if [ -f "$shipped/tokenizer.json" ]; then
         node compare.js "hf:models/gemma4-tiny:$(basename "$input")" "$input" "$tmp/hf.jsonl" "$tmp/ours.jsonl" \
             known_differences.json || fail "our tokenizer differs from the library on $shipped"
     done
+    # Its evaluation prompts carry both the text and the ids the model engineer made with the
+    # library: <bos> + our encoding of the text must be those ids.
+    for set in "$shipped"/eval/prompts_*.jsonl; do
+        [ -f "$set" ] || continue
+        "$tok_dump" "$shipped/tokenizer.json" "$set" >"$tmp/ours.jsonl" || fail "tok_dump failed on $set"
+        node -e 'const fs = require("fs");
+          const rows = (f) => fs.readFileSync(f, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+          const want = rows(process.argv[1]), got = rows(process.argv[2]);
+          const bos = JSON.parse(fs.readFileSync(process.argv[3], "utf8")).post_processor.special_tokens["<bos>"].ids[0];
+          let bad = 0;
+          want.forEach((w, i) => {
+            if (JSON.stringify(w.prompt_token_ids) !== JSON.stringify([bos, ...got[i].ids])) {
+              bad++;
+              console.error(`${process.argv[1]}:${i + 1}: ids differ from <bos> + encode(text)`);
+            }
+          });
+          console.log(`${process.argv[1]}: ${want.length - bad} of ${want.length} prompts: <bos> + encode(text) == prompt_token_ids`);
+          process.exit(bad || want.length !== got.length ? 1 : 0);' "$set" "$tmp/ours.jsonl" "$shipped/tokenizer.json" ||
+            fail "our ids differ from the prompt_token_ids of $set"
+    done
 else
     echo "note: $shipped/tokenizer.json not present yet; only Gemma 3's file was checked"
 fi
