@@ -60,7 +60,9 @@ run_outcome runner_run(const space *sp, const int *levels, const run_request *re
  * each after the poll until it returns 1 (the run is over: exited, timed out, or the
  * tuner was interrupted), then runner_finish, which reaps the group, reads the result
  * and frees the handle. runner_signal sends a signal to a run's whole group (used to
- * stop every run at once on Ctrl-C before finishing them one by one). */
+ * stop every run at once on Ctrl-C before finishing them one by one). A step that finds a
+ * run past its timeout stops the group before it returns (up to grace_s; the other runs'
+ * pipes wait meanwhile, which costs them nothing but that time). */
 typedef struct run_handle run_handle;
 struct pollfd;
 run_handle *runner_start(const space *sp, const int *levels, const run_request *req);

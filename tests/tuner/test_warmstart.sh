@@ -64,6 +64,8 @@ search_lines $tr | sed -n 14p | qgrep '"phase":"search"' || fail "the strategy d
 [ "$(n_search $tr)" -eq 20 ] || fail "want 20 search trials (the budget), got $(n_search $tr)"
 ! grep -q '"CENTROID_TOP_K"' $tr || fail "an earlier trial leaked into the new journal"
 expect_contains out/l4/warmstart.json '"source":	"out/a10g"'
+"$TUNER" show l4 >show.out
+[ "$(grep -c '(warm start)$' show.out)" -eq 13 ] || fail "show does not mark the 13 warm-start points"
 
 # A manifest works as the source too, and knobs off the lattice are mapped with a note.
 sed 's/study: l4/study: coarse/; s/min: 128, max: 512, step: 32/min: 130, max: 530, step: 50/' b.yaml >c.yaml
