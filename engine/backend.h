@@ -97,6 +97,13 @@ struct backend {
     int (*step_begin)(backend *b, const int *tokens, int n, int pos, int key);
     void (*step_end)(backend *b);
 
+    /* Optional (NULL: callers run matmul, softcap and argmax): the fused greedy head. For each
+     * of n input rows x[t], the row r of w maximising cap * tanh((w[r] . x[t]) / cap) (the plain
+     * dot when cap is 0), the first on ties, into out[t] (a host array); the scores are never
+     * stored. Every score equals what matmul + softcap would have written, so the choice is
+     * argmax's over them. Synchronises. */
+    void (*matmul_argmax)(backend *b, int *out, const tensor *w, const float *x, int n, float cap);
+
     void (*destroy)(backend *b);
 };
 

@@ -536,6 +536,61 @@ static void cpu_softcap(backend *b, float *x, size_t n, float cap) {
         x[i] = cap * tanhf(x[i] / cap);
 }
 
+/* The fused greedy head (backend.h): each thread scans a contiguous block of weight rows
+ * keeping its best per input row, then the blocks are merged in row order, so ties go to the
+ * first row as in cpu_argmax. Scores are the row-wise kernel's (as cpu_matmul's for few rows). */
+static int cpu_argmax(backend *b, const float *x, int n);
+static void cpu_matmul_argmax(backend *b, int *out, const tensor *w, const float *x, int n,
+                              float cap) {
+    const cpu_state *st = state_of(b);
+    const int rows = w->rows, cols = w->cols;
+    if (n > MATMUL_ROWWISE_MAX || w->dtype == DT_F16) { /* the blocked kernels: unfused */
+        float *s = xmalloc((size_t)n * rows * sizeof(float));
+        cpu_matmul(b, s, w, x, n);
+        if (cap > 0) cpu_softcap(b, s, (size_t)n * rows, cap);
+        for (int t = 0; t < n; t++)
+            out[t] = cpu_argmax(b, s + (size_t)t * rows, rows);
+        free(s);
+        return;
+    }
+    const int nt = PARALLEL((size_t)rows * cols * n) ? st->n_threads : 1;
+    float *best = xmalloc((size_t)nt * n * sizeof(float));
+    int *arg = xmalloc((size_t)nt * n * sizeof(int));
+    for (int i = 0; i < nt * n; i++)
+        arg[i] = -1; /* also for threads OpenMP does not start */
+#pragma omp parallel num_threads(nt)
+    {
+        const int T = omp_get_num_threads(), id = omp_get_thread_num();
+        const int r0 = (int)((long)rows * id / T), r1 = (int)((long)rows * (id + 1) / T);
+        for (int r = r0; r < r1; r++) {
+            const size_t off = (size_t)r * (size_t)cols;
+            for (int t = 0; t < n; t++) {
+                const float *xt = x + (size_t)t * cols;
+                float s = w->dtype == DT_BF16
+                              ? st->dot_bf16((const uint16_t *)w->data + off, xt, cols)
+                              : st->dot_f32((const float *)w->data + off, xt, cols);
+                if (cap > 0) s = cap * tanhf(s / cap);
+                if (arg[id * n + t] < 0 || s > best[id * n + t]) {
+                    best[id * n + t] = s;
+                    arg[id * n + t] = r;
+                }
+            }
+        }
+    }
+    for (int t = 0; t < n; t++) {
+        int a = -1;
+        float v = 0;
+        for (int i = 0; i < nt; i++)
+            if (arg[i * n + t] >= 0 && (a < 0 || best[i * n + t] > v)) {
+                a = arg[i * n + t];
+                v = best[i * n + t];
+            }
+        out[t] = a;
+    }
+    free(best);
+    free(arg);
+}
+
 static int cpu_argmax(backend *b, const float *x, int n) {
     (void)b;
     int best = 0;
@@ -572,6 +627,7 @@ backend *backend_cpu_new(int n_threads) {
     b->embed = cpu_embed;
     b->softcap = cpu_softcap;
     b->argmax = cpu_argmax;
+    b->matmul_argmax = cpu_matmul_argmax;
     b->destroy = cpu_destroy;
     return b;
 }

@@ -155,8 +155,18 @@ static void head_scores(head *h, int from, int n) {
 }
 
 void head_argmax(head *h, int from, int n, int *out) {
-    backend *b = h->d->b;
+    decoder *d = h->d;
+    backend *b = d->b;
     const int cols = h->rows.rows;
+    if (b->matmul_argmax) { /* fused: no scores stored at all */
+        const model_config *c = &d->m->config;
+        CHECK(from >= 0 && n >= 1 && from + n <= d->hidden_rows);
+        b->matmul_argmax(b, out, &h->rows, d->hidden + (size_t)from * c->hidden, n,
+                         c->final_softcap);
+        for (int r = 0; r < n && h->ks; r++)
+            out[r] = h->ks->ids[out[r]];
+        return;
+    }
     head_scores(h, from, n);
     for (int r = 0; r < n; r++) {
         int i = b->argmax(b, h->scores + (size_t)r * cols, cols);

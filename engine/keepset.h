@@ -9,11 +9,12 @@
  * The head works on the final-normed hidden rows the decoder's last forward left behind
  * (decoder.h: d->hidden), so one verify pass of k+1 positions costs one head pass over k+1
  * rows. With a keepset the kept rows are copied once, in ascending id order, into a compact
- * [N, hidden] tensor: the argmax runs a matmul over N rows only (the full-vocabulary logits are
- * never formed) and the backend's argmax over those N scores; ascending ids keep "first
- * maximum wins" equal to torch.argmax over the full masked vocabulary. Softcapping is applied
- * to the N scores as the target applies it to all (tanh can tie two close logits; the tie then
- * goes to the smaller id, as it would in the full head). */
+ * [N, hidden] tensor, so the head reads N rows only; ascending ids keep "first maximum wins"
+ * equal to torch.argmax over the full masked vocabulary. The argmax is the backend's fused
+ * matmul_argmax where it has one (the CPU backend: each score is computed, softcapped and
+ * compared in registers; no logits are stored, not even the N kept ones), else matmul, softcap
+ * and argmax over the N scores. Softcapping is applied as the target applies it (tanh can tie
+ * two close logits; the tie then goes to the smaller id, as it would in the full head). */
 #ifndef KEEPSET_H
 #define KEEPSET_H
 
