@@ -523,10 +523,12 @@ static void md_write(FILE *f, const report_data *d) {
             "Each dot is one point (median over its repeats on the tuning prompts): blue "
             "feasible, grey over a constraint, purple an infinite %s drawn at the right edge; "
             "the dashed red line is the budget, the green line the feasible Pareto front, orange "
-            "arrows go from a candidate's measured to its held-out verified figures, the black "
+            "arrows go from a candidate's measured to its held-out verified figures (a "
+            "different record set, so %s moves too; a relative budget is re-based on the "
+            "baseline's held-out re-run, the dotted orange line when that moves it), the black "
             "square is the baseline and the red cross the chosen point. `plot.gp` and the "
             "`*.dat` files beside this file redraw it.\n\n",
-            xm);
+            xm, xm);
     md_verification(f, d);
     fprintf(f, "## Feasible Pareto front\n\n");
     if (d->n_pareto == 0) {

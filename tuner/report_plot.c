@@ -155,10 +155,12 @@ int report_plot_write(const report_data *d, char *err, size_t errlen) {
         double x = verify_x(d, v);
         if (isfinite(x)) lo = fmin(lo, x), hi = fmax(hi, x);
     }
-    for (int c = 0; d->x_con >= 0 && c < sp->n_constraints; c++)
-        if (!strcmp(sp->constraints[c].metric, sp->constraints[d->x_con].metric) &&
-            isfinite(d->rc[c].bound))
-            lo = fmin(lo, d->rc[c].bound), hi = fmax(hi, d->rc[c].bound);
+    for (int c = 0; d->x_con >= 0 && c < sp->n_constraints; c++) {
+        if (strcmp(sp->constraints[c].metric, sp->constraints[d->x_con].metric)) continue;
+        if (isfinite(d->rc[c].bound)) lo = fmin(lo, d->rc[c].bound), hi = fmax(hi, d->rc[c].bound);
+        if (d->vt->n_points > 0 && isfinite(d->vrc[c].bound))
+            lo = fmin(lo, d->vrc[c].bound), hi = fmax(hi, d->vrc[c].bound);
+    }
     int have_x = isfinite(lo);
     int logx = have_x && lo > 0 && hi / lo > 100;
     double edge = 0; /* where infinite x is drawn */
@@ -262,6 +264,23 @@ int report_plot_write(const report_data *d, char *err, size_t errlen) {
                 "-0.6,0 textcolor rgb '#d62728'\n",
                 arrow, gp_quote(sp->constraints[c].text, q2, sizeof q2), d->rc[c].bound,
                 d->rc[c].bound, 0.96 - 0.05 * (arrow - 1));
+        arrow++;
+    }
+    /* A relative bound is re-based on the baseline's held-out re-run for the verification:
+     * when that moves it, the held-out budget gets a line of its own. */
+    for (int c = 0; d->x_con >= 0 && d->vt->n_points > 0 && c < sp->n_constraints; c++) {
+        double b = d->vrc[c].bound;
+        if (strcmp(sp->constraints[c].metric, xname) || !isfinite(b) ||
+            fabs(b - d->rc[c].bound) <= 1e-9 * fabs(b))
+            continue;
+        fprintf(g,
+                "set arrow %d from %.10g, graph 0 to %.10g, graph 1 nohead lw 2 dt 3 lc rgb "
+                "'#ff7f0e'\n",
+                arrow, b, b);
+        fprintf(g,
+                "set label %d \"held-out budget (bound %.6g)\" at %.10g, graph %.2f right offset "
+                "-0.6,0 textcolor rgb '#ff7f0e'\n",
+                arrow, b, b, 0.96 - 0.05 * (arrow - 1));
         arrow++;
     }
     if (s[S_INF].rows)
