@@ -143,6 +143,27 @@ expect_contains out/free/report/report.md "## Every point, tps against point num
 ! grep -q "set arrow" out/free/report/plot.gp || fail "a budget line without a constraint"
 md_section out/free/report/report.md 'How much each knob mattered' | qgrep '^| NUM_SPECULATIVE_TOKENS | 5 | 1\.000 |'
 
+# 5b. A relative bound re-based on the baseline's held-out re-run (its ppl is higher on the
+#     held-out prompts): the plot draws the held-out budget as a line of its own.
+write_space rebase.yaml <<'YAML'
+engine:
+  command: [@ENGINE@]
+  env: {SYNTH_HOLDOUT_PPL_WHEN: SLIDING_WINDOW=512, SYNTH_HOLDOUT_PPL_DELTA: "0.5"}
+  timeout: 10
+objective: {metric: tps, direction: maximize}
+constraints: [ppl <= 1.04 * baseline]
+baseline: {SLIDING_WINDOW: 512}
+parameters:
+  SLIDING_WINDOW: {type: int, min: 384, max: 512, step: 128, default: 512}
+strategy: grid
+verify: {top: 2, repeats: 1}
+YAML
+"$TUNER" sweep rebase.yaml >/dev/null 2>rebase.err || { cat rebase.err; fail "rebase sweep failed"; }
+"$TUNER" report rebase >/dev/null 2>&1 || fail "report of rebase failed"
+expect_contains out/rebase/report/plot.gp "set arrow 1 from 2.392, graph 0"
+expect_contains out/rebase/report/plot.gp "held-out budget (bound 2.912)"
+! grep -q "held-out budget" out/demo/report/plot.gp || fail "demo: a held-out budget line for an unmoved bound"
+
 # 6. Errors: each names what is wrong and exits non-zero.
 rc=0; "$TUNER" report nosuch >/dev/null 2>e1 || rc=$?
 [ "$rc" -eq 1 ] || fail "missing study: exit $rc"
