@@ -61,6 +61,15 @@ static void fused_vs_unfused(backend *b, weight_dtype dt, int rows, int cols, in
         x[i] = 3.0f * frand();
     int *got = xmalloc((size_t)n * sizeof(int));
     b->matmul(b, s, &w, x, n);
+    /* few rows: each row bit for bit what a one-row call gives (verify == decode) */
+    float *one = b->alloc(b, (size_t)rows);
+    for (int t = 0; t < n && n <= 16; t++) {
+        b->matmul(b, one, &w, x + (size_t)t * cols, 1);
+        EXPECT(!memcmp(one, s + (size_t)t * rows, (size_t)rows * sizeof(float)),
+               "dtype %d cols %d n %d: row %d of a %d-row matmul differs from a one-row matmul", dt,
+               cols, n, t, n);
+    }
+    b->release(b, one);
     if (cap > 0) b->softcap(b, s, (size_t)n * rows, cap);
     b->matmul_argmax(b, got, &w, x, n, cap);
     for (int t = 0; t < n; t++) {
@@ -176,12 +185,15 @@ static void head_on_fixture(void) {
 }
 
 int main(void) {
-    for (int threads = 1; threads <= 2; threads++) {
-        backend *b = backend_cpu_new(threads);
+    const char *isas[] = {"avx512", "avx2", "portable"}; /* every kernel set this CPU has */
+    for (int threads = 1; threads <= 2 * 3; threads++) {
+        setenv("GEMMA_CPU_ISA", isas[(threads - 1) / 2], 1);
+        backend *b = backend_cpu_new(2 - threads % 2);
         weight_dtype dts[] = {DT_BF16, DT_F32, DT_F16};
         for (int i = 0; i < 3; i++)
             for (int n = 1; n <= 20; n += (n < 4 ? 1 : 5)) {
                 fused_vs_unfused(b, dts[i], 257, 96, n, 0, 0);
+                fused_vs_unfused(b, dts[i], 33, 104, n, 0, 0); /* 64 + 32 + a tail of 8 */
                 fused_vs_unfused(b, dts[i], 257, 96, n, 15.0f, 0);
                 fused_vs_unfused(b, dts[i], 64, 40, n, 30.0f, 1);
             }
@@ -189,6 +201,7 @@ int main(void) {
         fused_vs_unfused(b, DT_BF16, 4099, 256, 3, 30.0f, 0);
         b->destroy(b);
     }
+    unsetenv("GEMMA_CPU_ISA");
     files();
     head_on_fixture();
     printf("test_keepset: %d checks, %d failures\n", checks, failures);
