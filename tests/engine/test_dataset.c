@@ -10,25 +10,14 @@
 
 #include "dataset.h"
 #include "util.h"
+#include "../test_util.h"
 
-static int failures;
-static char dir[64];
-
-#define EXPECT(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: expectation failed: %s\n", __FILE__, __LINE__, #cond);         \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+static char *dir; /* the test's temporary folder */
 
 /* Write content to dir/name; returns the path (caller frees). */
 static char *write_file(const char *name, const char *content) {
     char *path = xasprintf("%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    CHECK(f);
-    fputs(content, f);
-    fclose(f);
+    test_write_file(path, content, strlen(content));
     return path;
 }
 
@@ -163,13 +152,13 @@ static void test_ppl_bad(void) {
 }
 
 int main(void) {
-    snprintf(dir, sizeof dir, "/tmp/test_dataset_XXXXXX");
-    CHECK(mkdtemp(dir));
+    dir = test_tmpdir_new("test_dataset");
     test_prompts_ok();
     test_prompts_bad();
     test_ppl_ok();
     test_ppl_bad();
-    rmdir(dir);
+    test_tmpdir_remove(dir);
+    free(dir);
     if (failures) {
         fprintf(stderr, "test_dataset: %d failure(s)\n", failures);
         return 1;

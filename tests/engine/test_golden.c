@@ -35,33 +35,11 @@
 #include "ppl.h"
 #include "safetensors.h"
 #include "util.h"
+#include "../test_util.h"
 
 #define LOGIT_ATOL 2e-3
 #define LOGIT_RTOL 1e-3
 #define LN_PPL_TOL 1e-3
-
-static int failures;
-
-#define EXPECT(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
-
-static cJSON *read_json(const char *path) {
-    char err[512];
-    size_t len;
-    char *text = file_read_all(path, &len, err, sizeof err);
-    if (!text) die("%s", err);
-    cJSON *j = cJSON_ParseWithLength(text, len);
-    free(text);
-    if (!j) die("%s: not valid JSON", path);
-    return j;
-}
 
 static const cJSON *get(const cJSON *obj, const char *key) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
@@ -253,22 +231,20 @@ static void write_f32_copy(const char *src, const char *dst) {
 }
 
 static void check_f32_copy(void) {
-    char tmp[] = "/tmp/test_golden.XXXXXX", err[1024];
-    if (!mkdtemp(tmp)) die("mkdtemp failed");
+    char err[1024], *tmp = test_tmpdir_new("test_golden");
     write_f32_copy("fixtures/a_ple_kvshare", tmp);
     model *m = model_load(tmp, err, sizeof err);
     if (!m) die("%s", err);
     EXPECT(m->weights.embed.dtype == DT_F32 && m->weights.layers[0].q_proj.dtype == DT_F32,
            "F32 copy not loaded as F32");
-    cJSON *golden = read_json("fixtures/a_ple_kvshare/golden.json");
+    cJSON *golden = test_read_json("fixtures/a_ple_kvshare/golden.json");
     const cJSON *cases = get(golden, "cases");
     for (int i = 0; i < cJSON_GetArraySize(cases); i++)
         check_case(tmp, m, golden, cJSON_GetArrayItem(cases, i));
     cJSON_Delete(golden);
     model_free(m);
-    char *cmd = xasprintf("rm -rf '%s'", tmp);
-    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", tmp);
-    free(cmd);
+    test_tmpdir_remove(tmp);
+    free(tmp);
 }
 
 int main(void) {
@@ -279,7 +255,7 @@ int main(void) {
         model *m = model_load(fixtures[f], err, sizeof err);
         if (!m) die("%s", err);
         snprintf(path, sizeof path, "%s/golden.json", fixtures[f]);
-        cJSON *golden = read_json(path);
+        cJSON *golden = test_read_json(path);
         const cJSON *cases = get(golden, "cases");
         EXPECT(cJSON_GetArraySize(cases) == 2, "%s: expected 2 cases", path);
         /* Our override must really differ from the native window, or case 2 tests nothing. */

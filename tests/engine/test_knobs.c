@@ -6,16 +6,7 @@
 #include <string.h>
 
 #include "knobs.h"
-
-static int failures;
-
-#define EXPECT(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: expectation failed: %s\n", __FILE__, __LINE__, #cond);         \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "../test_util.h"
 
 static const char *all_vars[] = {"SLIDING_WINDOW",  "NUM_SPECULATIVE_TOKENS", "CENTROID_TOP_K",
                                  "LM_HEAD_KEEPSET", "WARMUP_NUM_PROMPTS",     "MAX_NEW_TOKENS",

@@ -22,52 +22,25 @@
 #include "model.h"
 #include "safetensors.h"
 #include "util.h"
+#include "../test_util.h"
 
-static int failures;
-
-#define EXPECT(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
-
-static char tmp[64];
+static char *tmp; /* the test's temporary folder */
 
 /* ---- files ---------------------------------------------------------------------------- */
-
-static void write_bytes(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(data, 1, n, f) != n || fclose(f)) die("cannot write %s", path);
-}
 
 static void copy_file(const char *src, const char *dst, long truncate_by) {
     char err[512];
     size_t n;
     char *data = file_read_all(src, &n, err, sizeof err);
     if (!data) die("%s", err);
-    write_bytes(dst, data,
-                truncate_by > 0 && (size_t)truncate_by < n ? n - (size_t)truncate_by : n);
+    test_write_file(dst, data,
+                    truncate_by > 0 && (size_t)truncate_by < n ? n - (size_t)truncate_by : n);
     free(data);
-}
-
-static cJSON *read_json(const char *path) {
-    char err[512];
-    size_t n;
-    char *text = file_read_all(path, &n, err, sizeof err);
-    if (!text) die("%s", err);
-    cJSON *j = cJSON_ParseWithLength(text, n);
-    free(text);
-    if (!j) die("%s: bad JSON", path);
-    return j;
 }
 
 static void write_json(const char *path, const cJSON *j) {
     char *s = cJSON_Print(j);
-    write_bytes(path, s, strlen(s));
+    test_write_file(path, s, strlen(s));
     free(s);
 }
 
@@ -80,7 +53,7 @@ static char *fresh_dir(const char *name, const char *fixture, cJSON **config) {
     if (system(cmd) != 0) die("%s failed", cmd);
     free(cmd);
     char *src = xasprintf("fixtures/%s/config.json", fixture);
-    *config = read_json(src);
+    *config = test_read_json(src);
     free(src);
     return dir;
 }
@@ -138,7 +111,7 @@ static void write_st(const char *path, const char *header, const void *data, siz
     memcpy(buf + 8, header, h);
     memset(buf + 8 + h, ' ', padded - h);
     if (n) memcpy(buf + 8 + padded, data, n);
-    write_bytes(path, buf, 8 + padded + n);
+    test_write_file(path, buf, 8 + padded + n);
     free(buf);
 }
 
@@ -153,7 +126,7 @@ static void check_fixture(const char *name, weight_dtype dtype) {
         return;
     }
     char *gpath = xasprintf("%s/golden.json", dir);
-    cJSON *golden = read_json(gpath);
+    cJSON *golden = test_read_json(gpath);
     free(gpath);
     const cJSON *kw = cJSON_GetObjectItem(golden, "config_kwargs");
     const cJSON *layers = cJSON_GetObjectItem(golden, "layers");
@@ -453,7 +426,7 @@ static void check_safetensors(void) {
         write_st(p, bad[i].header, data, 16, bad[i].hlen);
         expect_st_error(bad[i].what, p, bad[i].want);
     }
-    write_bytes(p, "abc", 3);
+    test_write_file(p, "abc", 3);
     expect_st_error("file of 3 bytes", p, "too short");
     free(p);
 }
@@ -513,7 +486,7 @@ static void check_bad_folders(void) {
     cJSON_Delete(cfg);
     path = xasprintf("%s/config.json", dir);
     const char *broken = "{\"model_type\": \"gemma4_text\",\n\"vocab_size\": 384,,\n}";
-    write_bytes(path, broken, strlen(broken));
+    test_write_file(path, broken, strlen(broken));
     expect_load_error("bad JSON", dir, path, "line 2", "not valid JSON", NULL);
     unlink(path);
     expect_load_error("no config.json", dir, path, "cannot open", NULL);
@@ -595,7 +568,7 @@ static void check_bad_folders(void) {
     dir = fresh_dir("index_wrong_file", "c_wrapped_f16", &cfg);
     finish_dir(dir, cfg);
     path = xasprintf("%s/model.safetensors.index.json", dir);
-    cJSON *index = read_json(path);
+    cJSON *index = test_read_json(path);
     cJSON *wm = cJSON_GetObjectItem(index, "weight_map");
     const char *victim = "model.language_model.norm.weight";
     const char *was = cJSON_GetObjectItem(wm, victim)->valuestring;
@@ -608,7 +581,7 @@ static void check_bad_folders(void) {
     expect_load_error("index, wrong shard", dir, "model.safetensors.index.json", victim,
                       "no such tensor", NULL);
     const char *outside = "{\"weight_map\": {\"x\": \"../x.safetensors\"}}";
-    write_bytes(path, outside, strlen(outside));
+    test_write_file(path, outside, strlen(outside));
     expect_load_error("index, path outside", dir, "model.safetensors.index.json",
                       "must be a file name", NULL);
     free(path);
@@ -669,7 +642,7 @@ static void check_ignorable_shared_kv(void) {
     uint8_t *buf = xcalloc(k->nbytes + 2, 1);
     memcpy(buf, k->data, k->nbytes);
     write_st(extra, header, buf, k->nbytes + 2, -1);
-    index = read_json(ipath);
+    index = test_read_json(ipath);
     cJSON_AddStringToObject(cJSON_GetObjectItem(index, "weight_map"),
                             "model.layers.0.mlp.extra.weight", "extra.safetensors");
     write_json(ipath, index);
@@ -708,7 +681,7 @@ static void check_corruption(void) {
         size_t cut = k < sizeof special / sizeof special[0]
                          ? special[k]
                          : (k - sizeof special / sizeof special[0]) * 4099;
-        write_bytes(path, orig, cut);
+        test_write_file(path, orig, cut);
         model *m = model_load(dir, err, sizeof err);
         EXPECT(!m && strstr(err, "model.safetensors"), "cut at %zu bytes: %s", cut,
                m ? "loaded" : err);
@@ -716,7 +689,7 @@ static void check_corruption(void) {
         cuts++;
     }
 
-    write_bytes(path, orig, size);
+    test_write_file(path, orig, size);
     FILE *f = fopen(path, "r+b");
     if (!f) die("cannot open %s", path);
     int loads = 0, errors = 0;
@@ -747,8 +720,7 @@ static void check_corruption(void) {
 }
 
 int main(void) {
-    snprintf(tmp, sizeof tmp, "/tmp/test_load.XXXXXX");
-    if (!mkdtemp(tmp)) die("mkdtemp failed");
+    tmp = test_tmpdir_new("test_load");
 
     check_fixture("a_ple_kvshare", DT_BF16);
     check_fixture("b_keqv_untied", DT_BF16);
@@ -759,9 +731,8 @@ int main(void) {
     check_ignorable_shared_kv();
     check_corruption();
 
-    char *cmd = xasprintf("rm -rf '%s'", tmp);
-    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", tmp);
-    free(cmd);
+    test_tmpdir_remove(tmp);
+    free(tmp);
     if (failures) {
         fprintf(stderr, "%d failure(s)\n", failures);
         return 1;

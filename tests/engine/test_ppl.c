@@ -17,16 +17,7 @@
 #include "engine.h"
 #include "ppl.h"
 #include "util.h"
-
-static int failures;
-
-#define EXPECT(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: expectation failed: %s\n", __FILE__, __LINE__, #cond);         \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "../test_util.h"
 
 /* Relative tolerance of a perplexity against transformers' fp32 figure: our fp32 forward pass
  * sums in a different order, which moves logits by about 1e-5 (the golden tests' scale). */

@@ -25,16 +25,7 @@
 
 #include "tokenizer.h"
 #include "util.h"
-
-static int failures;
-
-#define EXPECT(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);                    \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "../test_util.h"
 
 static tokenizer *load(const char *name) {
     char path[256], err[512];

@@ -38,45 +38,12 @@
 #include "decoder.h"
 #include "engine.h"
 #include "util.h"
+#include "../test_util.h"
 
-static int failures;
 static int small_shapes;
 
-#define EXPECT(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                                        \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+/* ---- random tensors (the generator is test_util.h's) ---------------------------------- */
 
-/* ---- random numbers (xorshift64*) ------------------------------------------------------ */
-
-static uint64_t rng_state;
-static uint64_t rng_u64(void) {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 2685821657736338717ull;
-}
-static double rng_unit(void) {
-    return (double)(rng_u64() >> 11) / 9007199254740992.0;
-}
-static float rng_val(void) { /* [-2, -0.1] U [0.1, 2] */
-    double m = 0.1 + 1.9 * rng_unit();
-    return (float)(rng_u64() & 1 ? m : -m);
-}
-static int rng_int(int n) {
-    return (int)(rng_u64() % (uint64_t)n);
-}
-static float *rand_vec(size_t n) {
-    float *v = xmalloc(n * sizeof(float));
-    for (size_t i = 0; i < n; i++)
-        v[i] = rng_val();
-    return v;
-}
 static tensor rand_tensor(int rows, int cols, weight_dtype dt) {
     size_t n = (size_t)rows * cols;
     tensor t = {.dtype = dt, .rows = rows, .cols = cols};
@@ -722,11 +689,7 @@ static int run_copy_bw(void) {
 
 int main(int argc, char **argv) {
     util_progname = "cuda_ops";
-    const char *seed_env = getenv("TEST_SEED");
-    uint64_t seed =
-        seed_env ? strtoull(seed_env, NULL, 10) : (uint64_t)time(NULL) ^ (uint64_t)clock();
-    if (!seed) seed = 1;
-    rng_state = seed;
+    uint64_t seed = rng_seed_from_env();
     printf("cuda_ops: seed %llu (TEST_SEED=%llu replays it)\n", (unsigned long long)seed,
            (unsigned long long)seed);
     if (argc >= 2 && !strcmp(argv[1], "ops")) {

@@ -13,17 +13,7 @@
 
 #include "engine.h"
 #include "util.h"
-
-static int failures;
-#define EXPECT(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                                        \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "../test_util.h"
 
 static decoder *open_on(const model *m, const char *device, char *err, size_t errlen) {
     engine_options o = {.max_model_len = 64, .device = device};

@@ -13,26 +13,7 @@
 #include <gsl/gsl_randist.h>
 
 #include "acquisition.h"
-
-static int failures;
-
-#define EXPECT(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);                    \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define EXPECT_REL(a, b, rel)                                                                      \
-    do {                                                                                           \
-        double a_ = (a), b_ = (b);                                                                 \
-        if (!(fabs(a_ - b_) <= (rel)*fabs(b_))) {                                                  \
-            fprintf(stderr, "%s:%d: %s = %.15g, expected %.15g (rel %g)\n", __FILE__, __LINE__,    \
-                    #a, a_, b_, (double)(rel));                                                    \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "../test_util.h"
 
 static void test_reference(void) {
     static const struct {

@@ -18,18 +18,9 @@
 
 #include "strategy.h"
 #include "util.h"
+#include "../test_util.h"
 
 extern const strategy_ops bayes_ops;
-
-static int failures;
-
-#define EXPECT(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);                    \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 /* ---- a hand-built space ---- */
 

@@ -27,26 +27,7 @@
 #include <omp.h>
 
 #include "gp.h"
-
-static int failures;
-
-#define EXPECT(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);                    \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define EXPECT_NEAR(a, b, tol)                                                                     \
-    do {                                                                                           \
-        double a_ = (a), b_ = (b);                                                                 \
-        if (!(fabs(a_ - b_) <= (tol))) {                                                           \
-            fprintf(stderr, "%s:%d: %s = %.12g, expected %.12g (tol %g)\n", __FILE__, __LINE__,    \
-                    #a, a_, b_, (double)(tol));                                                    \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "../test_util.h"
 
 static void test_kernel(void) {
     int cat[1] = {0};

@@ -14,18 +14,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "../test_util.h"
 
-static int failures;
-
-#define EXPECT(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);                    \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-static char tmpdir[] = "/tmp/test_journal_XXXXXX";
+static char *tmpdir; /* the test's temporary folder */
 
 static char *path_in(const char *name) {
     return xasprintf("%s/%s", tmpdir, name);
@@ -224,15 +215,14 @@ static void test_atomic_write(void) {
 }
 
 int main(void) {
-    CHECK(mkdtemp(tmpdir));
+    tmpdir = test_tmpdir_new("test_journal");
     test_torn_last_line();
     test_bad_middle_line();
     test_append_and_full_disk();
     test_trials_reject_foreign_records();
     test_atomic_write();
-    char *cmd = xasprintf("rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-    free(cmd);
+    test_tmpdir_remove(tmpdir);
+    free(tmpdir);
     if (failures) {
         fprintf(stderr, "test_journal: %d failures\n", failures);
         return 1;

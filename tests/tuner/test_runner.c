@@ -13,18 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "../test_util.h"
 
-static int failures;
-
-#define EXPECT(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);                    \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-static char tmpdir[] = "/tmp/test_runner_XXXXXX";
+static char *tmpdir; /* the test's temporary folder */
 
 static const char *launcher; /* engine.launcher of the next space, or NULL */
 
@@ -246,7 +237,7 @@ static void test_shell_quote(void) {
 }
 
 int main(void) {
-    CHECK(mkdtemp(tmpdir));
+    tmpdir = test_tmpdir_new("test_runner");
     test_last_json_line();
     test_shell_quote();
     test_protocol_env_and_stdout();
@@ -257,9 +248,8 @@ int main(void) {
     test_leftovers_of_a_finished_engine();
     test_escaped_process_holding_stdout();
     test_interrupted(); /* last: it leaves the interrupted flag set */
-    char *cmd = xasprintf("rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-    free(cmd);
+    test_tmpdir_remove(tmpdir);
+    free(tmpdir);
     if (failures) {
         fprintf(stderr, "test_runner: %d failures\n", failures);
         return 1;

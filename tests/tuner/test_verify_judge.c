@@ -18,16 +18,7 @@
 #include <unistd.h>
 
 #include "util.h"
-
-static int failures;
-
-#define EXPECT(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);                    \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "../test_util.h"
 
 static space *space_make(void) {
     char path[] = "/tmp/test_verify_XXXXXX";
