@@ -62,6 +62,7 @@
 #include "gp.h"
 #include "strategy.h"
 #include "util.h"
+#include "visited.h"
 
 #define BAYES_LATTICE_MAX       200000L /* candidates = whole lattice up to this many points */
 #define BAYES_SOBOL_CANDIDATES  20000
@@ -126,71 +127,6 @@ static void index_point(const strategy *s, long idx, int *levels) {
         levels[j] = (int)(idx % n);
         idx /= n;
     }
-}
-
-/* A set of lattice points (open addressing on a hash of the levels). */
-typedef struct {
-    int d;
-    long cap, n;
-    long *slot; /* [cap] index into pts, -1 empty */
-    int *pts;   /* [n][d] */
-    long pts_cap;
-} levelset;
-
-static uint64_t levels_hash(const int *levels, int d) {
-    return fnv(1469598103934665603ULL, levels, (size_t)d * sizeof(int));
-}
-
-static void levelset_init(levelset *ls, int d, long expect) {
-    ls->d = d;
-    ls->cap = 64;
-    while (ls->cap < 2 * expect + 2)
-        ls->cap *= 2;
-    ls->n = 0;
-    ls->slot = xmalloc((size_t)ls->cap * sizeof(long));
-    for (long i = 0; i < ls->cap; i++)
-        ls->slot[i] = -1;
-    ls->pts_cap = expect > 16 ? expect : 16;
-    ls->pts = xmalloc((size_t)ls->pts_cap * (size_t)d * sizeof(int));
-}
-
-static void levelset_free(levelset *ls) {
-    free(ls->slot);
-    free(ls->pts);
-}
-
-/* Slot holding levels, or the empty slot where it would go. */
-static long levelset_find(const levelset *ls, const int *levels) {
-    long i = (long)(levels_hash(levels, ls->d) & (uint64_t)(ls->cap - 1));
-    while (ls->slot[i] >= 0 &&
-           memcmp(ls->pts + ls->slot[i] * ls->d, levels, (size_t)ls->d * sizeof(int)) != 0)
-        i = (i + 1) & (ls->cap - 1);
-    return i;
-}
-
-static int levelset_has(const levelset *ls, const int *levels) {
-    return ls->slot[levelset_find(ls, levels)] >= 0;
-}
-
-/* Insert; returns 1 when it was new. */
-static int levelset_add(levelset *ls, const int *levels) {
-    long i = levelset_find(ls, levels);
-    if (ls->slot[i] >= 0) return 0;
-    if (ls->n == ls->pts_cap) {
-        ls->pts_cap *= 2;
-        ls->pts = xrealloc(ls->pts, (size_t)ls->pts_cap * (size_t)ls->d * sizeof(int));
-    }
-    memcpy(ls->pts + ls->n * ls->d, levels, (size_t)ls->d * sizeof(int));
-    ls->slot[i] = ls->n++;
-    if (2 * ls->n > ls->cap) { /* grow and rehash */
-        ls->cap *= 2;
-        ls->slot = xrealloc(ls->slot, (size_t)ls->cap * sizeof(long));
-        for (long k = 0; k < ls->cap; k++)
-            ls->slot[k] = -1;
-        for (long k = 0; k < ls->n; k++)
-            ls->slot[levelset_find(ls, ls->pts + k * ls->d)] = k;
-    }
-    return 1;
 }
 
 /* A low-discrepancy generator of dimension d: Sobol where GSL has it, else Halton. */
@@ -427,16 +363,16 @@ static void models_log_pf(const bayes_models *m, const double *xs, int n, int no
 
 /* Candidate set outside lattice mode: rotated Sobol points plus neighbours of the best
  * observed points, without observed/pending ones (excl) and without duplicates. */
-static levelset candidates_sampled(const strategy *s, const bayes_models *m, const observation *obs,
-                                   int n_obs, const levelset *excl) {
+static visited_set candidates_sampled(const strategy *s, const bayes_models *m,
+                                      const observation *obs, int n_obs, const visited_set *excl) {
     int d = s->d;
-    levelset cand;
-    levelset_init(&cand, d, BAYES_SOBOL_CANDIDATES + 64L * d * d);
+    visited_set cand;
+    visited_init(&cand, d, (size_t)BAYES_SOBOL_CANDIDATES + 64 * (size_t)d * (size_t)d);
     int lv[d];
     gsl_qrng *q = qrng_new(d);
     for (int i = 0; i < BAYES_SOBOL_CANDIDATES; i++) {
         qrng_point(s, q, lv);
-        if (!levelset_has(excl, lv)) levelset_add(&cand, lv);
+        if (!visited_has(excl, lv)) visited_add(&cand, lv);
     }
     gsl_qrng_free(q);
 
@@ -461,8 +397,8 @@ static levelset candidates_sampled(const strategy *s, const bayes_models *m, con
                     memcpy(lv, obs[bi].levels, sizeof lv);
                     lv[j] += step;
                     if (step && lv[j] >= 0 && lv[j] < s->sp->params[j].n_levels &&
-                        !levelset_has(excl, lv))
-                        levelset_add(&cand, lv);
+                        !visited_has(excl, lv))
+                        visited_add(&cand, lv);
                 }
                 for (int k = j + 1; k < d; k++)
                     for (int sj = -1; sj <= 1; sj += 2)
@@ -471,8 +407,8 @@ static levelset candidates_sampled(const strategy *s, const bayes_models *m, con
                             lv[j] += sj;
                             lv[k] += sk;
                             if (lv[j] >= 0 && lv[j] < s->sp->params[j].n_levels && lv[k] >= 0 &&
-                                lv[k] < s->sp->params[k].n_levels && !levelset_has(excl, lv))
-                                levelset_add(&cand, lv);
+                                lv[k] < s->sp->params[k].n_levels && !visited_has(excl, lv))
+                                visited_add(&cand, lv);
                         }
             }
         }
@@ -487,14 +423,10 @@ static int bayes_propose(strategy *s, const observation *obs, int n_obs,
                          const resolved_constraint *rc, int n_rc, const int *const *pending,
                          int n_pending, int *levels) {
     int d = s->d;
-    levelset excl;
-    levelset_init(&excl, d, n_obs + n_pending);
-    for (int i = 0; i < n_obs; i++)
-        levelset_add(&excl, obs[i].levels);
-    for (int i = 0; i < n_pending; i++)
-        levelset_add(&excl, pending[i]);
-    if (excl.n >= s->n_points) {
-        levelset_free(&excl);
+    visited_set excl;
+    visited_build(&excl, s->sp, obs, n_obs, pending, n_pending);
+    if ((long)excl.count >= s->n_points) {
+        visited_free(&excl);
         return 0; /* every lattice point is observed or running */
     }
 
@@ -504,11 +436,11 @@ static int bayes_propose(strategy *s, const observation *obs, int n_obs,
         int found = 0;
         for (int t = 0; t < BAYES_INIT_WALK && !found; t++) {
             qrng_point(s, q, levels);
-            found = !levelset_has(&excl, levels);
+            found = !visited_has(&excl, levels);
         }
         gsl_qrng_free(q);
         if (found) {
-            levelset_free(&excl);
+            visited_free(&excl);
             return 1;
         }
     }
@@ -540,7 +472,7 @@ static int bayes_propose(strategy *s, const observation *obs, int n_obs,
     }
 
     /* 4. Candidates. */
-    levelset cand = {0};
+    visited_set cand = {0};
     const double *xs;
     double *xs_own = NULL;
     long n_cand;
@@ -549,10 +481,10 @@ static int bayes_propose(strategy *s, const observation *obs, int n_obs,
         n_cand = s->n_points;
     } else {
         cand = candidates_sampled(s, &bel, obs, n_obs, &excl);
-        n_cand = cand.n;
+        n_cand = (long)cand.count;
         xs_own = xmalloc((size_t)(n_cand ? n_cand : 1) * (size_t)d * sizeof(double));
         for (long i = 0; i < n_cand; i++)
-            point_features(s, cand.pts + i * d, xs_own + i * d);
+            point_features(s, visited_point(&cand, (size_t)i), xs_own + i * d);
         xs = xs_own;
     }
 
@@ -572,8 +504,8 @@ static int bayes_propose(strategy *s, const observation *obs, int n_obs,
     unsigned char *taken = NULL; /* lattice mode: [n_points] 1 where observed or pending */
     if (s->lattice) {
         taken = xcalloc((size_t)s->n_points, 1);
-        for (long i = 0; i < excl.n; i++)
-            taken[point_index(s, excl.pts + i * d)] = 1;
+        for (size_t i = 0; i < excl.count; i++)
+            taken[point_index(s, visited_point(&excl, i))] = 1;
     }
     long best_i = -1;
     for (long i = 0; i < n_cand; i++) {
@@ -588,19 +520,19 @@ static int bayes_propose(strategy *s, const observation *obs, int n_obs,
         if (s->lattice)
             index_point(s, best_i, levels);
         else
-            memcpy(levels, cand.pts + best_i * d, (size_t)d * sizeof(int));
+            memcpy(levels, visited_point(&cand, (size_t)best_i), (size_t)d * sizeof(int));
     }
     free(taken);
 
     free(score);
     free(xs_own);
-    if (!s->lattice) levelset_free(&cand);
+    if (!s->lattice) visited_free(&cand);
     if (n_pending) {
         if (fit->obj) gp_free(bel.obj);
         for (int c = 0; c < fit->n_con; c++)
             gp_free(bel_con[c]);
     }
-    levelset_free(&excl);
+    visited_free(&excl);
     return best_i >= 0;
 }
 

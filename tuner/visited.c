@@ -19,47 +19,59 @@ static uint64_t hash_levels(const int *levels, int n) {
 static size_t find_slot(const visited_set *v, const int *levels) {
     size_t mask = v->cap - 1, i = (size_t)hash_levels(levels, v->n_params) & mask;
     size_t width = (size_t)v->n_params * sizeof(int);
-    while (v->used[i] && memcmp(&v->levels[i * (size_t)v->n_params], levels, width) != 0)
+    while (v->slot[i] >= 0 && memcmp(visited_point(v, (size_t)v->slot[i]), levels, width) != 0)
         i = (i + 1) & mask;
     return i;
 }
 
-static void init(visited_set *v, int n_params, size_t expected) {
-    v->n_params = n_params;
-    v->cap = 16;
-    while (v->cap < 2 * expected + 2)
-        v->cap *= 2;
-    v->count = 0;
-    v->levels = xcalloc(v->cap * (size_t)n_params, sizeof(int));
-    v->used = xcalloc(v->cap, sizeof(bool));
+/* Room for cap slots (a power of two), all empty. */
+static void slots_reset(visited_set *v, size_t cap) {
+    free(v->slot);
+    v->cap = cap;
+    v->slot = xmalloc(cap * sizeof(long));
+    for (size_t i = 0; i < cap; i++)
+        v->slot[i] = -1;
 }
 
-void visited_add(visited_set *v, const int *levels) {
-    if (2 * (v->count + 1) > v->cap) { /* keep the load factor at most one half */
-        visited_set bigger;
-        init(&bigger, v->n_params, v->cap);
-        for (size_t i = 0; i < v->cap; i++)
-            if (v->used[i]) visited_add(&bigger, &v->levels[i * (size_t)v->n_params]);
-        visited_free(v);
-        *v = bigger;
-    }
+void visited_init(visited_set *v, int n_params, size_t expected) {
+    size_t cap = 16;
+    while (cap < 2 * expected + 2)
+        cap *= 2;
+    v->n_params = n_params;
+    v->count = 0;
+    v->slot = NULL;
+    slots_reset(v, cap);
+    v->levels_cap = expected > 16 ? expected : 16;
+    v->levels = xmalloc(v->levels_cap * (size_t)n_params * sizeof(int));
+}
+
+bool visited_add(visited_set *v, const int *levels) {
     size_t i = find_slot(v, levels);
-    if (v->used[i]) return;
-    memcpy(&v->levels[i * (size_t)v->n_params], levels, (size_t)v->n_params * sizeof(int));
-    v->used[i] = true;
-    v->count++;
+    if (v->slot[i] >= 0) return false;
+    if (v->count == v->levels_cap) {
+        v->levels_cap *= 2;
+        v->levels = xrealloc(v->levels, v->levels_cap * (size_t)v->n_params * sizeof(int));
+    }
+    memcpy(v->levels + v->count * (size_t)v->n_params, levels, (size_t)v->n_params * sizeof(int));
+    v->slot[i] = (long)v->count++;
+    if (2 * v->count > v->cap) { /* keep the load factor at most one half: grow and rehash */
+        slots_reset(v, 2 * v->cap);
+        for (size_t k = 0; k < v->count; k++)
+            v->slot[find_slot(v, visited_point(v, k))] = (long)k;
+    }
+    return true;
 }
 
 bool visited_has(const visited_set *v, const int *levels) {
-    return v->used[find_slot(v, levels)];
+    return v->slot[find_slot(v, levels)] >= 0;
 }
 
 void visited_free(visited_set *v) {
     free(v->levels);
-    free(v->used);
+    free(v->slot);
     v->levels = NULL;
-    v->used = NULL;
-    v->cap = v->count = 0;
+    v->slot = NULL;
+    v->cap = v->count = v->levels_cap = 0;
 }
 
 static void check_on_lattice(const space *sp, const int *levels) {
@@ -71,7 +83,7 @@ static void check_on_lattice(const space *sp, const int *levels) {
 
 void visited_build(visited_set *v, const space *sp, const observation *obs, int n_obs,
                    const int *const *pending, int n_pending) {
-    init(v, sp->n_params, (size_t)n_obs + (size_t)n_pending);
+    visited_init(v, sp->n_params, (size_t)n_obs + (size_t)n_pending);
     for (int i = 0; i < n_obs; i++) {
         check_on_lattice(sp, obs[i].levels);
         visited_add(v, obs[i].levels);
