@@ -199,25 +199,35 @@ static int cmd_sweep(int argc, char **argv) {
     return rc;
 }
 
-static int cmd_show(int argc, char **argv) {
-    const char *study = NULL, *out = "out";
+/* The arguments of show and report: STUDY [--out DIR]. Returns -1 when they are fine (*study and
+ * *out set), else the exit status for the command (help printed, or a usage error). */
+static int study_args(int argc, char **argv, const char *usage, const char **study,
+                      const char **out) {
+    *study = NULL;
+    *out = "out";
     for (int i = 0; i < argc; i++) {
         if (is_help(argv[i])) {
-            fputs(usage_show, stdout);
+            fputs(usage, stdout);
             return EXIT_OK;
         } else if (!strcmp(argv[i], "--out")) {
-            if (i + 1 >= argc) return usage_error(usage_show, "%s needs a value", argv[i]);
-            out = argv[++i];
+            if (i + 1 >= argc) return usage_error(usage, "%s needs a value", argv[i]);
+            *out = argv[++i];
         } else if (argv[i][0] == '-') {
-            return usage_error(usage_show, "unknown option %s", argv[i]);
-        } else if (study) {
-            return usage_error(usage_show, "more than one study (%s)", argv[i]);
+            return usage_error(usage, "unknown option %s", argv[i]);
+        } else if (*study) {
+            return usage_error(usage, "more than one study (%s)", argv[i]);
         } else {
-            study = argv[i];
+            *study = argv[i];
         }
     }
-    if (!study) return usage_error(usage_show, "%s", "no study given");
-    return show_main(study, out, stdout);
+    if (!*study) return usage_error(usage, "%s", "no study given");
+    return -1;
+}
+
+static int cmd_show(int argc, char **argv) {
+    const char *study, *out;
+    int rc = study_args(argc, argv, usage_show, &study, &out);
+    return rc >= 0 ? rc : show_main(study, out, stdout);
 }
 
 static int cmd_env(int argc, char **argv) {
@@ -244,24 +254,9 @@ static int cmd_env(int argc, char **argv) {
 }
 
 static int cmd_report(int argc, char **argv) {
-    const char *study = NULL, *out = "out";
-    for (int i = 0; i < argc; i++) {
-        if (is_help(argv[i])) {
-            fputs(usage_report, stdout);
-            return EXIT_OK;
-        } else if (!strcmp(argv[i], "--out")) {
-            if (i + 1 >= argc) return usage_error(usage_report, "%s needs a value", argv[i]);
-            out = argv[++i];
-        } else if (argv[i][0] == '-') {
-            return usage_error(usage_report, "unknown option %s", argv[i]);
-        } else if (study) {
-            return usage_error(usage_report, "more than one study (%s)", argv[i]);
-        } else {
-            study = argv[i];
-        }
-    }
-    if (!study) return usage_error(usage_report, "%s", "no study given");
-    return report_main(study, out, stdout);
+    const char *study, *out;
+    int rc = study_args(argc, argv, usage_report, &study, &out);
+    return rc >= 0 ? rc : report_main(study, out, stdout);
 }
 
 int main(int argc, char **argv) {
