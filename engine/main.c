@@ -328,8 +328,8 @@ static int cmd_bench(const cli *c, char *err, size_t errlen) {
     for (int i = 0; i < ps.n; i++)
         if (ps.items[i].n_tokens + k->max_new_tokens > need)
             need = ps.items[i].n_tokens + k->max_new_tokens;
-    for (int i = 0; i < pp.n; i++)
-        if (ppl_record_len(&pp.items[i]) > need) need = ppl_record_len(&pp.items[i]);
+    int longest = ppl_set_longest(&pp);
+    if (longest > need) need = longest;
     if (!(d = decoder_open(m, k, k->max_model_len ? max_len : need, err, errlen))) goto done;
     if (spec_serve_open(&sv, d, c->model_dir, c->assistant, k, err, errlen)) goto done;
 
@@ -410,9 +410,8 @@ static int cmd_ppl(const cli *c, char *err, size_t errlen) {
     if (knobs_check_model(k, model_max_positions(m), 0, err, errlen)) goto done;
     if (ppl_set_check_vocab(&pp, vocab, err, errlen)) goto done;
     if (ppl_check_lengths(&pp, max_len, err, errlen)) goto done;
-    int need = 1;
-    for (int i = 0; i < pp.n; i++)
-        if (ppl_record_len(&pp.items[i]) > need) need = ppl_record_len(&pp.items[i]);
+    int need = ppl_set_longest(&pp);
+    if (need < 1) need = 1;
     int cap = k->max_model_len ? max_len : need;
     if (!(d = decoder_open(m, k, cap, err, errlen))) goto done;
     knobs head_only = *k; /* ppl needs the head (keepset), never the drafter */

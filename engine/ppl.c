@@ -31,6 +31,13 @@ int ppl_record_len(const ppl_record *r) {
     return r->n_context + r->n_target - 1;
 }
 
+int ppl_set_longest(const ppl_set *pp) {
+    int longest = 0;
+    for (int i = 0; i < pp->n; i++)
+        if (ppl_record_len(&pp->items[i]) > longest) longest = ppl_record_len(&pp->items[i]);
+    return longest;
+}
+
 double ppl_value(const ppl_total *t) {
     if (t->nonfinite > 0 || t->tokens == 0) return INFINITY;
     return exp(t->nll / (double)t->tokens);
@@ -94,9 +101,7 @@ int ppl_score(decoder *d, int vocab, int max_len, const ppl_set *pp, int rows, p
               char *err, size_t errlen) {
     *out = (ppl_total){0};
     if (ppl_check_lengths(pp, max_len, err, errlen)) return -1;
-    int longest = 0;
-    for (int i = 0; i < pp->n; i++)
-        if (ppl_record_len(&pp->items[i]) > longest) longest = ppl_record_len(&pp->items[i]);
+    int longest = ppl_set_longest(pp);
     size_t row_bytes = (size_t)vocab * sizeof(float);
     if (rows <= 0) {
         rows = (int)(PPL_LOGITS_BYTES / row_bytes);

@@ -44,6 +44,8 @@ int ppl_check_lengths(const ppl_set *pp, int max_len, char *err, size_t errlen);
 /* Longest sequence a record needs in the cache: context + target - 1 (the last target is
  * scored, never fed). */
 int ppl_record_len(const ppl_record *r);
+/* The largest ppl_record_len over the set (0 when it is empty). */
+int ppl_set_longest(const ppl_set *pp);
 
 /* exp(nll / tokens), or +inf when any target was non-finite or the total overflows. */
 double ppl_value(const ppl_total *t);
