@@ -27,6 +27,19 @@ else
     fail "model card differs from what tools/write_model_card.py writes"
 fi
 
+# 2b. A damaged record of the retrain the card reports (docs/small_model/retrain_copyaug/) is
+#     refused with its path, not written into the card.
+cp -r "$ROOT/docs/small_model" "$tmp/logs"
+chmod -R u+w "$tmp/logs"
+echo '{"native_window": 512,' >"$tmp/logs/retrain_copyaug/evidence.json"
+rc=0
+err=$(python3 "$ROOT/tools/write_model_card.py" --logs "$tmp/logs" --out "$tmp/bad.md" 2>&1) || rc=$?
+if [ "$rc" -eq 1 ] && grep -qF "retrain_copyaug/evidence.json: not JSON" <<<"$err" && [ ! -e "$tmp/bad.md" ]; then
+    pass "damaged retrain record refused"
+else
+    fail "damaged retrain record: rc=$rc: $err"
+fi
+
 # 3. Damaged copies: each must fail with the expected message.
 damaged() {  # name, python snippet editing $T (target) / $A (assistant), expected stderr text
     local name=$1 edit=$2 want=$3
@@ -77,5 +90,5 @@ damaged "over the size limit" "
 open(T+'/padding.bin','wb').write(bytes(1_000_000))" \
     "over 25000000"
 
-echo "$((13 - fails)) passed, $fails failed"
+echo "$((14 - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]
