@@ -7,7 +7,8 @@
 #
 # .carry/seed/work/ holds what the tokenizer stage would have written (gemma4-tiny/tokenizer.json,
 # keepset.txt, eval/*.jsonl, logs/tokenizer.json), copied from models/ and docs/small_model/.
-# Two calls of tools/train_small_model.py under one overall time limit (GPU_RUN_LIMIT_S):
+# Two calls of tools/train_small_model.py under one overall time limit (GPU_RUN_LIMIT_S; a call
+# with less than GPU_RUN_MIN_STAGE_S left is not started):
 #   1. --stages target,eval     the target and its window / keepset evidence first (the eval
 #                               stage skips acceptance when there is no assistant folder yet),
 #                               saved as logs/evidence_target.json;
@@ -20,6 +21,7 @@ out=${1:?usage: gpu_retrain.sh OUT_DIR [run options...]}
 shift
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=true
 limit=${GPU_RUN_LIMIT_S:-330}
+min_stage=${GPU_RUN_MIN_STAGE_S:-20} # a stage with less time left than this is not started
 end=$(($(date +%s) + limit))
 work="$out/work"
 mkdir -p "$work"
@@ -31,7 +33,7 @@ stage_run() { # stage_run STAGES [options...]: one call, bounded by the time lef
     local stages=$1 t
     shift
     t=$(left)
-    if [ "$t" -lt 20 ]; then
+    if [ "$t" -lt "$min_stage" ]; then
         echo "gpu_retrain: ${t}s left, stages $stages not started"
         return 1
     fi

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# tools/gpu_retrain.sh (the device-side driver of the retrain that keeps the shipped tokenizer)
+# without a GPU: python3 is replaced by a stub that plays train_small_model.py's stages, so the
+# driver's own logic is what is checked: the seed folder is copied into the work folder, the
+# options reach both calls, the drafter is not started without a target, the overall time
+# limit stops a stage and keeps the next from starting, and whatever exists is packed for
+# tools/install_small_model.sh (r.tgz.part-*, log.txt) with the small records beside it.
+set -euo pipefail
+: "${ROOT:?}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+pass() { echo "ok: $1"; }
+fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
+
+# The stub: STUB_MODE ok (both stages write their outputs), fail (the target stage fails
+# without a model), slow (the target stage writes its model, then outlives the limit).
+mkdir -p "$tmp/bin"
+cat >"$tmp/bin/python3" <<'EOF'
+#!/usr/bin/env bash
+echo "stub: $*"
+work=
+while [ $# -gt 0 ]; do
+    case $1 in
+    --work) work=$2; shift ;;
+    --stages) stages=$2; shift ;;
+    esac
+    shift
+done
+case "$STUB_MODE:$stages" in
+ok:target,eval)
+    echo weights >"$work/gemma4-tiny/model.safetensors"
+    echo '{"stage": "target"}' >"$work/logs/evidence.json"
+    echo '{"steps": 1}' >"$work/logs/target_history.json" ;;
+ok:assistant,eval)
+    mkdir -p "$work/gemma4-tiny-assistant"
+    echo weights >"$work/gemma4-tiny-assistant/model.safetensors"
+    echo '{"stage": "all"}' >"$work/logs/evidence.json" ;;
+fail:*) exit 1 ;;
+slow:target,eval)
+    echo weights >"$work/gemma4-tiny/model.safetensors"
+    exec sleep 30 ;;
+esac
+EOF
+chmod +x "$tmp/bin/python3"
+mkdir -p "$tmp/repo/.carry/seed/work/gemma4-tiny/eval" "$tmp/repo/.carry/seed/work/logs"
+echo '{"tok": 1}' >"$tmp/repo/.carry/seed/work/gemma4-tiny/tokenizer.json"
+echo '{"prompt_token_ids": [2]}' >"$tmp/repo/.carry/seed/work/gemma4-tiny/eval/prompts_tune.jsonl"
+echo '{"vocab_size": 6144}' >"$tmp/repo/.carry/seed/work/logs/tokenizer.json"
+
+retrain() { # retrain MODE LIMIT_S [MIN_STAGE_S]: run the driver in the fake repo into $tmp/out-MODE
+    local out="$tmp/out-$1"
+    rm -rf "$out" && mkdir -p "$out"
+    (cd "$tmp/repo" && PATH="$tmp/bin:$PATH" STUB_MODE=$1 GPU_RUN_LIMIT_S=$2 GPU_RUN_MIN_STAGE_S=${3:-20} \
+        bash "$ROOT/tools/gpu_retrain.sh" "$out" --lr 1.5e-3 --copy-aug 0.5 >/dev/null 2>&1)
+    mkdir -p "$out/x" && cat "$out"/r.tgz.part-* | tar xz -C "$out/x"
+}
+has() { grep -qF -- "$2" "$1"; }
+
+# 1. Both stages run in order with the options, on top of the seed.
+retrain ok 60
+o="$tmp/out-ok"
+if has "$o/log.txt" "--stages target,eval --lr 1.5e-3 --copy-aug 0.5" &&
+    has "$o/log.txt" "--stages assistant,eval --lr 1.5e-3 --copy-aug 0.5" &&
+    has "$o/log.txt" "gpu_retrain: stages assistant,eval rc=0"; then
+    pass "both stages run with the options"
+else
+    fail "stages/options: $(cat "$o/log.txt")"
+fi
+if cmp -s "$o/x/work/gemma4-tiny/tokenizer.json" "$tmp/repo/.carry/seed/work/gemma4-tiny/tokenizer.json" &&
+    [ -f "$o/x/work/gemma4-tiny/eval/prompts_tune.jsonl" ] && [ -f "$o/x/work/logs/tokenizer.json" ] &&
+    [ -f "$o/x/work/gemma4-tiny/model.safetensors" ] && [ -f "$o/x/work/gemma4-tiny-assistant/model.safetensors" ]; then
+    pass "packed work folder holds the seed and both models"
+else
+    fail "packed work folder: $(cd "$o/x" && find . -type f)"
+fi
+if has "$o/evidence_target.json" '"target"' && has "$o/evidence.json" '"all"' &&
+    [ -f "$o/target_history.json" ] && [ ! -d "$o/work" ]; then
+    pass "records beside the parts (target-only evidence kept apart)"
+else
+    fail "records: $(ls "$o")"
+fi
+
+# 2. A failed target stage: no drafter, the log says so, the seed is still packed.
+retrain fail 60
+o="$tmp/out-fail"
+if has "$o/log.txt" "gpu_retrain: stages target,eval rc=1" && ! has "$o/log.txt" "assistant,eval" &&
+    [ -f "$o/x/work/gemma4-tiny/tokenizer.json" ]; then
+    pass "failed target: drafter not started"
+else
+    fail "failed target: $(cat "$o/log.txt")"
+fi
+
+# 3. The overall limit (3 s) stops the target stage (timeout's 124) and, with less than the
+#    minimum (1 s) left, the drafter is not started although the target model exists.
+retrain slow 3 1
+o="$tmp/out-slow"
+if has "$o/log.txt" "gpu_retrain: stages target,eval rc=124" &&
+    has "$o/log.txt" "stages assistant,eval not started" && ! has "$o/log.txt" "stub: tools/train_small_model.py run --data .carry/data --work $o/work --stages assistant"; then
+    pass "time limit stops the run"
+else
+    fail "time limit: $(cat "$o/log.txt")"
+fi
+
+echo "$((5 - fails)) passed, $fails failed"
+[ "$fails" -eq 0 ]
