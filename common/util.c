@@ -56,6 +56,14 @@ char *xasprintf(const char *fmt, ...) {
     return s;
 }
 
+int err_set(char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
 char *file_read_all(const char *path, size_t *len_out, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
     if (!f) {

@@ -42,6 +42,10 @@ char *xstrdup_at(const char *file, int line, const char *s);
 /* printf into a freshly allocated string. */
 char *xasprintf(const char *fmt, ...) PRINTF_LIKE(1, 2);
 
+/* Format a message for the caller into err[errlen] (nothing when err is NULL or errlen 0) and
+ * return -1: the `return err_set(err, errlen, "...", ...)` of functions that report a bad input. */
+int err_set(char *err, size_t errlen, const char *fmt, ...) PRINTF_LIKE(3, 4);
+
 /* Read a whole file into a NUL-terminated buffer. Returns NULL and fills err (with the
  * path and strerror) when it cannot; *len_out gets the length without the NUL. */
 char *file_read_all(const char *path, size_t *len_out, char *err, size_t errlen);

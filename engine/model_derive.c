@@ -13,23 +13,14 @@
 #include "model.h"
 #include "util.h"
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) PRINTF_LIKE(3, 4);
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 static int check_rope(const rope_params *r, const char *which, char *err, size_t errlen) {
     if (!(r->theta > 0))
-        return fail(err, errlen, "rope_parameters.%s.rope_theta must be > 0", which);
+        return err_set(err, errlen, "rope_parameters.%s.rope_theta must be > 0", which);
     if (r->proportional && !(r->partial_rotary_factor > 0 && r->partial_rotary_factor <= 1))
-        return fail(err, errlen, "rope_parameters.%s.partial_rotary_factor must be in (0, 1]",
-                    which);
+        return err_set(err, errlen, "rope_parameters.%s.partial_rotary_factor must be in (0, 1]",
+                       which);
     if (r->proportional && !(r->factor > 0))
-        return fail(err, errlen, "rope_parameters.%s.factor must be > 0", which);
+        return err_set(err, errlen, "rope_parameters.%s.factor must be > 0", which);
     return 0;
 }
 
@@ -51,21 +42,23 @@ int model_config_derive(model_config *c, char *err, size_t errlen) {
     };
     for (size_t i = 0; i < sizeof positive / sizeof positive[0]; i++)
         if (positive[i].value <= 0)
-            return fail(err, errlen, "%s must be > 0 (got %d)", positive[i].key, positive[i].value);
-    if (c->head_dim % 2) return fail(err, errlen, "head_dim must be even (got %d)", c->head_dim);
+            return err_set(err, errlen, "%s must be > 0 (got %d)", positive[i].key,
+                           positive[i].value);
+    if (c->head_dim % 2) return err_set(err, errlen, "head_dim must be even (got %d)", c->head_dim);
     if (c->global_head_dim < 0 || c->global_head_dim % 2)
-        return fail(err, errlen, "global_head_dim must be even and >= 0 (got %d)",
-                    c->global_head_dim);
+        return err_set(err, errlen, "global_head_dim must be even and >= 0 (got %d)",
+                       c->global_head_dim);
     if (c->n_global_kv_heads < 0)
-        return fail(err, errlen, "num_global_key_value_heads must be >= 0");
-    if (!(c->rms_eps > 0)) return fail(err, errlen, "rms_norm_eps must be > 0");
-    if (c->final_softcap < 0) return fail(err, errlen, "final_logit_softcapping must be >= 0");
+        return err_set(err, errlen, "num_global_key_value_heads must be >= 0");
+    if (!(c->rms_eps > 0)) return err_set(err, errlen, "rms_norm_eps must be > 0");
+    if (c->final_softcap < 0) return err_set(err, errlen, "final_logit_softcapping must be >= 0");
     if (c->num_kv_shared_layers < 0 || c->num_kv_shared_layers >= c->n_layers)
-        return fail(err, errlen, "num_kv_shared_layers must be in [0, num_hidden_layers) (got %d)",
-                    c->num_kv_shared_layers);
-    if (c->ple_dim < 0) return fail(err, errlen, "hidden_size_per_layer_input must be >= 0");
+        return err_set(err, errlen,
+                       "num_kv_shared_layers must be in [0, num_hidden_layers) (got %d)",
+                       c->num_kv_shared_layers);
+    if (c->ple_dim < 0) return err_set(err, errlen, "hidden_size_per_layer_input must be >= 0");
     if (c->ple_dim > 0 && c->ple_vocab <= 0)
-        return fail(err, errlen, "vocab_size_per_layer_input must be > 0");
+        return err_set(err, errlen, "vocab_size_per_layer_input must be > 0");
     if (check_rope(&c->rope_sliding, "sliding_attention", err, errlen)) return -1;
     if (check_rope(&c->rope_full, "full_attention", err, errlen)) return -1;
 
@@ -88,31 +81,33 @@ int model_config_derive(model_config *c, char *err, size_t errlen) {
         layer_config *l = &c->layers[i];
         const int sliding = c->layer_types[i] == LAYER_SLIDING;
         if (sliding && c->sliding_window <= 0)
-            return fail(err, errlen, "sliding_window must be > 0 (got %d)", c->sliding_window);
+            return err_set(err, errlen, "sliding_window must be > 0 (got %d)", c->sliding_window);
         l->type = c->layer_types[i];
         l->head_dim = !sliding && c->global_head_dim ? c->global_head_dim : c->head_dim;
         if (c->layer_head_dim && c->layer_head_dim[i]) l->head_dim = c->layer_head_dim[i];
         if (l->head_dim <= 0 || l->head_dim % 2)
-            return fail(err, errlen, "per_layer_config.%d.head_dim must be even and > 0 (got %d)",
-                        i, l->head_dim);
+            return err_set(err, errlen,
+                           "per_layer_config.%d.head_dim must be even and > 0 (got %d)", i,
+                           l->head_dim);
         l->k_eq_v = c->attention_k_eq_v && !sliding;
         /* Full layers with k == v take num_global_key_value_heads when it is given. */
         l->n_kv_heads = l->k_eq_v && c->n_global_kv_heads ? c->n_global_kv_heads : c->n_kv_heads;
         if (c->layer_kv_heads && c->layer_kv_heads[i]) l->n_kv_heads = c->layer_kv_heads[i];
         if (l->n_kv_heads <= 0)
-            return fail(err, errlen, "per_layer_config.%d.num_key_value_heads must be > 0", i);
+            return err_set(err, errlen, "per_layer_config.%d.num_key_value_heads must be > 0", i);
         /* One RoPE table per layer type: all layers of a type share a head_dim. */
         for (int j = 0; j < i; j++)
             if (c->layer_types[j] == l->type && c->layers[j].head_dim != l->head_dim)
-                return fail(err, errlen,
-                            "layers %d and %d are both %s attention but have head_dim %d and "
-                            "%d; this engine needs one head_dim per layer type",
-                            j, i, sliding ? "sliding" : "full", c->layers[j].head_dim, l->head_dim);
+                return err_set(err, errlen,
+                               "layers %d and %d are both %s attention but have head_dim %d and "
+                               "%d; this engine needs one head_dim per layer type",
+                               j, i, sliding ? "sliding" : "full", c->layers[j].head_dim,
+                               l->head_dim);
         if (c->n_heads % l->n_kv_heads)
-            return fail(err, errlen,
-                        "num_attention_heads (%d) must be a multiple of the kv heads (%d) of "
-                        "layer %d",
-                        c->n_heads, l->n_kv_heads, i);
+            return err_set(err, errlen,
+                           "num_attention_heads (%d) must be a multiple of the kv heads (%d) of "
+                           "layer %d",
+                           c->n_heads, l->n_kv_heads, i);
         l->window = sliding ? c->sliding_window : 0;
         l->kv_shared = c->num_kv_shared_layers > 0 && i >= first_shared;
         l->kv_source = i;
@@ -124,14 +119,14 @@ int model_config_derive(model_config *c, char *err, size_t errlen) {
                     break;
                 }
             if (l->kv_source < 0)
-                return fail(err, errlen,
-                            "layer %d shares KV (num_kv_shared_layers %d) but no earlier layer "
-                            "has its type (%s)",
-                            i, c->num_kv_shared_layers, sliding ? "sliding" : "full");
+                return err_set(err, errlen,
+                               "layer %d shares KV (num_kv_shared_layers %d) but no earlier layer "
+                               "has its type (%s)",
+                               i, c->num_kv_shared_layers, sliding ? "sliding" : "full");
             const layer_config *src = &c->layers[l->kv_source];
             if (src->head_dim != l->head_dim || src->n_kv_heads != l->n_kv_heads)
-                return fail(err, errlen, "layer %d and its KV source %d differ in shape", i,
-                            l->kv_source);
+                return err_set(err, errlen, "layer %d and its KV source %d differ in shape", i,
+                               l->kv_source);
         }
         l->intermediate = c->intermediate * (c->use_double_wide_mlp && l->kv_shared ? 2 : 1);
         if (l->head_dim > c->max_head_dim) c->max_head_dim = l->head_dim;

@@ -21,15 +21,6 @@
 /* The format's own limit on the JSON header (the reference implementation refuses more). */
 #define ST_MAX_HEADER ((uint64_t)100 << 20)
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) PRINTF_LIKE(3, 4);
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 static const struct {
     const char *name;
     st_dtype dtype;
@@ -105,60 +96,60 @@ static int parse_entry(const char *path, const cJSON *e, uint64_t data_len, st_t
                        size_t errlen) {
     const char *name = e->string;
     if (!cJSON_IsObject(e))
-        return fail(err, errlen, "%s: tensor '%s': header entry is not an object", path, name);
+        return err_set(err, errlen, "%s: tensor '%s': header entry is not an object", path, name);
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
     const cJSON *offs = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
     if (!cJSON_IsString(dt))
-        return fail(err, errlen, "%s: tensor '%s': missing or non-string \"dtype\"", path, name);
+        return err_set(err, errlen, "%s: tensor '%s': missing or non-string \"dtype\"", path, name);
     size_t k = 0;
     while (k < N_DTYPES && strcmp(dtypes[k].name, dt->valuestring))
         k++;
     if (k == N_DTYPES)
-        return fail(err, errlen, "%s: tensor '%s': unknown dtype \"%s\"", path, name,
-                    dt->valuestring);
+        return err_set(err, errlen, "%s: tensor '%s': unknown dtype \"%s\"", path, name,
+                       dt->valuestring);
     t->dtype = dtypes[k].dtype;
     if (!cJSON_IsArray(shape))
-        return fail(err, errlen, "%s: tensor '%s': missing or non-array \"shape\"", path, name);
+        return err_set(err, errlen, "%s: tensor '%s': missing or non-array \"shape\"", path, name);
     int ndim = cJSON_GetArraySize(shape);
     if (ndim > ST_MAX_DIMS)
-        return fail(err, errlen, "%s: tensor '%s': %d dimensions (at most %d supported)", path,
-                    name, ndim, ST_MAX_DIMS);
+        return err_set(err, errlen, "%s: tensor '%s': %d dimensions (at most %d supported)", path,
+                       name, ndim, ST_MAX_DIMS);
     t->ndim = ndim;
     t->numel = 1;
     for (int i = 0; i < ndim; i++) {
         int64_t dim;
         if (json_uint(cJSON_GetArrayItem(shape, i), (double)(1LL << 40), &dim))
-            return fail(err, errlen, "%s: tensor '%s': shape[%d] is not a non-negative integer",
-                        path, name, i);
+            return err_set(err, errlen, "%s: tensor '%s': shape[%d] is not a non-negative integer",
+                           path, name, i);
         t->shape[i] = dim;
         if (dim && t->numel > (INT64_C(1) << 50) / dim)
-            return fail(err, errlen, "%s: tensor '%s': shape too large", path, name);
+            return err_set(err, errlen, "%s: tensor '%s': shape too large", path, name);
         t->numel *= dim;
     }
     int64_t begin, end;
     if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 ||
         json_uint(cJSON_GetArrayItem(offs, 0), 9007199254740992.0, &begin) ||
         json_uint(cJSON_GetArrayItem(offs, 1), 9007199254740992.0, &end))
-        return fail(err, errlen,
-                    "%s: tensor '%s': \"data_offsets\" must be two non-negative integers", path,
-                    name);
+        return err_set(err, errlen,
+                       "%s: tensor '%s': \"data_offsets\" must be two non-negative integers", path,
+                       name);
     if (begin > end)
-        return fail(err, errlen, "%s: tensor '%s': data_offsets [%lld, %lld] end before begin",
-                    path, name, (long long)begin, (long long)end);
+        return err_set(err, errlen, "%s: tensor '%s': data_offsets [%lld, %lld] end before begin",
+                       path, name, (long long)begin, (long long)end);
     if ((uint64_t)end > data_len)
-        return fail(err, errlen,
-                    "%s: tensor '%s': data_offsets [%lld, %lld] run past the end of the data "
-                    "(%llu bytes after the header): is the file truncated?",
-                    path, name, (long long)begin, (long long)end, (unsigned long long)data_len);
+        return err_set(err, errlen,
+                       "%s: tensor '%s': data_offsets [%lld, %lld] run past the end of the data "
+                       "(%llu bytes after the header): is the file truncated?",
+                       path, name, (long long)begin, (long long)end, (unsigned long long)data_len);
     t->nbytes = (size_t)t->numel * dtypes[k].size;
     if ((uint64_t)(end - begin) != (uint64_t)t->nbytes) {
         char sb[128];
-        return fail(err, errlen,
-                    "%s: tensor '%s': data_offsets [%lld, %lld] hold %lld bytes but %s %s "
-                    "needs %zu",
-                    path, name, (long long)begin, (long long)end, (long long)(end - begin),
-                    dtypes[k].name, st_shape_str(t, sb, sizeof sb), t->nbytes);
+        return err_set(err, errlen,
+                       "%s: tensor '%s': data_offsets [%lld, %lld] hold %lld bytes but %s %s "
+                       "needs %zu",
+                       path, name, (long long)begin, (long long)end, (long long)(end - begin),
+                       dtypes[k].name, st_shape_str(t, sb, sizeof sb), t->nbytes);
     }
     t->data = (const void *)(uintptr_t)begin; /* relative for now; made absolute by caller */
     return 0;
@@ -180,8 +171,8 @@ static int check_overlaps(const char *path, st_tensor *ts, int n, char *err, siz
     for (int i = 1; i < n && !rc; i++) {
         const st_tensor *a = order[i - 1], *b = order[i];
         if (a->nbytes && b->nbytes && (uintptr_t)a->data + a->nbytes > (uintptr_t)b->data)
-            rc = fail(err, errlen, "%s: tensors '%s' and '%s' overlap in the file", path, a->name,
-                      b->name);
+            rc = err_set(err, errlen, "%s: tensors '%s' and '%s' overlap in the file", path,
+                         a->name, b->name);
     }
     free(order);
     return rc;
@@ -189,25 +180,25 @@ static int check_overlaps(const char *path, st_tensor *ts, int n, char *err, siz
 
 int safetensors_add_file(safetensors *st, const char *path, char *err, size_t errlen) {
     int fd = open(path, O_RDONLY);
-    if (fd < 0) return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    if (fd < 0) return err_set(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
         int e = errno;
         close(fd);
-        return fail(err, errlen, "%s: cannot stat: %s", path, strerror(e));
+        return err_set(err, errlen, "%s: cannot stat: %s", path, strerror(e));
     }
     size_t size = (size_t)sb.st_size;
     if (size < 8) {
         close(fd);
-        return fail(err, errlen,
-                    "%s: %zu bytes is too short for a safetensors file (8-byte header length "
-                    "first): truncated or not safetensors",
-                    path, size);
+        return err_set(err, errlen,
+                       "%s: %zu bytes is too short for a safetensors file (8-byte header length "
+                       "first): truncated or not safetensors",
+                       path, size);
     }
     void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
     int e = errno;
     close(fd);
-    if (map == MAP_FAILED) return fail(err, errlen, "%s: cannot mmap: %s", path, strerror(e));
+    if (map == MAP_FAILED) return err_set(err, errlen, "%s: cannot mmap: %s", path, strerror(e));
 
     const uint8_t *bytes = map;
     uint64_t hlen = 0;
@@ -215,10 +206,10 @@ int safetensors_add_file(safetensors *st, const char *path, char *err, size_t er
         hlen = hlen << 8 | bytes[i];
     if (hlen > ST_MAX_HEADER || hlen > size - 8) {
         munmap(map, size);
-        return fail(err, errlen,
-                    "%s: bad header length %llu (file has %zu bytes): truncated or not "
-                    "safetensors",
-                    path, (unsigned long long)hlen, size);
+        return err_set(err, errlen,
+                       "%s: bad header length %llu (file has %zu bytes): truncated or not "
+                       "safetensors",
+                       path, (unsigned long long)hlen, size);
     }
     const char *hdr = (const char *)bytes + 8;
     const uint8_t *data = bytes + 8 + hlen;
@@ -231,8 +222,8 @@ int safetensors_add_file(safetensors *st, const char *path, char *err, size_t er
         if (!root && cJSON_GetErrorPtr()) at = (long)(cJSON_GetErrorPtr() - hdr);
         cJSON_Delete(root);
         munmap(map, size);
-        return fail(err, errlen, "%s: header is not a JSON object (error near byte %ld of it)",
-                    path, at);
+        return err_set(err, errlen, "%s: header is not a JSON object (error near byte %ld of it)",
+                       path, at);
     }
 
     int file_idx = st->n_files;
@@ -248,7 +239,7 @@ int safetensors_add_file(safetensors *st, const char *path, char *err, size_t er
     for (const cJSON *e = root->child; e && !rc; e = e->next) {
         if (!strcmp(e->string, "__metadata__")) {
             if (!cJSON_IsObject(e))
-                rc = fail(err, errlen, "%s: \"__metadata__\" is not an object", path);
+                rc = err_set(err, errlen, "%s: \"__metadata__\" is not an object", path);
             continue;
         }
         st_tensor *t = &st->tensors[st->n_tensors];
@@ -267,10 +258,10 @@ int safetensors_add_file(safetensors *st, const char *path, char *err, size_t er
         /* Weights are read through typed pointers: each must sit on its element size. The
          * safetensors writers pad the header to 8 bytes, so this holds for real files. */
         if ((uintptr_t)t->data % st_dtype_size(t->dtype))
-            rc = fail(err, errlen,
-                      "%s: tensor '%s' is not aligned to its %zu-byte elements (header length "
-                      "%llu is not padded)",
-                      path, t->name, st_dtype_size(t->dtype), (unsigned long long)hlen);
+            rc = err_set(err, errlen,
+                         "%s: tensor '%s' is not aligned to its %zu-byte elements (header length "
+                         "%llu is not padded)",
+                         path, t->name, st_dtype_size(t->dtype), (unsigned long long)hlen);
     }
     return rc;
 }
@@ -283,9 +274,9 @@ int safetensors_finish(safetensors *st, char *err, size_t errlen) {
     if (st->n_tensors) qsort(st->tensors, (size_t)st->n_tensors, sizeof *st->tensors, cmp_name);
     for (int i = 1; i < st->n_tensors; i++)
         if (!strcmp(st->tensors[i - 1].name, st->tensors[i].name))
-            return fail(err, errlen, "tensor '%s' appears twice: in %s and in %s",
-                        st->tensors[i].name, st->files[st->tensors[i - 1].file].path,
-                        st->files[st->tensors[i].file].path);
+            return err_set(err, errlen, "tensor '%s' appears twice: in %s and in %s",
+                           st->tensors[i].name, st->files[st->tensors[i - 1].file].path,
+                           st->files[st->tensors[i].file].path);
     return 0;
 }
 
@@ -319,14 +310,16 @@ static int open_index(safetensors *st, const char *dir, const char *index_path, 
     const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
     if (!cJSON_IsObject(root) || !cJSON_IsObject(map)) {
         cJSON_Delete(root);
-        return fail(err, errlen, "%s: not a JSON object with a \"weight_map\" object", index_path);
+        return err_set(err, errlen, "%s: not a JSON object with a \"weight_map\" object",
+                       index_path);
     }
     int rc = 0, n_names = 0;
     char **names = NULL; /* distinct shard files, in order of first mention */
     for (const cJSON *e = map->child; e && !rc; e = e->next) {
         if (!cJSON_IsString(e) || !e->valuestring[0] || strchr(e->valuestring, '/')) {
-            rc = fail(err, errlen, "%s: weight_map[\"%s\"] must be a file name in the same folder",
-                      index_path, e->string);
+            rc = err_set(err, errlen,
+                         "%s: weight_map[\"%s\"] must be a file name in the same folder",
+                         index_path, e->string);
             break;
         }
         int seen = 0;
@@ -339,14 +332,14 @@ static int open_index(safetensors *st, const char *dir, const char *index_path, 
         rc = safetensors_add_file(st, path, err, errlen);
         free(path);
     }
-    if (!rc && n_names == 0) rc = fail(err, errlen, "%s: \"weight_map\" is empty", index_path);
+    if (!rc && n_names == 0) rc = err_set(err, errlen, "%s: \"weight_map\" is empty", index_path);
     if (!rc) rc = safetensors_finish(st, err, errlen);
     for (const cJSON *e = map->child; e && !rc; e = e->next) {
         const st_tensor *t = safetensors_find(st, e->string);
         const char *file = t ? strrchr(st->files[t->file].path, '/') + 1 : NULL;
         if (!t || strcmp(file, e->valuestring))
-            rc = fail(err, errlen, "%s: says tensor '%s' is in %s, but %s/%s has no such tensor",
-                      index_path, e->string, e->valuestring, dir, e->valuestring);
+            rc = err_set(err, errlen, "%s: says tensor '%s' is in %s, but %s/%s has no such tensor",
+                         index_path, e->string, e->valuestring, dir, e->valuestring);
     }
     free(names);
     cJSON_Delete(root);
@@ -364,7 +357,7 @@ int safetensors_open_dir(safetensors *st, const char *dir, char *err, size_t err
     } else if (access(index, F_OK) == 0) {
         rc = open_index(st, dir, index, err, errlen);
     } else {
-        rc = fail(err, errlen, "%s: no model.safetensors or model.safetensors.index.json", dir);
+        rc = err_set(err, errlen, "%s: no model.safetensors or model.safetensors.index.json", dir);
     }
     free(single);
     free(index);
