@@ -49,7 +49,8 @@ mkdir -p "$(dirname "$out")"
     echo "| kernels | n | ms per pass | matmul reads weights at GB/s | plain read of them GB/s | share | GFLOP/s |"
     echo "| --- | --- | --- | --- | --- | --- | --- |"
     grep -v '^#' "$tmp/mm" | while read -r isa n ms gbps rgbps gflops; do
-        share=$(awk -v g="$gbps" -v b="$rgbps" 'BEGIN { if (b > 0) printf "%.0f %%", 100 * g / b; else print "-" }')
+        # the share of the read bandwidth means something for the memory-bound n = 1 only
+        share=$(awk -v g="$gbps" -v b="$rgbps" -v n="$n" 'BEGIN { if (n == 1 && b > 0) printf "%.0f %%", 100 * g / b; else print "-" }')
         echo "| $isa | $n | $ms | $gbps | $rgbps | $share | $gflops |"
     done
     echo
