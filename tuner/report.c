@@ -595,13 +595,7 @@ static int chosen_point(const trial_table *t, const space *sp, const cJSON *m) {
 
 int report_main(const char *study, const char *out_dir, FILE *out) {
     char err[ERR_LEN] = "";
-    char *probe = xasprintf("%s/study.json", study);
-    char *dir = strchr(study, '/') || access(probe, F_OK) == 0 ? xstrdup(study)
-                                                               : xasprintf("%s/%s", out_dir, study);
-    free(probe);
-    size_t len = strlen(dir);
-    while (len > 1 && dir[len - 1] == '/')
-        dir[--len] = '\0';
+    char *dir = study_dir_find(study, out_dir);
     const char *name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
     char *meta_path = xasprintf("%s/study.json", dir);
     char *trials_path = xasprintf("%s/trials.jsonl", dir);

@@ -23,6 +23,17 @@
 
 enum { ERR_LEN = 2048 };
 
+char *study_dir_find(const char *study, const char *out_dir) {
+    char *probe = xasprintf("%s/study.json", study);
+    char *dir = strchr(study, '/') || access(probe, F_OK) == 0 ? xstrdup(study)
+                                                               : xasprintf("%s/%s", out_dir, study);
+    free(probe);
+    size_t len = strlen(dir);
+    while (len > 1 && dir[len - 1] == '/')
+        dir[--len] = '\0';
+    return dir;
+}
+
 /* The parts of a space that study.json records (see journal.c). */
 space *study_space_load(const char *path, char *err, size_t errlen) {
     char *text = file_read_all(path, NULL, err, errlen);
@@ -215,10 +226,7 @@ static void show_verification(const trial_table *t, cJSON **recs, int n_recs,
 
 int show_main(const char *study, const char *out_dir, FILE *out) {
     char err[ERR_LEN] = "";
-    char *probe = xasprintf("%s/study.json", study);
-    char *dir = strchr(study, '/') || access(probe, F_OK) == 0 ? xstrdup(study)
-                                                               : xasprintf("%s/%s", out_dir, study);
-    free(probe);
+    char *dir = study_dir_find(study, out_dir);
     char *meta_path = xasprintf("%s/study.json", dir);
     char *trials_path = xasprintf("%s/trials.jsonl", dir);
     space *sp = NULL;

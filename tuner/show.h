@@ -14,6 +14,10 @@
  * is a study folder). Returns the exit status (0, or 1 with a message naming the file). */
 int show_main(const char *study, const char *out_dir, FILE *out);
 
+/* The folder of the study named on the command line: `study` itself when it holds a '/' or a
+ * study.json, else out_dir/study; trailing slashes removed. Caller frees. */
+char *study_dir_find(const char *study, const char *out_dir);
+
 /* The part of a space that a study folder's study.json records (objective, direction,
  * constraints, parameter names, repeats; parameters have no levels): enough to aggregate
  * the study's trials without its space file (also used by --warm-start). NULL with err set
