@@ -7,40 +7,8 @@
 # Needs ENGINE (the binary) and TESTS_DIR (this folder), as ctest sets them. The cases that need
 # a model use fixtures/a_ple_kvshare (FIXTURE_MODEL overrides it) and compare perplexity with
 # the transformers figure in its golden.json; generate runs on models/gemma4-tiny once it exists.
-set -u
-: "${ENGINE:?ENGINE must point to the engine binary}"
 : "${TESTS_DIR:?TESTS_DIR must point to tests/engine}"
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-
-# expect CODE NEEDLE... -- CMD...: run CMD, want exit status CODE and every NEEDLE in stderr.
-expect() {
-    local code=$1
-    shift
-    local needles=()
-    while [ "$1" != "--" ]; do
-        needles+=("$1")
-        shift
-    done
-    shift
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    local rc=$?
-    if [ "$rc" -ne "$code" ]; then
-        fail "$* -> exit $rc, want $code; stderr: $(head -c 400 "$tmp/err")"
-        return
-    fi
-    for n in "${needles[@]}"; do
-        if ! grep -qF -- "$n" "$tmp/err"; then
-            fail "$* -> stderr lacks \"$n\"; stderr: $(head -c 400 "$tmp/err")"
-        fi
-    done
-}
+source "$TESTS_DIR/cli_lib.sh"
 
 # A JSON number field of the last stdout line (empty when absent or null).
 field() {
@@ -220,8 +188,4 @@ else
     echo "test_cli: no shipped model at $tiny yet: generate not run" >&2
 fi
 
-if [ "$failures" -ne 0 ]; then
-    echo "test_cli: $failures failure(s)" >&2
-    exit 1
-fi
-echo "test_cli: all passed"
+cli_finish test_cli
