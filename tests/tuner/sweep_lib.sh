@@ -39,6 +39,26 @@ wait_lines() {
     fail "$1 did not reach $2 lines in $3 s"
 }
 
+# sweep_bg ERRFILE ARGS...: start `$TUNER sweep ARGS` in the background (stdout dropped, stderr
+# into ERRFILE), for a test that interrupts it; its pid goes into $pid and BG_PIDS (so that it is
+# killed on exit should the test fail first). Environment assignments before it reach the tuner.
+sweep_bg() {
+    local err=$1
+    shift
+    "$TUNER" sweep "$@" >/dev/null 2>"$err" &
+    pid=$!
+    BG_PIDS+=("$pid")
+}
+
+# stop_at FILE N SECONDS SIGNAL: once FILE has at least N lines, send SIGNAL (KILL, INT, TERM)
+# to the sweep started by sweep_bg and wait for it; its exit status goes into $rc.
+stop_at() {
+    wait_lines "$1" "$2" "$3"
+    kill -"$4" "$pid"
+    rc=0
+    wait "$pid" 2>/dev/null || rc=$?
+}
+
 # qgrep ARGS: grep -q that reads all of its input. (grep -q stops at the first match; the
 # command writing into the pipe then dies of SIGPIPE, which pipefail turns into a failure.)
 qgrep() { grep "$@" >/dev/null; }

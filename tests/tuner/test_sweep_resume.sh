@@ -23,13 +23,9 @@ YAML
 [ "$(n_search ref/resume/trials.jsonl)" -eq 40 ] || fail "reference: want 40 trials"
 
 export SYNTH_CALLS=$T/calls
-"$TUNER" sweep space.yaml --out out >/dev/null 2>first.err &
-pid=$!
-BG_PIDS+=("$pid")
+sweep_bg first.err space.yaml --out out
 tr=out/resume/trials.jsonl
-wait_lines $tr 8 20
-kill -9 "$pid"
-wait "$pid" 2>/dev/null || true
+stop_at $tr 8 20 KILL
 n_before=$(n_search $tr)
 [ "$n_before" -lt 40 ] || fail "the sweep finished before it was killed"
 cp $tr before.jsonl

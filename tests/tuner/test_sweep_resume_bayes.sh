@@ -21,13 +21,9 @@ YAML
 "$TUNER" sweep space.yaml --out ref >/dev/null 2>ref.err || { cat ref.err; fail "reference sweep"; }
 [ "$(n_search ref/bres/trials.jsonl)" -eq 18 ] || fail "reference: want 18 trials"
 
-"$TUNER" sweep space.yaml --out out >/dev/null 2>first.err &
-pid=$!
-BG_PIDS+=("$pid")
+sweep_bg first.err space.yaml --out out
 tr=out/bres/trials.jsonl
-wait_lines $tr 11 30 # past bayes' initial design (6 points): proposals from the GP
-kill -9 "$pid"
-wait "$pid" 2>/dev/null || true
+stop_at $tr 11 30 KILL # past bayes' initial design (6 points): proposals from the GP
 n_before=$(wc -l <$tr)
 [ "$n_before" -lt 18 ] || fail "the sweep finished before it was killed"
 "$TUNER" sweep space.yaml --out out >/dev/null 2>second.err || { cat second.err; fail "resumed sweep"; }

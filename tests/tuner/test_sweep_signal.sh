@@ -15,14 +15,8 @@ tr=out/sig/trials.jsonl
 
 # The hang comes from the environment the tuner passes on, not from the space file, so
 # the rerun (without it) resumes the same study.
-SYNTH_HANG_WHEN=SLIDING_WINDOW=384 SYNTH_PIDFILE=$T/pids "$TUNER" sweep space.yaml --out out \
-    >/dev/null 2>first.err &
-pid=$!
-BG_PIDS+=("$pid")
-wait_lines pids 1 20
-kill -INT "$pid"
-rc=0
-wait "$pid" || rc=$?
+SYNTH_HANG_WHEN=SLIDING_WINDOW=384 SYNTH_PIDFILE=$T/pids sweep_bg first.err space.yaml --out out
+stop_at pids 1 20 INT
 [ "$rc" -eq 130 ] || { cat first.err; fail "exit status $rc after SIGINT, want 130"; }
 expect_contains first.err "interrupted by SIGINT"
 expect_contains first.err "resume with: tuner sweep space.yaml --study sig"
@@ -36,13 +30,8 @@ for p in $(cat pids); do [ ! -e "/proc/$p" ] || fail "engine process $p survived
 search_lines $tr | grep '"SLIDING_WINDOW":"384"' | qgrep '"id":3,' || fail "the interrupted trial's id was not reused"
 
 # SIGTERM: a slow engine, the signal while a trial runs.
-SYNTH_SLOW_START=0.3 "$TUNER" sweep space.yaml --study term --out ./out >/dev/null 2>term.err &
-pid=$!
-BG_PIDS+=("$pid")
-wait_lines out/term/trials.jsonl 1 20
-kill -TERM "$pid"
-rc=0
-wait "$pid" || rc=$?
+SYNTH_SLOW_START=0.3 sweep_bg term.err space.yaml --study term --out ./out
+stop_at out/term/trials.jsonl 1 20 TERM
 [ "$rc" -eq 143 ] || { cat term.err; fail "exit status $rc after SIGTERM, want 143"; }
 expect_contains term.err "interrupted by SIGTERM"
 expect_contains term.err "resume with: tuner sweep space.yaml --study term --out ./out"

@@ -103,13 +103,9 @@ strategy: grid
 verify: {top: 2, repeats: 3}
 YAML
 export SYNTH_CALLS=$T/calls
-"$TUNER" sweep slowv.yaml >/dev/null 2>k1.err &
-pid=$!
-BG_PIDS+=("$pid")
+sweep_bg k1.err slowv.yaml
 tr=out/slowv/trials.jsonl
-wait_lines $tr 7 30
-kill -9 "$pid"
-wait "$pid" 2>/dev/null || true
+stop_at $tr 7 30 KILL
 n_before=$(wc -l <$tr)
 [ "$n_before" -lt 10 ] || fail "the study finished before it was killed"
 cp $tr before.jsonl

@@ -77,12 +77,8 @@ search_lines out/coarse/trials.jsonl | head -1 | qgrep '"SLIDING_WINDOW":"280","
 
 # kill -9 in the middle of the queue, then a resume without the flag: the same trials.
 sed 's/study: l4/study: again/' b.yaml >d.yaml
-"$TUNER" sweep d.yaml --warm-start out/a10g >/dev/null 2>d1.err &
-pid=$!
-BG_PIDS+=("$pid")
-wait_lines out/again/trials.jsonl 3 20
-kill -9 "$pid"
-wait "$pid" 2>/dev/null || true
+sweep_bg d1.err d.yaml --warm-start out/a10g
+stop_at out/again/trials.jsonl 3 20 KILL
 "$TUNER" sweep d.yaml >/dev/null 2>d2.err || { cat d2.err; fail "resume of a warm-started study"; }
 cmp -s <(points out/again/trials.jsonl) <(points $tr) || fail "the resumed study ran other points"
 # The flag with another source, or on a study begun without it, is refused.

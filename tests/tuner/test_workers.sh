@@ -90,13 +90,9 @@ budget: {evaluations: 16}
 verify: {top: 1, repeats: 1}
 YAML
 export SYNTH_CALLS=$T/calls
-"$TUNER" sweep kill.yaml --workers 4 >/dev/null 2>kill1.err &
-pid=$!
-BG_PIDS+=("$pid")
+sweep_bg kill1.err kill.yaml --workers 4
 tr=out/kill/trials.jsonl
-wait_lines $tr 5 30
-kill -9 "$pid"
-wait "$pid" 2>/dev/null || true
+stop_at $tr 5 30 KILL
 n_before=$(wc -l <$tr)
 [ "$n_before" -lt 16 ] || fail "the sweep finished before it was killed"
 cp $tr before.jsonl
@@ -118,13 +114,8 @@ parameters:
   SLIDING_WINDOW: {type: int, min: 128, max: 512, step: 128}
 strategy: grid
 YAML
-SYNTH_HANG_WHEN=always SYNTH_PIDFILE=$T/pids "$TUNER" sweep hang.yaml --workers 3 >/dev/null 2>hang.err &
-pid=$!
-BG_PIDS+=("$pid")
-wait_lines pids 3 20
-kill -INT "$pid"
-rc=0
-wait "$pid" || rc=$?
+SYNTH_HANG_WHEN=always SYNTH_PIDFILE=$T/pids sweep_bg hang.err hang.yaml --workers 3
+stop_at pids 3 20 INT
 [ "$rc" -eq 130 ] || { cat hang.err; fail "exit status $rc after SIGINT, want 130"; }
 expect_contains hang.err "the running trials were stopped and will be run again"
 [ ! -s out/hang/trials.jsonl ] || fail "an interrupted trial was recorded"
