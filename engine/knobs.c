@@ -1,8 +1,8 @@
 /* knobs.c: the engine's knobs from the environment and flags, with their checks (see knobs.h).
  *
- * One table describes every integer knob: its variable, its flag, where it lives in the struct,
- * its smallest valid value and, for knobs of later issues, the one value supported today. Parsing,
- * checking and help all read the table, so a new knob is one line here. */
+ * One table describes every integer knob: its variable, its flag, where it lives in the struct and
+ * its smallest valid value. Parsing, checking and help all read the table, so a new knob is one
+ * line here. */
 #include "knobs.h"
 
 #include <ctype.h>
@@ -17,26 +17,25 @@ typedef struct {
     const char *flag; /* flag without its leading dashes */
     size_t offset;    /* of the int field in knobs */
     int min;          /* smallest valid value */
-    int only;         /* the one value supported so far, or -1 when all are */
     const char *help;
 } knob_def;
 
 static const knob_def knob_defs[] = {
-    {"SLIDING_WINDOW", "sliding-window", offsetof(knobs, sliding_window), 1, -1,
+    {"SLIDING_WINDOW", "sliding-window", offsetof(knobs, sliding_window), 1,
      "window of the sliding-attention layers in tokens (default: the model's)"},
     {"NUM_SPECULATIVE_TOKENS", "num-speculative-tokens", offsetof(knobs, num_speculative_tokens), 0,
-     -1, "draft tokens per speculative step (0 = none; the drafter is MODEL_DIR-assistant)"},
-    {"CENTROID_TOP_K", "centroid-top-k", offsetof(knobs, centroid_top_k), 1, -1,
+     "draft tokens per speculative step (0 = none; the drafter is MODEL_DIR-assistant)"},
+    {"CENTROID_TOP_K", "centroid-top-k", offsetof(knobs, centroid_top_k), 1,
      "drafter head clusters scored (default: the assistant's config; speed only)"},
-    {"LM_HEAD_KEEPSET", "lm-head-keepset", offsetof(knobs, lm_head_keepset), 0, -1,
+    {"LM_HEAD_KEEPSET", "lm-head-keepset", offsetof(knobs, lm_head_keepset), 0,
      "keep the N most frequent tokens (MODEL_DIR/keepset.txt) in the head (0 = all)"},
-    {"WARMUP_NUM_PROMPTS", "warmup-num-prompts", offsetof(knobs, warmup_num_prompts), 0, -1,
+    {"WARMUP_NUM_PROMPTS", "warmup-num-prompts", offsetof(knobs, warmup_num_prompts), 0,
      "untimed warm-up prompts before the timed set (default 4)"},
-    {"MAX_NEW_TOKENS", "max-new-tokens", offsetof(knobs, max_new_tokens), 1, -1,
+    {"MAX_NEW_TOKENS", "max-new-tokens", offsetof(knobs, max_new_tokens), 1,
      "new tokens per prompt (default 512; bench ignores end-of-sequence)"},
-    {"MAX_MODEL_LEN", "max-model-len", offsetof(knobs, max_model_len), 1, -1,
+    {"MAX_MODEL_LEN", "max-model-len", offsetof(knobs, max_model_len), 1,
      "KV cache capacity in positions (default: the model's maximum)"},
-    {NULL, "threads", offsetof(knobs, n_threads), 1, -1,
+    {NULL, "threads", offsetof(knobs, n_threads), 1,
      "CPU threads (default: OpenMP's, e.g. OMP_NUM_THREADS)"},
 };
 #define N_KNOB_DEFS (sizeof knob_defs / sizeof knob_defs[0])
@@ -71,8 +70,7 @@ static int set_prompt_set(knobs *k, const char *value, const char *origin, char 
     return 0;
 }
 
-static int set_device(knobs *k, const char *value, const char *origin, char *err,
-                      size_t errlen) {
+static int set_device(knobs *k, const char *value, const char *origin, char *err, size_t errlen) {
     if (strcmp(value, "cpu") && strcmp(value, "cuda")) {
         snprintf(err, errlen, "%s=\"%s\": must be \"cpu\" or \"cuda\"", origin, value);
         return -1;
@@ -104,13 +102,6 @@ int knobs_set(knobs *k, const char *name, const char *value, const char *origin,
     }
     if (v < d->min) {
         snprintf(err, errlen, "%s=%d: must be at least %d (%s)", origin, v, d->min, d->help);
-        return -1;
-    }
-    if (d->only >= 0 && v != d->only) {
-        snprintf(err, errlen,
-                 "%s=%d: not supported yet (this engine implements only %d; speculation and the "
-                 "lm-head keepset come with the speculation issue)",
-                 origin, v, d->only);
         return -1;
     }
     *(int *)((char *)k + d->offset) = v;

@@ -5,10 +5,8 @@
  * (--sliding-window 188) overrides it. Values are parsed strictly (a whole decimal integer, in
  * range) and every error names where the bad value came from. Checks that need the model (a window
  * or a length above what the model supports) run once it is loaded, in knobs_check_model().
- *
- * Knobs that belong to later issues (speculation, the lm-head keepset) are accepted at their
- * default value and refused with a "not supported yet" error otherwise: a knob is never silently
- * ignored, or a sweep would measure the same engine under different names. */
+ * A knob is never silently ignored: an unknown or unusable value is an error, or a sweep would
+ * measure the same engine under different names. */
 #ifndef KNOBS_H
 #define KNOBS_H
 
