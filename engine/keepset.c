@@ -2,7 +2,6 @@
 #include "keepset.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,7 +108,6 @@ struct head {
     tensor rows;   /* the head's rows: lm_head, or the kept rows (compact copy) */
     void *copy;    /* the compact copy's storage */
     float *scores; /* [DECODER_CHUNK][rows.rows] on the backend (d->logits without keepset) */
-    float *host;   /* [DECODER_CHUNK][rows.rows] host copy, for perplexity */
 };
 
 head *head_new(decoder *d, const keepset *ks) {
@@ -140,7 +138,6 @@ void head_free(head *h) {
     if (!h) return;
     if (h->ks) h->d->b->release(h->d->b, h->scores);
     free(h->copy);
-    free(h->host);
     free(h);
 }
 
@@ -174,63 +171,25 @@ void head_argmax(head *h, int from, int n, int *out) {
     }
 }
 
+/* ppl_head.score over this head: run the decoder without logits, compute the head's scores of
+ * the m rows on the backend and download them. m <= DECODER_CHUNK, so the m rows are the last
+ * chunk's and all still in d->hidden. */
+static int head_ppl_rows(void *ctx, decoder *d, const int *tokens, int m, float *scores) {
+    head *h = ctx;
+    int rc = decoder_forward(d, tokens, m, NULL, 0);
+    if (rc) return rc;
+    head_scores(h, 0, m);
+    d->b->download(d->b, scores, h->scores, (size_t)m * h->rows.rows);
+    return 0;
+}
+
 int head_ppl_score(head *h, int max_len, const ppl_set *pp, ppl_total *out, char *err,
                    size_t errlen) {
-    decoder *d = h->d;
-    const int cols = h->rows.rows;
-    *out = (ppl_total){0};
-    int longest = 0;
-    for (int i = 0; i < pp->n; i++) {
-        const ppl_record *r = &pp->items[i];
-        int len = ppl_record_len(r);
-        if (len > max_len) {
-            snprintf(err, errlen,
-                     "%s:%d: record needs %d positions (context %d + targets %d - 1), more than "
-                     "MAX_MODEL_LEN = %d",
-                     pp->path, r->line, len, r->n_context, r->n_target, max_len);
-            return -1;
-        }
-        if (len > longest) longest = len;
-    }
-    if (!h->host) h->host = xmalloc((size_t)DECODER_CHUNK * cols * sizeof(float));
-    int *seq = xmalloc((size_t)(longest > 0 ? longest : 1) * sizeof(int));
-    for (int k = 0; k < pp->n; k++) {
-        const ppl_record *r = &pp->items[k];
-        const int n_ctx = r->n_context, len = ppl_record_len(r);
-        memcpy(seq, r->context, (size_t)n_ctx * sizeof(int));
-        if (r->n_target > 1)
-            memcpy(seq + n_ctx, r->target, (size_t)(r->n_target - 1) * sizeof(int));
-        decoder_reset(d);
-        if (n_ctx > 1 && decoder_forward(d, seq, n_ctx - 1, NULL, 0)) goto full;
-        for (int start = n_ctx - 1; start < len; start += DECODER_CHUNK) {
-            const int m = len - start < DECODER_CHUNK ? len - start : DECODER_CHUNK;
-            if (decoder_forward(d, seq + start, m, NULL, 0)) goto full;
-            head_scores(h, 0, m);
-            d->b->download(d->b, h->host, h->scores, (size_t)m * cols);
-            double nll = 0;
-            long bad = 0;
-#pragma omp parallel for reduction(+ : nll, bad) schedule(static)
-            for (int i = 0; i < m; i++) {
-                int target = r->target[start + i + 1 - n_ctx];
-                int at = h->ks ? h->ks->index[target] : target;
-                double v = at < 0 ? INFINITY : logits_nll(h->host + (size_t)i * cols, cols, at);
-                if (isfinite(v))
-                    nll += v;
-                else
-                    bad++;
-            }
-            out->nll += nll;
-            out->nonfinite += bad;
-            out->tokens += m;
-        }
-        out->records++;
-        continue;
-    full:
-        free(seq);
-        snprintf(err, errlen, "%s:%d: record of %d tokens does not fit the decoder's cache",
-                 pp->path, r->line, len);
-        return -1;
-    }
-    free(seq);
-    return 0;
+    ppl_head ph = {.vocab = h->d->m->config.vocab,
+                   .cols = h->rows.rows,
+                   .index = h->ks ? h->ks->index : NULL,
+                   .rows = DECODER_CHUNK,
+                   .score = head_ppl_rows,
+                   .ctx = h};
+    return ppl_score_head(h->d, &ph, max_len, pp, out, err, errlen);
 }

@@ -2,14 +2,16 @@
  *
  * One record is one sequence: context then targets. The context minus its last token is
  * prefilled without logits; from the last context token on, the sequence runs in chunks of
- * `rows` positions whose logits land in one [rows][vocab] buffer (at most PPL_LOGITS_BYTES), and
- * each row is turned into the NLL of the token that follows it. The rows of a chunk are
- * independent, so their log-softmaxes run in parallel. */
+ * h->rows positions whose scores the head writes into one [rows][cols] host buffer (the full
+ * head: the logits, at most PPL_LOGITS_BYTES; a keepset head: its kept columns), and each row
+ * is turned into the NLL of the token that follows it. The rows of a chunk are independent, so
+ * their log-softmaxes run in parallel. One loop serves every head. */
 #include "ppl.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "util.h"
 
@@ -43,43 +45,68 @@ double ppl_value(const ppl_total *t) {
     return exp(t->nll / (double)t->tokens);
 }
 
-/* Score one record, adding to *out. Returns 0 or -1 with err. */
-static int record_score(decoder *d, int vocab, const ppl_set *pp, const ppl_record *r, int *seq,
-                        float *logits, int rows, ppl_total *out, char *err, size_t errlen) {
-    int n_ctx = r->n_context, len = ppl_record_len(r);
-    for (int i = 0; i < n_ctx; i++)
-        seq[i] = r->context[i];
-    for (int i = 0; i + 1 < r->n_target; i++)
-        seq[n_ctx + i] = r->target[i];
+/* The first token id of the record outside [0, vocab) into *bad; 0 when there is none. The
+ * last target is scored but never fed, so the decoder's own check would not see it. */
+static int record_bad_token(const ppl_record *r, int vocab, int *bad) {
+    for (int i = 0; i < r->n_context + r->n_target; i++) {
+        int t = i < r->n_context ? r->context[i] : r->target[i - r->n_context];
+        if (t < 0 || t >= vocab) {
+            *bad = t;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Score one record through the head, adding to *out. seq holds room for the record's
+ * ppl_record_len tokens, scores for [h->rows][h->cols]. Returns 0 or -1 with err. */
+static int record_score(decoder *d, const ppl_head *h, const ppl_set *pp, const ppl_record *r,
+                        int *seq, float *scores, ppl_total *out, char *err, size_t errlen) {
+    int n_ctx = r->n_context, len = ppl_record_len(r), bad, rc = 0;
+    if (record_bad_token(r, h->vocab, &bad)) {
+        snprintf(err, errlen, "%s:%d: token id %d is outside the model's vocabulary (0..%d)",
+                 pp->path, r->line, bad, h->vocab - 1);
+        return -1;
+    }
+    memcpy(seq, r->context, (size_t)n_ctx * sizeof *seq);
+    if (r->n_target > 1) memcpy(seq + n_ctx, r->target, (size_t)(r->n_target - 1) * sizeof *seq);
 
     decoder_reset(d);
-    if (n_ctx > 1 && decoder_forward(d, seq, n_ctx - 1, NULL, 0)) goto full;
-    for (int start = n_ctx - 1; start < len; start += rows) {
-        int m = len - start < rows ? len - start : rows;
-        if (decoder_forward(d, seq + start, m, logits, 0)) goto full;
-        /* Row i holds the logits of position start + i, which predict target
+    if (n_ctx > 1) rc = decoder_forward(d, seq, n_ctx - 1, NULL, 0);
+    for (int start = n_ctx - 1; start < len && rc == 0; start += h->rows) {
+        int m = len - start < h->rows ? len - start : h->rows;
+        rc = h->score(h->ctx, d, seq + start, m, scores);
+        if (rc) break;
+        /* Row i holds the scores of position start + i, which predict target
          * start + i + 1 - n_ctx. */
         double nll = 0;
-        long bad = 0;
-#pragma omp parallel for reduction(+ : nll, bad) schedule(static)
+        long nonfinite = 0;
+#pragma omp parallel for reduction(+ : nll, nonfinite) schedule(static)
         for (int i = 0; i < m; i++) {
-            double v =
-                logits_nll(logits + (size_t)i * vocab, vocab, r->target[start + i + 1 - n_ctx]);
+            int target = r->target[start + i + 1 - n_ctx];
+            int col = h->index ? h->index[target] : target;
+            double v = col < 0 ? INFINITY : logits_nll(scores + (size_t)i * h->cols, h->cols, col);
             if (isfinite(v))
                 nll += v;
             else
-                bad++;
+                nonfinite++;
         }
         out->nll += nll;
-        out->nonfinite += bad;
+        out->nonfinite += nonfinite;
         out->tokens += m;
+    }
+    if (rc == -2) {
+        snprintf(err, errlen, "%s:%d: the record holds a token id the model cannot embed", pp->path,
+                 r->line);
+        return -1;
+    }
+    if (rc) {
+        snprintf(err, errlen, "%s:%d: record of %d tokens does not fit the decoder's cache",
+                 pp->path, r->line, len);
+        return -1;
     }
     out->records++;
     return 0;
-full:
-    snprintf(err, errlen, "%s:%d: record of %d tokens does not fit the decoder's cache", pp->path,
-             r->line, len);
-    return -1;
 }
 
 int ppl_check_lengths(const ppl_set *pp, int max_len, char *err, size_t errlen) {
@@ -97,23 +124,34 @@ int ppl_check_lengths(const ppl_set *pp, int max_len, char *err, size_t errlen) 
     return 0;
 }
 
-int ppl_score(decoder *d, int vocab, int max_len, const ppl_set *pp, int rows, ppl_total *out,
-              char *err, size_t errlen) {
+int ppl_score_head(decoder *d, const ppl_head *h, int max_len, const ppl_set *pp, ppl_total *out,
+                   char *err, size_t errlen) {
     *out = (ppl_total){0};
     if (ppl_check_lengths(pp, max_len, err, errlen)) return -1;
     int longest = ppl_set_longest(pp);
-    size_t row_bytes = (size_t)vocab * sizeof(float);
+    int *seq = xmalloc((size_t)(longest > 0 ? longest : 1) * sizeof *seq);
+    float *scores = xmalloc((size_t)h->rows * (size_t)h->cols * sizeof *scores);
+    int rc = 0;
+    for (int i = 0; i < pp->n && rc == 0; i++)
+        rc = record_score(d, h, pp, &pp->items[i], seq, scores, out, err, errlen);
+    free(seq);
+    free(scores);
+    return rc;
+}
+
+/* The full head: the decoder's own logits, straight into host memory. */
+static int full_head_score(void *ctx, decoder *d, const int *tokens, int m, float *scores) {
+    (void)ctx;
+    return decoder_forward(d, tokens, m, scores, 0);
+}
+
+int ppl_score(decoder *d, int vocab, int max_len, const ppl_set *pp, int rows, ppl_total *out,
+              char *err, size_t errlen) {
     if (rows <= 0) {
-        rows = (int)(PPL_LOGITS_BYTES / row_bytes);
+        rows = (int)(PPL_LOGITS_BYTES / ((size_t)vocab * sizeof(float)));
         if (rows > PPL_MAX_ROWS) rows = PPL_MAX_ROWS;
         if (rows < 1) rows = 1;
     }
-    int *seq = xmalloc((size_t)longest * sizeof *seq);
-    float *logits = xmalloc((size_t)rows * row_bytes);
-    int rc = 0;
-    for (int i = 0; i < pp->n && rc == 0; i++)
-        rc = record_score(d, vocab, pp, &pp->items[i], seq, logits, rows, out, err, errlen);
-    free(seq);
-    free(logits);
-    return rc;
+    ppl_head h = {.vocab = vocab, .cols = vocab, .rows = rows, .score = full_head_score};
+    return ppl_score_head(d, &h, max_len, pp, out, err, errlen);
 }

@@ -30,10 +30,28 @@ typedef struct {
  * double). +inf when the target's logit is -inf (or every logit is); NaN when a logit is NaN. */
 double logits_nll(const float *logits, int vocab, int target);
 
-/* Score every record of pp through d (reset before each record). max_len is the decoder's
- * capacity: a record of more than max_len + 1 tokens is an error naming the file and line.
- * Logits are computed in chunks of `rows` positions (0 = as many as fit PPL_LOGITS_BYTES) so
- * memory stays bounded whatever the record length. Returns 0, or -1 with err. */
+/* Where the scores of a chunk of positions come from: the full lm_head (ppl_score) or a keepset
+ * head (keepset.c). score() feeds the next m <= rows tokens to the decoder and writes their
+ * [m][cols] scores to host memory `scores`; it returns decoder_forward's code (0; -1: the
+ * cache is full; -2: a token the model cannot embed). */
+typedef struct {
+    int vocab;        /* the model's vocabulary: every token id must lie in [0, vocab) */
+    int cols;         /* scores per position */
+    const int *index; /* [vocab] column of a target id, -1 when the head has none (probability
+                         zero); NULL: the column is the id itself */
+    int rows;         /* most positions per score() call */
+    int (*score)(void *ctx, decoder *d, const int *tokens, int m, float *scores);
+    void *ctx;
+} ppl_head;
+
+/* Score every record of pp through d (reset before each record) and the head h. max_len is the
+ * decoder's capacity: a record of more than max_len + 1 tokens, or one holding a token id
+ * outside the vocabulary, is an error naming the file and line. Returns 0, or -1 with err. */
+int ppl_score_head(decoder *d, const ppl_head *h, int max_len, const ppl_set *pp, ppl_total *out,
+                   char *err, size_t errlen);
+
+/* ppl_score_head over the full lm_head. Logits are computed in chunks of `rows` positions
+ * (0 = as many as fit PPL_LOGITS_BYTES) so memory stays bounded whatever the record length. */
 int ppl_score(decoder *d, int vocab, int max_len, const ppl_set *pp, int rows, ppl_total *out,
               char *err, size_t errlen);
 

@@ -5,7 +5,9 @@
  *     random data and on rows built to tie exactly (the first row must win, as torch.argmax);
  *   - head_argmax over a keepset equals the argmax of the full logits restricted to kept ids;
  *   - keepset files: comments, blank lines and CRLF accepted; every bad line named by number;
- *     coverage of perplexity targets. */
+ *     coverage of perplexity targets;
+ *   - head_ppl_score (full head, and a keepset of every id) equals ppl_score, and names a token
+ *     id outside the vocabulary. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,6 +186,62 @@ static void head_on_fixture(void) {
     model_free(m);
 }
 
+/* head_ppl_score: the full head gives ppl_score's figure (one scoring loop, two heads); a
+ * keepset of every id gives the same; a bad token id is named, not taken for a full cache. */
+static void head_ppl_on_fixture(void) {
+    char err[512];
+    model *m = model_load("fixtures/a_ple_kvshare", err, sizeof err);
+    if (!m) die("%s", err);
+    engine_options o = {0};
+    o.max_model_len = 128;
+    decoder *d = decoder_new(m, &o, err, sizeof err);
+    if (!d) die("%s", err);
+    const int V = m->config.vocab;
+    ppl_set pp;
+    if (ppl_set_load("fixtures/a_ple_kvshare/ppl.jsonl", &pp, err, sizeof err)) die("%s", err);
+    ppl_total want, got;
+    EXPECT(ppl_score(d, V, 128, &pp, 0, &want, err, sizeof err) == 0, "%s", err);
+
+    char path[] = "/tmp/test_keepset_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    for (int i = V - 1; i >= 0; i--)
+        fprintf(f, "%d\n", i);
+    fclose(f);
+    keepset ks;
+    if (keepset_load(path, V, V, &ks, err, sizeof err)) die("%s", err);
+    unlink(path);
+    head *heads[2] = {head_new(d, NULL), head_new(d, &ks)};
+    for (int k = 0; k < 2; k++) {
+        EXPECT(head_ppl_score(heads[k], 128, &pp, &got, err, sizeof err) == 0, "%s", err);
+        EXPECT(got.tokens == want.tokens && got.records == want.records && got.nonfinite == 0,
+               "head %d: %ld tokens %d records, want %ld %d", k, got.tokens, got.records,
+               want.tokens, want.records);
+        EXPECT(fabs(got.nll - want.nll) <= 1e-6 * fabs(want.nll), "head %d: nll %.9g, want %.9g", k,
+               got.nll, want.nll);
+
+        int ctx_ids[2] = {1, 2}, tgt_ids[2] = {3, V};
+        ppl_record rec = {
+            .line = 7, .context = ctx_ids, .n_context = 2, .target = tgt_ids, .n_target = 2};
+        ppl_set bad = {.path = "bad.jsonl", .items = &rec, .n = 1, .n_targets = 2};
+        char needle[128];
+        snprintf(needle, sizeof needle, "bad.jsonl:7: token id %d is outside the model's", V);
+        EXPECT(head_ppl_score(heads[k], 128, &bad, &got, err, sizeof err) == -1 &&
+                   strstr(err, needle),
+               "head %d: want \"%s\", got \"%s\"", k, needle, err);
+        EXPECT(head_ppl_score(heads[k], 10, &pp, &got, err, sizeof err) == -1 &&
+                   strstr(err, "more than MAX_MODEL_LEN = 10"),
+               "head %d: got \"%s\"", k, err);
+    }
+    head_free(heads[0]);
+    head_free(heads[1]);
+    keepset_free(&ks);
+    ppl_set_free(&pp);
+    decoder_free(d);
+    model_free(m);
+}
+
 int main(void) {
     const char *isas[] = {"avx512", "avx2", "portable"}; /* every kernel set this CPU has */
     for (int threads = 1; threads <= 2 * 3; threads++) {
@@ -204,6 +262,7 @@ int main(void) {
     unsetenv("GEMMA_CPU_ISA");
     files();
     head_on_fixture();
+    head_ppl_on_fixture();
     printf("test_keepset: %d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }

@@ -126,6 +126,27 @@ static void test_fixture(const char *dir) {
         EXPECT(ppl_score(d, vocab, 10, &pp, 0, &t, err, sizeof err) == -1);
         EXPECT(strstr(err, ppl_path) && strstr(err, "more than MAX_MODEL_LEN = 10"));
 
+        /* A token id outside the vocabulary, in the context or as the last target (scored but
+         * never fed): an error naming the file, line and id, not a cache message. */
+        int ctx_ids[2] = {1, 2}, tgt_ids[2] = {3, vocab};
+        ppl_record rec = {
+            .line = 3, .context = ctx_ids, .n_context = 2, .target = tgt_ids, .n_target = 2};
+        ppl_set bad = {.path = "bad.jsonl", .items = &rec, .n = 1, .n_targets = 2};
+        char want[128];
+        snprintf(want, sizeof want, "bad.jsonl:3: token id %d is outside the model's vocabulary",
+                 vocab);
+        EXPECT(ppl_score(d, vocab, 128, &bad, 0, &t, err, sizeof err) == -1);
+        EXPECT(strstr(err, want), "got \"%s\"", err);
+        tgt_ids[1] = 4;
+        ctx_ids[0] = vocab + 5;
+        snprintf(want, sizeof want, "bad.jsonl:3: token id %d is outside", vocab + 5);
+        EXPECT(ppl_score(d, vocab, 128, &bad, 0, &t, err, sizeof err) == -1);
+        EXPECT(strstr(err, want), "got \"%s\"", err);
+        /* The same set without the bad id scores. */
+        ctx_ids[0] = 1;
+        EXPECT(ppl_score(d, vocab, 128, &bad, 0, &t, err, sizeof err) == 0, "%s", err);
+        EXPECT(t.tokens == 2 && t.records == 1);
+
         /* Greedy continuation, as bench runs it. */
         const cJSON *g = cJSON_GetObjectItem(gc, "greedy");
         const cJSON *pj = cJSON_GetObjectItem(g, "prompt_ids");
