@@ -8,38 +8,8 @@
 #   - every bad input of these knobs is one error line naming the file or knob, exit 1.
 # Fixture target a with the random assistant fixture (made by transformers); generate also on the
 # shipped small model when it exists.
-set -u
-: "${ENGINE:?ENGINE must point to the engine binary}"
 : "${TESTS_DIR:?TESTS_DIR must point to tests/engine}"
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-
-# expect CODE NEEDLE... -- CMD...: run CMD, want exit status CODE and every NEEDLE in stderr.
-expect() {
-    local code=$1
-    shift
-    local needles=()
-    while [ "$1" != "--" ]; do
-        needles+=("$1")
-        shift
-    done
-    shift
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    local rc=$?
-    if [ "$rc" -ne "$code" ]; then
-        fail "$* -> exit $rc, want $code; stderr: $(tail -c 400 "$tmp/err")"
-        return
-    fi
-    for n in "${needles[@]}"; do
-        grep -qF -- "$n" "$tmp/err" || fail "$* -> stderr lacks \"$n\"; stderr: $(tail -c 400 "$tmp/err")"
-    done
-}
+source "$TESTS_DIR/cli_lib.sh"
 field() { tail -n 1 "$1" | grep -o "\"$2\":[^,}]*" | head -n 1 | cut -d: -f2-; }
 
 fx=$TESTS_DIR/fixtures
@@ -120,8 +90,4 @@ if [ -d "$tiny" ] && [ -d "$tiny-assistant" ]; then
     cmp -s "$tmp/gen0" "$tmp/out" || fail "generate with speculation printed different text"
 fi
 
-if [ "$failures" -ne 0 ]; then
-    echo "test_spec_cli: $failures failure(s)" >&2
-    exit 1
-fi
-echo "test_spec_cli: ok"
+cli_finish test_spec_cli
