@@ -5,7 +5,7 @@
  *   EXPECT_NEAR(a, b, tol)     |a - b| <= tol, printing both values when not
  *   EXPECT_REL(a, b, rel)      |a - b| <= rel * |b|, likewise
  *   test_exit(name)            main's return value: 1 (after "name: N failure(s)") if any
- *                              expectation failed, else 0
+ *                              expectation failed, else 0 (after "name: all passed")
  *   rng_*, rand_vec            a seeded xorshift64* generator; rng_seed_from_env() takes
  *                              TEST_SEED when set (to replay a failure), else a fresh seed
  *   test_read_json, test_write_file, test_tmpdir_new, test_tmpdir_remove
@@ -74,7 +74,10 @@ static inline void test_fail_at(const char *file, int line, const char *cond, co
     } while (0)
 
 static inline int test_exit(const char *name) {
-    if (!failures) return 0;
+    if (!failures) {
+        printf("%s: all passed\n", name);
+        return 0;
+    }
     fprintf(stderr, "%s: %d failure(s)\n", name, failures);
     return 1;
 }

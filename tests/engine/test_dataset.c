@@ -159,10 +159,5 @@ int main(void) {
     test_ppl_bad();
     test_tmpdir_remove(dir);
     free(dir);
-    if (failures) {
-        fprintf(stderr, "test_dataset: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_dataset: all passed\n");
-    return 0;
+    return test_exit("test_dataset");
 }

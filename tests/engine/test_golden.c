@@ -278,10 +278,5 @@ int main(void) {
         model_free(m);
     }
     check_f32_copy();
-    if (failures) {
-        fprintf(stderr, "%d failure(s)\n", failures);
-        return 1;
-    }
-    printf("all golden checks passed\n");
-    return 0;
+    return test_exit("test_golden");
 }

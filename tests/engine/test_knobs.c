@@ -133,10 +133,5 @@ int main(void) {
     test_env_and_flags();
     test_env_errors();
     test_model_checks();
-    if (failures) {
-        fprintf(stderr, "test_knobs: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_knobs: all passed\n");
-    return 0;
+    return test_exit("test_knobs");
 }

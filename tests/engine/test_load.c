@@ -733,10 +733,5 @@ int main(void) {
 
     test_tmpdir_remove(tmp);
     free(tmp);
-    if (failures) {
-        fprintf(stderr, "%d failure(s)\n", failures);
-        return 1;
-    }
-    printf("all load checks passed\n");
-    return 0;
+    return test_exit("test_load");
 }

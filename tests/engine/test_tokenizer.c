@@ -534,10 +534,5 @@ int main(void) {
     test_metaspace_decoder();
     test_single_word();
     test_load_errors();
-    if (failures) {
-        fprintf(stderr, "test_tokenizer: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_tokenizer: all passed\n");
-    return 0;
+    return test_exit("test_tokenizer");
 }

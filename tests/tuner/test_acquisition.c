@@ -84,10 +84,5 @@ int main(void) {
     test_reference();
     test_direct_and_asymptotic();
     test_ei_and_pf();
-    if (failures) {
-        fprintf(stderr, "test_acquisition: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_acquisition: ok\n");
-    return 0;
+    return test_exit("test_acquisition");
 }

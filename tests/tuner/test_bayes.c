@@ -438,10 +438,5 @@ int main(void) {
     test_large_lattice();
     test_feasibility_search();
     test_failures_avoided();
-    if (failures) {
-        fprintf(stderr, "test_bayes: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_bayes: ok\n");
-    return 0;
+    return test_exit("test_bayes");
 }

@@ -271,10 +271,5 @@ int main(void) {
     test_gradient();
     test_fit();
     test_threads_copy_believer();
-    if (failures) {
-        fprintf(stderr, "test_gp: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_gp: ok\n");
-    return 0;
+    return test_exit("test_gp");
 }

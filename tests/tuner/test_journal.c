@@ -223,10 +223,5 @@ int main(void) {
     test_atomic_write();
     test_tmpdir_remove(tmpdir);
     free(tmpdir);
-    if (failures) {
-        fprintf(stderr, "test_journal: %d failures\n", failures);
-        return 1;
-    }
-    printf("test_journal: ok\n");
-    return 0;
+    return test_exit("test_journal");
 }

@@ -250,10 +250,5 @@ int main(void) {
     test_interrupted(); /* last: it leaves the interrupted flag set */
     test_tmpdir_remove(tmpdir);
     free(tmpdir);
-    if (failures) {
-        fprintf(stderr, "test_runner: %d failures\n", failures);
-        return 1;
-    }
-    printf("test_runner: ok\n");
-    return 0;
+    return test_exit("test_runner");
 }

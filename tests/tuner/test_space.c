@@ -500,10 +500,5 @@ int main(void) {
     test_hash();
     test_durations();
     test_lattice();
-    if (failures) {
-        fprintf(stderr, "test_space: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_space: all passed\n");
-    return 0;
+    return test_exit("test_space");
 }

@@ -291,10 +291,5 @@ int main(void) {
     test_sobol_pending_and_purity();
     test_feasible();
     test_huge_lattice();
-    if (failures) {
-        fprintf(stderr, "test_strategies: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_strategies: all passed\n");
-    return 0;
+    return test_exit("test_strategies");
 }
