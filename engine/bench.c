@@ -89,36 +89,34 @@ int bench_greedy(decoder *d, int vocab, const int *prompt, int n, int max_new, f
 }
 
 /* One timed request: adds its prefill and decode times to r. Returns 0 or -1 (cache full). */
-static int request_run(decoder *d, int vocab, const prompt *p, int max_new, float *logits,
-                       bench_result *r) {
-    double t0 = now_seconds(), t1;
-    if (bench_greedy(d, vocab, p->tokens, p->n_tokens, max_new, logits, NULL, &r->out_hash, &t1))
-        return -1;
+static int request_run(const bench_server *s, const prompt *p, int max_new, bench_result *r) {
+    double t0 = now_seconds(), t1 = t0;
+    if (s->serve(s->ctx, p, max_new, &r->out_hash, &t1)) return -1;
     double t2 = now_seconds();
     r->prefill_s += t1 - t0;
     r->decode_s += t2 - t1;
     return 0;
 }
 
-int bench_run(decoder *d, int vocab, const prompt_set *ps, int warmup_prompts, int max_new_tokens,
-              bench_result *r, char *err, size_t errlen) {
+int bench_run_with(const bench_server *s, const prompt_set *ps, int warmup_prompts,
+                   int max_new_tokens, bench_result *r, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
-    float *logits = xmalloc((size_t)vocab * sizeof *logits);
     bench_result scratch = {0};
     const prompt *p = NULL;
     double t0 = now_seconds();
     for (int i = 0; i < warmup_prompts; i++) {
         p = &ps->items[i % ps->n];
         fprintf(stderr, "engine: warm-up %d/%d (%s)\n", i + 1, warmup_prompts, p->id);
-        if (request_run(d, vocab, p, max_new_tokens, logits, &scratch)) goto full;
+        if (request_run(s, p, max_new_tokens, &scratch)) goto full;
     }
     r->warmup_s = now_seconds() - t0;
+    if (s->warmed) s->warmed(s->ctx);
 
     r->out_hash = 0xcbf29ce484222325ULL;
     double start = now_seconds();
     for (int i = 0; i < ps->n; i++) {
         p = &ps->items[i];
-        if (request_run(d, vocab, p, max_new_tokens, logits, r)) goto full;
+        if (request_run(s, p, max_new_tokens, r)) goto full;
         r->prompts++;
         r->prompt_tokens += p->n_tokens;
         r->tokens += max_new_tokens;
@@ -127,11 +125,31 @@ int bench_run(decoder *d, int vocab, const prompt_set *ps, int warmup_prompts, i
                 ps->n, p->id, p->n_tokens, max_new_tokens, r->tokens / so_far);
     }
     r->wall_s = now_seconds() - start;
-    free(logits);
     return 0;
 full:
-    free(logits);
     snprintf(err, errlen, "%s:%d: prompt \"%s\" does not fit the decoder's cache", ps->path,
              p->line, p->id);
     return -1;
+}
+
+/* bench_run's server: bench_greedy on one decoder with a one-row logits buffer. */
+typedef struct {
+    decoder *d;
+    int vocab;
+    float *logits; /* [vocab] */
+} greedy_server;
+
+static int greedy_serve(void *ctx, const prompt *p, int max_new, uint64_t *hash, double *first_at) {
+    greedy_server *g = ctx;
+    return bench_greedy(g->d, g->vocab, p->tokens, p->n_tokens, max_new, g->logits, NULL, hash,
+                        first_at);
+}
+
+int bench_run(decoder *d, int vocab, const prompt_set *ps, int warmup_prompts, int max_new_tokens,
+              bench_result *r, char *err, size_t errlen) {
+    greedy_server g = {d, vocab, xmalloc((size_t)vocab * sizeof(float))};
+    bench_server s = {.serve = greedy_serve, .ctx = &g};
+    int rc = bench_run_with(&s, ps, warmup_prompts, max_new_tokens, r, err, errlen);
+    free(g.logits);
+    return rc;
 }

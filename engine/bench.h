@@ -54,4 +54,17 @@ int bench_greedy(decoder *d, int vocab, const int *prompt, int n, int max_new, f
 int bench_run(decoder *d, int vocab, const prompt_set *ps, int warmup_prompts, int max_new_tokens,
               bench_result *r, char *err, size_t errlen);
 
+/* How a request is served, for bench_run_with: as bench_greedy (reset, prefill, max_new greedy
+ * tokens folded into *hash, *first_at set when the first is known); 0, or -1 when the cache
+ * would overflow. warmed (may be NULL) is called once between the warm-up and the timed set. */
+typedef struct {
+    int (*serve)(void *ctx, const prompt *p, int max_new, uint64_t *hash, double *first_at);
+    void (*warmed)(void *ctx);
+    void *ctx;
+} bench_server;
+
+/* bench_run's protocol (same loop, timing and messages) with every request served by s. */
+int bench_run_with(const bench_server *s, const prompt_set *ps, int warmup_prompts,
+                   int max_new_tokens, bench_result *r, char *err, size_t errlen);
+
 #endif

@@ -69,51 +69,29 @@ int spec_serve_active(const spec_serve *s) {
     return s->has_keepset || s->sp.k > 0;
 }
 
-/* One timed request, as bench.c's request_run. */
-static int request(spec_serve *s, const prompt *p, int max_new, bench_result *r) {
-    double t0 = now_seconds(), t1 = t0;
-    unsigned long long h = r->out_hash;
-    if (spec_generate(&s->sp, p->tokens, p->n_tokens, max_new, -1, NULL, &t1, &h) < 0) return -1;
-    r->out_hash = h;
-    double t2 = now_seconds();
-    r->prefill_s += t1 - t0;
-    r->decode_s += t2 - t1;
+/* bench_server hooks: each request through spec_generate; the speculation figures describe the
+ * timed set only, so they are cleared once the warm-up is done. */
+static int spec_serve_request(void *ctx, const prompt *p, int max_new, uint64_t *hash,
+                              double *first_at) {
+    spec_serve *s = ctx;
+    unsigned long long h = *hash;
+    if (spec_generate(&s->sp, p->tokens, p->n_tokens, max_new, -1, NULL, first_at, &h) < 0)
+        return -1;
+    *hash = h;
     return 0;
+}
+
+static void spec_serve_warmed(void *ctx) {
+    spec_serve *s = ctx;
+    memset(&s->sp.stats, 0, sizeof s->sp.stats);
 }
 
 int spec_serve_bench(spec_serve *s, const prompt_set *ps, int warmup_prompts, int max_new_tokens,
                      bench_result *r, char *err, size_t errlen) {
-    memset(r, 0, sizeof *r);
-    bench_result scratch = {0};
-    const prompt *p = NULL;
-    double t0 = now_seconds();
-    for (int i = 0; i < warmup_prompts; i++) {
-        p = &ps->items[i % ps->n];
-        fprintf(stderr, "engine: warm-up %d/%d (%s)\n", i + 1, warmup_prompts, p->id);
-        if (request(s, p, max_new_tokens, &scratch)) goto full;
-    }
-    r->warmup_s = now_seconds() - t0;
-    memset(&s->sp.stats, 0, sizeof s->sp.stats); /* the figures describe the timed set only */
-
-    r->out_hash = 0xcbf29ce484222325ULL;
-    double start = now_seconds();
-    for (int i = 0; i < ps->n; i++) {
-        p = &ps->items[i];
-        if (request(s, p, max_new_tokens, r)) goto full;
-        r->prompts++;
-        r->prompt_tokens += p->n_tokens;
-        r->tokens += max_new_tokens;
-        double so_far = now_seconds() - start;
-        fprintf(stderr, "engine: prompt %d/%d (%s): %d + %d tokens, %.1f tokens/s so far\n", i + 1,
-                ps->n, p->id, p->n_tokens, max_new_tokens, r->tokens / so_far);
-    }
-    r->wall_s = now_seconds() - start;
+    bench_server bs = {.serve = spec_serve_request, .warmed = spec_serve_warmed, .ctx = s};
+    if (bench_run_with(&bs, ps, warmup_prompts, max_new_tokens, r, err, errlen)) return -1;
     s->decode_s = r->decode_s;
     return 0;
-full:
-    snprintf(err, errlen, "%s:%d: prompt \"%s\" does not fit the decoder's cache", ps->path,
-             p->line, p->id);
-    return -1;
 }
 
 int spec_serve_ppl(spec_serve *s, decoder *d, int vocab, int max_len, const ppl_set *pp,
