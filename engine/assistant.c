@@ -206,26 +206,11 @@ static const st_tensor *take(wloader *L, tensor *out, int optional, int rows, in
         return NULL;
     }
     L->used[t - L->st->tensors] = 1;
-    char shape[96];
-    const char *file = L->st->files[t->file].path;
-    int ok = cols ? t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols
-                  : t->ndim == 1 && t->shape[0] == rows;
-    if (!ok) {
-        snprintf(L->err, L->errlen, "%s: tensor %s has shape %s, expected [%d%s%.0d]", file, name,
-                 st_shape_str(t, shape, sizeof shape), rows, cols ? ", " : "", cols);
+    if (tensor_from_checkpoint(out, t, L->st->files[t->file].path, name, rows, cols, L->dir, L->err,
+                               L->errlen)) {
         L->failed = 1;
         return NULL;
     }
-    if (!st_dtype_is_float(t->dtype)) {
-        snprintf(L->err, L->errlen, "%s: tensor %s has dtype %s (expected F32, BF16 or F16)", file,
-                 name, st_dtype_name(t->dtype));
-        L->failed = 1;
-        return NULL;
-    }
-    out->data = t->data;
-    out->dtype = t->dtype == ST_F32 ? DT_F32 : t->dtype == ST_BF16 ? DT_BF16 : DT_F16;
-    out->rows = cols ? rows : 1;
-    out->cols = cols ? cols : rows;
     return t;
 }
 

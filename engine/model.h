@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "engine.h"
+#include "safetensors.h"
 
 /* ------------------------------------------------------------------------------------- */
 /* Tensors                                                                              */
@@ -45,6 +46,13 @@ static inline size_t dtype_size(weight_dtype t) {
 
 /* One element of a tensor as fp32 (slow path: tests, gathers of single values). */
 float tensor_get(const tensor *t, size_t i);
+
+/* Point *out at checkpoint tensor t (named `name`, stored in `file`), which must be F32, BF16 or
+ * F16 and of shape [rows, cols] - [rows] when cols is 0 - as dir/config.json implies. Returns 0,
+ * or -1 with err naming the file, the tensor and what is wrong (the model and assistant loaders
+ * share it). */
+int tensor_from_checkpoint(tensor *out, const st_tensor *t, const char *file, const char *name,
+                           int rows, int cols, const char *dir, char *err, size_t errlen);
 
 /* bf16 / f16 <-> fp32 scalar conversions (bf16 rounds to nearest even). */
 static inline float bf16_to_f32(uint16_t h) {

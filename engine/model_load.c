@@ -77,28 +77,12 @@ static const st_tensor *take(loader *L, tensor *out, int optional, int absolute,
         if (!optional) note_missing(L, name);
         return NULL;
     }
-    const char *file = L->st->files[t->file].path;
-    if (!st_dtype_is_float(t->dtype)) {
-        failf(L, "%s: tensor '%s' has dtype %s; weights must be BF16, F16 or F32", file, name,
-              st_dtype_name(t->dtype));
+    char why[1024];
+    if (tensor_from_checkpoint(out, t, L->st->files[t->file].path, name, rows, cols, L->dir, why,
+                               sizeof why)) {
+        failf(L, "%s", why);
         return NULL;
     }
-    int ok = cols ? t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols
-                  : t->ndim == 1 && t->shape[0] == rows;
-    if (!ok) {
-        char got[128], want[64];
-        if (cols)
-            snprintf(want, sizeof want, "[%d, %d]", rows, cols);
-        else
-            snprintf(want, sizeof want, "[%d]", rows);
-        failf(L, "%s: tensor '%s' has shape %s, but %s/config.json implies %s", file, name,
-              st_shape_str(t, got, sizeof got), L->dir, want);
-        return NULL;
-    }
-    out->data = t->data;
-    out->dtype = t->dtype == ST_F32 ? DT_F32 : t->dtype == ST_BF16 ? DT_BF16 : DT_F16;
-    out->rows = cols ? rows : 1;
-    out->cols = cols ? cols : rows;
     return t;
 }
 

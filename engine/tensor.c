@@ -1,7 +1,9 @@
-/* tensor.c: scalar conversions between fp32 and the 16-bit weight formats, and reading one
- * element of a tensor. The hot loops (backend_cpu.c) inline bf16_to_f32 from model.h; these
- * are for tests, loaders and single values such as scales. */
+/* tensor.c: scalar conversions between fp32 and the 16-bit weight formats, reading one
+ * element of a tensor, and a tensor over a checkpoint's bytes (type and shape checked). The hot
+ * loops (backend_cpu.c) inline bf16_to_f32 from model.h; these are for tests, loaders and
+ * single values such as scales. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "model.h"
@@ -68,4 +70,30 @@ float tensor_get(const tensor *t, size_t i) {
         return f16_to_f32(((const uint16_t *)t->data)[i]);
     }
     return NAN;
+}
+
+int tensor_from_checkpoint(tensor *out, const st_tensor *t, const char *file, const char *name,
+                           int rows, int cols, const char *dir, char *err, size_t errlen) {
+    if (!st_dtype_is_float(t->dtype)) {
+        snprintf(err, errlen, "%s: tensor '%s' has dtype %s; weights must be BF16, F16 or F32",
+                 file, name, st_dtype_name(t->dtype));
+        return -1;
+    }
+    int ok = cols ? t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols
+                  : t->ndim == 1 && t->shape[0] == rows;
+    if (!ok) {
+        char got[128], want[64];
+        if (cols)
+            snprintf(want, sizeof want, "[%d, %d]", rows, cols);
+        else
+            snprintf(want, sizeof want, "[%d]", rows);
+        snprintf(err, errlen, "%s: tensor '%s' has shape %s, but %s/config.json implies %s", file,
+                 name, st_shape_str(t, got, sizeof got), dir, want);
+        return -1;
+    }
+    out->data = t->data;
+    out->dtype = t->dtype == ST_F32 ? DT_F32 : t->dtype == ST_BF16 ? DT_BF16 : DT_F16;
+    out->rows = cols ? rows : 1;
+    out->cols = cols ? cols : rows;
+    return 0;
 }
