@@ -30,37 +30,14 @@
 #include "engine.h"
 #include "safetensors.h"
 #include "util.h"
+#include "../test_util.h"
 
 #define ATOL   2e-3
 #define RTOL   1e-3
 #define MARGIN 1e-2
 
-static int failures, checks;
-
-#define EXPECT(cond, ...)                                                                          \
-    do {                                                                                           \
-        checks++;                                                                                  \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
-
 static int close_to(double x, double ref) {
     return fabs(x - ref) <= ATOL + RTOL * fabs(ref);
-}
-
-static cJSON *read_json(const char *path) {
-    char err[512];
-    size_t len;
-    char *text = file_read_all(path, &len, err, sizeof err);
-    if (!text) die("%s", err);
-    cJSON *j = cJSON_ParseWithLength(text, len);
-    if (!j) die("%s: bad JSON", path);
-    free(text);
-    return j;
 }
 
 static int *int_array(const cJSON *a, int *n) {
@@ -176,7 +153,7 @@ static void golden(const char *dir) {
     struct stat sb;
     snprintf(path, sizeof path, "%s/golden.json", dir);
     if (stat(path, &sb)) die("%s: missing", path);
-    cJSON *g = read_json(path);
+    cJSON *g = test_read_json(path);
     const cJSON *t = cJSON_GetObjectItem(g, "target"), *ad = cJSON_GetObjectItem(g, "assistant");
     char tdir[512], adir[512];
     snprintf(tdir, sizeof tdir, "%s/%s", dir, t->valuestring);
@@ -335,6 +312,5 @@ int main(void) {
     golden("fixtures/assistant_a");
     golden("fixtures/assistant_tiny");
     refusals();
-    printf("test_assistant: %d checks, %d failures\n", checks, failures);
-    return failures ? 1 : 0;
+    return test_exit("test_assistant");
 }

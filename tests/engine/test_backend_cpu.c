@@ -14,43 +14,7 @@
 
 #include "backend.h"
 #include "util.h"
-
-static int failures;
-
-#define EXPECT(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: expectation failed: %s\n", __FILE__, __LINE__, #cond);         \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-/* ---- random numbers (xorshift64*) ------------------------------------------------------ */
-
-static uint64_t rng_state;
-static uint64_t rng_u64(void) {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 2685821657736338717ull;
-}
-static double rng_unit(void) {
-    return (double)(rng_u64() >> 11) / 9007199254740992.0;
-}
-/* Uniform on [-2, -0.1] U [0.1, 2]. */
-static float rng_val(void) {
-    double m = 0.1 + 1.9 * rng_unit();
-    return (float)(rng_u64() & 1 ? m : -m);
-}
-static int rng_int(int n) {
-    return (int)(rng_u64() % (uint64_t)n);
-}
-static float *rand_vec(size_t n) {
-    float *v = xmalloc(n * sizeof(float));
-    for (size_t i = 0; i < n; i++)
-        v[i] = rng_val();
-    return v;
-}
+#include "../test_util.h"
 
 /* A random tensor [rows, cols] of the given dtype; its exact fp32 values go to *ref. */
 static tensor rand_tensor(int rows, int cols, weight_dtype dt, double **ref) {
@@ -386,14 +350,9 @@ static void test_embed(backend *b) {
 }
 
 int main(void) {
-    const char *env = getenv("TEST_SEED");
-    uint64_t seed =
-        env ? strtoull(env, NULL, 10)
-            : (uint64_t)time(NULL) * 1000003u ^ (uint64_t)getpid() ^ 0x9e3779b97f4a7c15ull;
-    if (!seed) seed = 1;
+    uint64_t seed = rng_seed_from_env();
     printf("seed %llu (replay with TEST_SEED=%llu)\n", (unsigned long long)seed,
            (unsigned long long)seed);
-    rng_state = seed;
 
     test_conversions();
     /* every kernel variant this CPU can run: the portable C, AVX2, AVX-512 */
@@ -418,10 +377,6 @@ int main(void) {
         b->destroy(b);
     }
     unsetenv("GEMMA_CPU_ISA");
-    if (failures) {
-        fprintf(stderr, "%d failure(s); seed %llu\n", failures, (unsigned long long)seed);
-        return 1;
-    }
-    printf("all backend ops match the naive reference\n");
-    return 0;
+    if (failures) fprintf(stderr, "replay with TEST_SEED=%llu\n", (unsigned long long)seed);
+    return test_exit("test_backend_cpu");
 }

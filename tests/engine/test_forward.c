@@ -23,32 +23,10 @@
 
 #include "decoder.h"
 #include "util.h"
+#include "../test_util.h"
 
-static int failures;
-
-#define EXPECT(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: expectation failed: %s\n", __FILE__, __LINE__, #cond);         \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-static uint64_t rng_state;
-static uint64_t rng_u64(void) {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 2685821657736338717ull;
-}
-static double rng_unit(void) {
-    return (double)(rng_u64() >> 11) / 9007199254740992.0;
-}
-static int rng_int(int n) {
-    return (int)(rng_u64() % (uint64_t)n);
-}
-/* Uniform on [-1, -0.05] U [0.05, 1]: never zero. */
-static float rng_val(void) {
+/* Uniform on [-1, -0.05] U [0.05, 1]: never zero (half test_util.h's rng_val range). */
+static float rng_small(void) {
     double m = 0.05 + 0.95 * rng_unit();
     return (float)(rng_u64() & 1 ? m : -m);
 }
@@ -74,12 +52,12 @@ static tensor make_tensor(int rows, int cols, float center, float spread, weight
     if (dt == DT_F32) {
         float *d = keep(xmalloc(n * 4));
         for (size_t i = 0; i < n; i++)
-            d[i] = center + spread * rng_val();
+            d[i] = center + spread * rng_small();
         t.data = d;
     } else {
         uint16_t *d = keep(xmalloc(n * 2));
         for (size_t i = 0; i < n; i++) {
-            float v = center + spread * rng_val();
+            float v = center + spread * rng_small();
             d[i] = dt == DT_BF16 ? f32_to_bf16(v) : f32_to_f16(v);
         }
         t.data = d;
@@ -705,13 +683,9 @@ static void test_derive(void) {
 }
 
 int main(void) {
-    const char *env = getenv("TEST_SEED");
-    uint64_t seed =
-        env ? strtoull(env, NULL, 10) : ((uint64_t)time(NULL) * 1000003u) ^ (uint64_t)getpid();
-    if (!seed) seed = 1;
+    uint64_t seed = rng_seed_from_env();
     printf("seed %llu (replay with TEST_SEED=%llu)\n", (unsigned long long)seed,
            (unsigned long long)seed);
-    rng_state = seed;
 
     test_derive();
     model *full = model_build(config_full), *plain = model_build(config_plain);
@@ -734,10 +708,6 @@ int main(void) {
     model_config_free(&full->config);
     model_config_free(&plain->config);
     free_all();
-    if (failures) {
-        fprintf(stderr, "%d failure(s); seed %llu\n", failures, (unsigned long long)seed);
-        return 1;
-    }
-    printf("forward pass matches the naive reference\n");
-    return 0;
+    if (failures) fprintf(stderr, "replay with TEST_SEED=%llu\n", (unsigned long long)seed);
+    return test_exit("test_forward");
 }

@@ -19,18 +19,7 @@
 #include "keepset.h"
 #include "model.h"
 #include "util.h"
-
-static int failures, checks;
-#define EXPECT(cond, ...)                                                                          \
-    do {                                                                                           \
-        checks++;                                                                                  \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
+#include "../test_util.h"
 
 static unsigned long long rng = 88172645463325252ULL;
 static float frand(void) {
@@ -263,6 +252,5 @@ int main(void) {
     files();
     head_on_fixture();
     head_ppl_on_fixture();
-    printf("test_keepset: %d checks, %d failures\n", checks, failures);
-    return failures ? 1 : 0;
+    return test_exit("test_keepset");
 }

@@ -29,20 +29,9 @@
 #include "keepset.h"
 #include "speculate.h"
 #include "util.h"
+#include "../test_util.h"
 
-static int failures, checks;
 static double t_start;
-
-#define EXPECT(cond, ...)                                                                          \
-    do {                                                                                           \
-        checks++;                                                                                  \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
 
 static unsigned long long rng = 0x9e3779b97f4a7c15ULL;
 static unsigned rnd(void) {
@@ -296,6 +285,5 @@ int main(void) {
     t_start = now_seconds();
     fixture_a();
     tiny_model();
-    printf("test_speculate: %d checks, %d failures\n", checks, failures);
-    return failures ? 1 : 0;
+    return test_exit("test_speculate");
 }
