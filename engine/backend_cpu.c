@@ -326,6 +326,19 @@ static void row_to_f32(const cpu_state *st, const tensor *w, int r, float *dst) 
  * speculation stays exactly lossless. The weight row stays in L1 across the few input rows. */
 #define MATMUL_ROWWISE_MAX 16
 
+/* Row r of w dotted with x[w->cols] by the one-row kernel (bf16 or f32 weights): the score of
+ * the row-wise matmul and of the fused greedy head alike, so the two agree bit for bit. */
+static inline float row_dot(const cpu_state *st, const tensor *w, int r, const float *x) {
+    const size_t off = (size_t)r * (size_t)w->cols;
+    return w->dtype == DT_BF16 ? st->dot_bf16((const uint16_t *)w->data + off, x, w->cols)
+                               : st->dot_f32((const float *)w->data + off, x, w->cols);
+}
+
+/* The final logit softcap, one value (cpu_softcap and the fused head share it). */
+static inline float softcap(float x, float cap) {
+    return cap * tanhf(x / cap);
+}
+
 static void cpu_matmul(backend *b, float *out, const tensor *w, const float *x, int n) {
     const cpu_state *st = state_of(b);
     const int rows = w->rows, cols = w->cols;
@@ -333,14 +346,9 @@ static void cpu_matmul(backend *b, float *out, const tensor *w, const float *x, 
         /* The decode path: one fused pass over the weights. */
 #pragma omp parallel for schedule(static)                                                          \
     num_threads(st->n_threads) if (PARALLEL((size_t)rows * cols * n))
-        for (int r = 0; r < rows; r++) {
-            size_t off = (size_t)r * (size_t)cols;
+        for (int r = 0; r < rows; r++)
             for (int t = 0; t < n; t++)
-                out[(size_t)t * rows + r] =
-                    w->dtype == DT_BF16
-                        ? st->dot_bf16((const uint16_t *)w->data + off, x + (size_t)t * cols, cols)
-                        : st->dot_f32((const float *)w->data + off, x + (size_t)t * cols, cols);
-        }
+                out[(size_t)t * rows + r] = row_dot(st, w, r, x + (size_t)t * cols);
         return;
     }
     /* n rows at once (or f16): convert a block of four weight rows to fp32 once, then dot
@@ -521,7 +529,6 @@ static void cpu_scale(backend *b, float *x, float s, size_t n) {
 }
 
 static void cpu_embed(backend *b, float *out, const tensor *table, const int *ids, int n, float s) {
-    (void)b;
     for (int t = 0; t < n; t++) {
         float *o = out + (size_t)t * table->cols;
         row_to_f32(state_of(b), table, ids[t], o);
@@ -533,7 +540,7 @@ static void cpu_embed(backend *b, float *out, const tensor *table, const int *id
 static void cpu_softcap(backend *b, float *x, size_t n, float cap) {
     (void)b;
     for (size_t i = 0; i < n; i++)
-        x[i] = cap * tanhf(x[i] / cap);
+        x[i] = softcap(x[i], cap);
 }
 
 /* The fused greedy head (backend.h): each thread scans a contiguous block of weight rows
@@ -563,13 +570,9 @@ static void cpu_matmul_argmax(backend *b, int *out, const tensor *w, const float
         const int T = omp_get_num_threads(), id = omp_get_thread_num();
         const int r0 = (int)((long)rows * id / T), r1 = (int)((long)rows * (id + 1) / T);
         for (int r = r0; r < r1; r++) {
-            const size_t off = (size_t)r * (size_t)cols;
             for (int t = 0; t < n; t++) {
-                const float *xt = x + (size_t)t * cols;
-                float s = w->dtype == DT_BF16
-                              ? st->dot_bf16((const uint16_t *)w->data + off, xt, cols)
-                              : st->dot_f32((const float *)w->data + off, xt, cols);
-                if (cap > 0) s = cap * tanhf(s / cap);
+                float s = row_dot(st, w, r, x + (size_t)t * cols);
+                if (cap > 0) s = softcap(s, cap);
                 if (arg[id * n + t] < 0 || s > best[id * n + t]) {
                     best[id * n + t] = s;
                     arg[id * n + t] = r;
