@@ -64,7 +64,7 @@ int logits_argmax(const float *logits, int n) {
     return best;
 }
 
-static uint64_t fnv1a(uint64_t h, int id) {
+uint64_t bench_hash_token(uint64_t h, int id) {
     for (int b = 0; b < 4; b++) {
         h ^= (uint64_t)((unsigned)id >> (8 * b) & 0xff);
         h *= 0x100000001b3ULL;
@@ -79,7 +79,7 @@ int bench_greedy(decoder *d, int vocab, const int *prompt, int n, int max_new, f
     int tok = logits_argmax(logits, vocab);
     *first_at = now_seconds();
     for (int i = 0;;) {
-        *hash = fnv1a(*hash, tok);
+        *hash = bench_hash_token(*hash, tok);
         if (out) out[i] = tok;
         if (++i == max_new) break;
         /* The argmax where the logits are (on a GPU only the id comes back); same rule. */
@@ -112,7 +112,7 @@ int bench_run_with(const bench_server *s, const prompt_set *ps, int warmup_promp
     r->warmup_s = now_seconds() - t0;
     if (s->warmed) s->warmed(s->ctx);
 
-    r->out_hash = 0xcbf29ce484222325ULL;
+    r->out_hash = BENCH_HASH_SEED;
     double start = now_seconds();
     for (int i = 0; i < ps->n; i++) {
         p = &ps->items[i];

@@ -40,6 +40,11 @@ int bench_tokenize(prompt_set *ps, const tokenizer *t, char *err, size_t errlen)
 int bench_check_lengths(const prompt_set *ps, int max_len, int max_new_tokens, char *err,
                         size_t errlen);
 
+/* FNV-1a of a token id's four bytes folded into h (start from BENCH_HASH_SEED): the output_hash
+ * of every path that serves tokens (bench_greedy, speculate.c), so equal text hashes equally. */
+#define BENCH_HASH_SEED 0xcbf29ce484222325ULL
+uint64_t bench_hash_token(uint64_t h, int id);
+
 /* Index of the largest of n logits (the first one on ties, as torch.argmax). */
 int logits_argmax(const float *logits, int n);
 

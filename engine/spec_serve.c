@@ -74,11 +74,8 @@ int spec_serve_active(const spec_serve *s) {
 static int spec_serve_request(void *ctx, const prompt *p, int max_new, uint64_t *hash,
                               double *first_at) {
     spec_serve *s = ctx;
-    unsigned long long h = *hash;
-    if (spec_generate(&s->sp, p->tokens, p->n_tokens, max_new, -1, NULL, first_at, &h) < 0)
-        return -1;
-    *hash = h;
-    return 0;
+    return spec_generate(&s->sp, p->tokens, p->n_tokens, max_new, -1, NULL, first_at, hash) < 0 ? -1
+                                                                                                : 0;
 }
 
 static void spec_serve_warmed(void *ctx) {

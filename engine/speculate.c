@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench.h"
 #include "decoder.h"
 #include "util.h"
 
@@ -30,28 +31,17 @@ void speculator_init(speculator *s, decoder *d, head *h, drafter *dr, int k) {
     }
 }
 
-static unsigned long long fnv1a(unsigned long long h, int tok) {
-    for (int i = 0; i < 4; i++) {
-        h ^= (unsigned char)(tok >> (8 * i));
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
 int spec_generate(speculator *s, const int *prompt, int n, int max_new, int stop_id, int *out,
-                  double *first_at, unsigned long long *hash) {
+                  double *first_at, uint64_t *hash) {
     decoder *d = s->d;
     spec_stats *st = &s->stats;
     int buf[SPEC_MAX_K + 1], greedy[SPEC_MAX_K + 1];
-    const double t0 = now_seconds();
 
     decoder_reset(d);
     if (n < 1 || decoder_forward(d, prompt, n, NULL, 0)) return -1;
     int x, row = d->hidden_rows - 1;
     head_argmax(s->h, row, 1, &x);
-    double t = now_seconds();
-    st->prefill_s += t - t0;
-    if (first_at) *first_at = t;
+    if (first_at) *first_at = now_seconds();
 
     /* After a partial accept the rollback waits until the drafter has read the verify row
      * it starts from (a rollback forgets the hidden rows); the drafter reads no KV past x. */
@@ -60,7 +50,7 @@ int spec_generate(speculator *s, const int *prompt, int n, int max_new, int stop
     for (;;) {
         if (x == stop_id) break;
         if (out) out[served] = x;
-        if (hash) *hash = fnv1a(*hash, x);
+        if (hash) *hash = bench_hash_token(*hash, x);
         if (++served == max_new) break;
         /* x sits at position P = decoder_pos; draft at most what is still to be served. */
         const int pos = cut >= 0 ? cut : decoder_pos(d), left = max_new - served;
@@ -87,7 +77,7 @@ int spec_generate(speculator *s, const int *prompt, int n, int max_new, int stop
                 break;
             }
             if (out) out[served] = buf[i];
-            if (hash) *hash = fnv1a(*hash, buf[i]);
+            if (hash) *hash = bench_hash_token(*hash, buf[i]);
             served++;
         }
         CHECK(served < max_new); /* k <= left - 1 leaves room for the bonus token */
@@ -99,7 +89,6 @@ int spec_generate(speculator *s, const int *prompt, int n, int max_new, int stop
         st->served += m + 1;
         st->hist[m]++;
     }
-    st->total_s += now_seconds() - t0;
     return served;
 }
 

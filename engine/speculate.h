@@ -14,12 +14,13 @@
  * backend computes a row of a few-row matmul with the same kernel as a single row
  * (backend_cpu.c), so a verify row is the decode step it replaces.
  *
- * Stats: the accepted-length histogram and the time in draft, verify and the rest (prefill,
- * rollback, bookkeeping). */
+ * Stats: the accepted-length histogram and the time in draft and verify (the caller times the
+ * whole; the rest is prefill, rollback and bookkeeping). */
 #ifndef SPECULATE_H
 #define SPECULATE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "assistant.h"
 #include "engine.h"
@@ -35,8 +36,6 @@ typedef struct {
     long hist[SPEC_MAX_K + 1]; /* hist[m]: steps that accepted m drafts */
     double draft_s;            /* in the proposer */
     double verify_s;           /* in the target's verify pass and its head */
-    double prefill_s;          /* prompt prefill and the first token */
-    double total_s;            /* whole generate calls */
 } spec_stats;
 
 /* What proposes the drafts: the MTP drafter, or (tests) anything else. Called right after a
@@ -59,11 +58,13 @@ void speculator_init(speculator *s, decoder *d, head *h, drafter *dr, int k);
 /* Reset the cache, prefill prompt[0..n), and serve up to max_new greedy tokens into out (may be
  * NULL), stopping before stop_id (-1: never; bench ignores EOS). *first_at (may be NULL) gets
  * now_seconds() once the first token is known; hash (may be NULL) folds every served token in
- * (FNV-1a, as bench.c). Returns the tokens served, or -1 when the cache would overflow. */
+ * (bench_hash_token, as bench.c). Returns the tokens served, or -1 when the cache would overflow.
+ */
 int spec_generate(speculator *s, const int *prompt, int n, int max_new, int stop_id, int *out,
-                  double *first_at, unsigned long long *hash);
+                  double *first_at, uint64_t *hash);
 
-/* Mean tokens served per verify pass (accepted + 1), and the mean accepted drafts. */
+/* Mean accepted drafts per verify pass (the result's accept_len; tokens served per pass are one
+ * more). */
 double spec_mean_accept(const spec_stats *st);
 
 #endif
