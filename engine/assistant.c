@@ -422,21 +422,6 @@ struct drafter {
     int *clusters;      /* [top_k] chosen clusters */
 };
 
-/* RoPE inverse frequencies, as decoder.c computes them for the target (same formulas). */
-static float *rope_freqs(backend *b, const rope_params *r, int head_dim) {
-    const int half = head_dim / 2;
-    float *host = xcalloc((size_t)half, sizeof(float));
-    int angles = r->proportional ? (int)floor(r->partial_rotary_factor * head_dim / 2.0) : half;
-    if (angles > half) angles = half;
-    for (int i = 0; i < angles; i++)
-        host[i] = (float)(1.0 / pow(r->theta, (double)(2 * i) / head_dim) /
-                          (r->proportional ? r->factor : 1.0));
-    float *dev = b->alloc(b, (size_t)half);
-    b->upload(b, dev, host, (size_t)half);
-    free(host);
-    return dev;
-}
-
 drafter *drafter_new(const assistant *a, decoder *d, int top_k, char *err, size_t errlen) {
     if (assistant_check_target(a, d->m, err, errlen)) return NULL;
     const model_config *c = &a->config;
@@ -460,7 +445,7 @@ drafter *drafter_new(const assistant *a, decoder *d, int top_k, char *err, size_
         const layer_config *l = &c->layers[i];
         dr->src[i] = kv_source(&d->m->config, l->type);
         if (!dr->inv_freq[l->type])
-            dr->inv_freq[l->type] = rope_freqs(
+            dr->inv_freq[l->type] = decoder_rope_table(
                 b, l->type == LAYER_SLIDING ? &c->rope_sliding : &c->rope_full, l->head_dim);
     }
     const int H = c->hidden, B = a->backbone_hidden;

@@ -40,7 +40,7 @@ static float round_to_dtype(double v, weight_dtype t) {
 /* RoPE inverse frequencies for one layer type, as transformers' default and proportional
  * rope init functions compute them (the latter rotates only the first
  * partial_rotary_factor * head_dim / 2 pairs, with exponents over the full head_dim). */
-static float *rope_table(backend *b, const rope_params *r, int head_dim) {
+float *decoder_rope_table(backend *b, const rope_params *r, int head_dim) {
     const int half = head_dim / 2;
     float *host = xcalloc((size_t)half, sizeof(float));
     if (r->proportional) {
@@ -94,8 +94,7 @@ decoder *decoder_new(const model *m, const engine_options *opt, char *err, size_
                     "is installed, with -DWITH_CUDA=ON and without SANITIZE)");
 #endif
     } else {
-        return fail(d, err, errlen, "ENGINE_DEVICE=\"%s\": must be \"cpu\" or \"cuda\"",
-                    device);
+        return fail(d, err, errlen, "ENGINE_DEVICE=\"%s\": must be \"cpu\" or \"cuda\"", device);
     }
     backend *b = d->b;
     const int L = c->n_layers;
@@ -120,8 +119,9 @@ decoder *decoder_new(const model *m, const engine_options *opt, char *err, size_
         d->k_cache[i] = b->alloc(b, n);
         d->v_cache[i] = b->alloc(b, n);
     }
-    if (sliding_head_dim) d->inv_freq_sliding = rope_table(b, &c->rope_sliding, sliding_head_dim);
-    if (full_head_dim) d->inv_freq_full = rope_table(b, &c->rope_full, full_head_dim);
+    if (sliding_head_dim)
+        d->inv_freq_sliding = decoder_rope_table(b, &c->rope_sliding, sliding_head_dim);
+    if (full_head_dim) d->inv_freq_full = decoder_rope_table(b, &c->rope_full, full_head_dim);
 
     const model_weights *w = &m->weights;
     d->embed_scale = round_to_dtype(sqrt((double)c->hidden), w->embed.dtype);

@@ -52,6 +52,10 @@ struct decoder {
     int hidden_rows; /* rows of `hidden` that hold the last forward call's last chunk */
 };
 
+/* RoPE inverse frequencies [head_dim / 2] of one layer type, in a backend buffer (the target's
+ * layers and the assistant's use the same). */
+float *decoder_rope_table(backend *b, const rope_params *r, int head_dim);
+
 /* Run one chunk (n <= DECODER_CHUNK) at positions d->pos.. and advance d->pos. Logits as
  * in decoder_forward (rows i >= logits_from, written to host memory). */
 void forward_chunk(decoder *d, const int *tokens, int n, float *logits, int logits_from);
