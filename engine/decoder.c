@@ -218,12 +218,22 @@ int decoder_last_hidden(const decoder *d, float *out, int final_norm) {
     return 0;
 }
 
-int decoder_forward(decoder *d, const int *tokens, int n, float *logits, int logits_from) {
+/* The checks both forward entry points make: -1 when n tokens do not fit the cache, -2 when a
+ * token is outside the embedding tables (the vocabulary, and the PLE table's when there is one),
+ * else 0. */
+static int input_check(const decoder *d, const int *tokens, int n) {
     const model_config *c = &d->m->config;
     if (n < 0 || (long)d->pos + n > d->max_len) return -1;
     for (int i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= c->vocab || (c->ple_dim && tokens[i] >= c->ple_vocab))
             return -2;
+    return 0;
+}
+
+int decoder_forward(decoder *d, const int *tokens, int n, float *logits, int logits_from) {
+    const model_config *c = &d->m->config;
+    const int rc = input_check(d, tokens, n);
+    if (rc) return rc;
     for (int start = 0; start < n; start += DECODER_CHUNK) {
         const int len = n - start < DECODER_CHUNK ? n - start : DECODER_CHUNK;
         /* Rows of this chunk with global index >= logits_from get logits. */
@@ -239,10 +249,9 @@ int decoder_forward(decoder *d, const int *tokens, int n, float *logits, int log
 
 int decoder_forward_argmax(decoder *d, const int *tokens, int n, int *next) {
     const model_config *c = &d->m->config;
-    if (n <= 0 || (long)d->pos + n > d->max_len) return -1;
-    for (int i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= c->vocab || (c->ple_dim && tokens[i] >= c->ple_vocab))
-            return -2;
+    if (n <= 0) return -1;
+    const int rc = input_check(d, tokens, n);
+    if (rc) return rc;
     for (int start = 0; start < n; start += DECODER_CHUNK) {
         const int len = n - start < DECODER_CHUNK ? n - start : DECODER_CHUNK;
         forward_chunk_device(d, tokens + start, len, start + len == n ? len - 1 : len);
