@@ -607,6 +607,15 @@ static void test_refusals(const model *m) {
     EXPECT(decoder_forward(d, bad_ids, 3, NULL, 0) == -2 && decoder_pos(d) == 0);
     EXPECT(decoder_forward(d, neg, 1, NULL, 0) == -2 && decoder_pos(d) == 0);
     EXPECT(decoder_forward(d, ids, 0, NULL, 0) == 0 && decoder_pos(d) == 0);
+    /* decoder_forward_argmax makes the same checks, and wants at least one token */
+    int next = -7;
+    EXPECT(decoder_forward_argmax(d, bad_ids, 3, &next) == -2 && decoder_pos(d) == 0);
+    EXPECT(decoder_forward_argmax(d, neg, 1, &next) == -2 && decoder_pos(d) == 0);
+    EXPECT(decoder_forward_argmax(d, ids, 0, &next) == -1 && decoder_pos(d) == 0);
+    EXPECT(decoder_forward_argmax(d, ids, 71, &next) == -1 && decoder_pos(d) == 0 && next == -7);
+    EXPECT(decoder_forward_argmax(d, ids, 70, &next) == 0 && decoder_pos(d) == 70);
+    EXPECT(next >= 0 && next < c->vocab);
+    EXPECT(decoder_forward_argmax(d, ids, 1, &next) == -1 && decoder_pos(d) == 70);
     decoder_free(d);
     free(ids);
 }
