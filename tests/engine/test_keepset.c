@@ -127,26 +127,39 @@ static void files(void) {
            "missing file named: %s", err);
 }
 
-/* head_argmax with a keepset = argmax of full logits over kept ids, on fixture a. */
-static void head_on_fixture(void) {
+/* Fixture a (*m) and a decoder of max_len positions over it; dies naming the problem. */
+static decoder *fixture_a_decoder(model **m, int max_len) {
     char err[512];
-    model *m = model_load("fixtures/a_ple_kvshare", err, sizeof err);
-    if (!m) die("%s", err);
+    *m = model_load("fixtures/a_ple_kvshare", err, sizeof err);
+    if (!*m) die("%s", err);
     engine_options o = {0};
-    o.max_model_len = 64;
-    decoder *d = decoder_new(m, &o, err, sizeof err);
+    o.max_model_len = max_len;
+    decoder *d = decoder_new(*m, &o, err, sizeof err);
     if (!d) die("%s", err);
-    const int V = m->config.vocab;
-    char path[] = "/tmp/test_keepset_XXXXXX";
+    return d;
+}
+
+/* A keepset file listing V - 1, V - 1 - step, ... (every step-th id, descending), its first n
+ * ids loaded into ks. */
+static void keepset_descending(keepset *ks, int V, int step, int n) {
+    char err[512], path[] = "/tmp/test_keepset_XXXXXX";
     int fd = mkstemp(path);
     CHECK(fd >= 0);
     FILE *f = fdopen(fd, "w");
-    for (int i = V - 1; i >= 0; i -= 3)
+    for (int i = V - 1; i >= 0; i -= step)
         fprintf(f, "%d\n", i);
     fclose(f);
-    keepset ks;
-    if (keepset_load(path, 90, V, &ks, err, sizeof err)) die("%s", err);
+    if (keepset_load(path, n, V, ks, err, sizeof err)) die("%s", err);
     unlink(path);
+}
+
+/* head_argmax with a keepset = argmax of full logits over kept ids, on fixture a. */
+static void head_on_fixture(void) {
+    model *m;
+    decoder *d = fixture_a_decoder(&m, 64);
+    const int V = m->config.vocab;
+    keepset ks;
+    keepset_descending(&ks, V, 3, 90);
     int toks[12];
     for (int i = 0; i < 12; i++)
         toks[i] = (i * 37 + 5) % V;
@@ -179,28 +192,16 @@ static void head_on_fixture(void) {
  * keepset of every id gives the same; a bad token id is named, not taken for a full cache. */
 static void head_ppl_on_fixture(void) {
     char err[512];
-    model *m = model_load("fixtures/a_ple_kvshare", err, sizeof err);
-    if (!m) die("%s", err);
-    engine_options o = {0};
-    o.max_model_len = 128;
-    decoder *d = decoder_new(m, &o, err, sizeof err);
-    if (!d) die("%s", err);
+    model *m;
+    decoder *d = fixture_a_decoder(&m, 128);
     const int V = m->config.vocab;
     ppl_set pp;
     if (ppl_set_load("fixtures/a_ple_kvshare/ppl.jsonl", &pp, err, sizeof err)) die("%s", err);
     ppl_total want, got;
     EXPECT(ppl_score(d, V, 128, &pp, 0, &want, err, sizeof err) == 0, "%s", err);
 
-    char path[] = "/tmp/test_keepset_XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    FILE *f = fdopen(fd, "w");
-    for (int i = V - 1; i >= 0; i--)
-        fprintf(f, "%d\n", i);
-    fclose(f);
     keepset ks;
-    if (keepset_load(path, V, V, &ks, err, sizeof err)) die("%s", err);
-    unlink(path);
+    keepset_descending(&ks, V, 1, V);
     head *heads[2] = {head_new(d, NULL), head_new(d, &ks)};
     for (int k = 0; k < 2; k++) {
         EXPECT(head_ppl_score(heads[k], 128, &pp, &got, err, sizeof err) == 0, "%s", err);
