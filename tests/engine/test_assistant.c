@@ -31,6 +31,7 @@
 #include "safetensors.h"
 #include "util.h"
 #include "../test_util.h"
+#include "fixture_util.h"
 
 #define ATOL   2e-3
 #define RTOL   1e-3
@@ -57,11 +58,7 @@ static void check_case(const char *name, const model *m, const assistant *a, con
     const int top_k = cJSON_GetObjectItem(c, "top_k")->valueint;
     const int ordered = cJSON_IsTrue(cJSON_GetObjectItem(c, "ordered"));
     const int V = m->config.vocab, H = m->config.hidden;
-    engine_options o = {0};
-    o.max_model_len = n + 8;
-    o.n_threads = 1;
-    decoder *d = decoder_new(m, &o, err, sizeof err);
-    if (!d) die("%s", err);
+    decoder *d = fixture_decoder(m, 0, n + 8);
     float *logits = xmalloc((size_t)V * sizeof(float)), *hid = xmalloc((size_t)H * sizeof(float));
     CHECK(decoder_forward(d, prompt, n, logits, n - 1) == 0);
     int first = 0;
@@ -149,7 +146,7 @@ static void check_case(const char *name, const model *m, const assistant *a, con
 }
 
 static void golden(const char *dir) {
-    char path[512], err[512];
+    char path[512];
     struct stat sb;
     snprintf(path, sizeof path, "%s/golden.json", dir);
     if (stat(path, &sb)) die("%s: missing", path);
@@ -166,10 +163,8 @@ static void golden(const char *dir) {
         cJSON_Delete(g);
         return;
     }
-    model *m = model_load(tdir, err, sizeof err);
-    if (!m) die("%s", err);
-    assistant *a = assistant_load(adir, err, sizeof err);
-    if (!a) die("%s", err);
+    model *m = fixture_model(tdir);
+    assistant *a = fixture_assistant(adir);
     const cJSON *cases = cJSON_GetObjectItem(g, "cases");
     int tokens = 0, n_cases = cJSON_GetArraySize(cases);
     for (int i = 0; i < n_cases; i++) {

@@ -20,6 +20,7 @@
 #include "model.h"
 #include "util.h"
 #include "../test_util.h"
+#include "fixture_util.h"
 
 static unsigned long long rng = 88172645463325252ULL;
 static float frand(void) {
@@ -127,18 +128,6 @@ static void files(void) {
            "missing file named: %s", err);
 }
 
-/* Fixture a (*m) and a decoder of max_len positions over it; dies naming the problem. */
-static decoder *fixture_a_decoder(model **m, int max_len) {
-    char err[512];
-    *m = model_load("fixtures/a_ple_kvshare", err, sizeof err);
-    if (!*m) die("%s", err);
-    engine_options o = {0};
-    o.max_model_len = max_len;
-    decoder *d = decoder_new(*m, &o, err, sizeof err);
-    if (!d) die("%s", err);
-    return d;
-}
-
 /* A keepset file listing V - 1, V - 1 - step, ... (every step-th id, descending), its first n
  * ids loaded into ks. */
 static void keepset_descending(keepset *ks, int V, int step, int n) {
@@ -155,8 +144,8 @@ static void keepset_descending(keepset *ks, int V, int step, int n) {
 
 /* head_argmax with a keepset = argmax of full logits over kept ids, on fixture a. */
 static void head_on_fixture(void) {
-    model *m;
-    decoder *d = fixture_a_decoder(&m, 64);
+    model *m = fixture_model("fixtures/a_ple_kvshare");
+    decoder *d = fixture_decoder(m, 0, 64);
     const int V = m->config.vocab;
     keepset ks;
     keepset_descending(&ks, V, 3, 90);
@@ -192,8 +181,8 @@ static void head_on_fixture(void) {
  * keepset of every id gives the same; a bad token id is named, not taken for a full cache. */
 static void head_ppl_on_fixture(void) {
     char err[512];
-    model *m;
-    decoder *d = fixture_a_decoder(&m, 128);
+    model *m = fixture_model("fixtures/a_ple_kvshare");
+    decoder *d = fixture_decoder(m, 0, 128);
     const int V = m->config.vocab;
     ppl_set pp;
     if (ppl_set_load("fixtures/a_ple_kvshare/ppl.jsonl", &pp, err, sizeof err)) die("%s", err);

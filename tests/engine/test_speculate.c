@@ -30,6 +30,7 @@
 #include "speculate.h"
 #include "util.h"
 #include "../test_util.h"
+#include "fixture_util.h"
 
 static double t_start;
 
@@ -188,27 +189,13 @@ static double check_prompt(const setup *s, const int *prompt, int n, int max_new
     return drafted ? (double)accepted / (double)drafted : 0.0;
 }
 
-static decoder *open_decoder(const model *m, int window, int max_len) {
-    engine_options o = {0};
-    o.sliding_window = window;
-    o.max_model_len = max_len;
-    o.n_threads = 1; /* correctness only; OpenMP spinning on a busy CI machine costs minutes */
-    char err[512];
-    decoder *d = decoder_new(m, &o, err, sizeof err);
-    if (!d) die("%s", err);
-    return d;
-}
-
 static void fixture_a(void) {
-    char err[512];
-    model *m = model_load("fixtures/a_ple_kvshare", err, sizeof err);
-    if (!m) die("%s", err);
-    assistant *a = assistant_load("fixtures/assistant_a", err, sizeof err);
-    if (!a) die("%s", err);
+    model *m = fixture_model("fixtures/a_ple_kvshare");
+    assistant *a = fixture_assistant("fixtures/assistant_a");
     const int V = m->config.vocab, max_new = 40;
     int windows[] = {0, 5, 3};
     for (int w = 0; w < 3; w++) {
-        decoder *d = open_decoder(m, windows[w], 128);
+        decoder *d = fixture_decoder(m, windows[w], 128);
         for (int p = 0; p < 4; p++) {
             int n = 3 + (int)(rnd() % 30), prompt[40];
             prompt[0] = 2;
@@ -241,10 +228,8 @@ static void tiny_model(void) {
         return;
     }
     char err[512];
-    model *m = model_load(tdir, err, sizeof err);
-    if (!m) die("%s", err);
-    assistant *a = assistant_load(adir, err, sizeof err);
-    if (!a) die("%s", err);
+    model *m = fixture_model(tdir);
+    assistant *a = fixture_assistant(adir);
     prompt_set ps;
     if (prompt_set_load("../../models/gemma4-tiny/eval/prompts_tune.jsonl", &ps, err, sizeof err))
         die("%s", err);
@@ -257,7 +242,7 @@ static void tiny_model(void) {
     double rate = 0;
     int runs = 0;
     for (int w = 0; w < 2; w++) {
-        decoder *d = open_decoder(m, windows[w], 256);
+        decoder *d = fixture_decoder(m, windows[w], 256);
         for (int p = 0; p < n_prompts && p < ps.n; p++) {
             int n = ps.items[p].n_tokens < 96 ? ps.items[p].n_tokens : 96;
             for (int use_ks = w; use_ks < 2; use_ks++) { /* the small window with keepset only */
