@@ -6,7 +6,6 @@
  * derives all this in Gemma4TextConfig.__post_init__, Gemma4TextAttention.__init__ and
  * Gemma4TextMLP.__init__; model_config_derive() does the same once, so the loader can check
  * tensor shapes and the forward pass can just read c->layers[i]. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -7,9 +7,9 @@
  *                           beside the model) -> a drafter with CENTROID_TOP_K clusters
  *                           (assistant.h) -> the speculative loop (speculate.h).
  * With neither, nothing is opened and main.c keeps its plain path. It also runs the bench
- * protocol through the speculative loop (same rules and timing as bench.c's bench_run) and
- * adds the speculation figures to the result JSON: mean accepted length and its histogram,
- * the draft / verify / other shares of decode time, and keepset coverage. */
+ * protocol (bench.c's own loop, bench_run_with) with every request served by the speculative
+ * loop, and adds the speculation figures to the result JSON: mean accepted length and its
+ * histogram, the draft / verify / other shares of decode time, and keepset coverage. */
 #ifndef SPEC_SERVE_H
 #define SPEC_SERVE_H
 
