@@ -10,6 +10,10 @@ cd "$(dirname "$0")/.."
 
 rm -rf build-test build-asan
 ./scripts/build.sh build-test
+# Where nvcc exists (it does on CI, without a GPU), every CUDA file must have compiled and linked.
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+    [ -f build-test/kernels/libenginecuda.a ] || { echo "test.sh: nvcc found but the CUDA kernels were not built" >&2; exit 1; }
+fi
 (cd build-test && ctest --output-on-failure -j "$(nproc)")
 
 ./scripts/build.sh build-asan -DSANITIZE=ON -DWITH_CUDA=OFF
