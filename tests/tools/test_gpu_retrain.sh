@@ -16,14 +16,22 @@ fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
 # The stub: STUB_MODE ok (both stages write their outputs), fail (the target stage fails
 # without a model), slow (the target stage writes its model, then outlives the limit).
 mkdir -p "$tmp/bin"
-cat >"$tmp/bin/python3" <<'EOF'
+# `select` is run by the real python3 (it is what the variants case checks). In the variants
+# case, a variant's --dropout D makes its window sweep rise by the factor 1 + D at window 128
+# (tune records), and --dropout 0.9 makes it fall (not monotone).
+real_python=$(command -v python3)
+cat >"$tmp/bin/python3" <<EOF
 #!/usr/bin/env bash
+[ "\$2" = select ] && exec "$real_python" "\$@"
+EOF
+cat >>"$tmp/bin/python3" <<'EOF'
 echo "stub: $*"
-work=
+work= dropout=0
 while [ $# -gt 0 ]; do
     case $1 in
     --work) work=$2; shift ;;
     --stages) stages=$2; shift ;;
+    --dropout) dropout=$2; shift ;;
     esac
     shift
 done
@@ -32,6 +40,15 @@ ok:target,eval)
     echo weights >"$work/gemma4-tiny/model.safetensors"
     echo '{"stage": "target"}' >"$work/logs/evidence.json"
     echo '{"steps": 1}' >"$work/logs/target_history.json" ;;
+variants:target,eval)
+    echo "weights $dropout" >"$work/gemma4-tiny/model.safetensors"
+    r=$(awk -v d="$dropout" 'BEGIN { print (d == 0.9) ? 90 : 100 * (1 + d) }')
+    sweep="[{\"window\": 512, \"ppl\": 100}, {\"window\": 256, \"ppl\": 100.5}, {\"window\": 128, \"ppl\": $r}]"
+    echo "{\"native_window\": 512, \"ppl_window_tune\": $sweep, \"ppl_window_holdout\": $sweep}" >"$work/logs/evidence.json"
+    echo '{"steps": 1, "train": [1, 2]}' >"$work/logs/target_history.json" ;;
+variants:assistant,eval)
+    mkdir -p "$work/gemma4-tiny-assistant"
+    echo weights >"$work/gemma4-tiny-assistant/model.safetensors" ;;
 ok:assistant,eval)
     mkdir -p "$work/gemma4-tiny-assistant"
     echo weights >"$work/gemma4-tiny-assistant/model.safetensors"
@@ -47,6 +64,9 @@ mkdir -p "$tmp/repo/.carry/seed/work/gemma4-tiny/eval" "$tmp/repo/.carry/seed/wo
 echo '{"tok": 1}' >"$tmp/repo/.carry/seed/work/gemma4-tiny/tokenizer.json"
 echo '{"prompt_token_ids": [2]}' >"$tmp/repo/.carry/seed/work/gemma4-tiny/eval/prompts_tune.jsonl"
 echo '{"vocab_size": 6144}' >"$tmp/repo/.carry/seed/work/logs/tokenizer.json"
+
+mkdir -p "$tmp/repo/tools"
+cp -r "$ROOT/tools/train_small_model.py" "$ROOT/tools/smallmodel" "$tmp/repo/tools/"
 
 retrain() { # retrain MODE LIMIT_S [MIN_STAGE_S]: run the driver in the fake repo into $tmp/out-MODE
     local out="$tmp/out-$1"
@@ -102,5 +122,34 @@ else
     fail "time limit: $(cat "$o/log.txt")"
 fi
 
-echo "$((5 - fails)) passed, $fails failed"
+# 4. Variants: all trained (the common options, then their own), the largest monotone tune
+#    response chosen (b: 1.3; c falls at 128, so it is not monotone); its model becomes the
+#    work folder and the drafter is trained with its options.
+printf '%s\n' '# name options' 'a --dropout 0.1' 'b --dropout 0.3' 'c --dropout 0.9' >"$tmp/variants.txt"
+GPU_RETRAIN_VARIANTS="$tmp/variants.txt" retrain variants 60
+o="$tmp/out-variants"
+if has "$o/log.txt" "gpu_retrain: variant b chosen" &&
+    has "$o/log.txt" "--stages assistant,eval --lr 1.5e-3 --copy-aug 0.5 --dropout 0.3" &&
+    has "$o/x/work/gemma4-tiny/model.safetensors" "weights 0.3" &&
+    [ -f "$o/x/work/gemma4-tiny-assistant/model.safetensors" ] && [ ! -d "$o/variants" ]; then
+    pass "variants: b chosen, its model packed with a drafter"
+else
+    fail "variants: $(cat "$o/log.txt")"
+fi
+if python3 - "$o/variants.json" <<'PY'; then
+import json, sys
+s = json.load(open(sys.argv[1]))
+v = s["variants"]
+assert s["chosen"] == "b", s["chosen"]
+assert sorted(v) == ["a", "b", "c"], sorted(v)
+assert v["b"]["tune_ratio_128"] == 1.3 and v["b"]["tune_monotone"] is True, v["b"]
+assert v["c"]["tune_monotone"] is False, v["c"]
+assert "train" not in v["a"]["target_history"], v["a"]
+PY
+    pass "variants.json records every variant and the choice"
+else
+    fail "variants.json: $(cat "$o/variants.json")"
+fi
+
+echo "$((7 - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]

