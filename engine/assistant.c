@@ -9,7 +9,14 @@
  *
  * The step is written as calls on the target decoder's backend (backend.h), like forward.c,
  * and attends to the target's KV rings directly. The head's clusters are contiguous rows of
- * head_by_cluster, so scoring a cluster is one matmul over per_centroid rows. */
+ * head_by_cluster, so scoring a cluster is one matmul over per_centroid rows.
+ *
+ * Two ways through the head. The reference way (every backend; the one the tests read scores
+ * from) downloads the centroid scores, picks the clusters on the host, runs one matmul per
+ * cluster and picks the token on the host. A backend with draft_head and embed_dev (CUDA) does
+ * all of that on the device and leaves the token there, where the next step's embedding reads
+ * it: drafter_draft then issues its k steps as one recorded step of the backend (a CUDA graph,
+ * replayed from the third round on) and downloads the k tokens once at the end. */
 #include "assistant.h"
 
 #include <cjson/cJSON.h>
@@ -416,11 +423,24 @@ struct drafter {
     float *att;    /* [max_q_dim] */
     float *gate;   /* [max_intermediate] */
     float *up;     /* [max_intermediate] */
-    float *scores; /* [vocab] centroid scores, then token logits */
+    float *scores; /* [vocab + n_centroids] centroid scores, then token logits (the device
+                      head keeps both: logits from scores + n_centroids) */
 
     float *host_scores; /* [vocab] host copy */
     int *clusters;      /* [top_k] chosen clusters */
+
+    /* The device head (on_device: the backend has draft_head and embed_dev, and the head is
+     * the centroid-masked one). Int words in backend buffers. */
+    int on_device;
+    int *ids_dev;  /* [DRAFTER_MAX_STEPS] the tokens of a draft chain, step by step */
+    int *work_dev; /* [top_k + 4] draft_head's scratch */
+    int graph_key; /* the backend's step key of a k-step chain is graph_key + k */
 };
+
+/* Step keys of the backend's recorded steps: forward.c uses small ones (rows with logits);
+ * each drafter takes its own block above them, so a drafter made later on the same backend
+ * never replays another one's graph (whose buffers may be gone). */
+static int drafter_serial;
 
 drafter *drafter_new(const assistant *a, decoder *d, int top_k, char *err, size_t errlen) {
     if (assistant_check_target(a, d->m, err, errlen)) return NULL;
@@ -458,9 +478,16 @@ drafter *drafter_new(const assistant *a, decoder *d, int top_k, char *err, size_
     dr->att = b->alloc(b, (size_t)c->max_q_dim);
     dr->gate = b->alloc(b, (size_t)c->max_intermediate);
     dr->up = b->alloc(b, (size_t)c->max_intermediate);
-    dr->scores = b->alloc(b, (size_t)c->vocab);
+    dr->scores = b->alloc(b, (size_t)c->vocab + (size_t)(a->ordered ? a->n_centroids : 0));
     dr->host_scores = xmalloc((size_t)c->vocab * sizeof(float));
     dr->clusters = xmalloc((size_t)(dr->top_k ? dr->top_k : 1) * sizeof(int));
+    dr->on_device = a->ordered && b->draft_head && b->embed_dev;
+    if (dr->on_device) {
+        /* a backend buffer holds 4-byte words; these hold ints */
+        dr->ids_dev = (int *)b->alloc(b, DRAFTER_MAX_STEPS);
+        dr->work_dev = (int *)b->alloc(b, (size_t)dr->top_k + 4);
+    }
+    dr->graph_key = (1 << 24) + (drafter_serial++ % (1 << 18)) * 32;
     return dr;
 }
 
@@ -471,6 +498,8 @@ void drafter_free(drafter *dr) {
                      dr->o,           dr->q,           dr->att, dr->gate, dr->up, dr->scores};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) b->release(b, bufs[i]);
+    if (dr->ids_dev) b->release(b, (float *)dr->ids_dev);
+    if (dr->work_dev) b->release(b, (float *)dr->work_dev);
     free(dr->src);
     free(dr->host_scores);
     free(dr->clusters);
@@ -547,23 +576,43 @@ static void top_clusters(const float *score, int n, int k, int *out) {
     }
 }
 
-int drafter_step(drafter *dr, int x, int pos, int *ids, float *scores, int *n_scored) {
+/* Everything of a step before the head: the token (x_host: a host word; else x_dev: a device
+ * word, for embed_dev) and h through the layers; leaves the final-normed state in xn and h'
+ * in h. */
+static void drafter_trunk(drafter *dr, const int *x_host, const int *x_dev, int pos) {
     const assistant *a = dr->a;
     const model_config *c = &a->config;
     decoder *d = dr->d;
     backend *b = dr->b;
     const int B = a->backbone_hidden;
-    CHECK(pos >= 1 && pos <= d->pos && x >= 0 && x < c->vocab);
 
     /* in = [target_embed(x) * sqrt(H_target), h] -> pre_projection */
-    b->embed(b, dr->in, &d->m->weights.embed, &x, 1, d->embed_scale);
+    if (x_host)
+        b->embed(b, dr->in, &d->m->weights.embed, x_host, 1, d->embed_scale);
+    else
+        b->embed_dev(b, dr->in, &d->m->weights.embed, x_dev, 1, d->embed_scale);
     b->copy(b, dr->in + B, dr->h, (size_t)B);
     b->matmul(b, dr->x, &a->pre_proj, dr->in, 1);
     for (int i = 0; i < c->n_layers; i++)
         drafter_layer(dr, i, pos);
     b->rmsnorm(b, dr->xn, dr->x, &a->final_norm, 1, c->hidden, c->rms_eps);
     b->matmul(b, dr->h, &a->post_proj, dr->xn, 1);
+}
 
+/* The head on the device: the picked token goes to the device word id (no synchronisation). */
+static void drafter_head_device(drafter *dr, int *id) {
+    const assistant *a = dr->a;
+    backend *b = dr->b;
+    b->matmul(b, dr->scores, &a->centroids, dr->xn, 1);
+    b->draft_head(b, id, dr->work_dev, dr->scores + a->n_centroids, dr->scores, a->n_centroids,
+                  dr->top_k, &a->head_by_cluster, a->token_ordering, dr->xn);
+}
+
+/* The head the reference way: scores to the host, the pick there (see the top of the file). */
+static int drafter_head_host(drafter *dr, int *ids, float *scores, int *n_scored) {
+    const assistant *a = dr->a;
+    const model_config *c = &a->config;
+    backend *b = dr->b;
     int best_id = -1, n = 0;
     float best = -INFINITY;
     if (!a->ordered) {
@@ -604,4 +653,45 @@ int drafter_step(drafter *dr, int x, int pos, int *ids, float *scores, int *n_sc
     }
     if (n_scored) *n_scored = n;
     return best_id;
+}
+
+int drafter_step(drafter *dr, int x, int pos, int *ids, float *scores, int *n_scored) {
+    const assistant *a = dr->a;
+    decoder *d = dr->d;
+    CHECK(pos >= 1 && pos <= d->pos && x >= 0 && x < a->config.vocab);
+    drafter_trunk(dr, &x, NULL, pos);
+    if (!dr->on_device || ids || scores) return drafter_head_host(dr, ids, scores, n_scored);
+    drafter_head_device(dr, dr->ids_dev);
+    float word;
+    dr->b->download(dr->b, &word, (const float *)dr->ids_dev, 1);
+    int id;
+    memcpy(&id, &word, sizeof id); /* the word holds an int */
+    if (n_scored) *n_scored = dr->top_k * a->per_centroid;
+    return id;
+}
+
+int drafter_draft(drafter *dr, int row, int x, int pos, int k, int *out) {
+    CHECK(k >= 1 && k <= DRAFTER_MAX_STEPS);
+    drafter_begin(dr, row);
+    if (!dr->on_device) {
+        for (int i = 0; i < k; i++)
+            out[i] = x = drafter_step(dr, x, pos, NULL, NULL, NULL);
+        return k;
+    }
+    CHECK(pos >= 1 && pos <= dr->d->pos && x >= 0 && x < dr->a->config.vocab);
+    /* The chain as one recorded step: x and pos reach a replay through the backend's step
+     * parameters (the first embed takes x by this very pointer, as forward.c's steps do), and
+     * later steps embed what the previous head left in ids_dev. */
+    backend *b = dr->b;
+    if (!(b->step_begin && b->step_begin(b, &x, 1, pos, dr->graph_key + k))) {
+        for (int i = 0; i < k; i++) {
+            drafter_trunk(dr, i == 0 ? &x : NULL, i == 0 ? NULL : dr->ids_dev + i - 1, pos);
+            drafter_head_device(dr, dr->ids_dev + i);
+        }
+        if (b->step_end) b->step_end(b);
+    }
+    float words[DRAFTER_MAX_STEPS];
+    b->download(b, words, (const float *)dr->ids_dev, (size_t)k);
+    memcpy(out, words, (size_t)k * sizeof(int)); /* the words hold ints */
+    return k;
 }

@@ -95,8 +95,21 @@ void drafter_begin(drafter *dr, int row);
 /* One draft step for token x at query position pos (the target's cache holds 0..pos-1):
  * returns the proposed token and carries h forward. When ids/scores are non-NULL they receive
  * the scored tokens and their logits (in head order; *n_scored of them: top_k * per_centroid
- * for the masked head, vocab otherwise) - for tests. */
+ * for the masked head, vocab otherwise) - for tests; the head then runs the reference way
+ * (scores to the host) on every backend, else on the device where the backend can. */
 int drafter_step(drafter *dr, int x, int pos, int *ids, float *scores, int *n_scored);
+
+/* Most steps one drafter_draft call chains. */
+#define DRAFTER_MAX_STEPS 16
+
+/* A whole draft round: drafter_begin(row), then k (1..DRAFTER_MAX_STEPS) chained steps from
+ * token x at query position pos, the proposals into out[k]; returns k. On a backend with
+ * draft_head and embed_dev (CUDA) the k steps run on the device with no host round trip, as
+ * one recorded step of the backend (a CUDA graph once it has been seen twice), and the k
+ * tokens come back in one download; elsewhere it is k drafter_step calls. The tokens are the
+ * greedy picks of the same head either way (up to rounding: the device sums in another order).
+ */
+int drafter_draft(drafter *dr, int row, int x, int pos, int k, int *out);
 
 /* The projected hidden state h' of the last step (backbone_hidden floats), for tests. */
 void drafter_projected(const drafter *dr, float *out);

@@ -104,6 +104,24 @@ struct backend {
      * argmax's over them. Synchronises. */
     void (*matmul_argmax)(backend *b, int *out, const tensor *w, const float *x, int n, float cap);
 
+    /* Optional (NULL on the CPU backend, where assistant.c runs the head as matmuls and picks on
+     * the host): the MTP drafter's centroid-masked greedy head (assistant.h) on the device.
+     * cscores[n_centroids] are the centroid scores (a backend buffer); the top_k clusters are
+     * picked (descending, ties to the lower index), logits[j * per + t] gets the logit of the
+     * t-th token of the j-th of them (row c_j * per + t of head, the lm_head rows in cluster
+     * order, per = head->rows / n_centroids) against x[head->cols], and *id the token
+     * ordering[c_j * per + t] with the highest logit (the smaller id on ties). id and work are
+     * int words in backend buffers (work: top_k + 4 words of scratch); ordering is a host array
+     * of head->rows ids, copied to the device once. Does not synchronise: the id stays on the
+     * device for embed_dev, so a chain of draft steps needs no host round trip. */
+    void (*draft_head)(backend *b, int *id, int *work, float *logits, const float *cscores,
+                       int n_centroids, int top_k, const tensor *head, const int *ordering,
+                       const float *x);
+
+    /* Optional (NULL on the CPU backend): embed as above, but ids[n] are int words in a backend
+     * buffer (e.g. what draft_head wrote); they must lie inside the table. */
+    void (*embed_dev)(backend *b, float *out, const tensor *table, const int *ids, int n, float s);
+
     void (*destroy)(backend *b);
 };
 

@@ -8,15 +8,12 @@
 #include "decoder.h"
 #include "util.h"
 
-/* The MTP drafter as a proposer: h from the target row, then k chained steps at position pos. */
+_Static_assert(SPEC_MAX_K <= DRAFTER_MAX_STEPS, "a draft round must fit one drafter_draft");
+
+/* The MTP drafter as a proposer: h from the target row, then k chained steps at position pos
+ * (on the device as one graph where the backend can). */
 static int drafter_propose(void *ctx, int row, int x, int pos, int k, int *out) {
-    drafter *dr = ctx;
-    drafter_begin(dr, row);
-    for (int i = 0; i < k; i++) {
-        x = drafter_step(dr, x, pos, NULL, NULL, NULL);
-        out[i] = x;
-    }
-    return k;
+    return drafter_draft(ctx, row, x, pos, k, out);
 }
 
 void speculator_init(speculator *s, decoder *d, head *h, drafter *dr, int k) {

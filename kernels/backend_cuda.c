@@ -46,6 +46,7 @@
 
 #include "backend.h"
 #include "backend_cuda.h"
+#include "backend_cuda_internal.h"
 #include "kernels.h"
 #include "util.h"
 
@@ -75,12 +76,13 @@ enum {
     F_ARGMAX,
     F_COPY,
     F_TRANSFER,
+    F_DRAFT_HEAD, /* backend_cuda_draft.c */
     F_COUNT
 };
 static const char *const family_name[F_COUNT] = {
     "matvec (own)", "gemm (cuBLAS)", "rmsnorm",        "rope",      "kv_write",
     "attention",    "gelu_mul",      "embed",          "add/scale", "softcap",
-    "argmax",       "copy (d2d)",    "upload/download"};
+    "argmax",       "copy (d2d)",    "upload/download", "draft_head"};
 
 /* One weight copied to the device. */
 typedef struct {
@@ -647,6 +649,24 @@ void backend_cuda_profile_print(backend *b, FILE *f) {
             total_bytes, total_ms > 0 ? total_bytes / (total_ms * 1e6) : 0.0);
 }
 
+/* ---- for the other files of the backend (backend_cuda_internal.h) ---------------------- */
+
+const int cuda_family_embed = F_EMBED, cuda_family_draft_head = F_DRAFT_HEAD;
+
+const void *cuda_weight(backend *b, const tensor *w) {
+    return weight_dev(st_flushed(b), w);
+}
+
+cudaStream_t cuda_op_begin(backend *b) {
+    cuda_state *st = st_flushed(b);
+    op_begin(st);
+    return st->stream;
+}
+
+void cuda_op_end(backend *b, int family, double bytes) {
+    op_end(st_of(b), family, bytes);
+}
+
 /* ---- life cycle ---------------------------------------------------------------------- */
 
 static void cu_destroy(backend *b) {
@@ -755,6 +775,8 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     b->argmax = cu_argmax;
     b->step_begin = cu_step_begin;
     b->step_end = cu_step_end;
+    b->draft_head = cuda_draft_head;
+    b->embed_dev = cuda_embed_dev;
     b->destroy = cu_destroy;
     return b;
 }

@@ -92,6 +92,17 @@ void k_convert(cudaStream_t s, void *dst, int wdtype, const float *src, size_t n
 #define K_ARGMAX_BLOCKS 128
 void k_argmax(cudaStream_t s, const float *x, int n, void *scratch, int *out);
 
+/* draft_head.cu: the MTP drafter's centroid-masked greedy head (assistant.h). From the centroid
+ * scores cscores[n_centroids], the top_k clusters (descending, ties to the lower index) go to
+ * work[0..top_k); logits[j * per + t] = head[c_j * per + t] . x[cols] for their tokens (head:
+ * the lm_head rows in cluster order, [n_centroids * per][cols] of dtype wdtype), and *id gets
+ * ordering[c_j * per + t] of the highest logit (ties to the smaller token id). id, work,
+ * ordering: device memory; work holds K_DRAFT_WORK(top_k) words, 8-byte aligned. */
+#define K_DRAFT_WORK(top_k) ((((top_k) + 1) & ~1) + 3)
+void k_draft_head(cudaStream_t s, int *id, int *work, float *logits, const float *cscores,
+                  int n_centroids, int top_k, const void *head, int wdtype, int cols, int per,
+                  const int *ordering, const float *x);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,30 @@
+/* backend_cuda_internal.h: what backend_cuda.c shares with the other C files of the CUDA
+ * backend. backend_cuda.c owns the state (stream, weight table, counters); a file that adds
+ * ops (backend_cuda_draft.c: the drafter's head and the device-id embed) reaches it only
+ * through these calls, and backend_cuda.c puts the ops into the table. */
+#ifndef BACKEND_CUDA_INTERNAL_H
+#define BACKEND_CUDA_INTERNAL_H
+
+#include <cuda_runtime_api.h>
+
+#include "backend.h"
+
+/* Kernel families of the profile table, for cuda_op_end. */
+extern const int cuda_family_embed, cuda_family_draft_head;
+
+/* The device copy of w's data, made on first use (which must not be inside a captured step).
+ * Runs what fusion has held back first. */
+const void *cuda_weight(backend *b, const tensor *w);
+/* Start an op: runs what fusion has held back, starts the op's timer when profiling; returns
+ * the stream to launch on. */
+cudaStream_t cuda_op_begin(backend *b);
+/* End an op of `family` that moved `bytes` (counted, and timed when profiling). */
+void cuda_op_end(backend *b, int family, double bytes);
+
+/* backend_cuda_draft.c: backend.h's draft_head and embed_dev. */
+void cuda_draft_head(backend *b, int *id, int *work, float *logits, const float *cscores,
+                     int n_centroids, int top_k, const tensor *head, const int *ordering,
+                     const float *x);
+void cuda_embed_dev(backend *b, float *out, const tensor *table, const int *ids, int n, float s);
+
+#endif
