@@ -16,13 +16,19 @@
 #      same perplexity (to 1e-3 relative)
 #   4. compute-sanitizer memcheck and racecheck over the op test (small shapes), and memcheck
 #      over a whole-model run (CUDA graphs included); SAN_TIMEOUT seconds each (default 600)
+#   5. speculative decoding on the GPU, on models/gemma4-tiny with its assistant: the drafter's
+#      device chain against its single steps and the CPU drafter (cuda_ops draft), lossless
+#      serving (`engine bench` output_hash equal for NUM_SPECULATIVE_TOKENS 0 and 1..8, plain,
+#      with a keepset, with a small window, with both; SPEC_PROMPTS prompts x SPEC_NEW_TOKENS,
+#      default 3 x 128), and compute-sanitizer memcheck over the head op and a short
+#      speculative run (draft-chain graphs included)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 LOG_DIR=${LOG_DIR:-$ROOT/build-gpu/gpu-logs}
 mkdir -p "$LOG_DIR"
 SAN_TIMEOUT=${SAN_TIMEOUT:-600}
-STEPS=" ${GPU_TEST_STEPS:-1 2 3 4} " # a subset, e.g. GPU_TEST_STEPS="1 2 3"
+STEPS=" ${GPU_TEST_STEPS:-1 2 3 4 5} " # a subset, e.g. GPU_TEST_STEPS="1 2 3"
 want() { [[ $STEPS == *" $1 "* ]]; }
 
 if [[ -n "${GPU_BIN_DIR:-}" ]]; then
@@ -116,6 +122,69 @@ elif step "4. compute-sanitizer"; command -v compute-sanitizer >/dev/null; then
     "$CUDA_OPS" model tests/engine/fixtures/a_ple_kvshare
 else
   fail "compute-sanitizer not found"
+fi
+
+if ! want 5; then
+  :
+elif step "5. speculative decoding on the GPU"; [[ -f $TINY/config.json && -d $TINY-assistant ]]; then
+  run_logged spec_drafter "$CUDA_OPS" draft "$TINY"
+  tmp=$(mktemp -d)
+  head -n "${SPEC_PROMPTS:-3}" "$TINY/eval/prompts_tune.jsonl" >"$tmp/prompts.jsonl"
+  # lossless: every k serves the tokens of k = 0 (plain greedy on the same device)
+  for cfg in plain keepset window keepset_window; do
+    env_cfg=()
+    [[ $cfg == *keepset* ]] && env_cfg+=(LM_HEAD_KEEPSET=1024)
+    [[ $cfg == *window* ]] && env_cfg+=(SLIDING_WINDOW=24)
+    for k in 0 1 2 3 4 5 6 7 8; do
+      env "${env_cfg[@]}" ENGINE_DEVICE=cuda NUM_SPECULATIVE_TOKENS=$k \
+        MAX_NEW_TOKENS="${SPEC_NEW_TOKENS:-128}" WARMUP_NUM_PROMPTS=0 \
+        "$ENGINE" bench "$TINY" --prompts "$tmp/prompts.jsonl" \
+        >"$LOG_DIR/spec_${cfg}_k$k.out" 2>"$LOG_DIR/spec_${cfg}_k$k.err" ||
+        { tail -n 5 "$LOG_DIR/spec_${cfg}_k$k.err" >&2; fail "engine bench $cfg k=$k on cuda"; }
+    done
+  done
+  if ! python3 - "$LOG_DIR" <<'PY' 2>&1 | tee "$LOG_DIR/spec_lossless.log"
+import json, sys
+ok = True
+for cfg in ["plain", "keepset", "window", "keepset_window"]:
+    runs = []
+    for k in range(9):
+        try:
+            runs.append(json.loads(open(f"{sys.argv[1]}/spec_{cfg}_k{k}.out").read().strip().splitlines()[-1]))
+        except (OSError, ValueError, IndexError):
+            runs.append(None)
+    if any(r is None for r in runs):
+        print(f"{cfg}: some runs gave no result")
+        ok = False
+        continue
+    base = runs[0]["output_hash"]
+    same = [r["output_hash"] == base for r in runs]
+    ok = ok and all(same)
+    acc = " ".join(f"{r.get('accept_len', 0):.2f}" for r in runs[1:])
+    print(f"{cfg:15s} k=0 hash {base}: k=1..8 {'identical' if all(same) else 'DIFFERENT: ' + str([r['output_hash'] for r in runs])}; "
+          f"accepted drafts per step k=1..8: {acc}")
+sys.exit(0 if ok else 1)
+PY
+  then
+    fail "speculative decoding on the GPU is not lossless"
+  fi
+  if command -v compute-sanitizer >/dev/null; then
+    python3 - "$TINY/eval/prompts_tune.jsonl" "$tmp/short.jsonl" <<'PY'
+import json, sys
+p = json.loads(open(sys.argv[1]).readline())
+json.dump({"id": "short", "prompt_token_ids": p["prompt_token_ids"][:40]}, open(sys.argv[2], "w"))
+PY
+    run_logged spec_memcheck_op timeout "$SAN_TIMEOUT" compute-sanitizer --tool memcheck \
+      --error-exitcode 3 --leak-check full "$CUDA_OPS" draft small
+    run_logged spec_memcheck_run env ENGINE_DEVICE=cuda NUM_SPECULATIVE_TOKENS=3 MAX_NEW_TOKENS=24 \
+      WARMUP_NUM_PROMPTS=0 timeout "$SAN_TIMEOUT" compute-sanitizer --tool memcheck --error-exitcode 3 \
+      "$ENGINE" bench "$TINY" --prompts "$tmp/short.jsonl"
+  else
+    fail "compute-sanitizer not found"
+  fi
+  rm -rf "$tmp"
+else
+  echo "test_gpu: $TINY or its assistant is not there: speculative checks skipped"
 fi
 
 echo
