@@ -142,7 +142,7 @@ def stage_target(args, docs, P, budget_s):
     valid_ids = tokenize_docs(tok, [d for d in docs if d["split"] == "valid"])
     renamed = renamed_copies(tok, train_docs, args) if args.rename_p > 0 else None
     sampler = tgt.WindowSampler(train_ids, args.seq_len, args.seed, args.copy_aug, renamed,
-                                args.rename_p)
+                                args.rename_p, args.repeat_aug)
     val = tgt.fixed_windows(valid_ids, args.seq_len, per_doc=1 if not args.smoke else 1)
     if args.smoke:
         val = val[:4]
@@ -167,6 +167,7 @@ def stage_target(args, docs, P, budget_s):
                     "weight_decay": args.weight_decay, "max_epochs": args.max_epochs,
                     "copy_aug": args.copy_aug, "layout": args.layout,
                     "rename_p": args.rename_p, "rename_copies": args.rename_copies,
+                    "repeat_aug": args.repeat_aug,
                     "train_tokens": sampler.n_tokens})
     write_json(history, os.path.join(P["logs"], "target_history.json"))
     log(f"target saved: best step {history['best_step']}, val loss {val_bf16:.4f} "
@@ -442,6 +443,9 @@ def main():
                    help="validate every N steps (deterministic); 0: every --eval-every-s seconds")
     r.add_argument("--copy-aug", type=float, default=0.0,
                    help="share of training windows with a span repeated 128-480 tokens later")
+    r.add_argument("--repeat-aug", type=float, default=0.0,
+                   help="share of training windows made of one 128-480-token block of their text, "
+                        "repeated (augment.repeat_augment)")
     r.add_argument("--layout", choices=["late-full", "first-full"], default="late-full",
                    help="where the full-attention layers sit (tools/smallmodel/target.py)")
     r.add_argument("--rename-p", type=float, default=0.0,

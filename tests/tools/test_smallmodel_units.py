@@ -191,6 +191,18 @@ class AugmentTest(unittest.TestCase):
         self.assertEqual(augment.copy_augment(ids, random.Random(0)), ids)
 
 
+    def test_repeated_block_fills_the_window(self):
+        rng = random.Random(2)
+        for _ in range(20):
+            ids = [2] + list(range(100, 2147))
+            out = augment.repeat_augment(ids, rng)
+            self.assertEqual(len(out), len(ids))
+            self.assertEqual(out[0], 2)
+            L = next(g for g in range(128, 481) if out[1 + g] == out[1])
+            self.assertEqual(out[1 : 1 + L], ids[1 : 1 + L])
+            self.assertTrue(all(out[i] == out[i - L] for i in range(1 + L, len(out))))
+        self.assertEqual(augment.repeat_augment([2] + list(range(50)), rng), [2] + list(range(50)))
+
     def test_rename_entities_is_consistent_and_whole_word(self):
         text = "Smith met Smithers. Smith's dog saw Jones; smith and Jones left."
         rng = random.Random(5)

@@ -7,6 +7,10 @@ perplexity (the knob the tuner turns). Two augmentations push training towards t
 
   copy_augment     a share of training windows get one span of their own text repeated 128-480
                    tokens later (token level);
+  repeat_augment   a share of training windows are one block of their own text, 128-480 tokens
+                   long, repeated to fill the window: from the second copy on every token can be
+                   read from one block-length back, the strongest signal for a copy (induction)
+                   circuit to form in the few million tokens a small model trains on (token level);
   rename_entities  a training document's proper nouns (tagged np in the Brown corpus) are
                    renamed consistently, each to a random proper noun of the training set, in
                    fresh renamed copies of the document (text level, before tokenization): the
@@ -30,6 +34,17 @@ def copy_augment(ids, rng, min_gap=128, max_gap=480, min_len=16, max_len=64, kee
     b = a + gap
     out[b : b + n] = out[a : a + n]
     return out
+
+
+def repeat_augment(ids, rng, min_len=128, max_len=480, keep=1):
+    """ids[:keep] followed by ids[keep:keep+L] repeated to the length of ids, L random in
+    [min_len, max_len]. Returns a new list."""
+    L = rng.randint(min_len, max_len)
+    block = list(ids[keep : keep + L])
+    if len(block) < L:
+        return list(ids)
+    body = block * (-(-(len(ids) - keep) // L))
+    return list(ids[:keep]) + body[: len(ids) - keep]
 
 
 def rename_entities(text, names, pool, rng):

@@ -30,7 +30,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from .augment import copy_augment
+from .augment import copy_augment, repeat_augment
 from .tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 SLIDING, FULL = "sliding_attention", "full_attention"
@@ -116,11 +116,13 @@ def add_residual_dropout(model, p):
 
 class WindowSampler:
     """Random <bos>-prefixed windows of seq_len tokens from whole documents; with copy_p > 0
-    that share of windows is copy-augmented, and with renamed copies of the documents given
+    that share of windows is copy-augmented, with repeat_p > 0 that share is a repeated block
+    (repeat_augment; the two exclude each other), and with renamed copies of the documents given
     (renamed[i]: token lists of document i with its names renamed, augment.rename_entities),
     a share rename_p of windows is cut from one of those instead (augment.py)."""
 
-    def __init__(self, docs_ids, seq_len, seed, copy_p=0.0, renamed=None, rename_p=0.0):
+    def __init__(self, docs_ids, seq_len, seed, copy_p=0.0, renamed=None, rename_p=0.0,
+                 repeat_p=0.0):
         keep = [i for i, d in enumerate(docs_ids) if len(d) >= seq_len]
         self.docs = [torch.tensor(docs_ids[i], dtype=torch.long) for i in keep]
         if not self.docs:
@@ -136,6 +138,7 @@ class WindowSampler:
         self.gen = torch.Generator().manual_seed(seed)
         self.n_tokens = int(lengths.sum().item())
         self.copy_p = copy_p
+        self.repeat_p = repeat_p
         self.rng = random.Random(seed)
 
     def batch(self, batch_size):
@@ -147,7 +150,9 @@ class WindowSampler:
                 d = self.renamed[i][self.rng.randrange(len(self.renamed[i]))]
             start = int(torch.randint(0, len(d) - (self.seq_len - 1) + 1, (1,), generator=self.gen))
             row = torch.cat([torch.tensor([BOS_ID]), d[start : start + self.seq_len - 1]])
-            if self.copy_p > 0 and self.rng.random() < self.copy_p:
+            if self.repeat_p > 0 and self.rng.random() < self.repeat_p:
+                row = torch.tensor(repeat_augment(row.tolist(), self.rng))
+            elif self.copy_p > 0 and self.rng.random() < self.copy_p:
                 row = torch.tensor(copy_augment(row.tolist(), self.rng))
             rows.append(row)
         return torch.stack(rows)
