@@ -686,8 +686,8 @@ static void draft_head_case(weight_dtype dt, int nc, int per, int cols, int k) {
     free(got_cl);
     free(cs);
     free(x);
-    free(ordering);
-    /* head stays alive: the backend keys its device copy by the host pointer */
+    /* head and ordering stay alive: the backend keys its device copies by the host pointers, so
+     * a later case must not get either address again */
 }
 
 static void test_draft_head(void) {
