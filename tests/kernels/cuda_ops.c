@@ -15,7 +15,9 @@
  *                               path (also part of "ops")
  *   cuda_ops draft DIR...       the drafter on DIR with DIR-assistant: drafter_draft's device
  *                               chain (eager, captured, replayed) == its single steps exactly,
- *                               and == the CPU drafter up to rounding near-ties
+ *                               and == the CPU drafter up to rounding near-ties; and lossless
+ *                               speculation (k = 1..8 serve plain greedy's tokens, full head /
+ *                               keepset, native window / 24)
  *   cuda_ops bench-matmul       our matvec kernel against cuBLAS on E4B's shapes (n = 1, 4, 64)
  *   cuda_ops copy-bw            the device's copy bandwidth (for the benchmark's floor)
  *   cuda_ops decode-profile DIR P S   decode steps after a P-token prefill: ms per step with
@@ -44,6 +46,7 @@
 #include "backend_cuda.h"
 #include "decoder.h"
 #include "engine.h"
+#include "speculate.h"
 #include "util.h"
 #include "../test_util.h"
 
@@ -809,6 +812,71 @@ static void check_drafter(const char *dir) {
     free(lc);
 }
 
+/* Lossless speculation on the GPU, in one process: spec_generate with k = 1..8 must serve
+ * exactly the tokens of k = 0 (plain greedy through the same head) on DIR with DIR-assistant,
+ * with the full head and with a keepset of 1024, at the native window and at 24, for the first
+ * two prompts of DIR/eval/prompts_tune.jsonl. A difference prints its first position. */
+static void check_lossless(const char *dir) {
+    char err[512], adir[1024], path[1024];
+    snprintf(adir, sizeof adir, "%s-assistant", dir);
+    snprintf(path, sizeof path, "%s/eval/prompts_tune.jsonl", dir);
+    model *m = model_load(dir, err, sizeof err);
+    assistant *as = m ? assistant_load(adir, err, sizeof err) : NULL;
+    prompt_set ps;
+    if (!m || !as || prompt_set_load(path, &ps, err, sizeof err)) die("%s", err);
+    const int V = model_vocab_size(m), NEW = 96, P = ps.n < 2 ? ps.n : 2;
+    snprintf(path, sizeof path, "%s/keepset.txt", dir);
+    keepset ks;
+    const int have_ks = keepset_load(path, 1024, V, &ks, err, sizeof err) == 0;
+    int *want = xmalloc((size_t)NEW * sizeof(int)), *got = xmalloc((size_t)NEW * sizeof(int));
+    for (int cfg = 0; cfg < 4; cfg++) {
+        const int use_ks = cfg & 1, window = cfg & 2 ? 24 : 0;
+        if (use_ks && !have_ks) continue;
+        engine_options o = {.max_model_len = 1200, .device = "cuda", .sliding_window = window};
+        decoder *d = decoder_new(m, &o, err, sizeof err);
+        if (!d) die("%s: %s", dir, err);
+        drafter *dr = drafter_new(as, d, 0, err, sizeof err);
+        if (!dr) die("%s: %s", adir, err);
+        head *h = head_new(d, use_ks ? &ks : NULL);
+        int bad = 0;
+        double accepted = 0, steps = 0;
+        for (int p = 0; p < P; p++) {
+            const prompt *pr = &ps.items[p];
+            if (!pr->tokens || pr->n_tokens + NEW > o.max_model_len) continue;
+            for (int k = 0; k <= 8; k++) {
+                speculator s;
+                speculator_init(&s, d, h, k ? dr : NULL, k);
+                int n = spec_generate(&s, pr->tokens, pr->n_tokens, NEW, -1, k ? got : want, NULL,
+                                      NULL);
+                CHECK(n == NEW);
+                accepted += k ? s.stats.accepted : 0;
+                steps += k ? s.stats.steps : 0;
+                int first = -1;
+                for (int i = 0; i < NEW && k && first < 0; i++)
+                    if (got[i] != want[i]) first = i;
+                if (first >= 0) bad++;
+                EXPECT(first < 0,
+                       "%s: %s, window %d, prompt %d, k %d: token %d is %d, plain greedy has %d",
+                       dir, use_ks ? "keepset 1024" : "full head", window, p, k, first,
+                       first >= 0 ? got[first] : 0, first >= 0 ? want[first] : 0);
+            }
+        }
+        printf("%-40s lossless, %s, window %s: k = 1..8 %s plain greedy over %d prompt(s) x %d "
+               "tokens (%.2f drafts accepted per verify)\n",
+               dir, use_ks ? "keepset 1024" : "full head", window ? "24" : "native",
+               bad ? "DIFFER from" : "all equal", P, NEW, steps ? accepted / steps : 0.0);
+        head_free(h);
+        drafter_free(dr);
+        decoder_free(d);
+    }
+    if (have_ks) keepset_free(&ks);
+    free(want);
+    free(got);
+    prompt_set_free(&ps);
+    assistant_free(as);
+    model_free(m);
+}
+
 /* cuda_ops draft [small] | draft DIR...: the head op alone, or the drafter on models. */
 static int run_draft(int argc, char **argv) {
     cpu = backend_cpu_new(0);
@@ -819,8 +887,10 @@ static int run_draft(int argc, char **argv) {
         small_shapes = argc > 2;
         test_draft_head();
     } else {
-        for (int i = 2; i < argc; i++)
+        for (int i = 2; i < argc; i++) {
             check_drafter(argv[i]);
+            check_lossless(argv[i]);
+        }
     }
     printf("draft: %s\n", failures ? "FAILED" : "the device head agrees with the CPU path");
     gpu->destroy(gpu);
