@@ -15,7 +15,8 @@
 #
 # Environment: NEW_TOKENS (default 512), PROMPTS (first N prompts of prompts_tune.jsonl, default
 # 16), REPEATS (runs per k, the best decode tps kept, default 2), WARMUP (default 2), OUT (default
-# docs/bench_spec_gpu.md), LOG_DIR (raw results kept there when set).
+# docs/bench_spec_gpu.md), LOG_DIR (raw results kept there when set), GIT_REV (the commit to name
+# when the tree has no .git, as on a machine the tree was copied to).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 new_tokens=${NEW_TOKENS:-512}
@@ -87,7 +88,7 @@ L = []
 w = L.append
 base = J("k0")
 w("# Speculative decoding on the GPU (gemma4-tiny with its assistant)\n")
-w("Produced by \`$command_line\` on $(date -u +%Y-%m-%d) (git $(git rev-parse --short HEAD 2>/dev/null || echo unknown)).")
+w("Produced by \`$command_line\` on $(date -u +%Y-%m-%d) (git ${GIT_REV:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}).")
 w(f"GPU: $gpu; engine device: {base.get('device', '?')}.")
 w("Protocol: \`ENGINE_DEVICE=cuda engine bench models/gemma4-tiny\` on the first $n_prompts prompts "
   "of prompts_tune.jsonl (600-980 tokens each), $new_tokens new tokens each, $warmup warm-up "
