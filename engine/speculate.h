@@ -12,7 +12,10 @@
  * Every served token is the target's greedy choice given the served tokens before it, so the
  * output equals plain greedy decoding (k = 0 is exactly that loop). Bit for bit, too: the CPU
  * backend computes a row of a few-row matmul with the same kernel as a single row
- * (backend_cpu.c), so a verify row is the decode step it replaces.
+ * (backend_cpu.c), and the CUDA backend's row results do not depend on how many rows share a
+ * launch (matvec.cu's split depends on the matrix shape only, attention.cu's on the ring), so a
+ * verify row is the decode step it replaces (checked on the GPU by tests/kernels/cuda_ops
+ * draft and scripts/test_gpu.sh step 5).
  *
  * Stats: the accepted-length histogram and the time in draft and verify (the caller times the
  * whole; the rest is prefill, rollback and bookkeeping). */

@@ -20,8 +20,8 @@
 #      device chain against its single steps and the CPU drafter (cuda_ops draft), lossless
 #      serving (`engine bench` output_hash equal for NUM_SPECULATIVE_TOKENS 0 and 1..8, plain,
 #      with a keepset, with a small window, with both; SPEC_PROMPTS prompts x SPEC_NEW_TOKENS,
-#      default 3 x 128), and compute-sanitizer memcheck over the head op and a short
-#      speculative run (draft-chain graphs included)
+#      default 3 x 128), and compute-sanitizer memcheck and racecheck over the head op and
+#      memcheck over a short speculative run (draft-chain graphs included)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -176,6 +176,8 @@ json.dump({"id": "short", "prompt_token_ids": p["prompt_token_ids"][:40]}, open(
 PY
     run_logged spec_memcheck_op timeout "$SAN_TIMEOUT" compute-sanitizer --tool memcheck \
       --error-exitcode 3 --leak-check full "$CUDA_OPS" draft small
+    run_logged spec_racecheck_op timeout "$SAN_TIMEOUT" compute-sanitizer --tool racecheck \
+      --error-exitcode 3 "$CUDA_OPS" draft small
     run_logged spec_memcheck_run env ENGINE_DEVICE=cuda NUM_SPECULATIVE_TOKENS=3 MAX_NEW_TOKENS=24 \
       WARMUP_NUM_PROMPTS=0 timeout "$SAN_TIMEOUT" compute-sanitizer --tool memcheck --error-exitcode 3 \
       "$ENGINE" bench "$TINY" --prompts "$tmp/short.jsonl"
