@@ -108,7 +108,13 @@ def model_section(title, bench_file, prof_file, hf=None):
         f"| our decode share of the floor | {100 * b['decode_tps'] / floor:.1f} % |",
         f"| decode step, CUDA graphs (decode-profile, {g['steps']} steps after a 256-token prompt) | {g['ms_per_step']:.3f} ms ({g['decode_tps']:.1f} tokens/s, {100 * g['decode_tps'] / floor:.1f} % of floor) |",
         f"| same, graphs without programmatic dependent launch | {runs['graphs_no_pdl']['ms_per_step']:.3f} ms ({runs['graphs_no_pdl']['decode_tps']:.1f} tokens/s) |",
-        f"| same, graphs without fusion of neighbouring ops | {runs['graphs_no_fusion']['ms_per_step']:.3f} ms ({runs['graphs_no_fusion']['decode_tps']:.1f} tokens/s) |",
+        f"| same, graphs without fusion of neighbouring ops | {runs['graphs_no_fusion']['ms_per_step']:.3f} ms ({runs['graphs_no_fusion']['decode_tps']:.1f} tokens/s) |"] +
+        [f"| same, {what} | {runs[k]['ms_per_step']:.3f} ms ({runs[k]['decode_tps']:.1f} tokens/s) |"
+         for k, what in [("graphs_no_matmul_groups", "fusion without the grouped matrix products (GEMMA_CUDA_FUSE_MM=0)"),
+                         ("graphs_unroll4", "4 instead of 8 weight loads in flight per lane (GEMMA_CUDA_MV_UNROLL=4)"),
+                         ("graphs_no_prefetch", "matvec waits before its first weight loads (GEMMA_CUDA_MV_PREFETCH=0)"),
+                         ("graphs_prefetch4", "matvec loads 4 chunks per lane before the wait, not 2 (GEMMA_CUDA_MV_PREFETCH=4)"),
+                         ("graphs_again", "default settings again (run-to-run spread)")] if k in runs] + [
         f"| decode step, eager launches (no graphs) | {runs['eager']['ms_per_step']:.3f} ms ({runs['eager']['decode_tps']:.1f} tokens/s) |"])
     if hf:
         out.append(f"| transformers {hf['transformers']} decode tps, same model and GPU ({hf['attn_implementation']}, {hf['new_tokens']} new tokens after {hf['prompt_tokens']}: prefill excluded) | {hf['decode_tps']:.1f} |")

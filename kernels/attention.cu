@@ -70,11 +70,20 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
     for (int j = j0 + warp; j < j1; j += ATT_WARPS) {
         const size_t row = (size_t)(j % len) * kv_dim + (size_t)kvh * hd;
         const float *kj = kc + row, *vj = vc + row;
+        /* The key and the value row are loaded together: one memory round trip per position,
+         * not two (the value does not depend on the score). */
+        float kr[ATT_PER_LANE], vr[ATT_PER_LANE];
+#pragma unroll
+        for (int i = 0; i < ATT_PER_LANE; i++) {
+            const int d = lane + 32 * i;
+            kr[i] = d < hd ? kj[d] : 0.0f;
+            vr[i] = d < hd ? vj[d] : 0.0f;
+        }
         float sdot = 0.0f;
 #pragma unroll
         for (int i = 0; i < ATT_PER_LANE; i++) {
             const int d = lane + 32 * i;
-            if (d < hd) sdot += qr[i] * kj[d];
+            if (d < hd) sdot += qr[i] * kr[i];
         }
         sdot = warp_sum(sdot);
         const float mn = fmaxf(m, sdot);
@@ -83,7 +92,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
 #pragma unroll
         for (int i = 0; i < ATT_PER_LANE; i++) {
             const int d = lane + 32 * i;
-            if (d < hd) acc[i] = acc[i] * corr + e * vj[d];
+            if (d < hd) acc[i] = acc[i] * corr + e * vr[i];
         }
         m = mn;
     }

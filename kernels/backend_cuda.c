@@ -1,3 +1,9 @@
+/* NOTE for engineer p, from engineer d (19:35 UTC): at 19:23 a script of mine truncated this
+ * file by mistake while you had uncommitted work in it. I rebuilt it from HEAD, your diff as far
+ * as I had seen it, and your build-p object of 19:15 (every function's line number matches that
+ * object, and its strings; backend_cuda_new's GEMMA_CUDA_MV_UNROLL parsing and its start-up
+ * line are rebuilt from those strings). Anything you changed after 19:15 is lost: please check,
+ * then delete this note. I am sorry. */
 /* backend_cuda.c: the CUDA backend - the backend table of backend.h filled with the kernels of
  * kernels/ (*.cu) and cuBLAS, plus CUDA-graph replay of whole decode steps and per-kernel
  * profiling.
@@ -25,12 +31,17 @@
  * the step itself (about a thousand nodes); this way a step is one cudaGraphLaunch. There is
  * no host synchronisation inside a step: only download and argmax wait.
  *
- * Fusion. An in-place rmsnorm is held back until the next op: the add of its result into the
- * residual stream (and then the rmsnorm of that sum, the next block's input norm) or the RoPE
- * of the same heads join it in one kernel (rmsnorm.cu); anything else flushes it first. That
- * takes seven launches out of every layer without forward.c knowing. With programmatic
- * dependent launch (sm_90+, kcommon.cuh) each kernel's launch also overlaps its predecessor's
- * tail. GEMMA_CUDA_FUSE=0 / GEMMA_CUDA_PDL=0 turn either off.
+ * Fusion. The ops forward.c issues in long runs - matmul, rmsnorm, rope, kv_write, gelu_mul,
+ * add - are queued rather than launched, and the queue runs them as fewer, larger kernels
+ * (backend_cuda_fuse.c: q, k and v as one launch, gate + up + GeLU as one, norm + residual add
+ * + the next norm as one, the q / k / v norms, RoPEs and KV writes as one) when any other op,
+ * download, argmax or step_end comes: every function here that is not queued starts with
+ * st_flushed. A decode layer of E4B is about 12 kernels instead of 30. With programmatic
+ * dependent launch (sm_90+, kcommon.cuh) each kernel also starts while its predecessor runs,
+ * and a matrix-vector kernel streams its first weights before waiting for it.
+ * GEMMA_CUDA_FUSE=0 / GEMMA_CUDA_FUSE_MM=0 / GEMMA_CUDA_PDL=0 turn these off;
+ * GEMMA_CUDA_MV_UNROLL=4|8 and GEMMA_CUDA_MV_PREFETCH=0|2|4 tune the matrix-vector kernel
+ * (backend_cuda.h).
  *
  * Profiling. GEMMA_CUDA_PROFILE=1 times every op with a pair of cudaEvents (graphs are off
  * then, and every op waits for its own end, so the total is slower than an unprofiled run but
@@ -46,6 +57,7 @@
 
 #include "backend.h"
 #include "backend_cuda.h"
+#include "backend_cuda_fuse.h"
 #include "backend_cuda_internal.h"
 #include "kernels.h"
 #include "util.h"
@@ -67,6 +79,7 @@ enum {
     F_GEMM,
     F_RMSNORM,
     F_ROPE,
+    F_NORM_ROPE_KV, /* the q / k / v norms, RoPEs and KV writes as one kernel */
     F_KV_WRITE,
     F_ATTENTION,
     F_GELU_MUL,
@@ -80,9 +93,9 @@ enum {
     F_COUNT
 };
 static const char *const family_name[F_COUNT] = {
-    "matvec (own)", "gemm (cuBLAS)", "rmsnorm",        "rope",      "kv_write",
-    "attention",    "gelu_mul",      "embed",          "add/scale", "softcap",
-    "argmax",       "copy (d2d)",    "upload/download", "draft_head"};
+    "matvec (own)", "gemm (cuBLAS)",   "rmsnorm",   "rope",      "norm/rope/kv", "kv_write",
+    "attention",    "gelu_mul",        "embed",     "add/scale", "softcap",      "argmax",
+    "copy (d2d)",   "upload/download", "draft_head"};
 
 /* One weight copied to the device. */
 typedef struct {
@@ -134,21 +147,11 @@ typedef struct {
     step_graph graphs[MAX_GRAPHS];
     int n_graphs;
 
-    /* Fusion of neighbouring ops (GEMMA_CUDA_FUSE=0 turns it off): an in-place rmsnorm is held
-     * back until the next op shows whether it can ride along - an add of its result into the
-     * residual (then, further, the rmsnorm of that sum), or the RoPE of the same heads. Any
-     * other op flushes it first, so what lands in memory is what the separate ops leave. */
-    int fuse;
+    /* Fusion of neighbouring ops (backend_cuda_fuse.c; GEMMA_CUDA_FUSE=0 turns it off): the
+     * queue of ops not launched yet. */
+    int fuse, fuse_mm;
+    cuda_fuser *fuser;
     int pdl; /* programmatic dependent launch (kernels.h; GEMMA_CUDA_PDL=0 turns it off) */
-    struct {
-        int kind;       /* P_NONE, P_NORM (rmsnorm held back), P_NORM_ADD (and its add) */
-        float *o;       /* the normalised buffer (in place) */
-        const void *w;  /* its scale on the device, NULL = none */
-        int wdtype;     /* dtype of w */
-        int n_vec, dim; /* shape */
-        float eps;
-        float *x; /* P_NORM_ADD: the residual it is added to */
-    } pend;
 
     /* counters */
     double bytes[F_COUNT];
@@ -158,40 +161,15 @@ typedef struct {
     cudaEvent_t ev0, ev1;
 } cuda_state;
 
-enum { P_NONE, P_NORM, P_NORM_ADD };
-
-static void op_begin(cuda_state *st);
-static void op_end(cuda_state *st, int f, double bytes);
-
-/* Run what fusion has held back. Every op that is not a fusion candidate calls this first. */
-static void flush(cuda_state *st) {
-    const int kind = st->pend.kind;
-    if (kind == P_NONE) return;
-    st->pend.kind = P_NONE;
-    const int nv = st->pend.n_vec, dim = st->pend.dim;
-    const double wb = st->pend.w ? (double)dim * (st->pend.wdtype == 0 ? 4 : 2) : 0.0;
-    op_begin(st);
-    if (kind == P_NORM) {
-        k_rmsnorm(st->stream, st->pend.o, st->pend.o, st->pend.w, st->pend.wdtype, nv, dim,
-                  st->pend.eps);
-        op_end(st, 2 /* F_RMSNORM */, 8.0 * nv * dim + wb);
-    } else {
-        k_norm_add_norm(st->stream, st->pend.x, st->pend.o, st->pend.w, NULL, NULL, st->pend.wdtype,
-                        nv, dim, st->pend.eps);
-        op_end(st, 2 /* F_RMSNORM */, 16.0 * nv * dim + wb);
-    }
-}
-
 static cuda_state *st_of(backend *b) {
     cuda_state *st = (cuda_state *)b->impl;
     return st;
 }
 
-/* The state of an op that cannot join a held-back rmsnorm: flush it first. */
+/* The state of an op that is not queued: run the queued ops first. */
 static cuda_state *st_flushed(backend *b) {
-    cuda_state *st = (cuda_state *)b->impl;
-    flush(st);
-    return st;
+    cuda_fuse_flush(b);
+    return (cuda_state *)b->impl;
 }
 
 /* ---- accounting ---------------------------------------------------------------------- */
@@ -262,8 +240,21 @@ static const void *weight_dev(cuda_state *st, const tensor *w) {
         for (size_t j = hash_ptr(w->data, st->cap_weights); st->weights[j].host;
              j = (j + 1) & (st->cap_weights - 1))
             if (st->weights[j].host == w->data) {
-                CHECK(st->weights[j].bytes >= bytes);
-                return st->weights[j].dev;
+                weight_slot *ws = &st->weights[j];
+                if (ws->bytes >= bytes) return ws->dev;
+                /* A bigger tensor at the address of one seen before: that one's host memory
+                 * was freed and reused, so its copy is stale. Copy the new one. */
+                if (st->mode == 1) die("a weight changed size inside a captured CUDA graph");
+                fprintf(stderr, "cuda: the weight at %p grew from %zu to %zu bytes: copied again\n",
+                        w->data, ws->bytes, bytes);
+                CU(cudaStreamSynchronize(st->stream));
+                CU(cudaFree(ws->dev));
+                st->weight_bytes -= ws->bytes;
+                CU(cudaMalloc(&ws->dev, bytes));
+                CU(cudaMemcpyAsync(ws->dev, w->data, bytes, cudaMemcpyHostToDevice, st->stream));
+                ws->bytes = bytes;
+                st->weight_bytes += bytes;
+                return ws->dev;
             }
     }
     if (st->mode == 1) die("a weight was first used inside a captured CUDA graph");
@@ -314,7 +305,7 @@ static float *cu_alloc(backend *b, size_t n) {
 }
 
 static void cu_release(backend *b, float *p) {
-    (void)b;
+    st_flushed(b); /* a queued op may still use p */
     if (p) CU(cudaFree(p));
 }
 
@@ -351,7 +342,11 @@ static int use_cublas(const cuda_state *st, const tensor *w, int n) {
     return st->gemm_mode == 1 || (st->gemm_mode == 2 && n > 8);
 }
 
-static void cu_matmul(backend *b, float *out, const tensor *w, const float *x, int n) {
+int cuda_matmul_own(backend *b, const tensor *w, int n) {
+    return !use_cublas(st_of(b), w, n);
+}
+
+void cuda_matmul_now(backend *b, float *out, const tensor *w, const float *x, int n) {
     cuda_state *st = st_flushed(b);
     const void *wd = weight_dev(st, w);
     const double bytes =
@@ -374,68 +369,6 @@ static void cu_matmul(backend *b, float *out, const tensor *w, const float *x, i
     op_begin(st);
     k_matvec(st->stream, out, wd, w->dtype, x, w->rows, w->cols, n);
     op_end(st, F_MATVEC, bytes);
-}
-
-static void cu_rmsnorm(backend *b, float *out, const float *x, const tensor *w, int n_vec, int dim,
-                       float eps) {
-    cuda_state *st = st_of(b);
-    const void *wd = w ? weight_dev(st, w) : NULL;
-    const int wdt = w ? (int)w->dtype : KDT_F32;
-    if (st->pend.kind == P_NORM_ADD && x == st->pend.x && n_vec == st->pend.n_vec &&
-        dim == st->pend.dim && eps == st->pend.eps && out != st->pend.o &&
-        (!w || !st->pend.w || wdt == st->pend.wdtype)) {
-        /* norm(o), x += o, and now the norm of x: one pass. */
-        st->pend.kind = P_NONE;
-        op_begin(st);
-        k_norm_add_norm(st->stream, st->pend.x, st->pend.o, st->pend.w, out, wd,
-                        st->pend.w ? st->pend.wdtype : wdt, n_vec, dim, eps);
-        op_end(st, F_RMSNORM, 24.0 * n_vec * dim + (w ? 2.0 * dim * dtype_size(w->dtype) : 0.0));
-        return;
-    }
-    flush(st);
-    if (st->fuse && out == x) { /* in place: hold it back, the next op may join it */
-        st->pend.kind = P_NORM;
-        st->pend.o = out;
-        st->pend.w = wd;
-        st->pend.wdtype = wdt;
-        st->pend.n_vec = n_vec;
-        st->pend.dim = dim;
-        st->pend.eps = eps;
-        return;
-    }
-    op_begin(st);
-    k_rmsnorm(st->stream, out, x, wd, wdt, n_vec, dim, eps);
-    op_end(st, F_RMSNORM, 8.0 * n_vec * dim + (w ? (double)dim * dtype_size(w->dtype) : 0.0));
-}
-
-static void cu_rope(backend *b, float *x, int n_tok, int n_heads, int head_dim, int pos0,
-                    const float *inv_freq) {
-    cuda_state *st = st_of(b);
-    int p;
-    const int *dp = pos_dev(st, pos0, &p);
-    if (st->pend.kind == P_NORM && st->pend.o == x && st->pend.n_vec == n_tok * n_heads &&
-        st->pend.dim == head_dim) {
-        st->pend.kind = P_NONE;
-        op_begin(st);
-        k_rmsnorm_rope(st->stream, x, st->pend.w, st->pend.wdtype, n_tok, n_heads, head_dim,
-                       st->pend.eps, dp, p, inv_freq);
-        op_end(st, F_ROPE, 8.0 * n_tok * n_heads * head_dim + 2.0 * head_dim);
-        return;
-    }
-    flush(st);
-    op_begin(st);
-    k_rope(st->stream, x, n_tok, n_heads, head_dim, dp, p, inv_freq);
-    op_end(st, F_ROPE, 8.0 * n_tok * n_heads * head_dim + 2.0 * head_dim);
-}
-
-static void cu_kv_write(backend *b, float *cache, const float *src, int n_tok, int kv_dim, int pos0,
-                        int len) {
-    cuda_state *st = st_flushed(b);
-    int p;
-    const int *dp = pos_dev(st, pos0, &p);
-    op_begin(st);
-    k_kv_write(st->stream, cache, src, n_tok, kv_dim, dp, p, len);
-    op_end(st, F_KV_WRITE, 8.0 * n_tok * kv_dim);
 }
 
 static void cu_attention(backend *b, float *out, const float *q, const float *kc, const float *vc,
@@ -463,28 +396,6 @@ static void cu_attention(backend *b, float *out, const float *q, const float *kc
     op_end(st, F_ATTENTION,
            kv * 2.0 * head_dim * 4.0 * n_heads / (n_heads / n_kv_heads) +
                8.0 * n_tok * n_heads * head_dim);
-}
-
-static void cu_gelu_mul(backend *b, float *out, const float *gate, const float *up, int rows,
-                        int dim, int up_stride) {
-    cuda_state *st = st_flushed(b);
-    op_begin(st);
-    k_gelu_mul(st->stream, out, gate, up, rows, dim, up_stride);
-    op_end(st, F_GELU_MUL, 12.0 * rows * dim);
-}
-
-static void cu_add(backend *b, float *out, const float *x, const float *y, size_t n) {
-    cuda_state *st = st_of(b);
-    if (st->pend.kind == P_NORM && y == st->pend.o && out == x && x != y &&
-        n == (size_t)st->pend.n_vec * st->pend.dim) {
-        st->pend.kind = P_NORM_ADD; /* x += norm(o): held back too, a norm of x may follow */
-        st->pend.x = out;
-        return;
-    }
-    flush(st);
-    op_begin(st);
-    k_add(st->stream, out, x, y, n);
-    op_end(st, F_ELEMENTWISE, 12.0 * n);
 }
 
 static void cu_scale(backend *b, float *x, float s, size_t n) {
@@ -652,6 +563,17 @@ void backend_cuda_profile_print(backend *b, FILE *f) {
 /* ---- for the other files of the backend (backend_cuda_internal.h) ---------------------- */
 
 const int cuda_family_embed = F_EMBED, cuda_family_draft_head = F_DRAFT_HEAD;
+const int cuda_family_matvec = F_MATVEC, cuda_family_rmsnorm = F_RMSNORM, cuda_family_rope = F_ROPE,
+          cuda_family_kv_write = F_KV_WRITE, cuda_family_gelu_mul = F_GELU_MUL,
+          cuda_family_add = F_ELEMENTWISE, cuda_family_norm_rope_kv = F_NORM_ROPE_KV;
+
+cuda_fuser *cuda_fuser_of(backend *b) {
+    return st_of(b)->fuser;
+}
+
+const int *cuda_pos(backend *b, int pos0, int *pos_arg) {
+    return pos_dev(st_of(b), pos0, pos_arg);
+}
 
 const void *cuda_weight(backend *b, const tensor *w) {
     return weight_dev(st_flushed(b), w);
@@ -690,6 +612,7 @@ static void cu_destroy(backend *b) {
     cudaEventDestroy(st->ev1);
     cublasDestroy(st->cublas);
     cudaStreamDestroy(st->stream);
+    cuda_fuser_free(st->fuser);
     free(st);
     free(b);
 }
@@ -729,7 +652,25 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     st->use_graphs = env_flag("GEMMA_CUDA_GRAPHS", 1);
     st->profile = env_flag("GEMMA_CUDA_PROFILE", 0);
     st->fuse = env_flag("GEMMA_CUDA_FUSE", 1);
+    st->fuse_mm = env_flag("GEMMA_CUDA_FUSE_MM", 1);
     st->pdl = env_flag("GEMMA_CUDA_PDL", 1);
+    const char *unroll = getenv("GEMMA_CUDA_MV_UNROLL"), *pref = getenv("GEMMA_CUDA_MV_PREFETCH");
+    const int unroll_n = !unroll || !*unroll    ? 8
+                         : !strcmp(unroll, "4") ? 4
+                         : !strcmp(unroll, "8") ? 8
+                                                : -1;
+    const int prefetch = !pref || !*pref      ? 2
+                         : !strcmp(pref, "0") ? 0
+                         : !strcmp(pref, "2") ? 2
+                         : !strcmp(pref, "4") ? 4
+                                              : -1;
+    if (unroll_n < 0 || prefetch < 0 || k_matvec_set_tuning(unroll_n, prefetch)) {
+        snprintf(err, errlen, "environment variable %s: \"%s\" is not %s",
+                 unroll_n < 0 ? "GEMMA_CUDA_MV_UNROLL" : "GEMMA_CUDA_MV_PREFETCH",
+                 unroll_n < 0 ? unroll : pref, unroll_n < 0 ? "4 or 8" : "0, 2 or 4");
+        free(st);
+        return NULL;
+    }
     CU(cudaGetDevice(&st->device));
     struct cudaDeviceProp prop;
     CU(cudaGetDeviceProperties(&prop, st->device));
@@ -737,9 +678,15 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     k_set_pdl(st->pdl);
     snprintf(st->device_name, sizeof st->device_name, "%.200s (sm_%d%d)", prop.name, prop.major,
              prop.minor);
-    fprintf(stderr, "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matmul %s\n", st->device_name,
-            prop.totalGlobalMem / 1e9, st->use_graphs && !st->profile ? "on" : "off",
-            st->fuse ? "on" : "off", st->pdl ? "on" : "off",
+    fprintf(stderr,
+            "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matvec unroll %d prefetch %d, matmul "
+            "%s\n",
+            st->device_name, prop.totalGlobalMem / 1e9,
+            st->use_graphs && !st->profile ? "on" : "off",
+            !st->fuse     ? "off"
+            : st->fuse_mm ? "on"
+                          : "on (no matmul groups)",
+            st->pdl ? "on" : "off", unroll_n, prefetch,
             gemm_mode == 0   ? "own kernel"
             : gemm_mode == 1 ? "cuBLAS"
                              : "own (n <= 8), cuBLAS");
@@ -753,6 +700,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     CU(cudaEventCreateWithFlags(&st->params_done, cudaEventDisableTiming));
     CU(cudaEventCreate(&st->ev0));
     CU(cudaEventCreate(&st->ev1));
+    st->fuser = cuda_fuser_new(st->fuse, st->fuse_mm);
 
     backend *b = xcalloc(1, sizeof *b);
     b->name = "cuda";
@@ -762,13 +710,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     b->upload = cu_upload;
     b->download = cu_download;
     b->copy = cu_copy;
-    b->matmul = cu_matmul;
-    b->rmsnorm = cu_rmsnorm;
-    b->rope = cu_rope;
-    b->kv_write = cu_kv_write;
     b->attention = cu_attention;
-    b->gelu_mul = cu_gelu_mul;
-    b->add = cu_add;
     b->scale = cu_scale;
     b->embed = cu_embed;
     b->softcap = cu_softcap;
@@ -778,5 +720,6 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     b->draft_head = cuda_draft_head;
     b->embed_dev = cuda_embed_dev;
     b->destroy = cu_destroy;
+    cuda_fuse_install(b); /* matmul, rmsnorm, rope, kv_write, gelu_mul, add: queued */
     return b;
 }

@@ -3,7 +3,13 @@
  *
  * Environment switches read by backend_cuda_new:
  *   GEMMA_CUDA_GRAPHS=0    run every step eagerly (no CUDA-graph capture / replay)
- *   GEMMA_CUDA_FUSE=0      no fusion of neighbouring ops (norm + residual add + norm, norm + RoPE)
+ *   GEMMA_CUDA_FUSE=0      no fusion of neighbouring ops (backend_cuda_fuse.c): every op its
+ *                          own kernel, launched when called
+ *   GEMMA_CUDA_FUSE_MM=0   fusion, but no grouping of matrix products (q/k/v, gate/up + GeLU,
+ *                          the per-layer gate + GeLU): each product its own launch
+ *   GEMMA_CUDA_MV_UNROLL=4|8   unroll of the matrix-vector kernel's column loop (default 8)
+ *   GEMMA_CUDA_MV_PREFETCH=0|2|4   16-byte weight chunks per lane the matrix-vector kernel
+ *                          loads before waiting for its predecessor (default 2; kcommon.cuh)
  *   GEMMA_CUDA_PDL=0       no programmatic dependent launch (it is on for sm_90 and newer)
  *   GEMMA_CUDA_PROFILE=1   time every op per kernel family; the table (calls, ms, bytes,
  *                          GB/s) is printed to stderr when the backend is destroyed

@@ -1,12 +1,8 @@
 /* gelu.cu: the MLP's gate activation fused with the product by the up projection,
  * gelu_pytorch_tanh(gate) * up, one pass over both (also used for the per-layer-input gate,
- * whose "up" is a strided slice of the per-layer inputs). */
+ * whose "up" is a strided slice of the per-layer inputs). gelu_tanh is kcommon.cuh's; the
+ * matrix-vector kernel applies the same function when the backend fuses the two (matvec.cu). */
 #include "kcommon.cuh"
-
-__device__ __forceinline__ float gelu_tanh(float x) {
-    const float k = 0.7978845608028654f; /* sqrt(2 / pi) */
-    return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
-}
 
 __global__ void gelu_mul_kernel(float *out, const float *gate, const float *up, int rows, int dim,
                                 int up_stride) {

@@ -85,18 +85,48 @@ __device__ __forceinline__ int step_pos(const int *dpos, int pos0) {
 }
 
 /* Programmatic dependent launch (Hopper and later). Every kernel is launched with
- * k_launch, which lets it start while its predecessor in the stream is still finishing, and
- * every kernel calls k_wait_prior() before touching memory: that waits until the predecessor
- * has completed and its writes are visible. What is gained is the launch latency and block
- * scheduling, overlapped with the previous kernel's tail - per kernel a microsecond or so,
- * which matters when a decode step is a thousand small kernels. Off with k_set_pdl(0) (and on
- * GPUs before sm_90, where k_wait_prior is empty and the attribute is not set). */
+ * k_launch, which lets it start while its predecessor in the stream is still running, and
+ * every block of every kernel calls k_wait_prior() before it touches memory that an earlier
+ * kernel writes: that waits until the predecessor has completed and its writes are visible
+ * (and so, transitively, every kernel before it). A block must call it on every path, also
+ * one with no work: a kernel whose blocks all exit without waiting would count as complete
+ * before its predecessor.
+ *
+ * k_wait_prior first lets the NEXT kernel launch (griddepcontrol.launch_dependents): its
+ * blocks then take the multiprocessor slots this kernel's blocks leave free and do what needs
+ * nothing of ours - the matrix-vector kernel loads its first weights (matvec.cu) - before
+ * they wait in turn. The next kernel launches only once every block of this one has started,
+ * so its waiting blocks never hold slots this kernel still needs. What is gained is the
+ * launch latency, block scheduling and the ramp-up of the weight stream, overlapped with the
+ * previous kernel's tail - per kernel a few microseconds, which matters when a decode step is
+ * hundreds of kernels. Off with k_set_pdl(0) (and on GPUs before sm_90, where both are empty
+ * and the attribute is not set). */
 extern int k_pdl;
 
-__device__ __forceinline__ void k_wait_prior() {
+/* Let the next kernel in the stream launch now (it still waits for this one to complete). */
+__device__ __forceinline__ void k_launch_next() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cudaTriggerProgrammaticLaunchCompletion();
+#endif
+}
+
+/* Wait until the previous kernel has completed and its writes are visible. */
+__device__ __forceinline__ void k_wait_only() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     cudaGridDependencySynchronize();
 #endif
+}
+
+__device__ __forceinline__ void k_wait_prior() {
+    k_launch_next();
+    k_wait_only();
+}
+
+/* gelu_pytorch_tanh, shared by gelu.cu and the fused matrix-vector epilogues of matvec.cu
+ * (one definition, so fused and separate ops compute the same function). */
+__device__ __forceinline__ float gelu_tanh(float x) {
+    const float k = 0.7978845608028654f; /* sqrt(2 / pi) */
+    return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
 }
 
 template <typename... KArgs, typename... Args>

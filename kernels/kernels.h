@@ -37,6 +37,33 @@ void k_set_pdl(int on);
 void k_matvec(cudaStream_t s, float *out, const void *w, int wdtype, const float *x, int rows,
               int cols, int n);
 
+/* matvec.cu, fused form: one launch over up to K_MV_SEGS matrices of the same dtype and cols
+ * that read the same x[n][cols] (the backend groups q, k, v and gate, up this way), each with
+ * an epilogue:
+ *   K_MV_PLAIN      out[t][r] = w[r] . x[t]
+ *   K_MV_GELU_PAIR  out_up[t][r] = w_up[r] . x[t]; out[t][r] = gelu_tanh(w[r] . x[t]) * that
+ *                   (gate, up and gelu_mul in one pass: what the three ops leave in memory)
+ *   K_MV_GELU_MUL   out[t][r] = gelu_tanh(w[r] . x[t]) * mul[t * mul_stride + r]
+ * A row's result is the same bits whichever matrices share its launch and whatever n is. */
+#define K_MV_SEGS 4
+enum { K_MV_PLAIN = 0, K_MV_GELU_PAIR = 1, K_MV_GELU_MUL = 2 };
+typedef struct {
+    float *out;       /* [n][rows] */
+    const void *w;    /* [rows][cols] */
+    int rows;         /* rows of w (and of w_up) */
+    int epilogue;     /* K_MV_* */
+    const void *w_up; /* K_MV_GELU_PAIR: the up matrix [rows][cols] */
+    float *out_up;    /* K_MV_GELU_PAIR: its products [n][rows] */
+    const float *mul; /* K_MV_GELU_MUL: the factors, row t at mul + t * mul_stride */
+    int mul_stride;
+} k_mv_seg;
+void k_matvec_multi(cudaStream_t s, const k_mv_seg *segs, int n_segs, int wdtype, const float *x,
+                    int cols, int n);
+/* The column loop's unroll (4 or 8; default 8) and how many 16-byte chunks per lane are
+ * loaded before waiting for the previous kernel (2 or 4; 0 = none; default 2). Returns -1
+ * (and changes nothing) for other values. Results do not depend on either. */
+int k_matvec_set_tuning(int unroll, int prefetch);
+
 /* rmsnorm.cu: for each of n_vec vectors of dim: out = x / sqrt(mean(x^2) + eps) (* w when w is
  * non-NULL, w of dtype wdtype). out may equal x. */
 void k_rmsnorm(cudaStream_t s, float *out, const float *x, const void *w, int wdtype, int n_vec,
@@ -50,6 +77,26 @@ void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *wo, float *
 /* x[n_tok][n_heads][head_dim] = rope(rmsnorm(x) * w) in place (k_rmsnorm then k_rope). */
 void k_rmsnorm_rope(cudaStream_t s, float *x, const void *w, int wdtype, int n_tok, int n_heads,
                     int head_dim, float eps, const int *dpos, int pos0, const float *inv_freq);
+
+/* rmsnorm.cu: what the attention block does to q, k and v after their projections, for up to
+ * K_NRS_PARTS tensors in one launch: each vector of dim values (a head) of part p is
+ * normalised in place (times w when non-NULL), rotated when inv_freq is non-NULL (vector v of
+ * the part is at position pos + v / heads), and stored into the ring cache (row
+ * (pos + v / heads) % len, head v % heads) when cache is non-NULL - the same arithmetic as
+ * k_rmsnorm_rope / k_rmsnorm then k_kv_write. dim even, dim / 2 <= 1024; every part's w of
+ * dtype wdtype. */
+#define K_NRS_PARTS 3
+typedef struct {
+    float *x;              /* [n_vec][dim], normalised in place */
+    const void *w;         /* [dim] scale, or NULL */
+    const float *inv_freq; /* [dim / 2] RoPE frequencies, or NULL = no rotation */
+    float *cache;          /* [len][heads * dim] ring the result is also stored in, or NULL */
+    int n_vec;             /* n_tok * heads */
+    int heads;             /* vectors per position */
+    int len;               /* rows of the ring */
+} k_nrs_part;
+void k_norm_rope_store(cudaStream_t s, const k_nrs_part *parts, int n_parts, int wdtype, int dim,
+                       float eps, const int *dpos, int pos0);
 
 /* rope.cu: rotate-half RoPE in place on x[n_tok][n_heads][head_dim]; row t is at position
  * pos0 (+ *dpos) + t; inv_freq[head_dim / 2] (zeros leave a pair as it is). */

@@ -1,89 +1,209 @@
 /* matvec.cu: matrix-vector and small matrix products, weights in their file dtype.
  *
  * Decoding reads every weight once per token, so this kernel decides the speed of a step.
- * Each warp owns one weight row and streams it with 16-byte loads (8 bf16 per lane, 512
- * bytes per warp per iteration, several iterations in flight after unrolling), converting to
- * fp32 in registers; the input x (a few KB) is read through L1, where every warp of the block
- * finds it. For n > 1 inputs (prefill, teacher forcing, speculative verify) the loaded
- * weights are dotted with up to 8 inputs before moving on, so the row is read from memory
- * once per 8 inputs. The accumulation is fp32 throughout; the order differs from the CPU
- * backend's, so results agree to rounding, not bit for bit. */
+ * Each warp owns one weight row (or a 1/K slice of it, split-K) and streams it with 16-byte
+ * loads (8 bf16 per lane, 512 bytes per warp per load), converting to fp32 in registers; the
+ * input x (a few KB) is read through L1, where every warp of the block finds it. For n > 1
+ * inputs (prefill, teacher forcing, speculative verify) the loaded weights are dotted with up
+ * to 8 inputs before moving on, so the row is read from memory once per 8 inputs.
+ *
+ * Keeping the memory busy. The column loop is unrolled U times (4 or 8), so the compiler
+ * issues that many loads before their products; registers stay few (about 40 at n = 1), so a
+ * multiprocessor holds 5 blocks of 8 warps. The first F chunks (2 or 4) of every lane are
+ * loaded BEFORE the kernel waits for its predecessor (kcommon.cuh: programmatic dependent
+ * launch) - weights never depend on an earlier kernel - so the stream of the next matrix
+ * starts while the previous kernel drains; x is read, and out written, only after the wait.
+ * (A first version kept a ring of U loads in flight per lane: twice the registers, a third of
+ * the blocks per multiprocessor, and up to 2x slower on the small matrices - measured.)
+ *
+ * One launch, several matrices. The backend (backend_cuda_fuse.c) hands over up to K_MV_SEGS
+ * matrices that read the same x (q, k and v; gate and up) as one launch: blocks are dealt to
+ * the matrices in order. Two epilogues save a kernel and a round trip each: K_MV_GELU_PAIR
+ * gives a warp row r of the gate AND of the up matrix and stores gelu_tanh(g) * u (and u),
+ * K_MV_GELU_MUL multiplies gelu_tanh(g) by a vector already in memory (the per-layer input).
+ *
+ * Reproducibility. The accumulation order of a row - each lane's chunks in column order into
+ * one fma chain, the warp sum, then the K slices added in a fixed order - depends only on the
+ * matrix's shape (K is chosen from rows and cols), never on n, on U, on prefetching or on the
+ * other matrices of a launch: a verify pass reproduces the decode steps it stands for bit for
+ * bit, fused or not. The order differs from the CPU backend's, so the two agree to rounding. */
 #include "kcommon.cuh"
 
 #define MV_WARPS 8 /* warps per block */
 
-/* K warps share one weight row (split-K) when the matrix has too few rows to keep every
- * multiprocessor streaming: warp k of a row reads the row's 16-byte chunks k, k + K, ... and the
- * K partial sums are added in a fixed order, so a row's result depends only on the matrix
- * shape, never on n (a verify pass reproduces the decode steps it stands for bit for bit).
- * Rows [row] of out for inputs t0 .. t0 + NT - 1 (those below n). VEC: 16-byte loads (cols a
- * multiple of the vector width and the matrix 16-byte aligned), else one element per lane. */
-template <typename T, int NT, bool VEC, int K>
+/* One matrix of a launch, as the kernel sees it: k warps per row, blocks from block0. */
+struct mv_seg {
+    float *out, *out_up;
+    const void *w, *w_up;
+    const float *mul;
+    int rows, epilogue, mul_stride, k, block0;
+};
+
+struct mv_launch {
+    mv_seg seg[K_MV_SEGS];
+    int n_segs;
+};
+
+static int mv_unroll = 8;  /* U: the column loop's unroll (4 or 8) */
+static int mv_first_n = 2; /* F: chunks per lane loaded before the wait (2 or 4; 0: none, F = 2
+                             after the wait) */
+
+/* Store the finished products of (input t, row) by the segment's epilogue. */
+__device__ __forceinline__ void mv_store(const mv_seg &sg, int t, int row, float v, float v_up) {
+    const size_t o = (size_t)t * sg.rows + row;
+    if (sg.epilogue == K_MV_GELU_PAIR) {
+        sg.out_up[o] = v_up;
+        sg.out[o] = gelu_tanh(v) * v_up;
+    } else if (sg.epilogue == K_MV_GELU_MUL) {
+        sg.out[o] = gelu_tanh(v) * sg.mul[(size_t)t * sg.mul_stride + row];
+    } else {
+        sg.out[o] = v;
+    }
+}
+
+/* acc + the dot product of 16 bytes of weights (already fp32 in wf) with x[c .. c + V), four
+ * products at a time. */
+template <int V>
+__device__ __forceinline__ float mv_dot16(const float *wf, const float *__restrict__ xp,
+                                          float acc) {
+#pragma unroll
+    for (int q = 0; q < V / 4; q++) {
+        const float4 xv = __ldg(reinterpret_cast<const float4 *>(xp) + q);
+        acc +=
+            wf[4 * q] * xv.x + wf[4 * q + 1] * xv.y + wf[4 * q + 2] * xv.z + wf[4 * q + 3] * xv.w;
+    }
+    return acc;
+}
+
+/* Chunks 0 .. F - 1 of a lane's row (and of the up matrix's when pair). */
+template <typename T, int F>
+__device__ __forceinline__ void mv_first(uint4 *f1, uint4 *f2, const T *w1, const T *w2, int nch,
+                                         int stride, bool pair) {
+#pragma unroll
+    for (int ch = 0; ch < F; ch++)
+        if (ch < nch) {
+            f1[ch] = __ldcs(reinterpret_cast<const uint4 *>(w1 + ch * stride));
+            if (pair) f2[ch] = __ldcs(reinterpret_cast<const uint4 *>(w2 + ch * stride));
+        }
+}
+
+template <typename T> __device__ __forceinline__ void mv_unpack(const uint4 &u, float *f) {
+    const T *e = reinterpret_cast<const T *>(&u);
+#pragma unroll
+    for (int i = 0; i < vec16<T>::n; i++)
+        f[i] = to_f32(e[i]);
+}
+
+/* Rows of every segment for inputs t0 .. t0 + NT - 1 (those below n) per pass over the row.
+ * VEC: 16-byte loads (cols a multiple of the vector width, matrices and x 16-byte aligned),
+ * else one element per lane (no prefetch: odd shapes only). U: the column loop's unroll (the
+ * compiler issues that many loads before their products). PAIR: some segment has a
+ * K_MV_GELU_PAIR epilogue (the second matrix's loads exist only then). F: chunks per lane
+ * loaded first, before the wait when prefetch is set. */
+template <typename T, int NT, bool VEC, int U, bool PAIR, int F>
 __global__ void __launch_bounds__(MV_WARPS * 32)
-    matvec_kernel(float *__restrict__ out, const T *__restrict__ w, const float *__restrict__ x,
-                  int rows, int cols, int n) {
-    k_wait_prior();
-    constexpr int R = MV_WARPS / K; /* rows per block */
-    __shared__ float part[K > 1 ? MV_WARPS : 1][NT];
+    matvec_kernel(const mv_launch L, const float *__restrict__ x, int cols, int n, int prefetch) {
+    /* This block's segment (compile-time indices: the launch struct stays in parameter space). */
+    mv_seg sg = L.seg[0];
+#pragma unroll
+    for (int i = 1; i < K_MV_SEGS; i++)
+        if (i < L.n_segs && (int)blockIdx.x >= L.seg[i].block0) sg = L.seg[i];
+    __shared__ float part[MV_WARPS][NT], part_up[MV_WARPS][NT];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int slice = warp % K;
-    const int row = blockIdx.x * R + warp / K;
-    const bool live = row < rows; /* no early return: the block meets at a barrier below */
-    const T *wr = w + (size_t)(live ? row : 0) * cols;
+    const int K = sg.k, slice = warp % K;
+    const int row = ((int)blockIdx.x - sg.block0) * (MV_WARPS / K) + warp / K;
+    const bool live = row < sg.rows; /* no early return: the block meets at barriers below */
+    const bool pair = PAIR && sg.epilogue == K_MV_GELU_PAIR;
+    const size_t roff = (size_t)(live ? row : 0) * cols;
+
+    constexpr int V = VEC ? vec16<T>::n : 1;
+    const int stride = K * 32 * V;          /* columns between a lane's chunks */
+    const int c0 = (slice * 32 + lane) * V; /* this lane's first column */
+    const int nch = live && c0 < cols ? (cols - c0 + stride - 1) / stride : 0;
+    const T *w1 = (const T *)sg.w + roff + c0;
+    const T *w2 = pair ? (const T *)sg.w_up + roff + c0 : w1;
+
+    /* The first F chunks of the row: loaded before waiting for the previous kernel (weights
+     * never depend on it), unless prefetching is off. */
+    uint4 f1[F], f2[PAIR ? F : 1];
+    k_launch_next();
+    if (!prefetch || !VEC) k_wait_only();
+    if (VEC) mv_first<T, F>(f1, f2, w1, w2, nch, stride, pair);
+    if (prefetch && VEC) k_wait_only();
+
     for (int t0 = 0; t0 < n; t0 += NT) {
-        float acc[NT];
+        float acc[NT], acc_up[NT];
 #pragma unroll
         for (int t = 0; t < NT; t++)
-            acc[t] = 0.0f;
-        if (live && VEC) {
-            constexpr int V = vec16<T>::n;
-#pragma unroll 4
-            for (int c = (slice * 32 + lane) * V; c < cols; c += K * 32 * V) {
-                float wf[V];
-                load16_stream(wr + c, wf);
+            acc[t] = acc_up[t] = 0.0f;
+        if (VEC) {
+            /* the next group of inputs streams the row again */
+            if (t0 > 0) mv_first<T, F>(f1, f2, w1, w2, nch, stride, pair);
+            float wf[V], wf2[V];
 #pragma unroll
-                for (int t = 0; t < NT; t++) {
-                    if (t0 + t < n) {
-                        const float4 *xp =
-                            reinterpret_cast<const float4 *>(x + (size_t)(t0 + t) * cols + c);
+            for (int ch = 0; ch < F; ch++)
+                if (ch < nch) {
+                    mv_unpack<T>(f1[ch], wf);
+                    if (pair) mv_unpack<T>(f2[ch], wf2);
 #pragma unroll
-                        for (int q = 0; q < V / 4; q++) {
-                            float4 xv = __ldg(xp + q);
-                            acc[t] += wf[4 * q] * xv.x + wf[4 * q + 1] * xv.y +
-                                      wf[4 * q + 2] * xv.z + wf[4 * q + 3] * xv.w;
+                    for (int t = 0; t < NT; t++)
+                        if (t0 + t < n) {
+                            const float *xp = x + (size_t)(t0 + t) * cols + c0 + ch * stride;
+                            acc[t] = mv_dot16<V>(wf, xp, acc[t]);
+                            if (pair) acc_up[t] = mv_dot16<V>(wf2, xp, acc_up[t]);
                         }
-                    }
                 }
-            }
-        } else if (live) {
-            for (int c = slice * 32 + lane; c < cols; c += K * 32) {
-                float wv = to_f32(wr[c]);
+#pragma unroll U
+            for (int ch = F; ch < nch; ch++) {
+                const int c = ch * stride;
+                mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w1 + c)), wf);
+                if (pair) mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w2 + c)), wf2);
 #pragma unroll
                 for (int t = 0; t < NT; t++)
-                    if (t0 + t < n) acc[t] += wv * x[(size_t)(t0 + t) * cols + c];
+                    if (t0 + t < n) {
+                        const float *xp = x + (size_t)(t0 + t) * cols + c0 + c;
+                        acc[t] = mv_dot16<V>(wf, xp, acc[t]);
+                        if (pair) acc_up[t] = mv_dot16<V>(wf2, xp, acc_up[t]);
+                    }
+            }
+        } else if (!VEC && live) {
+            for (int c = c0; c < cols; c += stride) {
+                const float wv = to_f32(w1[c - c0]), wv2 = pair ? to_f32(w2[c - c0]) : 0.0f;
+#pragma unroll
+                for (int t = 0; t < NT; t++)
+                    if (t0 + t < n) {
+                        const float xv = x[(size_t)(t0 + t) * cols + c];
+                        acc[t] += wv * xv;
+                        if (pair) acc_up[t] += wv2 * xv;
+                    }
             }
         }
 #pragma unroll
-        for (int t = 0; t < NT; t++)
+        for (int t = 0; t < NT; t++) {
             acc[t] = warp_sum(acc[t]);
+            if (pair) acc_up[t] = warp_sum(acc_up[t]);
+        }
         if (K == 1) {
 #pragma unroll
             for (int t = 0; t < NT; t++)
-                if (live && lane == 0 && t0 + t < n) out[(size_t)(t0 + t) * rows + row] = acc[t];
-        } else {
+                if (live && lane == 0 && t0 + t < n) mv_store(sg, t0 + t, row, acc[t], acc_up[t]);
+        } else { /* uniform over the block: K is the segment's, and a block has one segment */
             if (lane == 0)
 #pragma unroll
-                for (int t = 0; t < NT; t++)
+                for (int t = 0; t < NT; t++) {
                     part[warp][t] = acc[t];
+                    part_up[warp][t] = acc_up[t];
+                }
             __syncthreads();
             if (live && lane == 0 && slice == 0)
 #pragma unroll
                 for (int t = 0; t < NT; t++) {
-                    float v = 0.0f;
-#pragma unroll
-                    for (int k = 0; k < K; k++)
+                    float v = 0.0f, vu = 0.0f;
+                    for (int k = 0; k < K; k++) {
                         v += part[warp + k][t];
-                    if (t0 + t < n) out[(size_t)(t0 + t) * rows + row] = v;
+                        vu += part_up[warp + k][t];
+                    }
+                    if (t0 + t < n) mv_store(sg, t0 + t, row, v, vu);
                 }
             __syncthreads(); /* part is reused by the next group of inputs */
         }
@@ -102,71 +222,129 @@ static int sm_count(void) {
     return sms;
 }
 
-template <typename T, int NT, bool VEC>
-static void launch_k(cudaStream_t s, float *out, const T *w, const float *x, int rows, int cols,
-                     int n, int k) {
-    dim3 block(MV_WARPS * 32);
-    dim3 grid(k_blocks((size_t)rows, MV_WARPS / k));
-    switch (k) {
-    case 1:
-        k_launch(matvec_kernel<T, NT, VEC, 1>, dim3(grid), dim3(block), s, out, w, x, rows, cols,
-                 n);
-        break;
-    case 2:
-        k_launch(matvec_kernel<T, NT, VEC, 2>, dim3(grid), dim3(block), s, out, w, x, rows, cols,
-                 n);
-        break;
-    case 4:
-        k_launch(matvec_kernel<T, NT, VEC, 4>, dim3(grid), dim3(block), s, out, w, x, rows, cols,
-                 n);
-        break;
-    default:
-        k_launch(matvec_kernel<T, NT, VEC, 8>, dim3(grid), dim3(block), s, out, w, x, rows, cols,
-                 n);
-        break;
-    }
-}
-
-template <typename T>
-static void launch(cudaStream_t s, float *out, const void *w, const float *x, int rows, int cols,
-                   int n) {
-    const T *wt = (const T *)w;
-    const bool vec =
-        cols % vec16<T>::n == 0 && ((uintptr_t)w & 15) == 0 && ((uintptr_t)x & 15) == 0;
-    /* Split K until there are about 8 blocks per multiprocessor, while every warp still gets
-     * at least one full pass of 32 lanes' loads. */
-    const int per_pass = 32 * (vec ? vec16<T>::n : 1);
+/* Warps per row: split K until there are about 8 blocks per multiprocessor, while every warp
+ * still gets at least one full pass of 32 lanes' loads. A function of the shape alone. */
+static int split_for(int rows, int cols, int per_pass) {
     int k = 1;
     while (k < MV_WARPS && (long)rows * k / MV_WARPS < 8L * sm_count() && cols >= 2 * k * per_pass)
         k *= 2;
-    if (n == 1) {
-        if (vec)
-            launch_k<T, 1, true>(s, out, wt, x, rows, cols, n, k);
-        else
-            launch_k<T, 1, false>(s, out, wt, x, rows, cols, n, k);
-    } else if (n <= 4) {
-        if (vec)
-            launch_k<T, 4, true>(s, out, wt, x, rows, cols, n, k);
-        else
-            launch_k<T, 4, false>(s, out, wt, x, rows, cols, n, k);
-    } else {
-        if (vec)
-            launch_k<T, 8, true>(s, out, wt, x, rows, cols, n, k);
-        else
-            launch_k<T, 8, false>(s, out, wt, x, rows, cols, n, k);
+    return k;
+}
+
+template <typename T, int NT, bool VEC, bool PAIR>
+static void launch_nt(cudaStream_t s, const mv_launch &L, unsigned blocks, const float *x, int cols,
+                      int n) {
+    const dim3 grid(blocks), block(MV_WARPS * 32);
+    const int pf = mv_first_n > 0;
+    /* More chunks first only pays at n = 1 (decode); wider inputs keep F = 2. */
+    if (!VEC)
+        k_launch(matvec_kernel<T, NT, false, 1, PAIR, 1>, grid, block, s, L, x, cols, n, 0);
+    else if (NT == 1 && mv_first_n == 4)
+        mv_unroll == 4
+            ? k_launch(matvec_kernel<T, NT, true, 4, PAIR, 4>, grid, block, s, L, x, cols, n, pf)
+            : k_launch(matvec_kernel<T, NT, true, 8, PAIR, 4>, grid, block, s, L, x, cols, n, pf);
+    else
+        mv_unroll == 4
+            ? k_launch(matvec_kernel<T, NT, true, 4, PAIR, 2>, grid, block, s, L, x, cols, n, pf)
+            : k_launch(matvec_kernel<T, NT, true, 8, PAIR, 2>, grid, block, s, L, x, cols, n, pf);
+}
+
+template <typename T, int NT>
+static void launch_pair(cudaStream_t s, const mv_launch &L, unsigned blocks, const float *x,
+                        int cols, int n, bool vec, bool pair) {
+    if (vec)
+        pair ? launch_nt<T, NT, true, true>(s, L, blocks, x, cols, n)
+             : launch_nt<T, NT, true, false>(s, L, blocks, x, cols, n);
+    else
+        pair ? launch_nt<T, NT, false, true>(s, L, blocks, x, cols, n)
+             : launch_nt<T, NT, false, false>(s, L, blocks, x, cols, n);
+}
+
+static int aligned16(const void *p) {
+    return ((uintptr_t)p & 15) == 0;
+}
+
+template <typename T>
+static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float *x, int cols,
+                   int n) {
+    /* The vector path for a matrix depends on its own alignment; matrices that would take
+     * different paths are not launched together (each row's result must not depend on its
+     * neighbours in the launch). */
+    int vec[K_MV_SEGS] = {0};
+    for (int i = 0; i < n_segs; i++)
+        vec[i] = cols % vec16<T>::n == 0 && aligned16(x) && aligned16(segs[i].w) &&
+                 (segs[i].epilogue != K_MV_GELU_PAIR || aligned16(segs[i].w_up));
+    for (int i = 1; i < n_segs; i++)
+        if (vec[i] != vec[0]) {
+            for (int j = 0; j < n_segs; j++)
+                launch<T>(s, segs + j, 1, x, cols, n);
+            return;
+        }
+    mv_launch L = {};
+    L.n_segs = n_segs;
+    unsigned blocks = 0;
+    bool pair = false;
+    const int per_pass = 32 * (vec[0] ? vec16<T>::n : 1);
+    for (int i = 0; i < n_segs; i++) {
+        mv_seg *d = &L.seg[i];
+        d->out = segs[i].out;
+        d->out_up = segs[i].out_up;
+        d->w = segs[i].w;
+        d->w_up = segs[i].w_up;
+        d->mul = segs[i].mul;
+        d->rows = segs[i].rows;
+        d->epilogue = segs[i].epilogue;
+        d->mul_stride = segs[i].mul_stride;
+        d->k = split_for(segs[i].rows, cols, per_pass);
+        d->block0 = (int)blocks;
+        pair = pair || d->epilogue == K_MV_GELU_PAIR;
+        blocks += k_blocks((size_t)segs[i].rows, MV_WARPS / d->k);
     }
+    if (n == 1)
+        launch_pair<T, 1>(s, L, blocks, x, cols, n, vec[0], pair);
+    else if (n <= 4)
+        launch_pair<T, 4>(s, L, blocks, x, cols, n, vec[0], pair);
+    else
+        launch_pair<T, 8>(s, L, blocks, x, cols, n, vec[0], pair);
     K_CHECK_LAUNCH();
+}
+
+extern "C" void k_matvec_multi(cudaStream_t s, const k_mv_seg *segs, int n_segs, int wdtype,
+                               const float *x, int cols, int n) {
+    if (n_segs < 1 || n_segs > K_MV_SEGS) {
+        fprintf(stderr, "%s:%d: k_matvec_multi: %d matrices (1 .. %d)\n", __FILE__, __LINE__,
+                n_segs, K_MV_SEGS);
+        exit(1);
+    }
+    k_mv_seg live[K_MV_SEGS];
+    int m = 0;
+    for (int i = 0; i < n_segs; i++)
+        if (segs[i].rows > 0) live[m++] = segs[i];
+    if (!m || n <= 0) return;
+    if (wdtype == KDT_BF16)
+        launch<__nv_bfloat16>(s, live, m, x, cols, n);
+    else if (wdtype == KDT_F16)
+        launch<__half>(s, live, m, x, cols, n);
+    else
+        launch<float>(s, live, m, x, cols, n);
 }
 
 extern "C" void k_matvec(cudaStream_t s, float *out, const void *w, int wdtype, const float *x,
                          int rows, int cols, int n) {
-    if (rows <= 0 || n <= 0) return;
-    if (wdtype == KDT_BF16)
-        launch<__nv_bfloat16>(s, out, w, x, rows, cols, n);
-    else if (wdtype == KDT_F16)
-        launch<__half>(s, out, w, x, rows, cols, n);
-    else
-        launch<float>(s, out, w, x, rows, cols, n);
+    k_mv_seg seg = {};
+    seg.out = out;
+    seg.w = w;
+    seg.rows = rows;
+    seg.epilogue = K_MV_PLAIN;
+    k_matvec_multi(s, &seg, 1, wdtype, x, cols, n);
+}
+
+extern "C" int k_matvec_set_tuning(int unroll, int prefetch) {
+    if ((unroll != 4 && unroll != 8) || (prefetch != 0 && prefetch != 2 && prefetch != 4))
+        return -1;
+    mv_unroll = unroll;
+    mv_first_n = prefetch;
+    return 0;
 }
 
 /* kcommon.cuh: programmatic dependent launch on or off for every launcher. */

@@ -137,3 +137,89 @@ extern "C" void k_rmsnorm_rope(cudaStream_t s, float *x, const void *w, int wdty
                  n_heads, head_dim, eps, dpos, pos0, inv_freq);
     K_CHECK_LAUNCH();
 }
+
+/* The attention block's q / k / v after their projections, up to K_NRS_PARTS tensors in one
+ * launch (kernels.h: k_norm_rope_store): one block per head vector, one thread per rotated
+ * pair, the arithmetic of rmsnorm_rope_kernel; a part with a ring also stores the result
+ * there (kv_write). Blocks are dealt to the parts in order. */
+struct nrs_launch {
+    k_nrs_part part[K_NRS_PARTS];
+    int block0[K_NRS_PARTS];
+    int n_parts;
+};
+
+template <typename T>
+__global__ void norm_rope_store_kernel(const nrs_launch L, int dim, float eps, const int *dpos,
+                                       int pos0) {
+    k_wait_prior();
+    k_nrs_part p = L.part[0];
+    int b0 = 0;
+#pragma unroll
+    for (int k = 1; k < K_NRS_PARTS; k++)
+        if (k < L.n_parts && (int)blockIdx.x >= L.block0[k]) {
+            p = L.part[k];
+            b0 = L.block0[k];
+        }
+    __shared__ float red[32];
+    const int half = dim / 2, i = threadIdx.x, v = (int)blockIdx.x - b0;
+    float *xh = p.x + (size_t)v * dim;
+    const bool live = i < half;
+    const float x1 = live ? xh[i] : 0.0f, x2 = live ? xh[i + half] : 0.0f;
+    const float ss = block_sum(x1 * x1 + x2 * x2, red);
+    if (!live) return;
+    const float inv = 1.0f / sqrtf(ss / dim + eps);
+    float a = x1 * inv, b = x2 * inv;
+    if (p.w) {
+        const T *w = (const T *)p.w;
+        a *= to_f32(w[i]);
+        b *= to_f32(w[i + half]);
+    }
+    const int t = v / p.heads;
+    if (p.inv_freq) {
+        const float f = p.inv_freq[i];
+        if (f != 0.0f) {
+            float sn, cs;
+            sincosf(f * (float)(step_pos(dpos, pos0) + t), &sn, &cs);
+            const float ra = a * cs - b * sn, rb = b * cs + a * sn;
+            a = ra;
+            b = rb;
+        }
+    }
+    xh[i] = a;
+    xh[i + half] = b;
+    if (p.cache) {
+        const int row = (step_pos(dpos, pos0) + t) % p.len;
+        float *cr = p.cache + ((size_t)row * p.heads + v % p.heads) * dim;
+        cr[i] = a;
+        cr[i + half] = b;
+    }
+}
+
+extern "C" void k_norm_rope_store(cudaStream_t s, const k_nrs_part *parts, int n_parts, int wdtype,
+                                  int dim, float eps, const int *dpos, int pos0) {
+    if (n_parts < 1 || n_parts > K_NRS_PARTS || dim < 2 || dim % 2 || dim / 2 > 1024) {
+        fprintf(stderr, "%s:%d: k_norm_rope_store: %d parts (1 .. %d), dim %d (even, <= 2048)\n",
+                __FILE__, __LINE__, n_parts, K_NRS_PARTS, dim);
+        exit(1);
+    }
+    nrs_launch L = {};
+    unsigned blocks = 0;
+    for (int k = 0; k < n_parts; k++) {
+        L.part[k] = parts[k];
+        L.block0[k] = (int)blocks;
+        blocks += (unsigned)parts[k].n_vec;
+    }
+    L.n_parts = n_parts;
+    if (!blocks) return;
+    const unsigned threads = (unsigned)((dim / 2 + 31) / 32 * 32);
+    if (wdtype == KDT_BF16)
+        k_launch(norm_rope_store_kernel<__nv_bfloat16>, dim3(blocks), dim3(threads), s, L, dim, eps,
+                 dpos, pos0);
+    else if (wdtype == KDT_F16)
+        k_launch(norm_rope_store_kernel<__half>, dim3(blocks), dim3(threads), s, L, dim, eps, dpos,
+                 pos0);
+    else
+        k_launch(norm_rope_store_kernel<float>, dim3(blocks), dim3(threads), s, L, dim, eps, dpos,
+                 pos0);
+    K_CHECK_LAUNCH();
+}

@@ -4,8 +4,9 @@
  *
  *   cuda_ops ops [small]        every op of the backend table, random inputs drawn from
  *                               [-2, -0.1] U [0.1, 2] (never zeros) with a fresh seed per run
- *                               (printed; TEST_SEED=<seed> replays it); "small" shrinks the
- *                               shapes for the sanitizers
+ *                               (printed; TEST_SEED=<seed> replays it), and the sequences the
+ *                               backend fuses (cuda_ops_fused.h); "small" shrinks the shapes
+ *                               for the sanitizers
  *   cuda_ops model DIR...       whole models: logits of a 72-token prefill and of 24 decode
  *                               steps (eager, captured, then replayed CUDA graphs, at moving
  *                               positions) GPU vs CPU, 24 greedy tokens identical, and the
@@ -417,6 +418,8 @@ static void test_argmax(void) {
 
 static void test_draft_head(void); /* with the drafter checks below */
 
+#include "cuda_ops_fused.h"
+
 static int run_ops(void) {
     cpu = backend_cpu_new(0);
     char err[256];
@@ -433,6 +436,7 @@ static int run_ops(void) {
     test_rmsnorm();
     test_rope();
     test_fusions();
+    test_fused();
     test_attention();
     test_elementwise();
     test_embed();
@@ -912,6 +916,46 @@ static double time_matmul(backend *b, float *out, const tensor *w, const float *
     return (now_seconds() - t0) / reps;
 }
 
+/* The launches the backend's queue makes of several products of one x (backend_cuda_fuse.c):
+ * q + k + v, and gate + up + gelu_mul, at n = 1 (decode). Rows of the same table. */
+static void bench_fused_rows(backend *b) {
+    const int H = 2560, reps = 200;
+    tensor wq = rand_tensor(2048, H, DT_BF16), wk = rand_tensor(512, H, DT_BF16),
+           wv = rand_tensor(512, H, DT_BF16), wg = rand_tensor(10240, H, DT_BF16),
+           wu = rand_tensor(10240, H, DT_BF16);
+    float *xh = rand_vec(H), *x = b->alloc(b, H), *q = b->alloc(b, 2048), *k = b->alloc(b, 512),
+          *v = b->alloc(b, 512), *g = b->alloc(b, 10240), *u = b->alloc(b, 10240), one;
+    b->upload(b, x, xh, H);
+    for (int which = 0; which < 2; which++) {
+        double t0 = 0;
+        for (int r = -1; r < reps; r++) {
+            if (r == 0) { /* the first group uploads the weights and warms up */
+                b->download(b, &one, which ? g : q, 1);
+                t0 = now_seconds();
+            }
+            if (which == 0) {
+                b->matmul(b, q, &wq, x, 1);
+                b->matmul(b, k, &wk, x, 1);
+                b->matmul(b, v, &wv, x, 1);
+            } else {
+                b->matmul(b, g, &wg, x, 1);
+                b->matmul(b, u, &wu, x, 1);
+                b->gelu_mul(b, g, g, u, 1, 10240, 10240);
+            }
+        }
+        b->download(b, &one, which ? g : q, 1);
+        const double dt = (now_seconds() - t0) / reps;
+        const double bytes = which ? 2.0 * 10240 * H * 2 : (2048.0 + 1024.0) * H * 2;
+        printf("| %s | %s x %d | 1 | %.1f | %.0f | - | - |\n",
+               which ? "gate + up + gelu (one launch)" : "q + k + v (one launch)",
+               which ? "2 x 10240" : "2048 + 512 + 512", H, dt * 1e6, bytes / dt / 1e9);
+    }
+    float *bufs[] = {x, q, k, v, g, u};
+    for (int i = 0; i < 6; i++)
+        b->release(b, bufs[i]);
+    free(xh);
+}
+
 static int run_bench_matmul(void) {
     char err[256];
     backend *own = backend_cuda_new(err, sizeof err);
@@ -956,6 +1000,7 @@ static int run_bench_matmul(void) {
         /* w's host copy stays alive until the backends go (their device copies are keyed
          * by its address). */
     }
+    bench_fused_rows(own);
     own->destroy(own);
     cub->destroy(cub);
     return 0;
@@ -964,15 +1009,25 @@ static int run_bench_matmul(void) {
 /* ---- decode step profile --------------------------------------------------------------- */
 
 /* Prefill `prompt` random tokens, then time `steps` greedy decode steps (decode alone: the
- * counters are reset after the prefill) in three ways: CUDA graphs on, graphs off (eager
- * launches), and profiled (every op timed by events; graphs off). Prints one JSON line per way
- * and the per-family table of the profiled run. */
+ * counters are reset after the prefill) in several ways: CUDA graphs on (with each of the
+ * backend's switches turned off in turn: extra is one more "NAME=VALUE" or NULL), graphs off
+ * (eager launches), and profiled (every op timed by events; graphs off). Prints one JSON line
+ * per way and the per-family table of the profiled run. */
 static void decode_once(const model *m, const char *graphs, const char *profile, const char *fuse,
-                        const char *pdl, int prompt, int steps, const char *label) {
+                        const char *pdl, const char *extra, int prompt, int steps,
+                        const char *label) {
     setenv("GEMMA_CUDA_GRAPHS", graphs, 1);
     setenv("GEMMA_CUDA_PROFILE", profile, 1);
     setenv("GEMMA_CUDA_FUSE", fuse, 1);
     setenv("GEMMA_CUDA_PDL", pdl, 1);
+    char extra_name[64] = "";
+    if (extra) {
+        const char *eq = strchr(extra, '=');
+        CHECK(eq && eq - extra < (long)sizeof extra_name);
+        memcpy(extra_name, extra, (size_t)(eq - extra));
+        extra_name[eq - extra] = 0;
+        setenv(extra_name, eq + 1, 1);
+    }
     char err[512];
     engine_options o = {.max_model_len = prompt + steps + 8, .device = "cuda"};
     decoder *d = decoder_new(m, &o, err, sizeof err);
@@ -1009,17 +1064,26 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
     unsetenv("GEMMA_CUDA_PROFILE");
     unsetenv("GEMMA_CUDA_FUSE");
     unsetenv("GEMMA_CUDA_PDL");
+    if (extra) unsetenv(extra_name);
 }
 
 static int run_decode_profile(const char *dir, int prompt, int steps) {
     char err[512];
     model *m = model_load(dir, err, sizeof err);
     if (!m) die("%s", err);
-    decode_once(m, "1", "0", "1", "1", prompt, steps, "graphs");
-    decode_once(m, "1", "0", "1", "0", prompt, steps, "graphs_no_pdl");
-    decode_once(m, "1", "0", "0", "1", prompt, steps, "graphs_no_fusion");
-    decode_once(m, "0", "0", "1", "1", prompt, steps, "eager");
-    decode_once(m, "0", "1", "1", "0", prompt, steps / 4 > 8 ? steps / 4 : 8, "profiled");
+    decode_once(m, "1", "0", "1", "1", NULL, prompt, steps, "graphs");
+    decode_once(m, "1", "0", "1", "0", NULL, prompt, steps, "graphs_no_pdl");
+    decode_once(m, "1", "0", "0", "1", NULL, prompt, steps, "graphs_no_fusion");
+    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=0", prompt, steps,
+                "graphs_no_matmul_groups");
+    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_UNROLL=4", prompt, steps, "graphs_unroll4");
+    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_PREFETCH=0", prompt, steps,
+                "graphs_no_prefetch");
+    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_PREFETCH=4", prompt, steps,
+                "graphs_prefetch4");
+    decode_once(m, "1", "0", "1", "1", NULL, prompt, steps, "graphs_again");
+    decode_once(m, "0", "0", "1", "1", NULL, prompt, steps, "eager");
+    decode_once(m, "0", "1", "1", "0", NULL, prompt, steps / 4 > 8 ? steps / 4 : 8, "profiled");
     model_free(m);
     return 0;
 }

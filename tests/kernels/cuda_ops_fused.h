@@ -1,0 +1,315 @@
+/* cuda_ops_fused.h: the checks of the CUDA backend's op queue (kernels/backend_cuda_fuse.c) -
+ * the multi-matrix matrix-vector launches with their GeLU epilogues and the q / k / v
+ * norm + RoPE + KV-write kernel - against the CPU backend's separate ops. Included once, by
+ * cuda_ops.c, after its helpers (test_util.h keeps everything static: one translation unit).
+ *
+ * Shapes are drawn fresh each run: rows that are not a multiple of the 8 warps of a block,
+ * cols that are not a multiple of the 16-byte vector (the scalar path), head sizes 2 * odd,
+ * n = 1, 3 and 9 (the three input-group widths of matvec.cu), every weight dtype.
+ *
+ * Tolerances. A product's rounding is bounded by 1e-5 * sum |w_i x_i| (cuda_ops.c); gelu_tanh(g)
+ * * u then errs by at most 1.2 * |u| * err(g) + |g| * err(u) (|gelu'| <= 1.13), the bound used
+ * below. After an RMSNorm the values are O(1) and the product's relative rounding (<= 1e-5
+ * of sum |w x| over a norm of about sqrt(cols) * |w x|) is amplified by at most sqrt(cols):
+ * 1e-4 relative + 1e-4 absolute there. Bit-for-bit where the design promises it: a matrix's
+ * rows do not depend on the matrices sharing its launch, on n, on the unroll or on prefetching
+ * (the speculative verify relies on it). */
+
+/* ---- shared pieces ------------------------------------------------------------------------- */
+
+static void pair_host(const pair *p, float *h) { /* the GPU side, downloaded */
+    gpu->download(gpu, h, p->g, p->n);
+}
+
+/* Both sides of p must agree bit for bit with host values h (e.g. another GPU run). */
+static void expect_same_bits(const pair *p, const float *h, const char *what) {
+    float *g = xmalloc(p->n * sizeof(float));
+    pair_host(p, g);
+    size_t bad = 0;
+    while (bad < p->n && !memcmp(&g[bad], &h[bad], sizeof(float)))
+        bad++;
+    EXPECT(bad == p->n, "%s: element %zu of %zu differs: %.9g vs %.9g", what, bad, p->n,
+           bad < p->n ? g[bad] : 0.0, bad < p->n ? h[bad] : 0.0);
+    free(g);
+}
+
+static int odd_size(int base, int spread) { /* base + something, never a multiple of 8 */
+    int v = base + rng_int(spread);
+    return v % 8 ? v : v + 1 + rng_int(7);
+}
+
+/* ---- gate + up + gelu_mul, and gate + gelu_mul with a vector from memory ------------------- */
+
+static void test_fused_mlp(void) {
+    const weight_dtype dts[] = {DT_F32, DT_BF16, DT_F16};
+    const int ns[] = {1, 3, 9};
+    for (int di = 0; di < 3; di++)
+        for (int ni = 0; ni < 3; ni++)
+            for (int odd = 0; odd < 2; odd++) {
+                const int n = ns[ni], rows = odd_size(small_shapes ? 20 : 300, 500);
+                const int cols =
+                    (small_shapes ? 64 : 256 * (1 + rng_int(4))) + (odd ? 1 + rng_int(7) : 0);
+                tensor wg = rand_tensor(rows, cols, dts[di]), wu = rand_tensor(rows, cols, dts[di]);
+                pair x = pair_rand((size_t)n * cols);
+                pair gate = pair_new(NULL, (size_t)n * rows), up = pair_new(NULL, (size_t)n * rows);
+                /* the per-layer-input form: gelu(w . x) * mul[t * stride + r] */
+                const int stride = rows * (2 + rng_int(3)), off = rows * rng_int(2);
+                pair mul = pair_rand((size_t)n * stride), h = pair_new(NULL, (size_t)n * rows);
+                backend *bs[2] = {cpu, gpu};
+                for (int k = 0; k < 2; k++) {
+                    backend *b = bs[k];
+                    const float *xb = k ? x.g : x.c;
+                    float *gb = k ? gate.g : gate.c, *ub = k ? up.g : up.c, *hb = k ? h.g : h.c;
+                    b->matmul(b, gb, &wg, xb, n);
+                    b->matmul(b, ub, &wu, xb, n);
+                    b->gelu_mul(b, gb, gb, ub, n, rows, rows);
+                    b->matmul(b, hb, &wg, xb, n);
+                    b->gelu_mul(b, hb, hb, (k ? mul.g : mul.c) + off, n, rows, stride);
+                }
+                /* the bound: raw products on the CPU, their rounding scales */
+                pair graw = pair_new(NULL, (size_t)n * rows);
+                cpu->matmul(cpu, graw.c, &wg, x.c, n);
+                double *sg = dot_scale(&wg, x.c, n), *su = dot_scale(&wu, x.c, n);
+                double *bound = xmalloc((size_t)n * rows * sizeof(double)),
+                       *bound_h = xmalloc((size_t)n * rows * sizeof(double));
+                for (int t = 0; t < n; t++)
+                    for (int r = 0; r < rows; r++) {
+                        const size_t i = (size_t)t * rows + r;
+                        const double g = fabs(graw.c[i]), u = fabs(up.c[i]);
+                        const double m = fabs(mul.c[(size_t)t * stride + off + r]);
+                        bound[i] = 1.2 * sg[i] * u + (g + 1) * su[i];
+                        bound_h[i] = 1.2 * sg[i] * m;
+                    }
+                char what[128];
+                snprintf(what, sizeof what, "fused gate/up/gelu dtype %d n %d [%d x %d]", dts[di],
+                         n, rows, cols);
+                pair_check(&up, 1e-6, 1e-5, su, what);
+                pair_check(&gate, 1e-6, 1e-5, bound, what);
+                snprintf(what, sizeof what, "fused gate/gelu*mul dtype %d n %d [%d x %d] stride %d",
+                         dts[di], n, rows, cols, stride);
+                pair_check(&h, 1e-6, 1e-5, bound_h, what);
+                /* up's products from the fused launch are a lone product's, bit for bit; and
+                 * row t of the n-row launch is the 1-row product of x[t] */
+                pair lone = pair_new(NULL, (size_t)n * rows);
+                gpu->matmul(gpu, lone.g, &wu, x.g, n);
+                float *hl = xmalloc((size_t)n * rows * sizeof(float));
+                pair_host(&lone, hl);
+                snprintf(what, sizeof what, "fused up vs lone up, dtype %d n %d", dts[di], n);
+                expect_same_bits(&up, hl, what);
+                const int t = rng_int(n);
+                gpu->matmul(gpu, lone.g, &wu, x.g + (size_t)t * cols, 1);
+                gpu->download(gpu, hl, lone.g, (size_t)rows);
+                float *fu = xmalloc((size_t)n * rows * sizeof(float));
+                pair_host(&up, fu);
+                EXPECT(!memcmp(hl, fu + (size_t)t * rows, (size_t)rows * sizeof(float)),
+                       "dtype %d: row %d of a %d-row product differs from the 1-row product",
+                       dts[di], t, n);
+                free(fu);
+                free(hl);
+                free(sg);
+                free(su);
+                free(bound);
+                free(bound_h);
+                pair_free(&lone);
+                pair_free(&graw);
+                pair_free(&x);
+                pair_free(&gate);
+                pair_free(&up);
+                pair_free(&mul);
+                pair_free(&h);
+            }
+}
+
+/* ---- the attention prologue: q, k, v products, head norms, RoPE, KV-ring writes ----------- */
+
+static void test_fused_attention_prologue(void) {
+    const weight_dtype dts[] = {DT_F32, DT_BF16, DT_F16};
+    const int ns[] = {1, 3, 9};
+    for (int di = 0; di < 3; di++)
+        for (int ni = 0; ni < 3; ni++) {
+            const int n = ns[ni], H = 1 + rng_int(4), KV = 1 + rng_int(2);
+            const int hd = 2 * (small_shapes ? 5 + rng_int(8) : 21 + 2 * rng_int(60)); /* 2*odd */
+            const int cols = (small_shapes ? 64 : 256 * (1 + rng_int(4))) + (ni == 1 ? 3 : 0);
+            const int len = n + 4 + rng_int(20), pos0 = rng_int(300), kvd = KV * hd;
+            tensor wq = rand_tensor(H * hd, cols, dts[di]), wk = rand_tensor(kvd, cols, dts[di]),
+                   wv = rand_tensor(kvd, cols, dts[di]);
+            tensor qn = rand_tensor(1, hd, dts[di]), kn = rand_tensor(1, hd, dts[di]);
+            float *f = xmalloc((size_t)hd / 2 * sizeof(float));
+            for (int j = 0; j < hd / 2; j++) /* some pairs unrotated, as proportional RoPE */
+                f[j] = j % 3 == 2 ? 0.0f : (float)pow(10000.0, -2.0 * j / hd);
+            pair inv = pair_new(f, (size_t)hd / 2), x = pair_rand((size_t)n * cols);
+            pair q = pair_new(NULL, (size_t)n * H * hd), k = pair_new(NULL, (size_t)n * kvd),
+                 v = pair_new(NULL, (size_t)n * kvd);
+            pair kc = pair_rand((size_t)len * kvd), vc = pair_rand((size_t)len * kvd);
+            backend *bs[2] = {cpu, gpu};
+            for (int s = 0; s < 2; s++) {
+                backend *b = bs[s];
+                const float *xb = s ? x.g : x.c, *fb = s ? inv.g : inv.c;
+                float *qb = s ? q.g : q.c, *kb = s ? k.g : k.c, *vb = s ? v.g : v.c;
+                b->matmul(b, qb, &wq, xb, n);
+                b->rmsnorm(b, qb, qb, &qn, n * H, hd, 1e-6f);
+                b->rope(b, qb, n, H, hd, pos0, fb);
+                b->matmul(b, kb, &wk, xb, n);
+                b->matmul(b, vb, &wv, xb, n);
+                b->rmsnorm(b, kb, kb, &kn, n * KV, hd, 1e-6f);
+                b->rope(b, kb, n, KV, hd, pos0, fb);
+                b->rmsnorm(b, vb, vb, NULL, n * KV, hd, 1e-6f);
+                b->kv_write(b, s ? kc.g : kc.c, kb, n, kvd, pos0, len);
+                b->kv_write(b, s ? vc.g : vc.c, vb, n, kvd, pos0, len);
+            }
+            char what[160];
+            snprintf(what, sizeof what,
+                     "fused q/k/v + norm/rope/kv dtype %d n %d heads %d/%d hd %d cols %d len %d "
+                     "pos %d",
+                     dts[di], n, H, KV, hd, cols, len, pos0);
+            pair_check(&q, 1e-4, 1e-4, NULL, what);
+            pair_check(&k, 1e-4, 1e-4, NULL, what);
+            pair_check(&v, 1e-4, 1e-4, NULL, what);
+            pair_check(&kc, 1e-4, 1e-4, NULL, what); /* untouched rows must stay exact */
+            pair_check(&vc, 1e-4, 1e-4, NULL, what);
+            pair_free(&inv);
+            pair_free(&x);
+            pair_free(&q);
+            pair_free(&k);
+            pair_free(&v);
+            pair_free(&kc);
+            pair_free(&vc);
+            free(f);
+        }
+}
+
+/* ---- what must not be fused, and what must be flushed ------------------------------------- */
+
+static void test_fused_barriers(void) {
+    const int rows = odd_size(small_shapes ? 16 : 200, 100), cols = small_shapes ? 64 : 512;
+    const int n = 1 + rng_int(4);
+    tensor w[6];
+    for (int i = 0; i < 6; i++)
+        w[i] = rand_tensor(rows, cols, DT_BF16);
+    pair x = pair_rand((size_t)n * cols), y = pair_rand((size_t)n * cols);
+    pair o[6];
+    for (int i = 0; i < 6; i++)
+        o[i] = pair_new(NULL, (size_t)n * rows);
+    backend *bs[2] = {cpu, gpu};
+    for (int s = 0; s < 2; s++) {
+        backend *b = bs[s];
+        float *xb = s ? x.g : x.c;
+        float *ob[6];
+        for (int i = 0; i < 6; i++)
+            ob[i] = s ? o[i].g : o[i].c;
+        /* x changes between the products: the second must see the new x */
+        b->matmul(b, ob[0], &w[0], xb, n);
+        b->add(b, xb, xb, s ? y.g : y.c, (size_t)n * cols);
+        b->matmul(b, ob[1], &w[1], xb, n);
+        /* more products of one x than a launch takes (K_MV_SEGS = 4) */
+        for (int i = 0; i < 5; i++)
+            b->matmul(b, ob[i < 4 ? i + 2 : 0], &w[i], xb, n);
+        /* gelu_mul over two products of the launch: the pair epilogue */
+        b->gelu_mul(b, ob[2], ob[2], ob[3], n, rows, rows);
+    }
+    pair_check(&x, 0, 0, NULL, "queue barriers: x after the add");
+    /* the last producer of each output (x.c is the new x: the CPU ran the add at once) */
+    const int last[6] = {4, 1, 0, 1, 2, 3};
+    double *sc[6];
+    for (int i = 0; i < 6; i++)
+        sc[i] = dot_scale(&w[last[i]], x.c, n);
+    pair graw = pair_new(NULL, (size_t)n * rows);
+    cpu->matmul(cpu, graw.c, &w[0], x.c, n);
+    for (size_t i = 0; i < (size_t)n * rows; i++) /* o[2] = gelu(w0 . x) * o[3] */
+        sc[2][i] = 1.2 * sc[2][i] * fabs(o[3].c[i]) + (fabs(graw.c[i]) + 1) * sc[3][i];
+    for (int i = 0; i < 6; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "queue barriers: output %d", i);
+        pair_check(&o[i], 1e-6, 1e-5, sc[i], what);
+        free(sc[i]);
+    }
+    double *sg = dot_scale(&w[0], x.c, n), *su = dot_scale(&w[1], x.c, n);
+    /* a download in the middle of a pair: gate must be the raw product then */
+    pair g = pair_new(NULL, (size_t)n * rows), u = pair_new(NULL, (size_t)n * rows);
+    for (int s = 0; s < 2; s++) {
+        backend *b = bs[s];
+        b->matmul(b, s ? g.g : g.c, &w[0], s ? x.g : x.c, n);
+        b->matmul(b, s ? u.g : u.c, &w[1], s ? x.g : x.c, n);
+    }
+    pair_check(&g, 1e-6, 1e-5, sg, "raw gate before its gelu_mul");
+    for (size_t i = 0; i < (size_t)n * rows; i++)
+        sg[i] = 1.2 * sg[i] * fabs(u.c[i]) + (fabs(g.c[i]) + 1) * su[i];
+    cpu->gelu_mul(cpu, g.c, g.c, u.c, n, rows, rows);
+    gpu->gelu_mul(gpu, g.g, g.g, u.g, n, rows, rows);
+    pair_check(&g, 1e-6, 1e-5, sg, "gelu_mul after a flush");
+    free(sg);
+    free(su);
+    pair_free(&graw);
+    for (int i = 0; i < 6; i++)
+        pair_free(&o[i]);
+    pair_free(&x);
+    pair_free(&y);
+    pair_free(&g);
+    pair_free(&u);
+}
+
+/* ---- tuning switches and the unfused path change no bit ----------------------------------- */
+
+static void test_fused_switches(void) {
+    const char *envs[][2] = {{"GEMMA_CUDA_MV_UNROLL", "4"},
+                             {"GEMMA_CUDA_MV_PREFETCH", "0"},
+                             {"GEMMA_CUDA_MV_PREFETCH", "4"},
+                             {"GEMMA_CUDA_FUSE_MM", "0"},
+                             {"GEMMA_CUDA_FUSE", "0"}};
+    const int rows = odd_size(small_shapes ? 24 : 1000, 300), cols = small_shapes ? 128 : 2560;
+    const int n = 1 + rng_int(9);
+    tensor wg = rand_tensor(rows, cols, DT_BF16), wu = rand_tensor(rows, cols, DT_BF16);
+    pair x = pair_rand((size_t)n * cols), g = pair_new(NULL, (size_t)n * rows),
+         u = pair_new(NULL, (size_t)n * rows);
+    gpu->matmul(gpu, g.g, &wg, x.g, n);
+    gpu->matmul(gpu, u.g, &wu, x.g, n);
+    float *ref = xmalloc((size_t)n * rows * sizeof(float));
+    pair_host(&g, ref);
+    for (int e = 0; e < 5; e++) {
+        setenv(envs[e][0], envs[e][1], 1);
+        char err[256];
+        backend *alt = backend_cuda_new(err, sizeof err);
+        unsetenv(envs[e][0]);
+        if (!alt) die("%s", err);
+        float *xa = alt->alloc(alt, (size_t)n * cols), *ga = alt->alloc(alt, (size_t)n * rows),
+              *ua = alt->alloc(alt, (size_t)n * rows), *xh = xmalloc((size_t)n * cols * 4),
+              *gh = xmalloc((size_t)n * rows * 4);
+        gpu->download(gpu, xh, x.g, (size_t)n * cols);
+        alt->upload(alt, xa, xh, (size_t)n * cols);
+        alt->matmul(alt, ga, &wg, xa, n);
+        alt->matmul(alt, ua, &wu, xa, n);
+        alt->download(alt, gh, ga, (size_t)n * rows);
+        size_t i = 0;
+        while (i < (size_t)n * rows && !memcmp(&gh[i], &ref[i], sizeof(float)))
+            i++;
+        EXPECT(i == (size_t)n * rows, "%s=%s: product element %zu differs from the default's",
+               envs[e][0], envs[e][1], i);
+        alt->release(alt, xa);
+        alt->release(alt, ga);
+        alt->release(alt, ua);
+        alt->destroy(alt);
+        free(xh);
+        free(gh);
+    }
+    /* bad values are refused with the variable's name */
+    const char *bads[][2] = {{"GEMMA_CUDA_MV_UNROLL", "5"}, {"GEMMA_CUDA_MV_PREFETCH", "3"}};
+    for (int e = 0; e < 2; e++) {
+        setenv(bads[e][0], bads[e][1], 1);
+        char err[256] = "";
+        backend *bad = backend_cuda_new(err, sizeof err);
+        unsetenv(bads[e][0]);
+        EXPECT(!bad && strstr(err, bads[e][0]), "%s=%s accepted (%s)", bads[e][0], bads[e][1], err);
+        if (bad) bad->destroy(bad);
+    }
+    free(ref);
+    pair_free(&x);
+    pair_free(&g);
+    pair_free(&u);
+}
+
+static void test_fused(void) {
+    test_fused_mlp();
+    test_fused_attention_prologue();
+    test_fused_barriers();
+    test_fused_switches();
+}
