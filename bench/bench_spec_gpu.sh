@@ -7,6 +7,8 @@
 # Table 1: per k, tps, decode tps, mean accepted drafts, tokens per verify pass, the cost of one
 # verify pass and one draft step, and the shares of decode time in draft / verify / other, with
 # every run's output_hash (equal hashes across k = the lossless rule, measured). Table 2: the
+# best k again with the drafter's head the reference way (GEMMA_DRAFT_ON_DEVICE=0: scores to the
+# host every step), the gain of the device head and the draft-loop graph. Table 3: the
 # per-kernel-family profile of one speculative run at the best k (GEMMA_CUDA_PROFILE=1: every op
 # timed, graphs off, so it shows where the time goes, not the graph run's speed).
 #
@@ -71,6 +73,8 @@ r = {k: json.load(open(f"{sys.argv[1]}/k{k}.json")) for k in range(9)}
 print(max(range(1, 9), key=lambda k: r[k]["decode_tps"]))  # the best speculative k
 EOF
 )
+# the same k with the drafter's head the reference way: scores to the host every step
+run "host$best" NUM_SPECULATIVE_TOKENS="$best" GEMMA_DRAFT_ON_DEVICE=0
 echo "== profile at k=$best" >&2
 GEMMA_CUDA_PROFILE=1 ENGINE_DEVICE=cuda NUM_SPECULATIVE_TOKENS=$best MAX_NEW_TOKENS=128 \
     WARMUP_NUM_PROMPTS=0 "$engine" bench "$model" --prompts "$tmp/prompts.jsonl" \
@@ -123,7 +127,17 @@ w(f"\n{len(hashes) == 1 and 'All nine runs served identical tokens (one output_h
   "tokens, verify = the target's pass over k+1 positions plus its head (one argmax, and one "
   "host synchronisation, per row), other = acceptance, rollback and bookkeeping. Verify ms is "
   "one verify pass (at k = 0 one decode step); draft ms is one drafter step.\n")
-w(f"## 2. Where the time goes at k = {best} (profiled: every op timed, graphs off)\n")
+w(f"## 2. The draft loop on the device against the host round trips (k = {best})\n")
+w("| drafter head | decode tps | draft ms / token | draft share of decode | accepted drafts / step | output_hash |")
+w("|---|---|---|---|---|---|")
+for name, label in ((f"k{best}", "on the device, k steps as one CUDA graph, one download"),
+                    (f"host{best}", "the reference way: centroid scores and logits downloaded every step (GEMMA_DRAFT_ON_DEVICE=0)")):
+    r = J(name)
+    sp, sh = r["speculation"], r["decode_time_share"]
+    drf = sh["draft"] * r["decode_s"] / sp["drafted"] if sp["drafted"] else 0
+    w(f"| {label} | {r['decode_tps']:.1f} | {drf * 1e3:.3f} | {sh['draft']:.1%} | {r['accept_len']:.2f} | {r['output_hash']} |")
+w("")
+w(f"## 3. Where the time goes at k = {best} (profiled: every op timed, graphs off)\n")
 w("\`\`\`")
 prof = [l.rstrip() for l in open(f"{tmp}/profile.err") if l.startswith("cuda profile") or l.startswith("  ")]
 L.extend(prof)
