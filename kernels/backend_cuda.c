@@ -652,7 +652,17 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     st->use_graphs = env_flag("GEMMA_CUDA_GRAPHS", 1);
     st->profile = env_flag("GEMMA_CUDA_PROFILE", 0);
     st->fuse = env_flag("GEMMA_CUDA_FUSE", 1);
-    st->fuse_mm = env_flag("GEMMA_CUDA_FUSE_MM", 1);
+    const char *fmm = getenv("GEMMA_CUDA_FUSE_MM");
+    st->fuse_mm = !fmm || !*fmm || !strcmp(fmm, "auto") ? CUDA_FUSE_MM_AUTO
+                  : !strcmp(fmm, "0")                   ? CUDA_FUSE_MM_OFF
+                  : !strcmp(fmm, "1")                   ? CUDA_FUSE_MM_ON
+                                                        : -1;
+    if (st->fuse_mm < 0) {
+        snprintf(err, errlen, "environment variable GEMMA_CUDA_FUSE_MM: \"%s\" is not 0, 1 or auto",
+                 fmm);
+        free(st);
+        return NULL;
+    }
     st->pdl = env_flag("GEMMA_CUDA_PDL", 1);
     const char *unroll = getenv("GEMMA_CUDA_MV_UNROLL"), *pref = getenv("GEMMA_CUDA_MV_PREFETCH");
     const int unroll_n = !unroll || !*unroll    ? 8
@@ -683,9 +693,10 @@ backend *backend_cuda_new(char *err, size_t errlen) {
             "%s\n",
             st->device_name, prop.totalGlobalMem / 1e9,
             st->use_graphs && !st->profile ? "on" : "off",
-            !st->fuse     ? "off"
-            : st->fuse_mm ? "on"
-                          : "on (no matmul groups)",
+            !st->fuse                          ? "off"
+            : st->fuse_mm == CUDA_FUSE_MM_ON   ? "on (all matmul groups)"
+            : st->fuse_mm == CUDA_FUSE_MM_AUTO ? "on (matmul groups of matrices <= 1 MiB)"
+                                               : "on (no matmul groups)",
             st->pdl ? "on" : "off", unroll_n, prefetch,
             gemm_mode == 0   ? "own kernel"
             : gemm_mode == 1 ? "cuBLAS"

@@ -423,7 +423,11 @@ static void test_draft_head(void); /* with the drafter checks below */
 static int run_ops(void) {
     cpu = backend_cpu_new(0);
     char err[256];
+    /* Every matrix product may join a launch (the default groups only small ones), so that
+     * the ops below exercise the fused launches whatever their size. */
+    setenv("GEMMA_CUDA_FUSE_MM", "1", 1);
     gpu = backend_cuda_new(err, sizeof err);
+    unsetenv("GEMMA_CUDA_FUSE_MM");
     if (!gpu) die("%s", err);
     test_buffers();
     test_matmul(gpu, 1e-5, "own");
@@ -1076,6 +1080,8 @@ static int run_decode_profile(const char *dir, int prompt, int steps) {
     decode_once(m, "1", "0", "0", "1", NULL, prompt, steps, "graphs_no_fusion");
     decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=0", prompt, steps,
                 "graphs_no_matmul_groups");
+    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=1", prompt, steps,
+                "graphs_all_matmul_groups");
     decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_UNROLL=4", prompt, steps, "graphs_unroll4");
     decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_PREFETCH=0", prompt, steps,
                 "graphs_no_prefetch");
