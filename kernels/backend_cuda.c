@@ -657,9 +657,11 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     st->fuse_mm = !fmm || !*fmm || !strcmp(fmm, "auto") ? CUDA_FUSE_MM_AUTO
                   : !strcmp(fmm, "0")                   ? CUDA_FUSE_MM_OFF
                   : !strcmp(fmm, "1")                   ? CUDA_FUSE_MM_ON
+                  : !strcmp(fmm, "nopair")              ? CUDA_FUSE_MM_NOPAIR
                                                         : -1;
     if (st->fuse_mm < 0) {
-        snprintf(err, errlen, "environment variable GEMMA_CUDA_FUSE_MM: \"%s\" is not 0, 1 or auto",
+        snprintf(err, errlen,
+                 "environment variable GEMMA_CUDA_FUSE_MM: \"%s\" is not 0, 1, auto or nopair",
                  fmm);
         free(st);
         return NULL;
@@ -694,10 +696,11 @@ backend *backend_cuda_new(char *err, size_t errlen) {
             "%s\n",
             st->device_name, prop.totalGlobalMem / 1e9,
             st->use_graphs && !st->profile ? "on" : "off",
-            !st->fuse                          ? "off"
-            : st->fuse_mm == CUDA_FUSE_MM_ON   ? "on (all matmul groups)"
-            : st->fuse_mm == CUDA_FUSE_MM_AUTO ? "on (matmul groups of matrices <= 1 MiB)"
-                                               : "on (no matmul groups)",
+            !st->fuse                            ? "off"
+            : st->fuse_mm == CUDA_FUSE_MM_ON     ? "on (all matmul groups)"
+            : st->fuse_mm == CUDA_FUSE_MM_AUTO   ? "on (matmul groups of matrices <= 1 MiB)"
+            : st->fuse_mm == CUDA_FUSE_MM_NOPAIR ? "on (matmul groups, no gate+up pair)"
+                                                 : "on (no matmul groups)",
             st->pdl ? "on" : "off", unroll_n, prefetch,
             gemm_mode == 0   ? "own kernel"
             : gemm_mode == 1 ? "cuBLAS"

@@ -27,7 +27,8 @@
  * two agree bit for bit.
  *
  * GEMMA_CUDA_FUSE=0 runs every op at once and alone; GEMMA_CUDA_FUSE_MM=0 keeps 2 and 3 but
- * not 1 (each matrix its own launch, gelu_mul separate), =1 groups every matrix. The default
+ * not 1 (each matrix its own launch, gelu_mul separate), =1 groups every matrix, =nopair too
+ * but without the gate + up pair epilogue (gelu_mul separate; not measured yet). The default
  * groups only matrices of at most 1 MiB (CUDA_FUSE_MM_AUTO_BYTES): measured on an H200
  * (docs/bench_gpu.md), grouping pays where launches dominate (the shipped small model, whose
  * matrices are at most 0.5 MB: 0.232 against 0.269 ms a step) and costs where bandwidth does
@@ -219,7 +220,7 @@ static int same_input(backend *b, const qop *x, const qop *y) {
 
 /* May this product join a launch with others (GEMMA_CUDA_FUSE_MM)? */
 static int groupable(const cuda_fuser *f, const tensor *w) {
-    return f->fuse_mm == CUDA_FUSE_MM_ON ||
+    return f->fuse_mm == CUDA_FUSE_MM_ON || f->fuse_mm == CUDA_FUSE_MM_NOPAIR ||
            (f->fuse_mm == CUDA_FUSE_MM_AUTO && weight_bytes(w) <= (double)CUDA_FUSE_MM_AUTO_BYTES);
 }
 
@@ -263,6 +264,7 @@ static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
                 m->w.rows == op->dim && epi[k] == K_MV_PLAIN && partner[k] < 0)
                 uk = k;
         }
+        if (uk >= 0 && f->fuse_mm == CUDA_FUSE_MM_NOPAIR) continue;
         if (uk < 0) { /* a vector from memory: no product of the launch may write it */
             span rd[2], wr;
             op_spans(op, rd, &wr);

@@ -1082,6 +1082,8 @@ static int run_decode_profile(const char *dir, int prompt, int steps) {
                 "graphs_no_matmul_groups");
     decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=1", prompt, steps,
                 "graphs_all_matmul_groups");
+    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=nopair", prompt, steps,
+                "graphs_groups_no_pair");
     decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_UNROLL=4", prompt, steps, "graphs_unroll4");
     decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_PREFETCH=0", prompt, steps,
                 "graphs_no_prefetch");
