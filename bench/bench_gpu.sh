@@ -116,8 +116,6 @@ def model_section(title, bench_file, prof_file, hf=None):
                          ("graphs_unroll4", "4 instead of 8 weight loads in flight per lane (GEMMA_CUDA_MV_UNROLL=4)"),
                          ("graphs_no_prefetch", "matvec waits before its first weight loads (GEMMA_CUDA_MV_PREFETCH=0)"),
                          ("graphs_prefetch4", "matvec loads 4 chunks per lane before the wait, not 2 (GEMMA_CUDA_MV_PREFETCH=4)"),
-                         ("graphs_l2_8", "L2 prefetch of the next products' weights, 8 MB ahead (GEMMA_CUDA_L2_PREFETCH=8)"),
-                         ("graphs_l2_24", "L2 prefetch of the next products' weights, 24 MB ahead (GEMMA_CUDA_L2_PREFETCH=24)"),
                          ("graphs_again", "default settings again (run-to-run spread)")] if k in runs] + [
         f"| decode step, eager launches (no graphs) | {runs['eager']['ms_per_step']:.3f} ms ({runs['eager']['decode_tps']:.1f} tokens/s) |"])
     if hf:

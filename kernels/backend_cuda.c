@@ -152,8 +152,7 @@ typedef struct {
      * queue of ops not launched yet. */
     int fuse, fuse_mm;
     cuda_fuser *fuser;
-    int pdl;     /* programmatic dependent launch (kernels.h; GEMMA_CUDA_PDL=0 turns it off) */
-    cuda_l2 *l2; /* L2 prefetch hints (backend_cuda_l2.c; GEMMA_CUDA_L2_PREFETCH=MB), NULL = off */
+    int pdl; /* programmatic dependent launch (kernels.h; GEMMA_CUDA_PDL=0 turns it off) */
 
     /* counters */
     double bytes[F_COUNT];
@@ -369,8 +368,6 @@ void cuda_matmul_now(backend *b, float *out, const tensor *w, const float *x, in
         return;
     }
     op_begin(st);
-    const size_t wb = (size_t)w->rows * w->cols * dtype_size(w->dtype);
-    cuda_l2_launch(st->l2, &wd, &wb, 1, n);
     k_matvec(st->stream, out, wd, w->dtype, x, w->rows, w->cols, n);
     op_end(st, F_MATVEC, bytes);
 }
@@ -478,7 +475,6 @@ static void params_store(cuda_state *st, const int *tokens, int n, int pos) {
 
 static int cu_step_begin(backend *b, const int *tokens, int n, int pos, int key) {
     cuda_state *st = st_flushed(b);
-    cuda_l2_step(st->l2);
     st->mode = 0;
     if (n == 1) st->decode_steps++;
     if (!st->use_graphs || st->profile || n != 1) return 0;
@@ -584,10 +580,6 @@ const void *cuda_weight(backend *b, const tensor *w) {
     return weight_dev(st_flushed(b), w);
 }
 
-cuda_l2 *cuda_l2_of(backend *b) {
-    return st_of(b)->l2;
-}
-
 cudaStream_t cuda_op_begin(backend *b) {
     cuda_state *st = st_flushed(b);
     op_begin(st);
@@ -622,7 +614,6 @@ static void cu_destroy(backend *b) {
     cublasDestroy(st->cublas);
     cudaStreamDestroy(st->stream);
     cuda_fuser_free(st->fuser);
-    cuda_l2_free(st->l2);
     free(st);
     free(b);
 }
@@ -693,17 +684,6 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         free(st);
         return NULL;
     }
-    const char *l2 = getenv("GEMMA_CUDA_L2_PREFETCH");
-    char *l2_end = NULL;
-    const long l2_mb = !l2 || !*l2 ? 0 : strtol(l2, &l2_end, 10);
-    if (l2 && *l2 && (*l2_end || l2_mb < 0 || l2_mb > 64)) {
-        snprintf(err, errlen,
-                 "environment variable GEMMA_CUDA_L2_PREFETCH: \"%s\" is not a whole number of MB "
-                 "from 0 to 64",
-                 l2);
-        free(st);
-        return NULL;
-    }
     CU(cudaGetDevice(&st->device));
     struct cudaDeviceProp prop;
     CU(cudaGetDeviceProperties(&prop, st->device));
@@ -712,8 +692,8 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     snprintf(st->device_name, sizeof st->device_name, "%.200s (sm_%d%d)", prop.name, prop.major,
              prop.minor);
     fprintf(stderr,
-            "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matvec unroll %d prefetch %d, L2 "
-            "prefetch %ld MB, matmul %s\n",
+            "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matvec unroll %d prefetch %d, matmul "
+            "%s\n",
             st->device_name, prop.totalGlobalMem / 1e9,
             st->use_graphs && !st->profile ? "on" : "off",
             !st->fuse                            ? "off"
@@ -721,7 +701,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
             : st->fuse_mm == CUDA_FUSE_MM_AUTO   ? "on (matmul groups of matrices <= 1 MiB)"
             : st->fuse_mm == CUDA_FUSE_MM_NOPAIR ? "on (matmul groups, no gate+up pair)"
                                                  : "on (no matmul groups)",
-            st->pdl ? "on" : "off", unroll_n, prefetch, l2_mb,
+            st->pdl ? "on" : "off", unroll_n, prefetch,
             gemm_mode == 0   ? "own kernel"
             : gemm_mode == 1 ? "cuBLAS"
                              : "own (n <= 8), cuBLAS");
@@ -736,7 +716,6 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     CU(cudaEventCreate(&st->ev0));
     CU(cudaEventCreate(&st->ev1));
     st->fuser = cuda_fuser_new(st->fuse, st->fuse_mm);
-    st->l2 = cuda_l2_new((size_t)l2_mb << 20);
 
     backend *b = xcalloc(1, sizeof *b);
     b->name = "cuda";

@@ -313,19 +313,6 @@ static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
         }
     }
     cudaStream_t s = cuda_op_begin(b);
-    const void *pw[2 * K_MV_SEGS];
-    size_t pb[2 * K_MV_SEGS];
-    int npw = 0;
-    for (int k = 0; k < ns; k++) { /* in the order the kernel reads them */
-        pw[npw] = segs[k].w;
-        pb[npw++] = (size_t)segs[k].rows * q0->w.cols * dtype_size(q0->w.dtype);
-        if (segs[k].w_up) {
-            pw[npw] = segs[k].w_up;
-            pb[npw] = pb[npw - 1];
-            npw++;
-        }
-    }
-    cuda_l2_launch(cuda_l2_of(b), pw, pb, npw, q0->n);
     k_matvec_multi(s, segs, ns, (int)q0->w.dtype, q0->a, q0->w.cols, q0->n);
     cuda_op_end(b, cuda_family_matvec, bytes);
     for (int j = 0; j < bt->nq; j++)

@@ -59,12 +59,6 @@ typedef struct {
 } k_mv_seg;
 void k_matvec_multi(cudaStream_t s, const k_mv_seg *segs, int n_segs, int wdtype, const float *x,
                     int cols, int n);
-/* Regions the NEXT k_matvec / k_matvec_multi launch asks the L2 cache to fetch while it
- * streams its own weights (the weights of the products that follow it; backend_cuda_l2.c
- * chooses them): up to K_MV_PF regions of bytes[i] bytes at ptrs[i]. Consumed by that launch
- * (a launch that launches nothing drops them). A hint: no result depends on it. */
-#define K_MV_PF 4
-void k_matvec_set_l2_prefetch(const void *const *ptrs, const size_t *bytes, int n);
 /* The column loop's unroll (4 or 8; default 8) and how many 16-byte chunks per lane are
  * loaded before waiting for the previous kernel (2 or 4; 0 = none; default 2). Returns -1
  * (and changes nothing) for other values. Results do not depend on either. */

@@ -42,16 +42,7 @@ struct mv_seg {
 struct mv_launch {
     mv_seg seg[K_MV_SEGS];
     int n_segs;
-    const char
-        *pf[K_MV_PF]; /* L2 prefetch of the next products' weights (k_matvec_set_l2_prefetch) */
-    size_t pf_bytes[K_MV_PF];
-    int n_pf;
 };
-
-/* The L2 prefetch hints of the next launch (host side). */
-static const void *pf_next[K_MV_PF];
-static size_t pf_next_bytes[K_MV_PF];
-static int pf_next_n;
 
 static int mv_unroll = 8;  /* U: the column loop's unroll (4 or 8) */
 static int mv_first_n = 2; /* F: chunks per lane loaded before the wait (2 or 4; 0: none, F = 2
@@ -82,20 +73,6 @@ __device__ __forceinline__ float mv_dot16(const float *wf, const float *__restri
             wf[4 * q] * xv.x + wf[4 * q + 1] * xv.y + wf[4 * q + 2] * xv.z + wf[4 * q + 3] * xv.w;
     }
     return acc;
-}
-
-/* Ask L2 for the launch's prefetch regions, one 128-byte line per thread per pass over the
- * grid (a grid of a few hundred blocks covers 16 MB in one or two passes). evict_last: the
- * lines must outlive the streaming (evict-first) loads of this kernel until their product
- * reads them. */
-__device__ __forceinline__ void mv_prefetch_l2(const mv_launch &L) {
-    const size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const size_t threads = (size_t)gridDim.x * blockDim.x;
-#pragma unroll
-    for (int i = 0; i < K_MV_PF; i++)
-        if (i < L.n_pf)
-            for (size_t off = tid * 128; off < L.pf_bytes[i]; off += threads * 128)
-                asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(L.pf[i] + off));
 }
 
 /* Chunks 0 .. F - 1 of a lane's row (and of the up matrix's when pair). */
@@ -152,7 +129,6 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
     k_launch_next();
     if (!prefetch || !VEC) k_wait_only();
     if (VEC) mv_first<T, F>(f1, f2, w1, w2, nch, stride, pair);
-    if (L.n_pf) mv_prefetch_l2(L);
     if (prefetch && VEC) k_wait_only();
 
     for (int t0 = 0; t0 < n; t0 += NT) {
@@ -306,12 +282,6 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
         }
     mv_launch L = {};
     L.n_segs = n_segs;
-    L.n_pf = pf_next_n;
-    for (int i = 0; i < pf_next_n; i++) {
-        L.pf[i] = (const char *)pf_next[i];
-        L.pf_bytes[i] = pf_next_bytes[i];
-    }
-    pf_next_n = 0; /* one launch's hints */
     unsigned blocks = 0;
     bool pair = false;
     const int per_pass = 32 * (vec[0] ? vec16<T>::n : 1);
@@ -350,10 +320,7 @@ extern "C" void k_matvec_multi(cudaStream_t s, const k_mv_seg *segs, int n_segs,
     int m = 0;
     for (int i = 0; i < n_segs; i++)
         if (segs[i].rows > 0) live[m++] = segs[i];
-    if (!m || n <= 0) {
-        pf_next_n = 0;
-        return;
-    }
+    if (!m || n <= 0) return;
     if (wdtype == KDT_BF16)
         launch<__nv_bfloat16>(s, live, m, x, cols, n);
     else if (wdtype == KDT_F16)
@@ -370,15 +337,6 @@ extern "C" void k_matvec(cudaStream_t s, float *out, const void *w, int wdtype, 
     seg.rows = rows;
     seg.epilogue = K_MV_PLAIN;
     k_matvec_multi(s, &seg, 1, wdtype, x, cols, n);
-}
-
-extern "C" void k_matvec_set_l2_prefetch(const void *const *ptrs, const size_t *bytes, int n) {
-    pf_next_n = 0;
-    for (int i = 0; i < n && i < K_MV_PF; i++)
-        if (ptrs[i] && bytes[i]) {
-            pf_next[pf_next_n] = ptrs[i];
-            pf_next_bytes[pf_next_n++] = bytes[i];
-        }
 }
 
 extern "C" int k_matvec_set_tuning(int unroll, int prefetch) {

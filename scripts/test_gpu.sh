@@ -73,9 +73,6 @@ run_logged models "$CUDA_OPS" model tests/engine/fixtures/a_ple_kvshare \
 run_logged models_plain env GEMMA_CUDA_FUSE=0 GEMMA_CUDA_GRAPHS=0 "$CUDA_OPS" model \
   tests/engine/fixtures/a_ple_kvshare tests/engine/fixtures/b_keqv_untied \
   tests/engine/fixtures/c_wrapped_f16
-# and with L2 prefetch hints in the captured steps (they may change timing, never a result)
-run_logged models_l2 env GEMMA_CUDA_L2_PREFETCH=16 "$CUDA_OPS" model \
-  tests/engine/fixtures/a_ple_kvshare tests/engine/fixtures/b_keqv_untied
 fi
 
 TINY=models/gemma4-tiny

@@ -1020,16 +1020,6 @@ static int run_bench_matmul(void) {
 static void decode_once(const model *m, const char *graphs, const char *profile, const char *fuse,
                         const char *pdl, const char *extra, int prompt, int steps,
                         const char *label) {
-    /* DECODE_PROFILE_RUNS="graphs,graphs_l2_8": only these runs (a short device call). */
-    const char *only = getenv("DECODE_PROFILE_RUNS");
-    if (only && *only) {
-        char want[80];
-        snprintf(want, sizeof want, ",%s,", label);
-        char *list = xasprintf(",%s,", only);
-        const int skip = !strstr(list, want);
-        free(list);
-        if (skip) return;
-    }
     setenv("GEMMA_CUDA_GRAPHS", graphs, 1);
     setenv("GEMMA_CUDA_PROFILE", profile, 1);
     setenv("GEMMA_CUDA_FUSE", fuse, 1);
@@ -1099,8 +1089,6 @@ static int run_decode_profile(const char *dir, int prompt, int steps) {
                 "graphs_no_prefetch");
     decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_PREFETCH=4", prompt, steps,
                 "graphs_prefetch4");
-    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_L2_PREFETCH=8", prompt, steps, "graphs_l2_8");
-    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_L2_PREFETCH=24", prompt, steps, "graphs_l2_24");
     decode_once(m, "1", "0", "1", "1", NULL, prompt, steps, "graphs_again");
     decode_once(m, "0", "0", "1", "1", NULL, prompt, steps, "eager");
     decode_once(m, "0", "1", "1", "0", NULL, prompt, steps / 4 > 8 ? steps / 4 : 8, "profiled");
