@@ -33,11 +33,12 @@
  *
  * Fusion. The ops forward.c issues in long runs - matmul, rmsnorm, rope, kv_write, gelu_mul,
  * add - are queued rather than launched, and the queue runs them as fewer, larger kernels
- * (backend_cuda_fuse.c: q, k and v as one launch, gate + up + GeLU as one - by default only for
- * matrices of at most 1 MiB -, norm + residual add + the next norm as one, the q / k / v norms,
- * RoPEs and KV writes as one) when any other op, download, argmax or step_end comes: every
- * function here that is not queued starts with st_flushed. A decode layer that runs 29 kernels
- * unfused runs 12 with every group, 17 without (E4B's default). With programmatic
+ * (backend_cuda_fuse.c: q, k and v as one launch, gate + up as one - with the GeLU folded in
+ * by default only for matrices of at most 1 MiB -, norm + residual add + the next norm as one,
+ * the q / k / v norms, RoPEs and KV writes as one) when any other op, download, argmax or
+ * step_end comes: every function here that is not queued starts with st_flushed. A decode
+ * layer that runs 29 kernels unfused runs 12 with every group and the GeLU pair (the small
+ * model's default), 13 without the pair (E4B's), 17 without groups. With programmatic
  * dependent launch (sm_90+, kcommon.cuh) each kernel also starts while its predecessor runs,
  * and a matrix-vector kernel streams its first weights before waiting for it.
  * GEMMA_CUDA_FUSE=0 / GEMMA_CUDA_FUSE_MM=0 / GEMMA_CUDA_PDL=0 turn these off;
@@ -698,7 +699,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
             st->use_graphs && !st->profile ? "on" : "off",
             !st->fuse                            ? "off"
             : st->fuse_mm == CUDA_FUSE_MM_ON     ? "on (all matmul groups)"
-            : st->fuse_mm == CUDA_FUSE_MM_AUTO   ? "on (matmul groups of matrices <= 1 MiB)"
+            : st->fuse_mm == CUDA_FUSE_MM_AUTO   ? "on (matmul groups, gate+up pair <= 1 MiB)"
             : st->fuse_mm == CUDA_FUSE_MM_NOPAIR ? "on (matmul groups, no gate+up pair)"
                                                  : "on (no matmul groups)",
             st->pdl ? "on" : "off", unroll_n, prefetch,

@@ -28,12 +28,15 @@
  *
  * GEMMA_CUDA_FUSE=0 runs every op at once and alone; GEMMA_CUDA_FUSE_MM=0 keeps 2 and 3 but
  * not 1 (each matrix its own launch, gelu_mul separate), =1 groups every matrix, =nopair too
- * but without the gate + up pair epilogue (gelu_mul separate; not measured yet). The default
- * groups only matrices of at most 1 MiB (CUDA_FUSE_MM_AUTO_BYTES): measured on an H200
- * (docs/bench_gpu.md), grouping pays where launches dominate (the shipped small model, whose
- * matrices are at most 0.5 MB: 0.232 against 0.269 ms a step) and costs where bandwidth does
- * (E4B, 1.3 to 52 MB: 4.60 against 4.47 ms), mostly through the gate + up pair, whose kernel
- * holds 74 registers a thread and so a third fewer blocks per multiprocessor. */
+ * but without the gate + up pair epilogue (gate and up are two plain matrices of one launch,
+ * gelu_mul separate). The default (auto) groups every matrix and pairs gate with up only for
+ * matrices of at most 1 MiB (CUDA_FUSE_MM_AUTO_BYTES), as measured on an H200
+ * (docs/bench_gpu.md): grouping pays on both models (the shipped small model, matrices of at
+ * most 0.5 MB: 0.232 against 0.269 ms a step; E4B, 1.3 to 52 MB, without the pair: 4.60
+ * against 4.92 ms in one run), and the pair pays where launches dominate but costs where
+ * bandwidth does (E4B, in another run: every matrix grouped with the pair 4.60 ms against 4.47
+ * for no grouping at all): its kernel holds 74 registers a thread and so a third fewer blocks
+ * per multiprocessor. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,20 +222,24 @@ static int same_input(backend *b, const qop *x, const qop *y) {
 }
 
 /* May this product join a launch with others (GEMMA_CUDA_FUSE_MM)? */
-static int groupable(const cuda_fuser *f, const tensor *w) {
-    return f->fuse_mm == CUDA_FUSE_MM_ON || f->fuse_mm == CUDA_FUSE_MM_NOPAIR ||
+static int groupable(const cuda_fuser *f) {
+    return f->fuse_mm != CUDA_FUSE_MM_OFF;
+}
+
+/* May gate (of w) and up share warps, with gelu_tanh(g) * u as the epilogue? */
+static int pairable(const cuda_fuser *f, const tensor *w) {
+    return f->fuse_mm == CUDA_FUSE_MM_ON ||
            (f->fuse_mm == CUDA_FUSE_MM_AUTO && weight_bytes(w) <= (double)CUDA_FUSE_MM_AUTO_BYTES);
 }
 
 static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
     const qop *q0 = &bt->q[i];
-    if (q0->kind != Q_MATMUL || !groupable(f, &q0->w) || !cuda_matmul_own(b, &q0->w, q0->n))
-        return 0;
+    if (q0->kind != Q_MATMUL || !groupable(f) || !cuda_matmul_own(b, &q0->w, q0->n)) return 0;
     const span xs = span_of(q0->a, (size_t)q0->n * q0->w.cols);
     int mem[K_MV_SEGS], nm = 0;
     memset(bt->taken, 0, sizeof bt->taken);
     for (int j = i; j < bt->nq && nm < K_MV_SEGS; j++) {
-        if (bt->done[j] || !same_input(b, q0, &bt->q[j]) || !groupable(f, &bt->q[j].w)) continue;
+        if (bt->done[j] || !same_input(b, q0, &bt->q[j])) continue;
         const span o = out_span(&bt->q[j]);
         int ok = !overlap(o, xs) && (j == i || can_hoist(bt, i, j));
         for (int k = 0; k < nm && ok; k++)
@@ -264,7 +271,7 @@ static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
                 m->w.rows == op->dim && epi[k] == K_MV_PLAIN && partner[k] < 0)
                 uk = k;
         }
-        if (uk >= 0 && f->fuse_mm == CUDA_FUSE_MM_NOPAIR) continue;
+        if (uk >= 0 && !pairable(f, &bt->q[mem[gk]].w)) continue;
         if (uk < 0) { /* a vector from memory: no product of the launch may write it */
             span rd[2], wr;
             op_spans(op, rd, &wr);

@@ -1020,6 +1020,16 @@ static int run_bench_matmul(void) {
 static void decode_once(const model *m, const char *graphs, const char *profile, const char *fuse,
                         const char *pdl, const char *extra, int prompt, int steps,
                         const char *label) {
+    /* DECODE_PROFILE_RUNS="graphs,graphs_unroll4": only these runs (a short device call). */
+    const char *only = getenv("DECODE_PROFILE_RUNS");
+    if (only && *only) {
+        char want[80];
+        snprintf(want, sizeof want, ",%s,", label);
+        char *list = xasprintf(",%s,", only);
+        const int skip = !strstr(list, want);
+        free(list);
+        if (skip) return;
+    }
     setenv("GEMMA_CUDA_GRAPHS", graphs, 1);
     setenv("GEMMA_CUDA_PROFILE", profile, 1);
     setenv("GEMMA_CUDA_FUSE", fuse, 1);
