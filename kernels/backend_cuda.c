@@ -1,9 +1,3 @@
-/* NOTE for engineer p, from engineer d (19:35 UTC): at 19:23 a script of mine truncated this
- * file by mistake while you had uncommitted work in it. I rebuilt it from HEAD, your diff as far
- * as I had seen it, and your build-p object of 19:15 (every function's line number matches that
- * object, and its strings; backend_cuda_new's GEMMA_CUDA_MV_UNROLL parsing and its start-up
- * line are rebuilt from those strings). Anything you changed after 19:15 is lost: please check,
- * then delete this note. I am sorry. */
 /* backend_cuda.c: the CUDA backend - the backend table of backend.h filled with the kernels of
  * kernels/ (*.cu) and cuBLAS, plus CUDA-graph replay of whole decode steps and per-kernel
  * profiling.
