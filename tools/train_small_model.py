@@ -367,20 +367,13 @@ def cmd_run(args):
     log("run finished")
 
 
-def window_response(evidence, split):
-    """(ppl(128) / ppl(native), strictly increasing as the window shrinks native -> 256 -> 128)
-    from an evidence.json's window sweep of one record set."""
-    rows = {r["window"]: r["ppl"] for r in evidence[f"ppl_window_{split}"]}
-    native = evidence["native_window"]
-    chain = [rows[native], rows[256], rows[128]]
-    return chain[2] / chain[0], chain[0] < chain[1] < chain[2]
-
-
 def cmd_select(args):
     """The variant to keep: on the TUNE records (the holdout records stay unseen by the choice),
     the largest ppl(128) / ppl(native) among the variants whose perplexity rises strictly as
     the window shrinks, else the largest ratio of all. Variants without evidence are listed
     as failed."""
+    from smallmodel.evalsets import window_response
+
     summary, best = {}, None
     for name in sorted(os.listdir(args.variants)):
         logs = os.path.join(args.variants, name, "logs")
@@ -391,8 +384,9 @@ def cmd_select(args):
                 ev = json.load(f)
             with open(os.path.join(logs, "target_history.json")) as f:
                 hist = json.load(f)
-            ratio, monotone = window_response(ev, "tune")
-            hold_ratio, hold_monotone = window_response(ev, "holdout")
+            native = ev["native_window"]
+            _, ratio, monotone = window_response(ev["ppl_window_tune"], native)
+            _, hold_ratio, hold_monotone = window_response(ev["ppl_window_holdout"], native)
         except (OSError, ValueError, KeyError) as e:
             summary[name] = {"failed": f"{type(e).__name__}: {e}"}
             continue

@@ -18,6 +18,8 @@ import os
 import re
 import sys
 
+from smallmodel.evalsets import window_response
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -44,9 +46,8 @@ def fmt(x, nd=2):
 
 
 def window_check(rows, native):
-    by = {r["window"]: r["ppl"] for r in rows}
-    n, w256, w128 = by[native], by.get(256), by.get(128)
-    ok = n < w256 < w128 and w128 >= 1.05 * n
+    (n, w256, w128), _, monotone = window_response(rows, native)
+    ok = monotone and w128 >= 1.05 * n
     return ok, f"ppl({native}) {n:.2f}, ppl(256) {w256:.2f}, ppl(128) {w128:.2f}, ratio 128/native {w128 / n:.3f}"
 
 
@@ -111,12 +112,11 @@ def variants_note(logs):
                 rows.append(f"   | {f[:-5]} {name} | failed: {v['failed']} | | | |")
                 continue
             th, ev = v["target_history"], v["evidence"]
-            h = {r["window"]: r["ppl"] for r in ev["ppl_window_holdout"]}
-            native = ev["native_window"]
+            h, _, _ = window_response(ev["ppl_window_holdout"], ev["native_window"])
             aug = ", ".join(f"{k} {th[k]:g}" for k in ("rename_p", "copy_aug", "repeat_aug") if th.get(k))
             rows.append(f"   | {f[:-5]} {name}{' (chosen)' if s['chosen'] == name else ''} | "
                         f"{th.get('layout', 'late-full')}, {aug or 'no augmentation'} | "
-                        f"{h[native]:.2f} / {h[256]:.2f} / {h[128]:.2f} | {v['holdout_ratio_128']:.4f} | "
+                        f"{h[0]:.2f} / {h[1]:.2f} / {h[2]:.2f} | {v['holdout_ratio_128']:.4f} | "
                         f"{v['tune_ratio_128']:.4f} |")
             if best is None or v["holdout_ratio_128"] > best:
                 best = v["holdout_ratio_128"]
