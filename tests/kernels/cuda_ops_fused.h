@@ -264,7 +264,7 @@ static void test_fused_switches(void) {
     gpu->matmul(gpu, u.g, &wu, x.g, n);
     float *ref = xmalloc((size_t)n * rows * sizeof(float));
     pair_host(&g, ref);
-    for (int e = 0; e < 7; e++) {
+    for (size_t e = 0; e < sizeof envs / sizeof envs[0]; e++) {
         setenv(envs[e][0], envs[e][1], 1);
         char err[256];
         backend *alt = backend_cuda_new(err, sizeof err);
@@ -294,7 +294,7 @@ static void test_fused_switches(void) {
     const char *bads[][2] = {{"GEMMA_CUDA_MV_UNROLL", "5"},
                              {"GEMMA_CUDA_MV_PREFETCH", "3"},
                              {"GEMMA_CUDA_FUSE_MM", "yes"}};
-    for (int e = 0; e < 3; e++) {
+    for (size_t e = 0; e < sizeof bads / sizeof bads[0]; e++) {
         setenv(bads[e][0], bads[e][1], 1);
         char err[256] = "";
         backend *bad = backend_cuda_new(err, sizeof err);
