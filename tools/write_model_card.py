@@ -104,7 +104,7 @@ def variants_note(logs):
     runs = sorted(f for f in os.listdir(d) if re.fullmatch(r"run\d+\.json", f)) if os.path.isdir(d) else []
     if not runs:
         return ""
-    rows, best = [], None
+    rows, best, longest = [], None, None
     for f in runs:
         s = load(os.path.join(d, f))
         for name, v in s["variants"].items():
@@ -120,7 +120,10 @@ def variants_note(logs):
                         f"{v['tune_ratio_128']:.4f} |")
             if best is None or v["holdout_ratio_128"] > best:
                 best = v["holdout_ratio_128"]
+            if longest is None or th["steps"] > longest[1]["steps"]:
+                longest = (f"{f[:-5]} {name}", th)
     table = "\n".join(rows)
+    epochs = longest[1]["steps"] * longest[1]["tokens_per_step"] / longest[1]["train_tokens"]
     return f"""
 
    **Then {len(rows)} variants in {len(runs)} runs (records and reading in `docs/small_model/variants/`):**
@@ -134,8 +137,11 @@ def variants_note(logs):
 {table}
 
    Renaming regularises (held-out ppl down to about 131) but the best holdout ratio is
-   {best:.4f}: the window still does not matter, so none was installed. Left to try: runs several
-   times longer (each was still near its best at its last step) and more public-domain text."""
+   {best:.4f}: the window still does not matter, so none was installed. Longer training is not
+   the way: the longest run ({longest[0]}, {longest[1]['steps']} steps, {epochs:.0f} epochs) was best at
+   step {longest[1]['best_step']} and then memorised the training text. The limit is Brown's
+   {longest[1]['train_tokens'] / 1e6:.2f}M tokens; left to try is more public-domain text beside it, a
+   change of the issue's data that its owner has to decide."""
 
 
 def main():
