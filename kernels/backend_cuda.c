@@ -36,8 +36,9 @@
  * dependent launch (sm_90+, kcommon.cuh) each kernel also starts while its predecessor runs,
  * and a matrix-vector kernel streams its first weights before waiting for it.
  * GEMMA_CUDA_FUSE=0 / GEMMA_CUDA_FUSE_MM=0 / GEMMA_CUDA_PDL=0 turn these off;
- * GEMMA_CUDA_MV_UNROLL=4|8 and GEMMA_CUDA_MV_PREFETCH=0|2|4 tune the matrix-vector kernel
- * (backend_cuda.h).
+ * GEMMA_CUDA_MV_UNROLL=4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4, GEMMA_CUDA_MV_DECODE=general|lean|
+ * lean8 and GEMMA_CUDA_MV_GRID=blocks|persist|N tune the matrix-vector kernel (kernels.h:
+ * k_mv_tuning; none of them changes a result bit).
  *
  * Profiling. GEMMA_CUDA_PROFILE=1 times every op with a pair of cudaEvents (graphs are off
  * then, and every op waits for its own end, so the total is slower than an unprofiled run but
@@ -147,7 +148,8 @@ typedef struct {
      * queue of ops not launched yet. */
     int fuse, fuse_mm;
     cuda_fuser *fuser;
-    int pdl; /* programmatic dependent launch (kernels.h; GEMMA_CUDA_PDL=0 turns it off) */
+    int pdl;        /* programmatic dependent launch (kernels.h; GEMMA_CUDA_PDL=0 turns it off) */
+    k_mv_tuning mv; /* the matrix-vector kernel's tuning, set before each op (GEMMA_CUDA_MV_*) */
 
     /* counters */
     double bytes[F_COUNT];
@@ -172,6 +174,9 @@ static cuda_state *st_flushed(backend *b) {
 
 /* Called before an op: starts its timer when profiling. */
 static void op_begin(cuda_state *st) {
+    /* The launchers' settings are global; two backends in one process keep their own. */
+    k_set_pdl(st->pdl);
+    k_matvec_set_tuning(&st->mv);
     if (st->profile) CU(cudaEventRecord(st->ev0, st->stream));
 }
 
@@ -619,6 +624,51 @@ static int env_flag(const char *name, int dflt) {
     return strcmp(v, "0") != 0;
 }
 
+/* GEMMA_CUDA_MV_UNROLL=4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4, GEMMA_CUDA_MV_DECODE=general|lean|lean8
+ * and GEMMA_CUDA_MV_GRID=blocks|persist|N (kernels.h: k_mv_tuning) into t; -1 with a message
+ * naming the variable for any other value. */
+static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
+    const char *names[] = {"GEMMA_CUDA_MV_UNROLL", "GEMMA_CUDA_MV_PREFETCH", "GEMMA_CUDA_MV_DECODE",
+                           "GEMMA_CUDA_MV_GRID"};
+    const char *allowed[] = {"4 or 8", "0, 2 or 4", "general, lean or lean8",
+                             "blocks, persist or a number of blocks from 1 to 1000000"};
+    *t = (k_mv_tuning){.unroll = 8, .prefetch = 2, .decode = K_MV_GENERAL, .grid = 0};
+    for (int i = 0; i < 4; i++) {
+        const char *v = getenv(names[i]);
+        if (!v || !*v) continue;
+        char *end = NULL;
+        const long num = strtol(v, &end, 10);
+        const int is_num = end != v && *end == 0;
+        int ok = 1;
+        if (i == 0)
+            ok = is_num && (num == 4 || num == 8);
+        else if (i == 1)
+            ok = is_num && (num == 0 || num == 2 || num == 4);
+        else if (i == 2)
+            ok = !strcmp(v, "general") || !strcmp(v, "lean") || !strcmp(v, "lean8");
+        else
+            ok = !strcmp(v, "blocks") || !strcmp(v, "persist") ||
+                 (is_num && num >= 1 && num <= 1000000);
+        if (!ok) {
+            snprintf(err, errlen, "environment variable %s: \"%s\" is not %s", names[i], v,
+                     allowed[i]);
+            return -1;
+        }
+        if (i == 0)
+            t->unroll = (int)num;
+        else if (i == 1)
+            t->prefetch = (int)num;
+        else if (i == 2)
+            t->decode = !strcmp(v, "lean8")  ? K_MV_LEAN8
+                        : !strcmp(v, "lean") ? K_MV_LEAN
+                                             : K_MV_GENERAL;
+        else
+            t->grid = !strcmp(v, "blocks") ? 0 : !strcmp(v, "persist") ? -1 : (int)num;
+    }
+    CHECK(k_matvec_set_tuning(t) == 0);
+    return 0;
+}
+
 backend *backend_cuda_new(char *err, size_t errlen) {
     int n_dev = 0;
     cudaError_t e = cudaGetDeviceCount(&n_dev);
@@ -662,23 +712,15 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         return NULL;
     }
     st->pdl = env_flag("GEMMA_CUDA_PDL", 1);
-    const char *unroll = getenv("GEMMA_CUDA_MV_UNROLL"), *pref = getenv("GEMMA_CUDA_MV_PREFETCH");
-    const int unroll_n = !unroll || !*unroll    ? 8
-                         : !strcmp(unroll, "4") ? 4
-                         : !strcmp(unroll, "8") ? 8
-                                                : -1;
-    const int prefetch = !pref || !*pref      ? 2
-                         : !strcmp(pref, "0") ? 0
-                         : !strcmp(pref, "2") ? 2
-                         : !strcmp(pref, "4") ? 4
-                                              : -1;
-    if (unroll_n < 0 || prefetch < 0 || k_matvec_set_tuning(unroll_n, prefetch)) {
-        snprintf(err, errlen, "environment variable %s: \"%s\" is not %s",
-                 unroll_n < 0 ? "GEMMA_CUDA_MV_UNROLL" : "GEMMA_CUDA_MV_PREFETCH",
-                 unroll_n < 0 ? unroll : pref, unroll_n < 0 ? "4 or 8" : "0, 2 or 4");
+    if (mv_tuning_from_env(&st->mv, err, errlen)) {
         free(st);
         return NULL;
     }
+    char grid_name[40] = "blocks";
+    if (st->mv.grid < 0)
+        snprintf(grid_name, sizeof grid_name, "persist");
+    else if (st->mv.grid > 0)
+        snprintf(grid_name, sizeof grid_name, "at most %d blocks", st->mv.grid);
     CU(cudaGetDevice(&st->device));
     struct cudaDeviceProp prop;
     CU(cudaGetDeviceProperties(&prop, st->device));
@@ -686,20 +728,24 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     k_set_pdl(st->pdl);
     snprintf(st->device_name, sizeof st->device_name, "%.200s (sm_%d%d)", prop.name, prop.major,
              prop.minor);
-    fprintf(stderr,
-            "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matvec unroll %d prefetch %d, matmul "
-            "%s\n",
-            st->device_name, prop.totalGlobalMem / 1e9,
-            st->use_graphs && !st->profile ? "on" : "off",
-            !st->fuse                            ? "off"
-            : st->fuse_mm == CUDA_FUSE_MM_ON     ? "on (all matmul groups)"
-            : st->fuse_mm == CUDA_FUSE_MM_AUTO   ? "on (matmul groups, gate+up pair <= 1 MiB)"
-            : st->fuse_mm == CUDA_FUSE_MM_NOPAIR ? "on (matmul groups, no gate+up pair)"
-                                                 : "on (no matmul groups)",
-            st->pdl ? "on" : "off", unroll_n, prefetch,
-            gemm_mode == 0   ? "own kernel"
-            : gemm_mode == 1 ? "cuBLAS"
-                             : "own (n <= 8), cuBLAS");
+    fprintf(
+        stderr,
+        "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matvec unroll %d prefetch %d decode %s "
+        "grid %s, matmul %s\n",
+        st->device_name, prop.totalGlobalMem / 1e9, st->use_graphs && !st->profile ? "on" : "off",
+        !st->fuse                            ? "off"
+        : st->fuse_mm == CUDA_FUSE_MM_ON     ? "on (all matmul groups)"
+        : st->fuse_mm == CUDA_FUSE_MM_AUTO   ? "on (matmul groups, gate+up pair <= 1 MiB)"
+        : st->fuse_mm == CUDA_FUSE_MM_NOPAIR ? "on (matmul groups, no gate+up pair)"
+                                             : "on (no matmul groups)",
+        st->pdl ? "on" : "off", st->mv.unroll, st->mv.prefetch,
+        st->mv.decode == K_MV_LEAN8  ? "lean8"
+        : st->mv.decode == K_MV_LEAN ? "lean"
+                                     : "general",
+        grid_name,
+        gemm_mode == 0   ? "own kernel"
+        : gemm_mode == 1 ? "cuBLAS"
+                         : "own (n <= 8), cuBLAS");
     CU(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     CUBLAS(cublasCreate(&st->cublas));
     CUBLAS(cublasSetStream(st->cublas, st->stream));

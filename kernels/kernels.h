@@ -59,10 +59,24 @@ typedef struct {
 } k_mv_seg;
 void k_matvec_multi(cudaStream_t s, const k_mv_seg *segs, int n_segs, int wdtype, const float *x,
                     int cols, int n);
-/* The column loop's unroll (4 or 8; default 8) and how many 16-byte chunks per lane are
- * loaded before waiting for the previous kernel (2 or 4; 0 = none; default 2). Returns -1
- * (and changes nothing) for other values. Results do not depend on either. */
-int k_matvec_set_tuning(int unroll, int prefetch);
+/* How the next k_matvec / k_matvec_multi launches run (matvec.cu's header says why). Results do
+ * not depend on any of it. k_matvec_set_tuning returns -1 (and changes nothing) for values
+ * outside those listed. The lean decode kernel and the persistent grid exist for n = 1 on the
+ * vector path with prefetch 0 or 2; other launches run the general kernel, one block per
+ * 8 / K rows. */
+enum { K_MV_GENERAL = 0, K_MV_LEAN = 1, K_MV_LEAN8 = 2 };
+typedef struct {
+    int unroll;   /* the column loop's unroll: 4 or 8 (default 8) */
+    int prefetch; /* 16-byte chunks per lane loaded before waiting for the previous kernel:
+                     0 (none), 2 (default) or 4 */
+    int decode;   /* the n = 1 kernel: K_MV_GENERAL (default), K_MV_LEAN (matvec1_kernel, the
+                     compiler's register count) or K_MV_LEAN8 (the same, at most 32 registers:
+                     8 blocks per multiprocessor) */
+    int grid;     /* 0: one block per 8 / K rows (default); -1: persistent grid of
+                     multiprocessors x resident blocks; N > 0: persistent, at most N blocks
+                     (both run the lean kernel) */
+} k_mv_tuning;
+int k_matvec_set_tuning(const k_mv_tuning *t);
 
 /* rmsnorm.cu: for each of n_vec vectors of dim: out = x / sqrt(mean(x^2) + eps) (* w when w is
  * non-NULL, w of dtype wdtype). out may equal x. */

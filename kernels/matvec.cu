@@ -22,14 +22,33 @@
  * gives a warp row r of the gate AND of the up matrix and stores gelu_tanh(g) * u (and u),
  * K_MV_GELU_MUL multiplies gelu_tanh(g) by a vector already in memory (the per-layer input).
  *
+ * Decode (n = 1): occupancy and a persistent grid (GEMMA_CUDA_MV_DECODE / _MV_GRID,
+ * measured against the kernel above in docs/bench_gpu.md). matvec1_kernel is the same
+ * arithmetic for one input without the input groups, lean enough to be compiled for 8
+ * resident blocks per multiprocessor (at most 32 registers a thread) instead of the 5 the
+ * general kernel's 48 registers allow. Its grid can be persistent: about (multiprocessors x
+ * resident blocks) blocks, each walking the launch's "virtual blocks" (groups of 8 / K rows,
+ * dealt to the matrices in order) with a stride of the grid, so that a matrix is not one or
+ * two waves of short-lived blocks with their launch, ramp and tail; a block loads the first
+ * chunks of its next row before it reduces and stores the current one.
+ *
  * Reproducibility. The accumulation order of a row - each lane's chunks in column order into
  * one fma chain, the warp sum, then the K slices added in a fixed order - depends only on the
- * matrix's shape (K is chosen from rows and cols), never on n, on U, on prefetching or on the
- * other matrices of a launch: a verify pass reproduces the decode steps it stands for bit for
- * bit, fused or not. The order differs from the CPU backend's, so the two agree to rounding. */
+ * matrix's shape (K is chosen from rows and cols), never on n, on U, on prefetching, on the
+ * occupancy or the grid, or on the other matrices of a launch: a verify pass reproduces the decode
+ * steps it stands for bit for bit, fused or not. The order differs from the CPU backend's, so the
+ * two agree to rounding. */
 #include "kcommon.cuh"
 
 #define MV_WARPS 8 /* warps per block */
+
+/* Blocks of MV_WARPS warps that fit a multiprocessor by its thread count: 2048 threads on
+ * sm_80 and sm_90, 1536 on sm_86 / sm_87 / sm_89. The lean8 kernel asks for this many. */
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 890)
+#define MV_MAX_BLOCKS 6
+#else
+#define MV_MAX_BLOCKS 8
+#endif
 
 /* One matrix of a launch, as the kernel sees it: k warps per row, blocks from block0. */
 struct mv_seg {
@@ -42,11 +61,14 @@ struct mv_seg {
 struct mv_launch {
     mv_seg seg[K_MV_SEGS];
     int n_segs;
+    int blocks; /* virtual blocks of all segments (the grid, unless it is persistent) */
 };
 
-static int mv_unroll = 8;  /* U: the column loop's unroll (4 or 8) */
-static int mv_first_n = 2; /* F: chunks per lane loaded before the wait (2 or 4; 0: none, F = 2
-                             after the wait) */
+/* The tuning of the next launches (kernels.h: k_mv_tuning; each backend sets its own before its
+ * launches). unroll U: the column loop's unroll (4 or 8); prefetch F: chunks per lane loaded
+ * before the wait (2 or 4; 0: none, F = 2 after the wait); decode: the n = 1 kernel; grid 0 (one
+ * block per virtual block), -1 (persistent) or N > 0 (persistent, at most N blocks). */
+static k_mv_tuning mv_tune = {8, 2, K_MV_GENERAL, 0};
 
 /* Store the finished products of (input t, row) by the segment's epilogue. */
 __device__ __forceinline__ void mv_store(const mv_seg &sg, int t, int row, float v, float v_up) {
@@ -210,6 +232,107 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
     }
 }
 
+/* The general kernel's arithmetic for one input (decode), lean: no input groups, one row per
+ * warp slice at a time. MINB: blocks per multiprocessor the registers must allow (0: the
+ * compiler's choice; 8: as many as the threads allow, MV_MAX_BLOCKS). P: persistent - block b does
+ * the virtual blocks b, b + grid, ... and loads the first 2 chunks of its next row before reducing
+ * the current one (else only b). Vector path only (16-byte loads); the first 2 chunks come before
+ * the wait when prefetch. L is
+ * __grid_constant__: indexed by a segment number in place, not copied. */
+template <typename T, int U, bool PAIR, int MINB, bool P>
+__global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS : MINB)
+    matvec1_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
+                   int prefetch) {
+    constexpr int V = vec16<T>::n, F = 2;
+    __shared__ float part[MV_WARPS], part_up[MV_WARPS];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int vb = blockIdx.x;
+    /* Where virtual block vb puts this warp (compile-time segment indices: the launch struct
+     * stays in parameter space). */
+    int si, row, nch, K;
+    bool pr; /* a gate + up pair */
+    const T *w1, *w2;
+    auto locate = [&](int b) {
+        si = 0;
+#pragma unroll
+        for (int i = 1; i < K_MV_SEGS; i++)
+            if (i < L.n_segs && b >= L.seg[i].block0) si = i;
+        const mv_seg &sg = L.seg[si];
+        K = sg.k;
+        row = (b - sg.block0) * (MV_WARPS / K) + warp / K;
+        const int c0 = ((warp % K) * 32 + lane) * V, stride = K * 32 * V;
+        const bool live = row < sg.rows;
+        nch = live && c0 < cols ? (cols - c0 + stride - 1) / stride : 0;
+        const size_t off = (size_t)(live ? row : 0) * cols + c0;
+        w1 = (const T *)sg.w + off;
+        pr = PAIR && sg.epilogue == K_MV_GELU_PAIR;
+        w2 = pr ? (const T *)sg.w_up + off : w1;
+    };
+    locate(vb);
+    uint4 f1[F], f2[PAIR ? F : 1];
+    k_launch_next();
+    if (!prefetch) k_wait_only();
+    mv_first<T, F>(f1, f2, w1, w2, nch, K * 32 * V, pr);
+    if (prefetch) k_wait_only();
+
+    for (;;) {
+        const mv_seg &sg = L.seg[si];
+        const bool pair = pr, live = row < sg.rows;
+        const int stride = K * 32 * V, slice = warp % K, r = row;
+        const float *xp = x + (slice * 32 + lane) * V;
+        float acc = 0.0f, acc_up = 0.0f, wf[V], wf2[V];
+#pragma unroll
+        for (int ch = 0; ch < F; ch++)
+            if (ch < nch) {
+                mv_unpack<T>(f1[ch], wf);
+                acc = mv_dot16<V>(wf, xp + ch * stride, acc);
+                if (pair) {
+                    mv_unpack<T>(f2[ch], wf2);
+                    acc_up = mv_dot16<V>(wf2, xp + ch * stride, acc_up);
+                }
+            }
+#pragma unroll U
+        for (int ch = F; ch < nch; ch++) {
+            const int c = ch * stride;
+            mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w1 + c)), wf);
+            acc = mv_dot16<V>(wf, xp + c, acc);
+            if (pair) {
+                mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w2 + c)), wf2);
+                acc_up = mv_dot16<V>(wf2, xp + c, acc_up);
+            }
+        }
+        /* The row is read: the next one starts streaming before this one is reduced. */
+        const int next = vb + (int)gridDim.x;
+        const bool more = P && next < L.blocks;
+        if (more) {
+            locate(next);
+            mv_first<T, F>(f1, f2, w1, w2, nch, K * 32 * V, pr);
+        }
+        acc = warp_sum(acc);
+        if (pair) acc_up = warp_sum(acc_up);
+        if (sg.k == 1) {
+            if (live && lane == 0) mv_store(sg, 0, r, acc, acc_up);
+        } else { /* uniform over the block: a virtual block has one segment */
+            if (lane == 0) {
+                part[warp] = acc;
+                part_up[warp] = acc_up;
+            }
+            __syncthreads();
+            if (live && lane == 0 && slice == 0) {
+                float v = 0.0f, vu = 0.0f;
+                for (int k = 0; k < sg.k; k++) {
+                    v += part[warp + k];
+                    vu += part_up[warp + k];
+                }
+                mv_store(sg, 0, r, v, vu);
+            }
+            __syncthreads(); /* part is reused by the next row */
+        }
+        if (!more) break;
+        vb = next;
+    }
+}
+
 /* Multiprocessors of the current device (read once). */
 static int sm_count(void) {
     static int sms = 0;
@@ -231,20 +354,71 @@ static int split_for(int rows, int cols, int per_pass) {
     return k;
 }
 
+/* Blocks of `kernel` resident on one multiprocessor (asked once per kernel). */
+static int resident_blocks(const void *kernel) {
+    static struct {
+        const void *kernel;
+        int blocks;
+    } seen[32];
+    static int n_seen = 0;
+    for (int i = 0; i < n_seen; i++)
+        if (seen[i].kernel == kernel) return seen[i].blocks;
+    int nb = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kernel, MV_WARPS * 32, 0) !=
+            cudaSuccess ||
+        nb < 1)
+        nb = 1;
+    if (n_seen < 32) {
+        seen[n_seen].kernel = kernel;
+        seen[n_seen++].blocks = nb;
+    }
+    return nb;
+}
+
+/* n = 1 through matvec1_kernel: one block per virtual block, or a persistent grid of at most
+ * multiprocessors x resident blocks (mv_tune.grid -1), or of at most mv_tune.grid blocks. */
+template <typename T, bool PAIR, int MINB, bool P>
+static void launch1(cudaStream_t s, const mv_launch &L, const float *x, int cols, int pf) {
+    void (*kernel)(const mv_launch, const float *, int, int) =
+        mv_tune.unroll == 4 ? matvec1_kernel<T, 4, PAIR, MINB, P>
+                            : matvec1_kernel<T, 8, PAIR, MINB, P>;
+    long grid = L.blocks;
+    if (P) {
+        const long cap = mv_tune.grid > 0
+                             ? mv_tune.grid
+                             : (long)resident_blocks((const void *)kernel) * sm_count();
+        if (grid > cap) grid = cap;
+    }
+    k_launch(kernel, dim3((unsigned)grid), dim3(MV_WARPS * 32), s, L, x, cols, pf);
+}
+
+template <typename T, bool PAIR>
+static void launch_n1(cudaStream_t s, const mv_launch &L, const float *x, int cols, int pf) {
+    if (mv_tune.decode == K_MV_LEAN8)
+        mv_tune.grid ? launch1<T, PAIR, 8, true>(s, L, x, cols, pf)
+                     : launch1<T, PAIR, 8, false>(s, L, x, cols, pf);
+    else
+        mv_tune.grid ? launch1<T, PAIR, 0, true>(s, L, x, cols, pf)
+                     : launch1<T, PAIR, 0, false>(s, L, x, cols, pf);
+}
+
 template <typename T, int NT, bool VEC, bool PAIR>
 static void launch_nt(cudaStream_t s, const mv_launch &L, unsigned blocks, const float *x, int cols,
                       int n) {
     const dim3 grid(blocks), block(MV_WARPS * 32);
-    const int pf = mv_first_n > 0;
-    /* More chunks first only pays at n = 1 (decode); wider inputs keep F = 2. */
+    const int pf = mv_tune.prefetch > 0;
+    /* More chunks first only pays at n = 1 (decode); wider inputs keep F = 2. The lean decode
+     * kernel runs when it or a persistent grid is asked for (with F = 2 or no prefetch). */
     if (!VEC)
         k_launch(matvec_kernel<T, NT, false, 1, PAIR, 1>, grid, block, s, L, x, cols, n, 0);
-    else if (NT == 1 && mv_first_n == 4)
-        mv_unroll == 4
+    else if (NT == 1 && mv_tune.prefetch != 4 && (mv_tune.decode != K_MV_GENERAL || mv_tune.grid))
+        launch_n1<T, PAIR>(s, L, x, cols, pf);
+    else if (NT == 1 && mv_tune.prefetch == 4)
+        mv_tune.unroll == 4
             ? k_launch(matvec_kernel<T, NT, true, 4, PAIR, 4>, grid, block, s, L, x, cols, n, pf)
             : k_launch(matvec_kernel<T, NT, true, 8, PAIR, 4>, grid, block, s, L, x, cols, n, pf);
     else
-        mv_unroll == 4
+        mv_tune.unroll == 4
             ? k_launch(matvec_kernel<T, NT, true, 4, PAIR, 2>, grid, block, s, L, x, cols, n, pf)
             : k_launch(matvec_kernel<T, NT, true, 8, PAIR, 2>, grid, block, s, L, x, cols, n, pf);
 }
@@ -300,6 +474,7 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
         pair = pair || d->epilogue == K_MV_GELU_PAIR;
         blocks += k_blocks((size_t)segs[i].rows, MV_WARPS / d->k);
     }
+    L.blocks = (int)blocks;
     if (n == 1)
         launch_pair<T, 1>(s, L, blocks, x, cols, n, vec[0], pair);
     else if (n <= 4)
@@ -339,11 +514,13 @@ extern "C" void k_matvec(cudaStream_t s, float *out, const void *w, int wdtype, 
     k_matvec_multi(s, &seg, 1, wdtype, x, cols, n);
 }
 
-extern "C" int k_matvec_set_tuning(int unroll, int prefetch) {
-    if ((unroll != 4 && unroll != 8) || (prefetch != 0 && prefetch != 2 && prefetch != 4))
+extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
+    if ((t->unroll != 4 && t->unroll != 8) ||
+        (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
+        (t->decode != K_MV_GENERAL && t->decode != K_MV_LEAN && t->decode != K_MV_LEAN8) ||
+        t->grid < -1)
         return -1;
-    mv_unroll = unroll;
-    mv_first_n = prefetch;
+    mv_tune = *t;
     return 0;
 }
 

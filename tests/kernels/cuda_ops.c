@@ -5,8 +5,9 @@
  *   cuda_ops ops [small]        every op of the backend table, random inputs drawn from
  *                               [-2, -0.1] U [0.1, 2] (never zeros) with a fresh seed per run
  *                               (printed; TEST_SEED=<seed> replays it), and the sequences the
- *                               backend fuses (cuda_ops_fused.h); "small" shrinks the shapes
- *                               for the sanitizers
+ *                               backend fuses (cuda_ops_fused.h), and the matrix-vector
+ *                               kernel's decode variants (cuda_ops_matvec.h); "small" shrinks
+ *                               the shapes for the sanitizers
  *   cuda_ops model DIR...       whole models: logits of a 72-token prefill and of 24 decode
  *                               steps (eager, captured, then replayed CUDA graphs, at moving
  *                               positions) GPU vs CPU, 24 greedy tokens identical, and the
@@ -20,6 +21,8 @@
  *                               speculation (k = 1..8 serve plain greedy's tokens, full head /
  *                               keepset, native window / 24)
  *   cuda_ops bench-matmul       our matvec kernel against cuBLAS on E4B's shapes (n = 1, 4, 64)
+ *   cuda_ops bench-matvec       the matvec kernel's decode variants (GEMMA_CUDA_MV_DECODE /
+ *                               _GRID / _UNROLL) side by side on E4B's shapes, in CUDA graphs
  *   cuda_ops copy-bw            the device's copy bandwidth (for the benchmark's floor)
  *   cuda_ops decode-profile DIR P S   decode steps after a P-token prefill: ms per step with
  *                               graphs (with and without PDL, with and without fusion) and
@@ -46,6 +49,7 @@
 #include "backend.h"
 #include "backend_cuda.h"
 #include "decoder.h"
+#include "kernels.h"
 #include "engine.h"
 #include "speculate.h"
 #include "util.h"
@@ -419,6 +423,7 @@ static void test_argmax(void) {
 static void test_draft_head(void); /* with the drafter checks below */
 
 #include "cuda_ops_fused.h"
+#include "cuda_ops_matvec.h"
 
 static int run_ops(void) {
     cpu = backend_cpu_new(0);
@@ -441,6 +446,7 @@ static int run_ops(void) {
     test_rope();
     test_fusions();
     test_fused();
+    test_matvec_variants();
     test_attention();
     test_elementwise();
     test_embed();
@@ -580,6 +586,7 @@ int main(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "draft")) return run_draft(argc, argv);
     if (argc == 2 && !strcmp(argv[1], "bench-matmul")) return run_bench_matmul();
     if (argc == 2 && !strcmp(argv[1], "copy-bw")) return run_copy_bw();
+    if (argc == 2 && !strcmp(argv[1], "bench-matvec")) return run_bench_matvec();
     if (argc == 5 && !strcmp(argv[1], "decode-profile"))
         return run_decode_profile(argv[2], atoi(argv[3]), atoi(argv[4]));
     fprintf(stderr, "usage: cuda_ops ops [small] | model DIR... | draft [small] | draft DIR... | "

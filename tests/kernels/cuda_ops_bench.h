@@ -1,7 +1,8 @@
 /* cuda_ops_bench.h: the timing subcommands of tests/kernels/cuda_ops.c (included there; one
  * translation unit): bench-matmul (our kernel against cuBLAS on E4B's shapes), decode-profile
- * (ms per decode step under each switch, and the per-family profile) and copy-bw (the device's
- * copy bandwidth). Used by bench/bench_gpu.sh, never by a test. */
+ * (ms per decode step under each switch, and the per-family profile), bench-matvec (the
+ * matrix-vector kernel's decode variants shape by shape) and copy-bw (the device's copy
+ * bandwidth). Used by bench/bench_gpu.sh, never by a test. */
 /* ---- matmul timing: our kernel against cuBLAS ------------------------------------------ */
 
 static double time_matmul(backend *b, float *out, const tensor *w, const float *x, int n,
@@ -106,13 +107,162 @@ static int run_bench_matmul(void) {
     return 0;
 }
 
+/* ---- the matrix-vector kernel's decode variants, shape by shape -------------------------- */
+
+#define CUDA_OK(call)                                                                              \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) die("%s: %s", #call, cudaGetErrorString(e_));                       \
+    } while (0)
+
+/* Launches of k_matvec_multi at n = 1 (bf16 weights), captured into a CUDA graph with
+ * programmatic dependent launch as a decode step has it, replayed: microseconds per launch.
+ * The launches cycle through enough copies of the weights (at least 160 MB, over three times
+ * the H200's L2) that every launch streams its weights from memory, as in a decode step. */
+static double time_mv_variant(const k_mv_tuning *tune, int n_segs, const int *rows, int cols,
+                              char **w_copies, int copies, size_t copy_bytes, float *x, float *out,
+                              int reps) {
+    CHECK(k_matvec_set_tuning(tune) == 0);
+    cudaStream_t s;
+    CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    /* r = -1: one eager launch first (the launcher asks the occupancy once, outside capture) */
+    for (int r = -1; r < reps; r++) {
+        if (r == 0) {
+            CUDA_OK(cudaStreamSynchronize(s));
+            CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+        }
+        k_mv_seg segs[K_MV_SEGS];
+        const char *w = w_copies[(r + copies) % copies];
+        size_t off = 0, out_off = 0;
+        for (int i = 0; i < n_segs; i++) {
+            memset(&segs[i], 0, sizeof segs[i]);
+            segs[i].out = out + out_off;
+            segs[i].w = w + off;
+            segs[i].rows = rows[i];
+            segs[i].epilogue = K_MV_PLAIN;
+            off += (size_t)rows[i] * cols * 2;
+            out_off += (size_t)rows[i];
+        }
+        CHECK(off <= copy_bytes);
+        k_matvec_multi(s, segs, n_segs, KDT_BF16, x, cols, 1);
+    }
+    CUDA_OK(cudaStreamEndCapture(s, &graph));
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    cudaEvent_t e0, e1;
+    CUDA_OK(cudaEventCreate(&e0));
+    CUDA_OK(cudaEventCreate(&e1));
+    CUDA_OK(cudaGraphLaunch(exec, s)); /* warm-up */
+    CUDA_OK(cudaEventRecord(e0, s));
+    const int replays = 5;
+    for (int i = 0; i < replays; i++)
+        CUDA_OK(cudaGraphLaunch(exec, s));
+    CUDA_OK(cudaEventRecord(e1, s));
+    CUDA_OK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+    CUDA_OK(cudaEventDestroy(e0));
+    CUDA_OK(cudaEventDestroy(e1));
+    CUDA_OK(cudaGraphExecDestroy(exec));
+    CUDA_OK(cudaGraphDestroy(graph));
+    CUDA_OK(cudaStreamDestroy(s));
+    return 1e3 * ms / ((double)replays * reps);
+}
+
+/* One row per E4B shape (or grouped launch), one column per tuning: us per launch and GB/s
+ * of weights. The first and last columns are the default, to show the run-to-run spread. */
+static int run_bench_matvec(void) {
+    struct cudaDeviceProp prop;
+    CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+    k_set_pdl(prop.major >= 9);
+    const struct {
+        const char *label;
+        k_mv_tuning t;
+    } tunes[] = {
+        {"default", {8, 2, K_MV_GENERAL, 0}},
+        {"lean", {8, 2, K_MV_LEAN, 0}},
+        {"lean8", {8, 2, K_MV_LEAN8, 0}},
+        {"lean8 u4", {4, 2, K_MV_LEAN8, 0}},
+        {"persist", {8, 2, K_MV_LEAN, -1}},
+        {"lean8 persist", {8, 2, K_MV_LEAN8, -1}},
+        {"lean8 persist u4", {4, 2, K_MV_LEAN8, -1}},
+        {"default again", {8, 2, K_MV_GENERAL, 0}},
+    };
+    const int n_tunes = (int)(sizeof tunes / sizeof tunes[0]);
+    const struct {
+        const char *name;
+        int n_segs, rows[3], cols;
+    } shapes[] = {
+        {"q_proj", 1, {2048}, 2560},
+        {"k_proj", 1, {512}, 2560},
+        {"q + k + v (one launch)", 3, {2048, 512, 512}, 2560},
+        {"o_proj", 1, {2560}, 2048},
+        {"mlp gate / up", 1, {10240}, 2560},
+        {"gate + up (one launch)", 2, {10240, 10240}, 2560},
+        {"mlp down", 1, {2560}, 10240},
+        {"per-layer gate", 1, {256}, 2560},
+        {"per-layer proj", 1, {2560}, 256},
+        {"per-layer input proj", 1, {10752}, 2560},
+        {"lm_head", 1, {262144}, 2560},
+    };
+    printf("matvec decode variants on %s (bf16, n = 1, CUDA graph of back-to-back launches, PDL "
+           "%s): us per launch (GB/s of weights)\n\n| matrix | rows x cols |",
+           prop.name, prop.major >= 9 ? "on" : "off");
+    for (int v = 0; v < n_tunes; v++)
+        printf(" %s |", tunes[v].label);
+    printf("\n|---|---|");
+    for (int v = 0; v < n_tunes; v++)
+        printf("---|");
+    printf("\n");
+    float *x = NULL, *out = NULL;
+    CUDA_OK(cudaMalloc((void **)&x, 16384 * sizeof(float)));
+    CUDA_OK(cudaMalloc((void **)&out, (size_t)262144 * sizeof(float)));
+    float *xh = rand_vec(16384);
+    CUDA_OK(cudaMemcpy(x, xh, 16384 * sizeof(float), cudaMemcpyHostToDevice));
+    free(xh);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        size_t bytes = 0;
+        int total_rows = 0;
+        for (int k = 0; k < shapes[i].n_segs; k++) {
+            bytes += (size_t)shapes[i].rows[k] * shapes[i].cols * 2;
+            total_rows += shapes[i].rows[k];
+        }
+        const int copies =
+            bytes >= ((size_t)160 << 20) ? 1 : (int)((((size_t)160 << 20) + bytes - 1) / bytes);
+        char **w = xmalloc((size_t)copies * sizeof(char *));
+        for (int c = 0; c < copies; c++) {
+            CUDA_OK(cudaMalloc((void **)&w[c], bytes));
+            /* bf16 0x3c3c (about 0.0115) everywhere: any value streams the same */
+            CUDA_OK(cudaMemset(w[c], 0x3c, bytes));
+        }
+        const int reps = bytes > ((size_t)512 << 20) ? 10 : copies > 40 ? copies : 40;
+        printf("| %s | %d x %d |", shapes[i].name, total_rows, shapes[i].cols);
+        for (int v = 0; v < n_tunes; v++) {
+            const double us = time_mv_variant(&tunes[v].t, shapes[i].n_segs, shapes[i].rows,
+                                              shapes[i].cols, w, copies, bytes, x, out, reps);
+            printf(" %.1f (%.0f) |", us, bytes / us / 1e3);
+            fflush(stdout);
+        }
+        printf("\n");
+        for (int c = 0; c < copies; c++)
+            CUDA_OK(cudaFree(w[c]));
+        free(w);
+    }
+    const k_mv_tuning dflt = {8, 2, K_MV_GENERAL, 0};
+    k_matvec_set_tuning(&dflt);
+    CUDA_OK(cudaFree(x));
+    CUDA_OK(cudaFree(out));
+    return 0;
+}
+
 /* ---- decode step profile --------------------------------------------------------------- */
 
 /* Prefill `prompt` random tokens, then time `steps` greedy decode steps (decode alone: the
  * counters are reset after the prefill) in several ways: CUDA graphs on (with each of the
- * backend's switches turned off in turn: extra is one more "NAME=VALUE" or NULL), graphs off
- * (eager launches), and profiled (every op timed by events; graphs off). Prints one JSON line
- * per way and the per-family table of the profiled run. */
+ * backend's switches set in turn: extra is "NAME=VALUE" settings separated by spaces, or NULL),
+ * graphs off (eager launches), and profiled (every op timed by events; graphs off). Prints one
+ * JSON line per way and the per-family table of the profiled run. */
 static void decode_once(const model *m, const char *graphs, const char *profile, const char *fuse,
                         const char *pdl, const char *extra, int prompt, int steps,
                         const char *label) {
@@ -130,13 +280,19 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
     setenv("GEMMA_CUDA_PROFILE", profile, 1);
     setenv("GEMMA_CUDA_FUSE", fuse, 1);
     setenv("GEMMA_CUDA_PDL", pdl, 1);
-    char extra_name[64] = "";
-    if (extra) {
-        const char *eq = strchr(extra, '=');
-        CHECK(eq && eq - extra < (long)sizeof extra_name);
-        memcpy(extra_name, extra, (size_t)(eq - extra));
-        extra_name[eq - extra] = 0;
-        setenv(extra_name, eq + 1, 1);
+    /* extra: "NAME=VALUE" settings separated by spaces, at most 4 */
+    char extra_names[4][64], extra_value[128];
+    int n_extra = 0;
+    for (const char *p = extra; p && *p;) {
+        const char *eq = strchr(p, '='), *end = strchr(p, ' ');
+        if (!end) end = p + strlen(p);
+        CHECK(n_extra < 4 && eq && eq < end && eq - p < 64 && end - eq <= 128);
+        memcpy(extra_names[n_extra], p, (size_t)(eq - p));
+        extra_names[n_extra][eq - p] = 0;
+        memcpy(extra_value, eq + 1, (size_t)(end - eq - 1));
+        extra_value[end - eq - 1] = 0;
+        setenv(extra_names[n_extra++], extra_value, 1);
+        p = *end ? end + 1 : end;
     }
     char err[512];
     engine_options o = {.max_model_len = prompt + steps + 8, .device = "cuda"};
@@ -174,7 +330,8 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
     unsetenv("GEMMA_CUDA_PROFILE");
     unsetenv("GEMMA_CUDA_FUSE");
     unsetenv("GEMMA_CUDA_PDL");
-    if (extra) unsetenv(extra_name);
+    for (int i = 0; i < n_extra; i++)
+        unsetenv(extra_names[i]);
 }
 
 static int run_decode_profile(const char *dir, int prompt, int steps) {
@@ -195,6 +352,17 @@ static int run_decode_profile(const char *dir, int prompt, int steps) {
                 "graphs_no_prefetch");
     decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_PREFETCH=4", prompt, steps,
                 "graphs_prefetch4");
+    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_DECODE=lean", prompt, steps, "graphs_lean");
+    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_DECODE=lean8", prompt, steps, "graphs_lean8");
+    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_GRID=persist", prompt, steps,
+                "graphs_persist");
+    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_DECODE=lean8 GEMMA_CUDA_MV_GRID=persist",
+                prompt, steps, "graphs_lean8_persist");
+    decode_once(m, "1", "0", "1", "1",
+                "GEMMA_CUDA_MV_DECODE=lean8 GEMMA_CUDA_MV_GRID=persist GEMMA_CUDA_MV_UNROLL=4",
+                prompt, steps, "graphs_lean8_persist_u4");
+    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_DECODE=lean8 GEMMA_CUDA_MV_UNROLL=4", prompt,
+                steps, "graphs_lean8_u4");
     decode_once(m, "1", "0", "1", "1", NULL, prompt, steps, "graphs_again");
     decode_once(m, "0", "0", "1", "1", NULL, prompt, steps, "eager");
     decode_once(m, "0", "1", "1", "0", NULL, prompt, steps / 4 > 8 ? steps / 4 : 8, "profiled");

@@ -1,0 +1,133 @@
+/* cuda_ops_matvec.h: the decode variants of matvec.cu (GEMMA_CUDA_MV_DECODE=lean|lean8, the lean
+ * kernel compiled with the compiler's registers or for 8 blocks per multiprocessor, and
+ * GEMMA_CUDA_MV_GRID=persist|N, a persistent grid walking the rows with a stride) checked the
+ * way the default kernel is: against the CPU backend on fresh random inputs, and bit for bit
+ * against the default where matvec.cu's reproducibility rule says a row's result depends only
+ * on its matrix's shape. Included once, by cuda_ops.c, after cuda_ops_fused.h (one translation
+ * unit).
+ *
+ * Each variant runs in its own backend (every matrix product may join a launch there, as in
+ * the default ops test):
+ *   - test_matmul: every dtype, n = 1 .. 64 (the variants exist for n = 1; wider inputs must
+ *     still take the general kernel), aligned and odd cols, rows not a multiple of 8;
+ *   - test_fused_mlp: gate + up + GeLU pair and gate * vector epilogues against the CPU, and
+ *     row t of an n-row product (general kernel) equal to the 1-row product (the variant);
+ *   - lone and grouped (q, k, v-like: three matrices of one x in one launch) products at n = 1
+ *     equal to the default backend's bit for bit, on shapes that give K = 8, 2 and 1 warps per
+ *     row (K = 1 needs more rows than 8 blocks x the multiprocessors: only without "small");
+ *   - a grid of a few blocks (GEMMA_CUDA_MV_GRID=3 / 7), so every block walks many rows and
+ *     segments, and the prefetch of the next row crosses from one matrix to the next.
+ * Bad values of the two switches are refused with the variable's name (test_mv_bad_values). */
+
+/* Products at n = 1 of three matrices that read one x (grouped into one launch), on backend b;
+ * the results downloaded into h (rows0 + rows1 + rows2 floats). */
+static void mv_group_run(backend *b, tensor *w, const float *xh, float *h) {
+    const int cols = w[0].cols, total = w[0].rows + w[1].rows + w[2].rows;
+    float *x = b->alloc(b, (size_t)cols), *out = b->alloc(b, (size_t)total);
+    b->upload(b, x, xh, (size_t)cols);
+    for (int i = 0, off = 0; i < 3; off += w[i].rows, i++)
+        b->matmul(b, out + off, &w[i], x, 1);
+    b->download(b, h, out, (size_t)total);
+    b->release(b, x);
+    b->release(b, out);
+}
+
+static void mv_lone_run(backend *b, tensor *w, const float *xh, float *h) {
+    float *x = b->alloc(b, (size_t)w->cols), *out = b->alloc(b, (size_t)w->rows);
+    b->upload(b, x, xh, (size_t)w->cols);
+    b->matmul(b, out, w, x, 1);
+    b->download(b, h, out, (size_t)w->rows);
+    b->release(b, x);
+    b->release(b, out);
+}
+
+/* The variant backend alt against the default backend gpu, bit for bit, at n = 1. */
+static void mv_same_bits(backend *alt, const char *name) {
+    const weight_dtype dts[] = {DT_F32, DT_BF16, DT_F16};
+    /* rows: K = 8 at 2560 cols (few rows), K = 2, and K = 1 (more than 8 blocks per
+     * multiprocessor of 8 rows; 132 multiprocessors on an H200: 8448) */
+    const int n_shapes = small_shapes ? 1 : 3;
+    const int base_rows[] = {small_shapes ? 24 : 700, 5000, 9000};
+    for (int di = 0; di < 3; di++)
+        for (int si = 0; si < n_shapes; si++) {
+            const int cols = small_shapes ? 128 : 2560, rows = odd_size(base_rows[si], 300);
+            tensor w[3] = {rand_tensor(rows, cols, dts[di]),
+                           rand_tensor(odd_size(small_shapes ? 8 : 200, 300), cols, dts[di]),
+                           rand_tensor(odd_size(small_shapes ? 8 : 200, 300), cols, dts[di])};
+            const int total = w[0].rows + w[1].rows + w[2].rows;
+            float *xh = rand_vec((size_t)cols), *want = xmalloc((size_t)total * sizeof(float)),
+                  *got = xmalloc((size_t)total * sizeof(float));
+            mv_group_run(gpu, w, xh, want);
+            mv_group_run(alt, w, xh, got);
+            size_t i = 0;
+            while (i < (size_t)total && !memcmp(&got[i], &want[i], sizeof(float)))
+                i++;
+            EXPECT(i == (size_t)total,
+                   "%s: grouped product element %zu of %d (dtype %d, rows %d + %d + %d, cols %d) "
+                   "differs from the default's: %.9g vs %.9g",
+                   name, i, total, dts[di], w[0].rows, w[1].rows, w[2].rows, cols,
+                   i < (size_t)total ? got[i] : 0.0, i < (size_t)total ? want[i] : 0.0);
+            mv_lone_run(alt, &w[0], xh, got);
+            EXPECT(!memcmp(got, want, (size_t)w[0].rows * sizeof(float)),
+                   "%s: a lone product (dtype %d, %d x %d) differs from the default's grouped one",
+                   name, dts[di], w[0].rows, cols);
+            free(xh);
+            free(want);
+            free(got);
+            /* w stays alive: the backends key their device copies by the host pointer. */
+        }
+}
+
+static void test_mv_bad_values(void) {
+    const char *bads[][2] = {
+        {"GEMMA_CUDA_MV_DECODE", "fast"}, {"GEMMA_CUDA_MV_DECODE", "8"},
+        {"GEMMA_CUDA_MV_GRID", "0"},      {"GEMMA_CUDA_MV_GRID", "-1"},
+        {"GEMMA_CUDA_MV_GRID", "12x"},    {"GEMMA_CUDA_MV_GRID", "persistent"}};
+    for (size_t e = 0; e < sizeof bads / sizeof bads[0]; e++) {
+        setenv(bads[e][0], bads[e][1], 1);
+        char err[256] = "";
+        backend *bad = backend_cuda_new(err, sizeof err);
+        unsetenv(bads[e][0]);
+        EXPECT(!bad && strstr(err, bads[e][0]) && strstr(err, bads[e][1]), "%s=%s accepted (%s)",
+               bads[e][0], bads[e][1], err);
+        if (bad) bad->destroy(bad);
+    }
+}
+
+static void test_matvec_variants(void) {
+    /* up to two switches per variant; NULL ends */
+    const char *variants[][4] = {
+        {"GEMMA_CUDA_MV_DECODE", "lean", NULL, NULL},
+        {"GEMMA_CUDA_MV_DECODE", "lean8", NULL, NULL},
+        {"GEMMA_CUDA_MV_GRID", "persist", NULL, NULL},
+        {"GEMMA_CUDA_MV_DECODE", "lean8", "GEMMA_CUDA_MV_GRID", "persist"},
+        {"GEMMA_CUDA_MV_GRID", "7", "GEMMA_CUDA_MV_UNROLL", "4"},
+        {"GEMMA_CUDA_MV_GRID", "3", "GEMMA_CUDA_MV_PREFETCH", "0"},
+    };
+    const int n_variants = (int)(sizeof variants / sizeof variants[0]);
+    for (int v = 0; v < n_variants; v++) {
+        char name[160];
+        snprintf(name, sizeof name, "%s=%s%s%s%s%s", variants[v][0], variants[v][1],
+                 variants[v][2] ? " " : "", variants[v][2] ? variants[v][2] : "",
+                 variants[v][2] ? "=" : "", variants[v][3] ? variants[v][3] : "");
+        for (int k = 0; k < 4 && variants[v][k]; k += 2)
+            setenv(variants[v][k], variants[v][k + 1], 1);
+        setenv("GEMMA_CUDA_FUSE_MM", "1", 1);
+        char err[256];
+        backend *alt = backend_cuda_new(err, sizeof err);
+        for (int k = 0; k < 4 && variants[v][k]; k += 2)
+            unsetenv(variants[v][k]);
+        unsetenv("GEMMA_CUDA_FUSE_MM");
+        if (!alt) die("%s", err);
+        const int before = failures;
+        test_matmul(alt, 1e-5, name);
+        backend *save = gpu;
+        gpu = alt; /* the fused checks run on the variant; pair buffers are made there */
+        test_fused_mlp();
+        gpu = save;
+        mv_same_bits(alt, name);
+        printf("matvec variant %s: %s\n", name, failures == before ? "ok" : "FAILED");
+        alt->destroy(alt);
+    }
+    test_mv_bad_values();
+}
