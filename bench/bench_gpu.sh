@@ -2,7 +2,8 @@
 # bench_gpu.sh: the GPU benchmark of issue 7, for a machine with an NVIDIA GPU, PyTorch and
 # transformers (nothing is downloaded). In one run:
 #   - the device's measured copy bandwidth (cuda_ops copy-bw);
-#   - our matvec kernel against cuBLAS on E4B's matrix shapes (cuda_ops bench-matmul);
+#   - our matvec kernel against cuBLAS on E4B's matrix shapes (cuda_ops bench-matmul), and its
+#     decode variants side by side, in CUDA graphs (cuda_ops bench-matvec);
 #   (a) the shipped small model models/gemma4-tiny (when it is there): `engine bench` on its
 #       eval prompts, and the decode-step profile;
 #   (b) a model with google/gemma-4-E4B's dimensions and random bf16 weights, built with
@@ -39,6 +40,9 @@ echo "=== copy bandwidth"
 echo "=== matvec: own kernel vs cuBLAS"
 "$CUDA_OPS" bench-matmul | tee "$RES/matmul_raw.txt"
 grep '^|' "$RES/matmul_raw.txt" >"$RES/matmul.md"
+echo "=== matvec: decode variants (GEMMA_CUDA_MV_DECODE / _GRID / _UNROLL)"
+"$CUDA_OPS" bench-matvec | tee "$RES/matvec_variants_raw.txt"
+grep '^|' "$RES/matvec_variants_raw.txt" >"$RES/matvec_variants.md"
 
 # (a) the small model
 TINY=models/gemma4-tiny
@@ -115,7 +119,11 @@ def model_section(title, bench_file, prof_file, hf=None):
                          ("graphs_groups_no_pair", "every matrix product grouped, gate and up without the GeLU pair epilogue (GEMMA_CUDA_FUSE_MM=nopair)"),
                          ("graphs_unroll4", "4 instead of 8 weight loads in flight per lane (GEMMA_CUDA_MV_UNROLL=4)"),
                          ("graphs_no_prefetch", "matvec waits before its first weight loads (GEMMA_CUDA_MV_PREFETCH=0)"),
-                         ("graphs_prefetch4", "matvec loads 4 chunks per lane before the wait, not 2 (GEMMA_CUDA_MV_PREFETCH=4)"),
+                         ("graphs_prefetch4", "matvec loads 4 chunks per lane before the wait, not 2 (GEMMA_CUDA_MV_PREFETCH=4: the general kernel)"),
+                         ("graphs_general", "n = 1 products by the general kernel, not the lean one (GEMMA_CUDA_MV_DECODE=general)"),
+                         ("graphs_lean8", "the lean kernel compiled for 8 blocks per multiprocessor (GEMMA_CUDA_MV_DECODE=lean8)"),
+                         ("graphs_persist", "persistent grid for the n = 1 products (GEMMA_CUDA_MV_GRID=persist)"),
+                         ("graphs_lean8_persist", "lean8 and the persistent grid"),
                          ("graphs_again", "default settings again (run-to-run spread)")] if k in runs] + [
         f"| decode step, eager launches (no graphs) | {runs['eager']['ms_per_step']:.3f} ms ({runs['eager']['decode_tps']:.1f} tokens/s) |"])
     if hf:
@@ -128,6 +136,8 @@ if os.path.exists(os.path.join(res, "tiny_bench.out")) and os.path.exists(os.pat
 model_section("(b) google/gemma-4-E4B dimensions, random bf16 weights (256-token prompts, 512 new tokens)", "e4b_bench.out", "e4b_profile.txt", json.loads(rd("e4b_hf.json")))
 out.extend(["## Our matvec kernel against cuBLAS (bf16 weights, E4B shapes)", "",
             "cuBLAS gets the input converted to bf16 (cublasGemmEx, fp32 accumulate); time per call, GB/s of weights.", ""] + rd("matmul.md").strip().splitlines() + [""])
+out.extend(["## The matvec kernel's decode variants (bf16, n = 1, E4B shapes)", "",
+            "Back-to-back launches in a CUDA graph with PDL, weights cycled through copies larger than L2; us per launch (GB/s of weights).", ""] + rd("matvec_variants.md").strip().splitlines() + [""])
 open(os.path.join(res, "bench_gpu.md"), "w").write("\n".join(out) + "\n")
 print("\n".join(out))
 PY

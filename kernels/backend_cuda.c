@@ -36,8 +36,8 @@
  * dependent launch (sm_90+, kcommon.cuh) each kernel also starts while its predecessor runs,
  * and a matrix-vector kernel streams its first weights before waiting for it.
  * GEMMA_CUDA_FUSE=0 / GEMMA_CUDA_FUSE_MM=0 / GEMMA_CUDA_PDL=0 turn these off;
- * GEMMA_CUDA_MV_UNROLL=4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4, GEMMA_CUDA_MV_DECODE=general|lean|
- * lean8 and GEMMA_CUDA_MV_GRID=blocks|persist|N tune the matrix-vector kernel (kernels.h:
+ * GEMMA_CUDA_MV_UNROLL=4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4, GEMMA_CUDA_MV_DECODE=lean|lean8|
+ * general and GEMMA_CUDA_MV_GRID=blocks|persist|N tune the matrix-vector kernel (kernels.h:
  * k_mv_tuning; none of them changes a result bit).
  *
  * Profiling. GEMMA_CUDA_PROFILE=1 times every op with a pair of cudaEvents (graphs are off
@@ -624,15 +624,15 @@ static int env_flag(const char *name, int dflt) {
     return strcmp(v, "0") != 0;
 }
 
-/* GEMMA_CUDA_MV_UNROLL=4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4, GEMMA_CUDA_MV_DECODE=general|lean|lean8
+/* GEMMA_CUDA_MV_UNROLL=4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4, GEMMA_CUDA_MV_DECODE=lean|lean8|general
  * and GEMMA_CUDA_MV_GRID=blocks|persist|N (kernels.h: k_mv_tuning) into t; -1 with a message
  * naming the variable for any other value. */
 static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
     const char *names[] = {"GEMMA_CUDA_MV_UNROLL", "GEMMA_CUDA_MV_PREFETCH", "GEMMA_CUDA_MV_DECODE",
                            "GEMMA_CUDA_MV_GRID"};
-    const char *allowed[] = {"4 or 8", "0, 2 or 4", "general, lean or lean8",
+    const char *allowed[] = {"4 or 8", "0, 2 or 4", "lean, lean8 or general",
                              "blocks, persist or a number of blocks from 1 to 1000000"};
-    *t = (k_mv_tuning){.unroll = 8, .prefetch = 2, .decode = K_MV_GENERAL, .grid = 0};
+    *t = (k_mv_tuning){.unroll = 8, .prefetch = 2, .decode = K_MV_LEAN, .grid = 0};
     for (int i = 0; i < 4; i++) {
         const char *v = getenv(names[i]);
         if (!v || !*v) continue;
@@ -659,9 +659,9 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
         else if (i == 1)
             t->prefetch = (int)num;
         else if (i == 2)
-            t->decode = !strcmp(v, "lean8")  ? K_MV_LEAN8
-                        : !strcmp(v, "lean") ? K_MV_LEAN
-                                             : K_MV_GENERAL;
+            t->decode = !strcmp(v, "lean8")     ? K_MV_LEAN8
+                        : !strcmp(v, "general") ? K_MV_GENERAL
+                                                : K_MV_LEAN;
         else
             t->grid = !strcmp(v, "blocks") ? 0 : !strcmp(v, "persist") ? -1 : (int)num;
     }

@@ -8,7 +8,7 @@
  * to 8 inputs before moving on, so the row is read from memory once per 8 inputs.
  *
  * Keeping the memory busy. The column loop is unrolled U times (4 or 8), so the compiler
- * issues that many loads before their products; registers stay few (about 40 at n = 1), so a
+ * issues that many loads before their products; registers stay few (48 at n = 1), so a
  * multiprocessor holds 5 blocks of 8 warps. The first F chunks (2 or 4) of every lane are
  * loaded BEFORE the kernel waits for its predecessor (kcommon.cuh: programmatic dependent
  * launch) - weights never depend on an earlier kernel - so the stream of the next matrix
@@ -22,15 +22,20 @@
  * gives a warp row r of the gate AND of the up matrix and stores gelu_tanh(g) * u (and u),
  * K_MV_GELU_MUL multiplies gelu_tanh(g) by a vector already in memory (the per-layer input).
  *
- * Decode (n = 1): occupancy and a persistent grid (GEMMA_CUDA_MV_DECODE / _MV_GRID,
- * measured against the kernel above in docs/bench_gpu.md). matvec1_kernel is the same
- * arithmetic for one input without the input groups, lean enough to be compiled for 8
- * resident blocks per multiprocessor (at most 32 registers a thread) instead of the 5 the
- * general kernel's 48 registers allow. Its grid can be persistent: about (multiprocessors x
- * resident blocks) blocks, each walking the launch's "virtual blocks" (groups of 8 / K rows,
- * dealt to the matrices in order) with a stride of the grid, so that a matrix is not one or
- * two waves of short-lived blocks with their launch, ramp and tail; a block loads the first
- * chunks of its next row before it reduces and stores the current one.
+ * Decode (n = 1): the lean kernel (GEMMA_CUDA_MV_DECODE, GEMMA_CUDA_MV_GRID; measured in
+ * docs/bench_gpu.md). matvec1_kernel is the same arithmetic for one input without the input
+ * groups: 34 registers a thread instead of 48 (the gate + up pair 40 instead of 74), so 6
+ * blocks of 8 warps fit a multiprocessor instead of 5 (3 with the pair). It is the default
+ * for n = 1: on the H200, E4B's step 1.4-2 % faster, the q / k / v and per-layer products up
+ * to 20 % and the head 9 %, the 52 MB MLP matrices unchanged. Two more ways were measured
+ * and kept as switches, both slower on E4B: "lean8", the same compiled for 8 blocks (at most
+ * 32 registers, a few spilled: the MLP products lose 12 %), and a persistent grid - about
+ * (multiprocessors x resident blocks) blocks, each walking the launch's "virtual blocks"
+ * (groups of 8 / K rows, dealt to the matrices in order) with a stride of the grid and loading
+ * the first chunks of its next row before reducing the current one (+7 % a step: its blocks
+ * never retire, so the next kernel's blocks cannot start early under PDL, and it needs 54
+ * registers). Staging a block's rows in shared memory with cp.async before the wait was slower
+ * still (+45 %) and was taken out.
  *
  * Reproducibility. The accumulation order of a row - each lane's chunks in column order into
  * one fma chain, the warp sum, then the K slices added in a fixed order - depends only on the
@@ -68,7 +73,7 @@ struct mv_launch {
  * launches). unroll U: the column loop's unroll (4 or 8); prefetch F: chunks per lane loaded
  * before the wait (2 or 4; 0: none, F = 2 after the wait); decode: the n = 1 kernel; grid 0 (one
  * block per virtual block), -1 (persistent) or N > 0 (persistent, at most N blocks). */
-static k_mv_tuning mv_tune = {8, 2, K_MV_GENERAL, 0};
+static k_mv_tuning mv_tune = {8, 2, K_MV_LEAN, 0};
 
 /* Store the finished products of (input t, row) by the segment's epilogue. */
 __device__ __forceinline__ void mv_store(const mv_seg &sg, int t, int row, float v, float v_up) {
@@ -234,16 +239,16 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
 
 /* The general kernel's arithmetic for one input (decode), lean: no input groups, one row per
  * warp slice at a time. MINB: blocks per multiprocessor the registers must allow (0: the
- * compiler's choice; 8: as many as the threads allow, MV_MAX_BLOCKS). P: persistent - block b does
- * the virtual blocks b, b + grid, ... and loads the first 2 chunks of its next row before reducing
- * the current one (else only b). Vector path only (16-byte loads); the first 2 chunks come before
- * the wait when prefetch. L is
- * __grid_constant__: indexed by a segment number in place, not copied. */
+ * compiler's choice; 8: as many as the threads allow, MV_MAX_BLOCKS). P: persistent - block b
+ * does the virtual blocks b, b + grid, ... and loads the first 2 chunks of its next row before
+ * reducing the current one (else only b). Vector path only (16-byte loads); the first 2 chunks
+ * come before the wait when prefetch. L is __grid_constant__: indexed by a segment number in
+ * place, not copied. */
 template <typename T, int U, bool PAIR, int MINB, bool P>
 __global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS : MINB)
     matvec1_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
                    int prefetch) {
-    constexpr int V = vec16<T>::n, F = 2;
+    constexpr int V = vec16<T>::n, F = 2; /* F: chunks loaded first */
     __shared__ float part[MV_WARPS], part_up[MV_WARPS];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int vb = blockIdx.x;
@@ -407,8 +412,8 @@ static void launch_nt(cudaStream_t s, const mv_launch &L, unsigned blocks, const
                       int n) {
     const dim3 grid(blocks), block(MV_WARPS * 32);
     const int pf = mv_tune.prefetch > 0;
-    /* More chunks first only pays at n = 1 (decode); wider inputs keep F = 2. The lean decode
-     * kernel runs when it or a persistent grid is asked for (with F = 2 or no prefetch). */
+    /* More chunks first only pays at n = 1 (decode); wider inputs keep F = 2. At n = 1 the lean
+     * kernel runs unless the general one is asked for (or 4 chunks first, which only it has). */
     if (!VEC)
         k_launch(matvec_kernel<T, NT, false, 1, PAIR, 1>, grid, block, s, L, x, cols, n, 0);
     else if (NT == 1 && mv_tune.prefetch != 4 && (mv_tune.decode != K_MV_GENERAL || mv_tune.grid))
@@ -517,8 +522,7 @@ extern "C" void k_matvec(cudaStream_t s, float *out, const void *w, int wdtype, 
 extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
     if ((t->unroll != 4 && t->unroll != 8) ||
         (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
-        (t->decode != K_MV_GENERAL && t->decode != K_MV_LEAN && t->decode != K_MV_LEAN8) ||
-        t->grid < -1)
+        (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1)
         return -1;
     mv_tune = *t;
     return 0;

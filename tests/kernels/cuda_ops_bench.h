@@ -180,14 +180,10 @@ static int run_bench_matvec(void) {
         const char *label;
         k_mv_tuning t;
     } tunes[] = {
-        {"default", {8, 2, K_MV_GENERAL, 0}},
-        {"lean", {8, 2, K_MV_LEAN, 0}},
-        {"lean8", {8, 2, K_MV_LEAN8, 0}},
-        {"lean8 u4", {4, 2, K_MV_LEAN8, 0}},
-        {"persist", {8, 2, K_MV_LEAN, -1}},
-        {"lean8 persist", {8, 2, K_MV_LEAN8, -1}},
-        {"lean8 persist u4", {4, 2, K_MV_LEAN8, -1}},
-        {"default again", {8, 2, K_MV_GENERAL, 0}},
+        {"lean (default)", {8, 2, K_MV_LEAN, 0}}, {"general", {8, 2, K_MV_GENERAL, 0}},
+        {"lean8", {8, 2, K_MV_LEAN8, 0}},         {"lean u4", {4, 2, K_MV_LEAN, 0}},
+        {"persist", {8, 2, K_MV_LEAN, -1}},       {"lean8 persist", {8, 2, K_MV_LEAN8, -1}},
+        {"lean again", {8, 2, K_MV_LEAN, 0}},
     };
     const int n_tunes = (int)(sizeof tunes / sizeof tunes[0]);
     const struct {
@@ -249,7 +245,7 @@ static int run_bench_matvec(void) {
             CUDA_OK(cudaFree(w[c]));
         free(w);
     }
-    const k_mv_tuning dflt = {8, 2, K_MV_GENERAL, 0};
+    const k_mv_tuning dflt = {8, 2, K_MV_LEAN, 0};
     k_matvec_set_tuning(&dflt);
     CUDA_OK(cudaFree(x));
     CUDA_OK(cudaFree(out));
@@ -352,17 +348,13 @@ static int run_decode_profile(const char *dir, int prompt, int steps) {
                 "graphs_no_prefetch");
     decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_PREFETCH=4", prompt, steps,
                 "graphs_prefetch4");
-    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_DECODE=lean", prompt, steps, "graphs_lean");
+    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_DECODE=general", prompt, steps,
+                "graphs_general");
     decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_DECODE=lean8", prompt, steps, "graphs_lean8");
     decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_GRID=persist", prompt, steps,
                 "graphs_persist");
     decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_DECODE=lean8 GEMMA_CUDA_MV_GRID=persist",
                 prompt, steps, "graphs_lean8_persist");
-    decode_once(m, "1", "0", "1", "1",
-                "GEMMA_CUDA_MV_DECODE=lean8 GEMMA_CUDA_MV_GRID=persist GEMMA_CUDA_MV_UNROLL=4",
-                prompt, steps, "graphs_lean8_persist_u4");
-    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_DECODE=lean8 GEMMA_CUDA_MV_UNROLL=4", prompt,
-                steps, "graphs_lean8_u4");
     decode_once(m, "1", "0", "1", "1", NULL, prompt, steps, "graphs_again");
     decode_once(m, "0", "0", "1", "1", NULL, prompt, steps, "eager");
     decode_once(m, "0", "1", "1", "0", NULL, prompt, steps / 4 > 8 ? steps / 4 : 8, "profiled");
