@@ -252,8 +252,8 @@ __global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS : MIN
     __shared__ float part[MV_WARPS], part_up[MV_WARPS];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int vb = blockIdx.x;
-    /* Where virtual block vb puts this warp (compile-time segment indices: the launch struct
-     * stays in parameter space). */
+    /* Where virtual block b puts this warp: segment si (found with compile-time indices; L is
+     * __grid_constant__, so L.seg[si] is read from parameter space in place), row, chunks. */
     int si, row, nch, K;
     bool pr; /* a gate + up pair */
     const T *w1, *w2;
