@@ -590,7 +590,7 @@ int main(int argc, char **argv) {
     if (argc == 5 && !strcmp(argv[1], "decode-profile"))
         return run_decode_profile(argv[2], atoi(argv[3]), atoi(argv[4]));
     fprintf(stderr, "usage: cuda_ops ops [small] | model DIR... | draft [small] | draft DIR... | "
-                    "bench-matmul | copy-bw | "
+                    "bench-matmul | bench-matvec | copy-bw | "
                     "decode-profile DIR PROMPT_TOKENS STEPS\n");
     return 2;
 }
