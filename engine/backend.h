@@ -99,9 +99,10 @@ struct backend {
 
     /* Optional (NULL: callers run matmul, softcap and argmax): the fused greedy head. For each
      * of n input rows x[t], the row r of w maximising cap * tanh((w[r] . x[t]) / cap) (the plain
-     * dot when cap is 0), the first on ties, into out[t] (a host array); the scores are never
-     * stored. Every score equals what matmul + softcap would have written, so the choice is
-     * argmax's over them. Synchronises. */
+     * dot when cap is 0), the first on ties, into out[t] (a host array); the caller's buffers
+     * are not written (the CPU backend never stores the scores, the CUDA backend keeps them in
+     * a scratch and synchronises once for all n rows). Every score equals what matmul +
+     * softcap would have written, so the choice is argmax's over them. Synchronises. */
     void (*matmul_argmax)(backend *b, int *out, const tensor *w, const float *x, int n, float cap);
 
     /* Optional (NULL on the CPU backend, where assistant.c runs the head as matmuls and picks on

@@ -129,12 +129,14 @@ typedef struct {
     int *d_params;           /* [1 + DECODE params] {pos, token} read by captured steps */
     int *h_params;           /* pinned host copy, written before each replay */
     cudaEvent_t params_done; /* the last params upload has been read */
-    float *d_partial;        /* attention slices, cap_partial floats */
+    float *d_partial;        /* attention slices and merge tickets, cap_partial bytes */
     size_t cap_partial;
     void *d_convert; /* cuBLAS inputs in the weight dtype, cap_convert bytes */
     size_t cap_convert;
     void *d_argmax; /* argmax scratch: 2 * K_ARGMAX_BLOCKS words + the result */
     int *h_argmax;  /* pinned result */
+    float *d_head;  /* matmul_argmax: [n][rows] scores, then its argmax scratch; cap_head bytes */
+    size_t cap_head;
 
     /* the step in progress */
     int mode;              /* 0 eager, 1 capturing */
@@ -288,6 +290,7 @@ static void *scratch(cuda_state *st, void **buf, size_t *cap, size_t bytes) {
     CU(cudaStreamSynchronize(st->stream)); /* the old buffer may still be in use */
     if (*buf) CU(cudaFree(*buf));
     CU(cudaMalloc(buf, bytes));
+    CU(cudaMemsetAsync(*buf, 0, bytes, st->stream));
     *cap = bytes;
     return *buf;
 }
@@ -380,13 +383,16 @@ static void cu_attention(backend *b, float *out, const float *q, const float *kc
      * launch fits every later position (graphs). */
     const int max_ctx = window > 0 && window < len ? window : len;
     const int splits = k_attention_splits(max_ctx, n_tok, n_heads);
-    const size_t need = (size_t)n_tok * n_heads * splits * (head_dim + 2) * sizeof(float);
+    /* The slices, then one merge ticket per (row, head) (zero: scratch clears what it gets). */
+    const size_t slices = (size_t)n_tok * n_heads * splits * (head_dim + 2);
+    const size_t need = slices * sizeof(float) + (size_t)n_tok * n_heads * sizeof(int);
     float *partial = scratch(st, (void **)&st->d_partial, &st->cap_partial, need);
+    int *tickets = (int *)(partial + slices);
     int p;
     const int *dp = pos_dev(st, pos0, &p);
     op_begin(st);
     k_attention(st->stream, out, q, kc, vc, n_tok, dp, p, len, window, n_heads, n_kv_heads,
-                head_dim, splits, partial);
+                head_dim, splits, partial, tickets);
     /* Bytes: the keys and values each row reads (the host knows the position even when the
      * kernel takes it from the device), plus q and out. */
     double kv = 0;
@@ -448,6 +454,28 @@ static int cu_argmax(backend *b, const float *x, int n) {
     CU(cudaStreamSynchronize(st->stream));
     op_end(st, F_ARGMAX, 4.0 * n);
     return *st->h_argmax;
+}
+
+/* The fused greedy head (backend.h) for the n rows of a speculative verify: the product and
+ * the softcap as the separate ops would run them (so every pick equals argmax's over what
+ * matmul + softcap write), then every row's argmax in one launch pair, one download and one
+ * host synchronisation instead of one per row. The scores go to a scratch, not the caller's
+ * buffer: the head's rows are many (262144 on E4B) but n is at most a verify's k + 1. */
+static void cu_matmul_argmax(backend *b, int *out, const tensor *w, const float *x, int n,
+                             float cap) {
+    cuda_state *st = st_flushed(b);
+    const size_t cells = (size_t)n * w->rows, words = (size_t)2 * K_ARGMAX_BLOCKS * n + n;
+    float *s = scratch(st, (void **)&st->d_head, &st->cap_head,
+                       cells * sizeof(float) + words * sizeof(int));
+    int *am = (int *)(s + cells), *res = am + 2 * K_ARGMAX_BLOCKS * n;
+    b->matmul(b, s, w, x, n);
+    if (cap > 0) b->softcap(b, s, cells, cap);
+    st = st_flushed(b);
+    op_begin(st);
+    k_argmax_rows(st->stream, s, w->rows, n, am, res);
+    CU(cudaMemcpyAsync(out, res, (size_t)n * sizeof(int), cudaMemcpyDeviceToHost, st->stream));
+    CU(cudaStreamSynchronize(st->stream));
+    op_end(st, F_ARGMAX, 4.0 * cells);
 }
 
 /* ---- graphs -------------------------------------------------------------------------- */
@@ -608,6 +636,7 @@ static void cu_destroy(backend *b) {
     cudaFree(st->d_convert);
     cudaFree(st->d_argmax);
     cudaFreeHost(st->h_argmax);
+    cudaFree(st->d_head);
     cudaEventDestroy(st->params_done);
     cudaEventDestroy(st->ev0);
     cudaEventDestroy(st->ev1);
@@ -771,6 +800,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     b->embed = cu_embed;
     b->softcap = cu_softcap;
     b->argmax = cu_argmax;
+    b->matmul_argmax = cu_matmul_argmax;
     b->step_begin = cu_step_begin;
     b->step_end = cu_step_end;
     b->draft_head = cuda_draft_head;

@@ -124,12 +124,13 @@ void k_kv_write(cudaStream_t s, float *cache, const float *src, int n_tok, int k
 /* Causal attention (scale 1) for n_tok query rows at positions p0 + t over the rings kc / vc
  * [len][n_kv_heads][head_dim] (head_dim <= 512),
  * window 0 = full context. Split-KV: each (row, head) is cut into n_splits slices scored by
- * separate blocks with an online softmax, then merged; partial holds
- * n_tok * n_heads * n_splits * (head_dim + 2) floats. n_splits does not depend on the
- * position, so a captured step stays valid as the context grows. */
+ * separate blocks with an online softmax, then merged by the last of them; partial holds
+ * n_tok * n_heads * n_splits * (head_dim + 2) floats, tickets n_tok * n_heads ints that are
+ * zero before the call and again after it. n_splits does not depend on the position, so a
+ * captured step stays valid as the context grows. */
 void k_attention(cudaStream_t s, float *out, const float *q, const float *kc, const float *vc,
                  int n_tok, const int *dpos, int pos0, int len, int window, int n_heads,
-                 int n_kv_heads, int head_dim, int n_splits, float *partial);
+                 int n_kv_heads, int head_dim, int n_splits, float *partial, int *tickets);
 /* How many splits k_attention should use for at most max_ctx positions and n_tok rows. */
 int k_attention_splits(int max_ctx, int n_tok, int n_heads);
 
@@ -152,6 +153,9 @@ void k_convert(cudaStream_t s, void *dst, int wdtype, const float *src, size_t n
  * Two passes; scratch holds 2 * K_ARGMAX_BLOCKS words. */
 #define K_ARGMAX_BLOCKS 128
 void k_argmax(cudaStream_t s, const float *x, int n, void *scratch, int *out);
+/* out[r] = k_argmax of row r of x[rows][n], every row in one launch pair; scratch holds
+ * 2 * K_ARGMAX_BLOCKS * rows words. Row r's result equals k_argmax's on that row. */
+void k_argmax_rows(cudaStream_t s, const float *x, int n, int rows, void *scratch, int *out);
 
 /* draft_head.cu: the MTP drafter's centroid-masked greedy head (assistant.h). From the centroid
  * scores cscores[n_centroids], the top_k clusters (descending, ties to the lower index) go to

@@ -420,6 +420,47 @@ static void test_argmax(void) {
     }
 }
 
+/* The fused greedy head over n rows (a verify's k + 1): each pick must equal the GPU's own
+ * matmul + softcap + argmax of that row exactly (the same kernels run), and be the CPU's pick
+ * up to rounding: the CPU's score at the GPU's pick within the dot tolerance of its best. */
+static void test_matmul_argmax(void) {
+    const weight_dtype dts[] = {DT_F32, DT_BF16};
+    const int ns[] = {1, 3, 9};
+    for (int di = 0; di < 2; di++)
+        for (int ni = 0; ni < 3; ni++)
+            for (int capped = 0; capped < 2; capped++) {
+                const int rows = small_shapes ? 300 + rng_int(200) : 3000 + rng_int(6000);
+                const int cols = small_shapes ? 64 : 256 + 8 * rng_int(64), n = ns[ni];
+                const float cap = capped ? 30.0f : 0.0f;
+                tensor w = rand_tensor(rows, cols, dts[di]);
+                pair x = pair_rand((size_t)n * cols), sc = pair_new(NULL, (size_t)n * rows);
+                int got[9], unfused[9], want[9];
+                gpu->matmul_argmax(gpu, got, &w, x.g, n, cap);
+                cpu->matmul_argmax(cpu, want, &w, x.c, n, cap);
+                gpu->matmul(gpu, sc.g, &w, x.g, n);
+                cpu->matmul(cpu, sc.c, &w, x.c, n);
+                if (cap > 0) {
+                    gpu->softcap(gpu, sc.g, sc.n, cap);
+                    cpu->softcap(cpu, sc.c, sc.n, cap);
+                }
+                double *scale = dot_scale(&w, x.c, n);
+                for (int t = 0; t < n; t++) {
+                    const size_t o = (size_t)t * rows;
+                    unfused[t] = gpu->argmax(gpu, sc.g + o, rows);
+                    EXPECT(got[t] == unfused[t],
+                           "matmul_argmax dtype %d n %d row %d cap %g: fused %d, unfused %d",
+                           dts[di], n, t, cap, got[t], unfused[t]);
+                    EXPECT(got[t] >= 0 && got[t] < rows &&
+                               sc.c[o + got[t]] >= sc.c[o + want[t]] - 1e-5 * scale[o + want[t]],
+                           "matmul_argmax dtype %d n %d row %d cap %g: gpu %d, cpu %d", dts[di],
+                           n, t, cap, got[t], want[t]);
+                }
+                free(scale);
+                pair_free(&x);
+                pair_free(&sc);
+            }
+}
+
 static void test_draft_head(void); /* with the drafter checks below */
 
 #include "cuda_ops_fused.h"
@@ -451,6 +492,7 @@ static int run_ops(void) {
     test_elementwise();
     test_embed();
     test_argmax();
+    test_matmul_argmax();
     test_draft_head();
     backend_cuda_counters cnt;
     backend_cuda_stats(gpu, &cnt);
