@@ -115,7 +115,7 @@ def model_section(title, bench_file, prof_file, hf=None):
         f"| same, graphs without fusion of neighbouring ops | {runs['graphs_no_fusion']['ms_per_step']:.3f} ms ({runs['graphs_no_fusion']['decode_tps']:.1f} tokens/s) |"] +
         [f"| same, {what} | {runs[k]['ms_per_step']:.3f} ms ({runs[k]['decode_tps']:.1f} tokens/s) |"
          for k, what in [("graphs_no_matmul_groups", "fusion without the grouped matrix products (GEMMA_CUDA_FUSE_MM=0)"),
-                         ("graphs_all_matmul_groups", "every matrix product grouped, whatever its size (GEMMA_CUDA_FUSE_MM=1)"),
+                         ("graphs_auto_pair", "gate and up paired only for matrices of at most 1 MiB (GEMMA_CUDA_FUSE_MM=auto, the default before the lean kernel)"),
                          ("graphs_groups_no_pair", "every matrix product grouped, gate and up without the GeLU pair epilogue (GEMMA_CUDA_FUSE_MM=nopair)"),
                          ("graphs_unroll4", "4 instead of 8 weight loads in flight per lane (GEMMA_CUDA_MV_UNROLL=4)"),
                          ("graphs_no_prefetch", "matvec waits before its first weight loads (GEMMA_CUDA_MV_PREFETCH=0)"),

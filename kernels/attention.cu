@@ -7,13 +7,7 @@
  * (split, head, row) scores its slice with an online softmax, one position per warp at a
  * time (lane i holds dims i, i + 32, ... of the head, so the q.k dot is a warp sum), merges
  * its 4 warps in shared memory and writes (max, sum, unnormalised output) for the slice.
- * The last block of a (row, head) to finish - a ticket counter per (row, head) says which -
- * then combines the slices (attn_merge_row), so attention is one launch per layer instead of
- * a split kernel and a merge kernel: a decode step is hundreds of kernels, each costing a few
- * microseconds of dependent latency. The counter is reset by the block that merges, so the
- * next launch (or graph replay) finds it at zero. The merge reads the slices in a fixed
- * order whoever merges, so the result does not depend on which block finished last. The
- * number of slices is fixed by
+ * attn_merge then combines the slices of each (row, head). The number of slices is fixed by
  * the longest context the ring can hold, not by the current position, so a decode step
  * captured in a CUDA graph stays correct as the sequence grows; slices past the current
  * context are empty and cost one early exit.
@@ -45,40 +39,11 @@ extern "C" void k_kv_write(cudaStream_t s, float *cache, const float *src, int n
     K_CHECK_LAUNCH();
 }
 
-/* out[row t][head h][:] from the slices' partial results, read in slice order; called by the
- * block that finished last. The slices were written by other blocks: loads bypass L1
- * (__ldcg), which is not coherent across multiprocessors. */
-__device__ void attn_merge_row(float *out, const float *partial, int t, int h, int n_heads, int hd,
-                               int n_splits) {
-    const float *src = partial + ((size_t)t * n_heads + h) * n_splits * (hd + 2);
-    float M = -INFINITY;
-    for (int s = 0; s < n_splits; s++)
-        M = fmaxf(M, __ldcg(src + (size_t)s * (hd + 2) + hd));
-    float L = 0.0f;
-    for (int s = 0; s < n_splits; s++) {
-        const float *ps = src + (size_t)s * (hd + 2);
-        const float ms = __ldcg(ps + hd);
-        if (ms != -INFINITY) L += __ldcg(ps + hd + 1) * expf(ms - M);
-    }
-    const float inv = 1.0f / L;
-    float *oh = out + ((size_t)t * n_heads + h) * hd;
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-        float a = 0.0f;
-        for (int s = 0; s < n_splits; s++) {
-            const float *ps = src + (size_t)s * (hd + 2);
-            const float ms = __ldcg(ps + hd);
-            if (ms != -INFINITY) a += __ldcg(ps + d) * expf(ms - M);
-        }
-        oh[d] = a * inv;
-    }
-}
-
-/* One slice of one (row, head). partial: [row][head][split][head_dim + 2] = acc..., max, sum;
- * tickets: [row][head], zero between launches. */
+/* One slice of one (row, head). partial: [row][head][split][head_dim + 2] = acc..., max, sum. */
 __global__ void __launch_bounds__(ATT_WARPS * 32)
-    attn_split_kernel(float *out, float *partial, int *tickets, const float *q, const float *kc,
-                      const float *vc, const int *dpos, int pos0, int len, int window, int n_heads,
-                      int n_kv_heads, int hd, int n_splits) {
+    attn_split_kernel(float *partial, const float *q, const float *kc, const float *vc,
+                      const int *dpos, int pos0, int len, int window, int n_heads, int n_kv_heads,
+                      int hd, int n_splits) {
     k_wait_prior();
     __shared__ float sm_m[ATT_WARPS], sm_l[ATT_WARPS];
     __shared__ float sm_acc[ATT_WARPS][ATT_MAXD];
@@ -161,20 +126,32 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
         dst[hd] = M;
         dst[hd + 1] = L;
     }
-    /* Take a ticket once this block's slice is visible to every multiprocessor; the block
-     * with the last ticket merges. */
-    __shared__ int sm_last;
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        int *ticket = tickets + (size_t)t * n_heads + h;
-        sm_last = atomicAdd(ticket, 1) == n_splits - 1;
-        if (sm_last) *ticket = 0; /* every other block of this (row, head) has taken its own */
+}
+
+/* out[row][head][:] from the slices' partial results. */
+__global__ void attn_merge_kernel(float *out, const float *partial, int n_heads, int hd,
+                                  int n_splits) {
+    k_wait_prior();
+    const int h = blockIdx.x, t = blockIdx.y;
+    const float *src = partial + ((size_t)t * n_heads + h) * n_splits * (hd + 2);
+    float M = -INFINITY;
+    for (int s = 0; s < n_splits; s++)
+        M = fmaxf(M, src[(size_t)s * (hd + 2) + hd]);
+    float L = 0.0f;
+    for (int s = 0; s < n_splits; s++) {
+        const float *ps = src + (size_t)s * (hd + 2);
+        if (ps[hd] != -INFINITY) L += ps[hd + 1] * expf(ps[hd] - M);
     }
-    __syncthreads();
-    if (!sm_last) return;
-    __threadfence();
-    attn_merge_row(out, partial, t, h, n_heads, hd, n_splits);
+    const float inv = 1.0f / L;
+    float *oh = out + ((size_t)t * n_heads + h) * hd;
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        float a = 0.0f;
+        for (int s = 0; s < n_splits; s++) {
+            const float *ps = src + (size_t)s * (hd + 2);
+            if (ps[hd] != -INFINITY) a += ps[d] * expf(ps[hd] - M);
+        }
+        oh[d] = a * inv;
+    }
 }
 
 extern "C" int k_attention_splits(int max_ctx, int n_tok, int n_heads) {
@@ -193,7 +170,7 @@ extern "C" int k_attention_splits(int max_ctx, int n_tok, int n_heads) {
 extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const float *kc,
                             const float *vc, int n_tok, const int *dpos, int pos0, int len,
                             int window, int n_heads, int n_kv_heads, int head_dim, int n_splits,
-                            float *partial, int *tickets) {
+                            float *partial) {
     if (n_tok <= 0) return;
     if (head_dim > ATT_MAXD || n_kv_heads <= 0 || n_heads % n_kv_heads) {
         fprintf(stderr, "%s:%d: attention: head_dim %d (at most %d), %d heads over %d kv heads\n",
@@ -201,7 +178,10 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
         exit(1);
     }
     dim3 grid(n_splits, n_heads, n_tok);
-    k_launch(attn_split_kernel, dim3(grid), dim3(ATT_WARPS * 32), s, out, partial, tickets, q, kc,
-             vc, dpos, pos0, len, window, n_heads, n_kv_heads, head_dim, n_splits);
+    k_launch(attn_split_kernel, dim3(grid), dim3(ATT_WARPS * 32), s, partial, q, kc, vc, dpos, pos0,
+             len, window, n_heads, n_kv_heads, head_dim, n_splits);
+    K_CHECK_LAUNCH();
+    k_launch(attn_merge_kernel, dim3(n_heads, n_tok), dim3(128), s, out, (const float *)partial,
+             n_heads, head_dim, n_splits);
     K_CHECK_LAUNCH();
 }

@@ -27,12 +27,12 @@
  *
  * Fusion. The ops forward.c issues in long runs - matmul, rmsnorm, rope, kv_write, gelu_mul,
  * add - are queued rather than launched, and the queue runs them as fewer, larger kernels
- * (backend_cuda_fuse.c: q, k and v as one launch, gate + up as one - with the GeLU folded in
- * by default only for matrices of at most 1 MiB -, norm + residual add + the next norm as one,
+ * (backend_cuda_fuse.c: q, k and v as one launch, gate + up as one with the GeLU folded in,
+ * norm + residual add + the next norm as one,
  * the q / k / v norms, RoPEs and KV writes as one) when any other op, download, argmax or
  * step_end comes: every function here that is not queued starts with st_flushed. A decode
- * layer that runs 29 kernels unfused runs 12 with every group and the GeLU pair (the small
- * model's default), 13 without the pair (E4B's), 17 without groups. With programmatic
+ * layer that runs 29 kernels unfused runs 12 with every group and the GeLU pair (the
+ * default), 13 without the pair, 17 without groups. With programmatic
  * dependent launch (sm_90+, kcommon.cuh) each kernel also starts while its predecessor runs,
  * and a matrix-vector kernel streams its first weights before waiting for it.
  * GEMMA_CUDA_FUSE=0 / GEMMA_CUDA_FUSE_MM=0 / GEMMA_CUDA_PDL=0 turn these off;
@@ -129,7 +129,7 @@ typedef struct {
     int *d_params;           /* [1 + DECODE params] {pos, token} read by captured steps */
     int *h_params;           /* pinned host copy, written before each replay */
     cudaEvent_t params_done; /* the last params upload has been read */
-    float *d_partial;        /* attention slices and merge tickets, cap_partial bytes */
+    float *d_partial;        /* attention slices, cap_partial bytes */
     size_t cap_partial;
     void *d_convert; /* cuBLAS inputs in the weight dtype, cap_convert bytes */
     size_t cap_convert;
@@ -290,7 +290,6 @@ static void *scratch(cuda_state *st, void **buf, size_t *cap, size_t bytes) {
     CU(cudaStreamSynchronize(st->stream)); /* the old buffer may still be in use */
     if (*buf) CU(cudaFree(*buf));
     CU(cudaMalloc(buf, bytes));
-    CU(cudaMemsetAsync(*buf, 0, bytes, st->stream));
     *cap = bytes;
     return *buf;
 }
@@ -383,16 +382,13 @@ static void cu_attention(backend *b, float *out, const float *q, const float *kc
      * launch fits every later position (graphs). */
     const int max_ctx = window > 0 && window < len ? window : len;
     const int splits = k_attention_splits(max_ctx, n_tok, n_heads);
-    /* The slices, then one merge ticket per (row, head) (zero: scratch clears what it gets). */
-    const size_t slices = (size_t)n_tok * n_heads * splits * (head_dim + 2);
-    const size_t need = slices * sizeof(float) + (size_t)n_tok * n_heads * sizeof(int);
+    const size_t need = (size_t)n_tok * n_heads * splits * (head_dim + 2) * sizeof(float);
     float *partial = scratch(st, (void **)&st->d_partial, &st->cap_partial, need);
-    int *tickets = (int *)(partial + slices);
     int p;
     const int *dp = pos_dev(st, pos0, &p);
     op_begin(st);
     k_attention(st->stream, out, q, kc, vc, n_tok, dp, p, len, window, n_heads, n_kv_heads,
-                head_dim, splits, partial, tickets);
+                head_dim, splits, partial);
     /* Bytes: the keys and values each row reads (the host knows the position even when the
      * kernel takes it from the device), plus q and out. */
     double kv = 0;
@@ -728,11 +724,11 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     st->profile = env_flag("GEMMA_CUDA_PROFILE", 0);
     st->fuse = env_flag("GEMMA_CUDA_FUSE", 1);
     const char *fmm = getenv("GEMMA_CUDA_FUSE_MM");
-    st->fuse_mm = !fmm || !*fmm || !strcmp(fmm, "auto") ? CUDA_FUSE_MM_AUTO
-                  : !strcmp(fmm, "0")                   ? CUDA_FUSE_MM_OFF
-                  : !strcmp(fmm, "1")                   ? CUDA_FUSE_MM_ON
-                  : !strcmp(fmm, "nopair")              ? CUDA_FUSE_MM_NOPAIR
-                                                        : -1;
+    st->fuse_mm = !fmm || !*fmm || !strcmp(fmm, "1") ? CUDA_FUSE_MM_ON
+                  : !strcmp(fmm, "0")                ? CUDA_FUSE_MM_OFF
+                  : !strcmp(fmm, "auto")             ? CUDA_FUSE_MM_AUTO
+                  : !strcmp(fmm, "nopair")           ? CUDA_FUSE_MM_NOPAIR
+                                                     : -1;
     if (st->fuse_mm < 0) {
         snprintf(err, errlen,
                  "environment variable GEMMA_CUDA_FUSE_MM: \"%s\" is not 0, 1, auto or nopair",

@@ -27,16 +27,16 @@
  * two agree bit for bit.
  *
  * GEMMA_CUDA_FUSE=0 runs every op at once and alone; GEMMA_CUDA_FUSE_MM=0 keeps 2 and 3 but
- * not 1 (each matrix its own launch, gelu_mul separate), =1 groups every matrix, =nopair too
- * but without the gate + up pair epilogue (gate and up are two plain matrices of one launch,
- * gelu_mul separate). The default (auto) groups every matrix and pairs gate with up only for
- * matrices of at most 1 MiB (CUDA_FUSE_MM_AUTO_BYTES), as measured on an H200
+ * not 1 (each matrix its own launch, gelu_mul separate), =1 (the default) groups every matrix
+ * and pairs gate with up, =nopair groups every matrix without the gate + up pair epilogue
+ * (gate and up are two plain matrices of one launch, gelu_mul separate), =auto pairs only
+ * matrices of at most 1 MiB (CUDA_FUSE_MM_AUTO_BYTES). As measured on an H200
  * (docs/bench_gpu.md): grouping pays on both models (the shipped small model, matrices of at
- * most 0.5 MB: 0.232 against 0.269 ms a step; E4B, 1.3 to 52 MB, without the pair: 4.60
- * against 4.92 ms in one run), and the pair pays where launches dominate but costs where
- * bandwidth does (E4B, in another run: every matrix grouped with the pair 4.60 ms against 4.47
- * for no grouping at all): its kernel holds 74 registers a thread and so a third fewer blocks
- * per multiprocessor. */
+ * most 0.5 MB: 0.232 against 0.269 ms a step; E4B, 1.3 to 52 MB: 4.60 against 4.92 ms). The
+ * pair used to cost on E4B's large matrices (its kernel held 74 registers a thread, a third
+ * fewer blocks per multiprocessor), hence auto, the default until the lean decode kernel
+ * (matvec.cu) brought the pair to 40 registers: since then the pair pays at every size (E4B
+ * 4.15-4.17 ms against 4.23-4.26 for auto, five pairs of runs in three calls). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -10,8 +10,8 @@ typedef struct cuda_fuser cuda_fuser;
 
 /* backend_cuda_fuse.c */
 /* fuse 0: every op runs at once and alone. fuse_mm: grouping of matrix products (1 below in
- * backend_cuda_fuse.c) - CUDA_FUSE_MM_OFF, CUDA_FUSE_MM_ON, CUDA_FUSE_MM_AUTO (every matrix;
- * gate and up paired only for matrices of at most CUDA_FUSE_MM_AUTO_BYTES), or
+ * backend_cuda_fuse.c) - CUDA_FUSE_MM_OFF, CUDA_FUSE_MM_ON (the default), CUDA_FUSE_MM_AUTO
+ * (every matrix; gate and up paired only for matrices of at most CUDA_FUSE_MM_AUTO_BYTES), or
  * CUDA_FUSE_MM_NOPAIR (every matrix, but gate and up stay two plain matrices of the launch and
  * gelu_mul its own kernel). */
 enum { CUDA_FUSE_MM_OFF = 0, CUDA_FUSE_MM_ON = 1, CUDA_FUSE_MM_AUTO = 2, CUDA_FUSE_MM_NOPAIR = 3 };

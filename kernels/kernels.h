@@ -124,13 +124,12 @@ void k_kv_write(cudaStream_t s, float *cache, const float *src, int n_tok, int k
 /* Causal attention (scale 1) for n_tok query rows at positions p0 + t over the rings kc / vc
  * [len][n_kv_heads][head_dim] (head_dim <= 512),
  * window 0 = full context. Split-KV: each (row, head) is cut into n_splits slices scored by
- * separate blocks with an online softmax, then merged by the last of them; partial holds
- * n_tok * n_heads * n_splits * (head_dim + 2) floats, tickets n_tok * n_heads ints that are
- * zero before the call and again after it. n_splits does not depend on the position, so a
- * captured step stays valid as the context grows. */
+ * separate blocks with an online softmax, then merged; partial holds
+ * n_tok * n_heads * n_splits * (head_dim + 2) floats. n_splits does not depend on the
+ * position, so a captured step stays valid as the context grows. */
 void k_attention(cudaStream_t s, float *out, const float *q, const float *kc, const float *vc,
                  int n_tok, const int *dpos, int pos0, int len, int window, int n_heads,
-                 int n_kv_heads, int head_dim, int n_splits, float *partial, int *tickets);
+                 int n_kv_heads, int head_dim, int n_splits, float *partial);
 /* How many splits k_attention should use for at most max_ctx positions and n_tok rows. */
 int k_attention_splits(int max_ctx, int n_tok, int n_heads);
 

@@ -452,8 +452,8 @@ static void test_matmul_argmax(void) {
                            dts[di], n, t, cap, got[t], unfused[t]);
                     EXPECT(got[t] >= 0 && got[t] < rows &&
                                sc.c[o + got[t]] >= sc.c[o + want[t]] - 1e-5 * scale[o + want[t]],
-                           "matmul_argmax dtype %d n %d row %d cap %g: gpu %d, cpu %d", dts[di],
-                           n, t, cap, got[t], want[t]);
+                           "matmul_argmax dtype %d n %d row %d cap %g: gpu %d, cpu %d", dts[di], n,
+                           t, cap, got[t], want[t]);
                 }
                 free(scale);
                 pair_free(&x);
@@ -469,8 +469,8 @@ static void test_draft_head(void); /* with the drafter checks below */
 static int run_ops(void) {
     cpu = backend_cpu_new(0);
     char err[256];
-    /* Every matrix product may join a launch (the default groups only small ones), so that
-     * the ops below exercise the fused launches whatever their size. */
+    /* Every matrix product may join a launch (the default, set here explicitly), so that the
+     * ops below exercise the fused launches whatever their size and whatever the default. */
     setenv("GEMMA_CUDA_FUSE_MM", "1", 1);
     gpu = backend_cuda_new(err, sizeof err);
     unsetenv("GEMMA_CUDA_FUSE_MM");

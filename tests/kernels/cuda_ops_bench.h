@@ -339,8 +339,8 @@ static int run_decode_profile(const char *dir, int prompt, int steps) {
     decode_once(m, "1", "0", "0", "1", NULL, prompt, steps, "graphs_no_fusion");
     decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=0", prompt, steps,
                 "graphs_no_matmul_groups");
-    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=1", prompt, steps,
-                "graphs_all_matmul_groups");
+    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=auto", prompt, steps,
+                "graphs_auto_pair");
     decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=nopair", prompt, steps,
                 "graphs_groups_no_pair");
     decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_UNROLL=4", prompt, steps, "graphs_unroll4");

@@ -26,7 +26,7 @@ wait $P1; r1=$?; wait $P2; r2=$?; wait $P3; r3=$?
 el "step 4: memcheck rc $r1, racecheck rc $r2, memcheck_model rc $r3"
 tail -n 2 $T/memcheck.log $T/racecheck.log $T/memcheck_model.log
 # timing, alone on the GPU: before (p's build) and after (this build), twice each, interleaved
-R=graphs,graphs_all_matmul_groups
+R=graphs,graphs_all_matmul_groups # names of the decode-profile runs in these two builds (later: graphs_auto_pair)
 for i in 1 2; do
   for v in pb lead; do
     DECODE_PROFILE_RUNS=$R timeout 40 .carry/$v/cuda_ops decode-profile /tmp/e4b/model 256 128 > $T/e4b_profile_${v}_$i.txt 2>&1
