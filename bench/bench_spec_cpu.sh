@@ -56,21 +56,10 @@ run() {
             "$engine" bench "$model" --prompts "$tmp/prompts.jsonl" --threads "$threads" \
             2>"$tmp/$name.log" | tail -n 1 >"$tmp/$name.$i.json"
     done
-    python3 - "$tmp" "$name" "$repeats" <<'PY'
-import json, shutil, sys
-tmp, name, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-runs = [json.load(open(f"{tmp}/{name}.{i}.json")) for i in range(1, n + 1)]
-best = max(runs, key=lambda r: r["decode_tps"])
-json.dump(best, open(f"{tmp}/{name}.json", "w"))
-PY
+    python3 bench/spec_report.py best-of "$tmp" "$name" "$repeats"
 }
 for k in 0 1 2 3 4 5 6 7 8; do run "k$k" NUM_SPECULATIVE_TOKENS=$k; done
-best=$(python3 - "$tmp" <<'EOF'
-import json, sys
-r = {k: json.load(open(f"{sys.argv[1]}/k{k}.json")) for k in range(9)}
-print(max(range(1, 9), key=lambda k: r[k]["decode_tps"]))  # the best speculative k
-EOF
-)
+best=$(python3 bench/spec_report.py best-k "$tmp")
 n_centroids=$(python3 -c "import json; print(json.load(open('$model-assistant/config.json'))['num_centroids'])")
 topks="1 2 4 8 16 32 $n_centroids"
 for t in $topks; do run "t$t" NUM_SPECULATIVE_TOKENS="$best" CENTROID_TOP_K="$t"; done
@@ -89,6 +78,8 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 cpu=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 python3 - "$tmp" "$out" "$best" "$topks" "$sizes" <<EOF
 import json, sys
+sys.path.insert(0, "bench")
+from spec_report import k_table, step_seconds
 tmp, out, best, topks, sizes = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(), sys.argv[5].split()
 J = lambda n: json.load(open(f"{tmp}/{n}.json"))
 L = []
@@ -103,25 +94,9 @@ w("Protocol: \`engine bench models/gemma4-tiny\` on the first $n_prompts prompts
   "tokens / wall time (prefill included). Drafter: models/gemma4-tiny-assistant.\n")
 base = J("k0")
 w("## 1. tps against NUM_SPECULATIVE_TOKENS (default CENTROID_TOP_K)\n")
-w("| k | tps | decode tps | decode speed-up | accepted drafts / step | tokens / verify | verify ms "
-  "| verify / decode step | draft ms / token | draft | verify | other | accepted-length histogram "
-  "| output_hash |")
-w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-step0 = base["decode_s"] / (base["tokens"] - base["prompts"])
-for k in range(9):
-    r = J(f"k{k}")
-    sp = r.get("speculation") or {}
-    sh = r.get("decode_time_share") or {}
-    steps = sp.get("steps") or 0
-    dec = r["decode_s"]
-    ver = sh.get("verify", 1.0) * dec / steps if steps else dec / (r["tokens"] - r["prompts"])
-    drf = sh.get("draft", 0.0) * dec / sp["drafted"] if sp.get("drafted") else 0.0
-    w(f"| {k} | {r['tps']:.1f} | {r['decode_tps']:.1f} | {r['decode_tps'] / base['decode_tps']:.2f}x | "
-      f"{r.get('accept_len', 0):.2f} | {r.get('tokens_per_step', 1.0):.2f} | {ver * 1e3:.2f} | "
-      f"{ver / step0:.2f} | {drf * 1e3:.2f} | "
-      f"{sh.get('draft', 0):.1%} | {sh.get('verify', 1):.1%} | {sh.get('other', 0):.1%} | "
-      f"{sp.get('accept_hist', '-')} | {r['output_hash']} |")
-hashes = {J(f"k{k}")["output_hash"] for k in range(9)}
+rows, hashes = k_table(J, 2)
+L.extend(rows)
+step0 = step_seconds(base)
 w(f"\nAll {len(hashes) == 1 and 'nine runs served identical tokens (one output_hash)' or 'RUNS DIFFER: ' + str(hashes)}. "
   "k = 0 is plain greedy through bench.c; the shares are of decode time (prefill excluded): "
   "draft = the drafter's steps, verify = the target's pass over k+1 positions plus its head, "

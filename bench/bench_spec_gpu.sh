@@ -58,21 +58,10 @@ run() {
             "$engine" bench "$model" --prompts "$tmp/prompts.jsonl" \
             2>"$tmp/$name.$i.err" | tail -n 1 >"$tmp/$name.$i.json"
     done
-    python3 - "$tmp" "$name" "$repeats" <<'PY'
-import json, shutil, sys
-tmp, name, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-runs = [json.load(open(f"{tmp}/{name}.{i}.json")) for i in range(1, n + 1)]
-best = max(runs, key=lambda r: r["decode_tps"])
-json.dump(best, open(f"{tmp}/{name}.json", "w"))
-PY
+    python3 bench/spec_report.py best-of "$tmp" "$name" "$repeats"
 }
 for k in 0 1 2 3 4 5 6 7 8; do run "k$k" NUM_SPECULATIVE_TOKENS=$k; done
-best=$(python3 - "$tmp" <<'EOF'
-import json, sys
-r = {k: json.load(open(f"{sys.argv[1]}/k{k}.json")) for k in range(9)}
-print(max(range(1, 9), key=lambda k: r[k]["decode_tps"]))  # the best speculative k
-EOF
-)
+best=$(python3 bench/spec_report.py best-k "$tmp")
 # the same k with the drafter's head the reference way: scores to the host every step
 run "host$best" NUM_SPECULATIVE_TOKENS="$best" GEMMA_DRAFT_ON_DEVICE=0
 echo "== profile at k=$best" >&2
@@ -86,6 +75,8 @@ fi
 
 python3 - "$tmp" "$out" "$best" <<EOF
 import json, sys
+sys.path.insert(0, "bench")
+from spec_report import k_table, step_seconds
 tmp, out, best = sys.argv[1], sys.argv[2], int(sys.argv[3])
 J = lambda n: json.load(open(f"{tmp}/{n}.json"))
 L = []
@@ -102,30 +93,15 @@ w("Protocol: \`ENGINE_DEVICE=cuda engine bench models/gemma4-tiny\` on the first
   "its k-step draft loop on the device as one CUDA graph (kernels/draft_head.cu, "
   "engine/assistant.c drafter_draft).\n")
 w("## 1. tps against NUM_SPECULATIVE_TOKENS\n")
-w("| k | tps | decode tps | decode speed-up | accepted drafts / step | tokens / verify | verify ms "
-  "| verify / decode step | draft ms / token | draft | verify | other | accepted-length histogram "
-  "| output_hash |")
-w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-step0 = base["decode_s"] / (base["tokens"] - base["prompts"])
-for k in range(9):
-    r = J(f"k{k}")
-    sp = r.get("speculation") or {}
-    sh = r.get("decode_time_share") or {}
-    steps = sp.get("steps") or 0
-    dec = r["decode_s"]
-    ver = sh.get("verify", 1.0) * dec / steps if steps else dec / (r["tokens"] - r["prompts"])
-    drf = sh.get("draft", 0.0) * dec / sp["drafted"] if sp.get("drafted") else 0.0
-    w(f"| {k} | {r['tps']:.1f} | {r['decode_tps']:.1f} | {r['decode_tps'] / base['decode_tps']:.2f}x | "
-      f"{r.get('accept_len', 0):.2f} | {r.get('tokens_per_step', 1.0):.2f} | {ver * 1e3:.3f} | "
-      f"{ver / step0:.2f} | {drf * 1e3:.3f} | "
-      f"{sh.get('draft', 0):.1%} | {sh.get('verify', 1):.1%} | {sh.get('other', 0):.1%} | "
-      f"{sp.get('accept_hist', '-')} | {r['output_hash']} |")
-hashes = {J(f"k{k}")["output_hash"] for k in range(9)}
+rows, hashes = k_table(J, 3)
+L.extend(rows)
+step0 = step_seconds(base)
 w(f"\n{len(hashes) == 1 and 'All nine runs served identical tokens (one output_hash): lossless on the GPU.' or 'RUNS DIFFER: ' + str(hashes)} "
   "k = 0 is plain greedy decoding (bench.c, CUDA graphs per decode step). Shares are of decode "
   "time (prefill excluded): draft = the drafter's k steps including the one download of the k "
-  "tokens, verify = the target's pass over k+1 positions plus its head (one argmax, and one "
-  "host synchronisation, per row), other = acceptance, rollback and bookkeeping. Verify ms is "
+  "tokens, verify = the target's pass over k+1 positions plus its head (matmul_argmax: one "
+  "argmax launch pair and one host synchronisation for all k+1 rows), other = acceptance, "
+  "rollback and bookkeeping. Verify ms is "
   "one verify pass (at k = 0 one decode step); draft ms is one drafter step.\n")
 w(f"## 2. The draft loop on the device against the host round trips (k = {best})\n")
 w("| drafter head | decode tps | draft ms / token | draft share of decode | accepted drafts / step | output_hash |")
