@@ -7,10 +7,10 @@
  *                          own kernel, launched when called
  *   GEMMA_CUDA_FUSE_MM=0|1|auto|nopair   grouping of matrix products that read the same input
  *                          (q/k/v, gate/up + GeLU, the per-layer gate + GeLU) into one launch:
- *                          never; always; (auto, the default) always, with gate and up
- *                          sharing warps and the GeLU folded in only for matrices of at most
- *                          1 MiB; or always but with gate and up as two plain matrices and
- *                          the GeLU separate
+ *                          never; (1, the default) always, gate and up sharing warps with
+ *                          the GeLU folded in; (auto) always, but gate and up paired only for
+ *                          matrices of at most 1 MiB; or always but with gate and up as two
+ *                          plain matrices and the GeLU separate
  *   GEMMA_CUDA_MV_UNROLL=4|8   unroll of the matrix-vector kernel's column loop (default 8)
  *   GEMMA_CUDA_MV_PREFETCH=0|2|4   16-byte weight chunks per lane the matrix-vector kernel
  *                          loads before waiting for its predecessor (default 2; kcommon.cuh)
