@@ -34,6 +34,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from smallmodel import brown  # noqa: E402
+from smallmodel.layouts import LAYOUTS  # noqa: E402
 
 T0 = time.time()
 
@@ -440,7 +441,7 @@ def main():
     r.add_argument("--repeat-aug", type=float, default=0.0,
                    help="share of training windows made of one 128-480-token block of their text, "
                         "repeated (augment.repeat_augment)")
-    r.add_argument("--layout", choices=["late-full", "first-full"], default="late-full",
+    r.add_argument("--layout", choices=sorted(LAYOUTS), default="late-full",
                    help="where the full-attention layers sit (tools/smallmodel/target.py)")
     r.add_argument("--rename-p", type=float, default=0.0,
                    help="share of training windows cut from a copy of their document with its "

@@ -28,7 +28,8 @@ import time
 import torch
 import torch.nn.functional as F
 
-from .target import ATTN, FULL, SLIDING
+from .layouts import FULL, SLIDING
+from .target import ATTN
 from .tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 # ---------------------------------------------------------------- clustering

@@ -31,20 +31,13 @@ import torch
 import torch.nn.functional as F
 
 from .augment import copy_augment, repeat_augment
+from .layouts import LAYOUTS
 from .tokenizer import BOS_ID, EOS_ID, PAD_ID
-
-SLIDING, FULL = "sliding_attention", "full_attention"
 
 # The attention shapes the drafter must share with the target. transformers 5.17 keeps head_dim
 # and the KV-head count per layer (config.per_layer_config), so they are read from here, not
 # from a loaded config.
 ATTN = {"num_key_value_heads": 2, "head_dim": 32, "global_head_dim": 64, "sliding_window": 512}
-
-
-LAYOUTS = {
-    "late-full": [SLIDING] * 5 + [FULL, SLIDING, FULL],
-    "first-full": [FULL] + [SLIDING] * 7,
-}
 
 
 def target_config(vocab_size, layout="late-full"):
