@@ -334,30 +334,34 @@ static int run_decode_profile(const char *dir, int prompt, int steps) {
     char err[512];
     model *m = model_load(dir, err, sizeof err);
     if (!m) die("%s", err);
-    decode_once(m, "1", "0", "1", "1", NULL, prompt, steps, "graphs");
-    decode_once(m, "1", "0", "1", "0", NULL, prompt, steps, "graphs_no_pdl");
-    decode_once(m, "1", "0", "0", "1", NULL, prompt, steps, "graphs_no_fusion");
-    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=0", prompt, steps,
-                "graphs_no_matmul_groups");
-    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=auto", prompt, steps,
-                "graphs_auto_pair");
-    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=nopair", prompt, steps,
-                "graphs_groups_no_pair");
-    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_UNROLL=4", prompt, steps, "graphs_unroll4");
-    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_PREFETCH=0", prompt, steps,
-                "graphs_no_prefetch");
-    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_PREFETCH=4", prompt, steps,
-                "graphs_prefetch4");
-    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_DECODE=general", prompt, steps,
-                "graphs_general");
-    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_DECODE=lean8", prompt, steps, "graphs_lean8");
-    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_GRID=persist", prompt, steps,
-                "graphs_persist");
-    decode_once(m, "1", "0", "1", "1", "GEMMA_CUDA_MV_DECODE=lean8 GEMMA_CUDA_MV_GRID=persist",
-                prompt, steps, "graphs_lean8_persist");
-    decode_once(m, "1", "0", "1", "1", NULL, prompt, steps, "graphs_again");
-    decode_once(m, "0", "0", "1", "1", NULL, prompt, steps, "eager");
-    decode_once(m, "0", "1", "1", "0", NULL, prompt, steps / 4 > 8 ? steps / 4 : 8, "profiled");
+    /* The runs, in order: graphs with the defaults, then each switch in turn, the defaults
+     * again (run-to-run spread), eager launches, and the profiled run (fewer steps). */
+    static const struct {
+        const char *label, *graphs, *profile, *fuse, *pdl, *extra;
+    } runs[] = {
+        {"graphs", "1", "0", "1", "1", NULL},
+        {"graphs_no_pdl", "1", "0", "1", "0", NULL},
+        {"graphs_no_fusion", "1", "0", "0", "1", NULL},
+        {"graphs_no_matmul_groups", "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=0"},
+        {"graphs_auto_pair", "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=auto"},
+        {"graphs_groups_no_pair", "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=nopair"},
+        {"graphs_unroll4", "1", "0", "1", "1", "GEMMA_CUDA_MV_UNROLL=4"},
+        {"graphs_no_prefetch", "1", "0", "1", "1", "GEMMA_CUDA_MV_PREFETCH=0"},
+        {"graphs_prefetch4", "1", "0", "1", "1", "GEMMA_CUDA_MV_PREFETCH=4"},
+        {"graphs_general", "1", "0", "1", "1", "GEMMA_CUDA_MV_DECODE=general"},
+        {"graphs_lean8", "1", "0", "1", "1", "GEMMA_CUDA_MV_DECODE=lean8"},
+        {"graphs_persist", "1", "0", "1", "1", "GEMMA_CUDA_MV_GRID=persist"},
+        {"graphs_lean8_persist", "1", "0", "1", "1",
+         "GEMMA_CUDA_MV_DECODE=lean8 GEMMA_CUDA_MV_GRID=persist"},
+        {"graphs_again", "1", "0", "1", "1", NULL},
+        {"eager", "0", "0", "1", "1", NULL},
+        {"profiled", "0", "1", "1", "0", NULL},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        const int profiled = !strcmp(runs[i].profile, "1");
+        decode_once(m, runs[i].graphs, runs[i].profile, runs[i].fuse, runs[i].pdl, runs[i].extra,
+                    prompt, profiled ? (steps / 4 > 8 ? steps / 4 : 8) : steps, runs[i].label);
+    }
     model_free(m);
     return 0;
 }
