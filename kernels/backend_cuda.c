@@ -35,9 +35,9 @@
  * default), 13 without the pair, 17 without groups. With programmatic
  * dependent launch (sm_90+, kcommon.cuh) each kernel also starts while its predecessor runs,
  * and a matrix-vector kernel streams its first weights before waiting for it.
- * GEMMA_CUDA_FUSE_NORM=1 (the default) also folds the norm before a product into that
- * product's launch at n = 1 (the norm + add + norm, norm + add, or lone norm: every block
- * computes it into shared memory; 9 kernels a decode layer instead of 12), =0 keeps them apart.
+ * GEMMA_CUDA_FUSE_NORM=1 also folds the norm before a product into that product's launch at
+ * n = 1 (the norm + add + norm, norm + add, or lone norm: every block computes it into shared
+ * memory; 9 kernels a decode layer instead of 12); =0, the default, keeps them apart.
  * GEMMA_CUDA_FUSE=0 / GEMMA_CUDA_FUSE_MM=0 / GEMMA_CUDA_PDL=0 turn these off;
  * GEMMA_CUDA_MV_UNROLL=4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4, GEMMA_CUDA_MV_DECODE=lean|lean8|
  * general and GEMMA_CUDA_MV_GRID=blocks|persist|N tune the matrix-vector kernel (kernels.h:
@@ -740,8 +740,8 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         return NULL;
     }
     const char *fnorm = getenv("GEMMA_CUDA_FUSE_NORM"); /* backend_cuda_fuse.c: 2a */
-    const int fuse_norm = !fnorm || !*fnorm || !strcmp(fnorm, "1") ? 1
-                          : !strcmp(fnorm, "0")                    ? 0
+    const int fuse_norm = !fnorm || !*fnorm || !strcmp(fnorm, "0") ? 0
+                          : !strcmp(fnorm, "1")                    ? 1
                                                                    : -1;
     if (fuse_norm < 0) {
         snprintf(err, errlen, "environment variable GEMMA_CUDA_FUSE_NORM: \"%s\" is not 0 or 1",

@@ -34,7 +34,7 @@
  * The folded norm (2a) computes exactly k_norm_add_norm's floats (norm_row.cuh), so a verify
  * pass, which keeps its norms apart (n > 1), still reproduces the decode steps bit for bit.
  *
- * GEMMA_CUDA_FUSE_NORM=0 keeps the norms apart (2 instead of 2a; 1, the default, folds them).
+ * GEMMA_CUDA_FUSE_NORM=1 folds the norms (2a); 0, the default, keeps them apart (2).
  * GEMMA_CUDA_FUSE=0 runs every op at once and alone; GEMMA_CUDA_FUSE_MM=0 keeps 2 and 3 but
  * not 1 (each matrix its own launch, gelu_mul separate), =1 (the default) groups every matrix
  * and pairs gate with up, =nopair groups every matrix without the gate + up pair epilogue

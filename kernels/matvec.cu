@@ -37,11 +37,15 @@
  * registers). Staging a block's rows in shared memory with cp.async before the wait was slower
  * still (+45 %) and was taken out.
  *
- * A norm folded in (k_matvec_multi_norm, n = 1): the RMSNorm (+ residual add + norm) whose
- * result the products read runs as the launch's prologue - every block computes the vector
- * into shared memory after the PDL wait, and the last block to have read x stores x, o and xn
- * (mv_norm_prologue) - so the norm costs no kernel of its own. Same floats as rmsnorm.cu's
- * kernels (norm_row.cuh), same dot products (x from shared memory instead of L1).
+ * A norm folded in (k_matvec_multi_norm, n = 1; the backend's GEMMA_CUDA_FUSE_NORM=1): the
+ * RMSNorm (+ residual add + norm) whose result the products read runs as the launch's
+ * prologue - every block computes the vector into shared memory after the PDL wait, and the
+ * last block to have read x stores x, o and xn (mv_norm_prologue) - so the norm costs no
+ * kernel of its own. Same floats as rmsnorm.cu's kernels (norm_row.cuh), same dot products (x
+ * from shared memory instead of L1). Measured on the H200 it is much SLOWER, not faster: E4B's
+ * step 7.45-7.52 ms against 4.31-4.34 with the norms apart (the MLP products, 1280 blocks that
+ * each repeat the prologue, stream at about half speed), the small model's 0.261 against
+ * 0.238 ms; so it is off by default (docs/gpu_logs/n/README.md).
  *
  * Reproducibility. The accumulation order of a row - each lane's chunks in column order into
  * one fma chain, the warp sum, then the K slices added in a fixed order - depends only on the
@@ -49,6 +53,8 @@
  * occupancy or the grid, or on the other matrices of a launch: a verify pass reproduces the decode
  * steps it stands for bit for bit, fused or not. The order differs from the CPU backend's, so the
  * two agree to rounding. */
+#include <cuda_pipeline.h>
+
 #include "kcommon.cuh"
 #include "norm_row.cuh"
 
@@ -255,59 +261,102 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
     }
 }
 
-/* The folded norm (k_matvec_multi_norm): every block computes the vector its products read -
- * xn, or the new x - into xs[dim] in shared memory, from x and o in global memory, with
- * rmsnorm.cu's arithmetic (norm_row.cuh). The result must also land in memory, but x is
- * updated in place and the grid is more than one wave: a block that wrote x early would
- * corrupt the x a later block still has to read. So every block, once it has read x and o,
- * draws a ticket (fence + atomicAdd by one thread), and the block that draws the last one -
- * every other block has read by then - stores o, x and xn and resets the ticket for the
- * next launch (a CUDA graph replays the same word). Called after the PDL wait, by every
- * thread of every block. */
-template <typename T> __device__ void mv_norm_prologue(const mv_norm &N, float *xs, int dim) {
+/* The folded norm (k_matvec_multi_norm). Every block computes the vector its products read -
+ * xn, or the new x - into shared memory, with rmsnorm.cu's arithmetic (norm_row.cuh), after
+ * the PDL wait. x, o and the two scales are first staged into shared memory with cp.async -
+ * all of a block's loads in flight at once, one round trip - and the sums then read shared
+ * memory (a first version read them from global memory in the sums' order: as slow).
+ * Layout of the dynamic shared memory: sx[dim] (x, then the new x, then xn), so[dim] (o, then
+ * the normalised o), swo[dim], swx[dim] (the scales, dtype T): mv_norm_smem bytes. The scales
+ * are weights: with prefetch they are copied before the wait, with the first weight chunks.
+ *
+ * The result must also land in memory, but x is updated in place and the grid is more than one
+ * wave: a block that wrote x early would corrupt the x a later block still has to read. So
+ * every block, once its copies have arrived, draws a ticket (one atomicAdd; its value is
+ * looked at only after the block's products, so the round trip is hidden), and the block that
+ * drew the last one - every other block has read x and o by then: their loads completed before
+ * their atomics were issued - stores o, x and xn (mv_norm_store) and resets the ticket for the
+ * next launch (a CUDA graph replays the same word). */
+template <typename T> static size_t mv_norm_smem(int dim) {
+    return (size_t)dim * (2 * sizeof(float) + 2 * sizeof(T));
+}
+
+/* Copy n bytes (a multiple of 16, both 16-byte aligned) from global to shared memory. */
+__device__ __forceinline__ void mv_stage(void *dst, const void *src, int n) {
+    for (int q = threadIdx.x; q < n / 16; q += blockDim.x)
+        __pipeline_memcpy_async((char *)dst + 16 * q, (const char *)src + 16 * q, 16);
+}
+
+/* The scales (weights: they may be copied before the PDL wait). */
+template <typename T>
+__device__ __forceinline__ void mv_norm_scales(const mv_norm &N, float *sx, int dim) {
+    T *swo = (T *)(sx + 2 * dim), *swx = swo + dim;
+    if (N.wo) mv_stage(swo, N.wo, dim * (int)sizeof(T));
+    if (N.wx) mv_stage(swx, N.wx, dim * (int)sizeof(T));
+    __pipeline_commit();
+}
+
+/* scales: mv_norm_scales has run (else it runs here). Returns thread 0's ticket. */
+template <typename T>
+__device__ __forceinline__ unsigned mv_norm_prologue(const mv_norm &N, float *sx, int dim,
+                                                     bool scales) {
     __shared__ float red[32];
-    __shared__ int last;
-    const T *wo = (const T *)N.wo, *wx = (const T *)N.wx;
-    float inv = 0.0f;
+    float *so = sx + dim;
+    T *swo = (T *)(so + dim), *swx = swo + dim;
+    if (!scales) mv_norm_scales<T>(N, sx, dim);
+    mv_stage(sx, N.x, dim * (int)sizeof(float));
+    if (N.o) mv_stage(so, N.o, dim * (int)sizeof(float));
+    __pipeline_commit();
+    __pipeline_wait_prior(0);
+    __syncthreads();
+    unsigned ticket = 0;
+    if (threadIdx.x == 0) ticket = atomicAdd(N.ticket, 1u); /* x and o are read */
+    const T *wo = N.wo ? swo : nullptr, *wx = N.wx ? swx : nullptr;
     if (N.o) {
-        inv = norm_inv(norm_sum_sq(
-                           dim, [&](int i) { return N.o[i]; }, red),
-                       dim, N.eps);
-        const float ss2 = norm_sum_sq(
-            dim,
-            [&](int i) {
-                const float s = __fadd_rn(N.x[i], norm_scale(N.o[i], inv, wo, i));
-                xs[i] = s;
-                return s;
-            },
-            red); /* ends with a barrier: xs is complete */
+        auto o_at = [&](int i) { return so[i]; };
+        const float inv = norm_inv(norm_sum_sq<4>(dim, o_at, red), dim, N.eps);
+        /* o = its norm; x += o */
+        auto add_at = [&](int i) {
+            const float v = norm_scale(so[i], inv, wo, i);
+            so[i] = v;
+            const float s = __fadd_rn(sx[i], v);
+            sx[i] = s;
+            return s;
+        };
         if (N.xn) {
+            const float ss2 = norm_sum_sq<4>(dim, add_at, red); /* ends with a barrier */
             const float inv2 = norm_inv(ss2, dim, N.eps);
             for (int i = threadIdx.x; i < dim; i += blockDim.x)
-                xs[i] = norm_scale(xs[i], inv2, wx, i);
+                sx[i] = norm_scale(sx[i], inv2, wx, i);
+        } else {
+            for (int i = threadIdx.x; i < dim; i += blockDim.x)
+                add_at(i);
         }
     } else {
-        const float inv1 = norm_inv(norm_sum_sq(
-                                        dim, [&](int i) { return N.x[i]; }, red),
-                                    dim, N.eps);
+        auto x_at = [&](int i) { return sx[i]; };
+        const float inv = norm_inv(norm_sum_sq<4>(dim, x_at, red), dim, N.eps);
         for (int i = threadIdx.x; i < dim; i += blockDim.x)
-            xs[i] = norm_scale(N.x[i], inv1, wx, i);
+            sx[i] = norm_scale(sx[i], inv, wx, i);
     }
-    __syncthreads(); /* xs complete; every read of x and o by this block is done */
-    if (threadIdx.x == 0) {
-        __threadfence();
-        last = atomicAdd(N.ticket, 1u) == gridDim.x - 1;
-    }
+    __syncthreads(); /* sx is the products' input */
+    return ticket;
+}
+
+/* After the block's products: the block that drew the last ticket stores what the separate
+ * kernels leave - o, then x, then xn (which may be x itself) - and resets the ticket. */
+__device__ __forceinline__ void mv_norm_store(const mv_norm &N, const float *sx, int dim,
+                                              unsigned ticket) {
+    __shared__ int last;
+    if (threadIdx.x == 0) last = ticket == gridDim.x - 1;
     __syncthreads();
     if (!last) return;
-    /* The separate kernels' stores: o, then x, then xn (which may be x itself). */
+    const float *so = sx + dim;
     for (int i = threadIdx.x; i < dim; i += blockDim.x) {
         if (N.o) {
-            const float v = norm_scale(N.o[i], inv, wo, i);
-            N.o[i] = v;
-            N.x[i] = N.xn ? __fadd_rn(N.x[i], v) : xs[i];
+            N.o[i] = so[i];
+            N.x[i] = N.xn ? __fadd_rn(N.x[i], so[i]) : sx[i];
         }
-        if (N.xn) N.xn[i] = xs[i];
+        if (N.xn) N.xn[i] = sx[i];
     }
     if (threadIdx.x == 0) *N.ticket = 0u;
 }
@@ -319,7 +368,7 @@ template <typename T> __device__ void mv_norm_prologue(const mv_norm &N, float *
  * reducing the current one (else only b). Vector path only (16-byte loads); the first 2 chunks
  * come before the wait when prefetch. L is __grid_constant__: indexed by a segment number in
  * place, not copied. NORM: the input is L.norm's result, computed after the wait into
- * cols floats of dynamic shared memory (mv_norm_prologue; x is not read), its own
+ * dynamic shared memory (mv_norm_prologue; x is not read; mv_norm_store after), its own
  * instantiation so that the plain kernel keeps its registers (not with P), held to 6 blocks
  * per multiprocessor as the plain one has (40 registers; the compiler would take 46). */
 template <typename T, int U, bool PAIR, int MINB, bool P, bool NORM = false>
@@ -360,8 +409,12 @@ __global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS
     k_launch_next();
     if (!prefetch) k_wait_only();
     mv_first<T, F>(f1, f2, w1, w2, nch, K * 32 * V, pr);
+    if constexpr (NORM)
+        if (prefetch) mv_norm_scales<T>(L.norm, reinterpret_cast<float *>(mv_xs), cols);
     if (prefetch) k_wait_only();
-    if constexpr (NORM) mv_norm_prologue<T>(L.norm, reinterpret_cast<float *>(mv_xs), cols);
+    unsigned ticket = 0;
+    if constexpr (NORM)
+        ticket = mv_norm_prologue<T>(L.norm, reinterpret_cast<float *>(mv_xs), cols, prefetch);
     const float *xin = NORM ? reinterpret_cast<const float *>(mv_xs) : x;
 
     for (;;) {
@@ -420,6 +473,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS
         if (!more) break;
         vb = next;
     }
+    if constexpr (NORM) mv_norm_store(L.norm, reinterpret_cast<const float *>(mv_xs), cols, ticket);
 }
 
 /* Multiprocessors of the current device (read once). */
@@ -618,8 +672,11 @@ extern "C" void k_matvec(cudaStream_t s, float *out, const void *w, int wdtype, 
 template <typename T>
 static int launch_norm(cudaStream_t s, const k_mv_seg *segs, int n_segs, const k_mv_norm *nrm,
                        int cols) {
+    const size_t smem = mv_norm_smem<T>(cols);
     if (mv_tune.decode != K_MV_LEAN || mv_tune.grid != 0 || mv_tune.prefetch == 4 ||
-        cols % vec16<T>::n || cols > K_MV_NORM_MAX_COLS)
+        cols % vec16<T>::n || smem > K_MV_NORM_MAX_SMEM || !aligned16(nrm->x) ||
+        (nrm->o && !aligned16(nrm->o)) || (nrm->wo && !aligned16(nrm->wo)) ||
+        (nrm->wx && !aligned16(nrm->wx)))
         return 0;
     for (int i = 0; i < n_segs; i++)
         if (!aligned16(segs[i].w) ||
@@ -633,9 +690,8 @@ static int launch_norm(cudaStream_t s, const k_mv_seg *segs, int n_segs, const k
                                     : matvec1_kernel<T, 8, true, 0, false, true>)
              : (mv_tune.unroll == 4 ? matvec1_kernel<T, 4, false, 0, false, true>
                                     : matvec1_kernel<T, 8, false, 0, false, true>);
-    k_launch_smem(kernel, dim3((unsigned)L.blocks), dim3(MV_WARPS * 32),
-                  (size_t)cols * sizeof(float), s, L, (const float *)nullptr, cols,
-                  mv_tune.prefetch > 0);
+    k_launch_smem(kernel, dim3((unsigned)L.blocks), dim3(MV_WARPS * 32), smem, s, L,
+                  (const float *)nullptr, cols, mv_tune.prefetch > 0);
     K_CHECK_LAUNCH();
     return 1;
 }

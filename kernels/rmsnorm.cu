@@ -12,9 +12,8 @@ __global__ void rmsnorm_kernel(float *out, const float *x, const T *w, int dim, 
     __shared__ float red[32];
     const float *xv = x + (size_t)blockIdx.x * dim;
     float *ov = out + (size_t)blockIdx.x * dim;
-    const float inv = norm_inv(norm_sum_sq(
-                                   dim, [&](int i) { return xv[i]; }, red),
-                               dim, eps);
+    auto x_at = [&](int i) { return xv[i]; };
+    const float inv = norm_inv(norm_sum_sq<1>(dim, x_at, red), dim, eps);
     for (int i = threadIdx.x; i < dim; i += blockDim.x)
         ov[i] = norm_scale(xv[i], inv, w, i);
 }
@@ -50,20 +49,22 @@ __global__ void norm_add_norm_kernel(float *x, float *o, const T *wo, float *xn,
     k_wait_prior();
     __shared__ float red[32];
     float *xr = x + (size_t)blockIdx.x * dim, *orow = o + (size_t)blockIdx.x * dim;
-    const float inv = norm_inv(norm_sum_sq(
-                                   dim, [&](int i) { return orow[i]; }, red),
-                               dim, eps);
-    const float ss2 = norm_sum_sq(
-        dim,
-        [&](int i) {
-            const float v = norm_scale(orow[i], inv, wo, i);
-            orow[i] = v;
-            const float s = __fadd_rn(xr[i], v);
-            xr[i] = s;
-            return s;
-        },
-        red);
-    if (!xn) return;
+    auto o_at = [&](int i) { return orow[i]; };
+    const float inv = norm_inv(norm_sum_sq<1>(dim, o_at, red), dim, eps);
+    /* o = its norm; x += o */
+    auto add_at = [&](int i) {
+        const float v = norm_scale(orow[i], inv, wo, i);
+        orow[i] = v;
+        const float s = __fadd_rn(xr[i], v);
+        xr[i] = s;
+        return s;
+    };
+    if (!xn) { /* uniform over the block: no barrier is skipped by some threads only */
+        for (int i = threadIdx.x; i < dim; i += blockDim.x)
+            add_at(i);
+        return;
+    }
+    const float ss2 = norm_sum_sq<1>(dim, add_at, red);
     const float inv2 = norm_inv(ss2, dim, eps);
     float *xnr = xn + (size_t)blockIdx.x * dim;
     for (int i = threadIdx.x; i < dim; i += blockDim.x)
