@@ -35,9 +35,6 @@
  * default), 13 without the pair, 17 without groups. With programmatic
  * dependent launch (sm_90+, kcommon.cuh) each kernel also starts while its predecessor runs,
  * and a matrix-vector kernel streams its first weights before waiting for it.
- * GEMMA_CUDA_FUSE_NORM=1 also folds the norm before a product into that product's launch at
- * n = 1 (the norm + add + norm, norm + add, or lone norm: every block computes it into shared
- * memory; 9 kernels a decode layer instead of 12); =0, the default, keeps them apart.
  * GEMMA_CUDA_FUSE=0 / GEMMA_CUDA_FUSE_MM=0 / GEMMA_CUDA_PDL=0 turn these off;
  * GEMMA_CUDA_MV_UNROLL=4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4, GEMMA_CUDA_MV_DECODE=lean|lean8|
  * general and GEMMA_CUDA_MV_GRID=blocks|persist|N tune the matrix-vector kernel (kernels.h:
@@ -739,16 +736,6 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         free(st);
         return NULL;
     }
-    const char *fnorm = getenv("GEMMA_CUDA_FUSE_NORM"); /* backend_cuda_fuse.c: 2a */
-    const int fuse_norm = !fnorm || !*fnorm || !strcmp(fnorm, "0") ? 0
-                          : !strcmp(fnorm, "1")                    ? 1
-                                                                   : -1;
-    if (fuse_norm < 0) {
-        snprintf(err, errlen, "environment variable GEMMA_CUDA_FUSE_NORM: \"%s\" is not 0 or 1",
-                 fnorm);
-        free(st);
-        return NULL;
-    }
     st->pdl = env_flag("GEMMA_CUDA_PDL", 1);
     if (mv_tuning_from_env(&st->mv, err, errlen)) {
         free(st);
@@ -794,7 +781,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     CU(cudaEventCreateWithFlags(&st->params_done, cudaEventDisableTiming));
     CU(cudaEventCreate(&st->ev0));
     CU(cudaEventCreate(&st->ev1));
-    st->fuser = cuda_fuser_new(st->fuse, st->fuse_mm, fuse_norm);
+    st->fuser = cuda_fuser_new(st->fuse, st->fuse_mm);
 
     backend *b = xcalloc(1, sizeof *b);
     b->name = "cuda";

@@ -11,8 +11,6 @@
  *                          the GeLU folded in; (auto) always, but gate and up paired only for
  *                          matrices of at most 1 MiB; or always but with gate and up as two
  *                          plain matrices and the GeLU separate
- *   GEMMA_CUDA_FUSE_NORM=0|1   (1) fold the RMSNorm before a product into that product's
- *                          launch at n = 1 (backend_cuda_fuse.c 2a); default 0: measured slower
  *   GEMMA_CUDA_MV_UNROLL=4|8   unroll of the matrix-vector kernel's column loop (default 8)
  *   GEMMA_CUDA_MV_PREFETCH=0|2|4   16-byte weight chunks per lane the matrix-vector kernel
  *                          loads before waiting for its predecessor (default 2; kcommon.cuh)

@@ -11,11 +11,6 @@
  *      hoisted up to the first and all go out as one launch (k_matvec_multi); a
  *      gelu_mul(gate, up) of two of them, or of one and a vector already in memory (the
  *      per-layer input), joins that launch as its epilogue;
- *   2a. at n = 1 (decode), that norm + add (+ norm), or a lone rmsnorm(x) into xn, when the
- *      next op is a product reading its result (xn, or the new x): folded into that
- *      product's launch of 1 as its prologue (k_matvec_multi_norm: every block computes the
- *      vector into shared memory, the last block to have read x stores x, o and xn) - three
- *      kernels fewer a layer (GEMMA_CUDA_FUSE_NORM, below);
  *   2. rmsnorm(o) in place, x += o, then optionally rmsnorm(x) into xn - the end of every
  *      block and the start of the next: one pass (k_norm_add_norm);
  *   3. a run of in-place head norms, RoPEs and KV-ring writes over up to three tensors (the
@@ -31,10 +26,6 @@
  * the decode steps it stands for, and matvec.cu's rows do not depend on their launch, so the
  * two agree bit for bit.
  *
- * The folded norm (2a) computes exactly k_norm_add_norm's floats (norm_row.cuh), so a verify
- * pass, which keeps its norms apart (n > 1), still reproduces the decode steps bit for bit.
- *
- * GEMMA_CUDA_FUSE_NORM=1 folds the norms (2a); 0, the default, keeps them apart (2).
  * GEMMA_CUDA_FUSE=0 runs every op at once and alone; GEMMA_CUDA_FUSE_MM=0 keeps 2 and 3 but
  * not 1 (each matrix its own launch, gelu_mul separate), =1 (the default) groups every matrix
  * and pairs gate with up, =nopair groups every matrix without the gate + up pair epilogue
@@ -78,31 +69,20 @@ typedef struct {
     float eps;             /* RMSNORM */
 } qop;
 
-#define N_TICKETS 64 /* device words for the folded norms' tickets, used in turn */
-
 struct cuda_fuser {
-    int fuse, fuse_mm, fuse_norm;
-    unsigned *tickets; /* [N_TICKETS] device words, zero between launches (fuse_norm) */
-    int next_ticket;
+    int fuse, fuse_mm;
     qop q[QCAP];
     int nq;
 };
 
-cuda_fuser *cuda_fuser_new(int fuse, int fuse_mm, int fuse_norm) {
+cuda_fuser *cuda_fuser_new(int fuse, int fuse_mm) {
     cuda_fuser *f = xcalloc(1, sizeof *f);
     f->fuse = fuse;
     f->fuse_mm = fuse_mm;
-    f->fuse_norm = fuse && fuse_norm;
-    if (f->fuse_norm) {
-        cudaError_t e = cudaMalloc((void **)&f->tickets, N_TICKETS * sizeof(unsigned));
-        if (e == cudaSuccess) e = cudaMemset(f->tickets, 0, N_TICKETS * sizeof(unsigned));
-        if (e != cudaSuccess) die("CUDA: the folded norms' tickets: %s", cudaGetErrorString(e));
-    }
     return f;
 }
 
 void cuda_fuser_free(cuda_fuser *f) {
-    if (f && f->tickets) cudaFree(f->tickets);
     free(f);
 }
 
@@ -252,39 +232,29 @@ static int pairable(const cuda_fuser *f, const tensor *w) {
            (f->fuse_mm == CUDA_FUSE_MM_AUTO && weight_bytes(w) <= (double)CUDA_FUSE_MM_AUTO_BYTES);
 }
 
-/* The launch that op i (a product) heads: the products of the same x hoisted up to it and the
- * gelu_mul epilogues that join them, as segments (segs[*ns]) and the bytes they move; members
- * are marked in bt->taken. No member may write x or what another writes, nor any of the
- * `n_avoid` spans avoid[] (a folded norm's vectors); an epilogue's vector from memory must not
- * overlap them either. Returns the number of gelu_mul epilogues, -1 when op i cannot head a
- * launch. */
-static int matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i, const span *avoid,
-                        int n_avoid, k_mv_seg *segs, int *ns, double *bytes) {
+static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
     const qop *q0 = &bt->q[i];
-    if (q0->kind != Q_MATMUL || !cuda_matmul_own(b, &q0->w, q0->n)) return -1;
+    if (q0->kind != Q_MATMUL || !groupable(f) || !cuda_matmul_own(b, &q0->w, q0->n)) return 0;
     const span xs = span_of(q0->a, (size_t)q0->n * q0->w.cols);
     int mem[K_MV_SEGS], nm = 0;
     memset(bt->taken, 0, sizeof bt->taken);
     for (int j = i; j < bt->nq && nm < K_MV_SEGS; j++) {
         if (bt->done[j] || !same_input(b, q0, &bt->q[j])) continue;
-        if (j > i && !groupable(f)) break;
         const span o = out_span(&bt->q[j]);
         int ok = !overlap(o, xs) && (j == i || can_hoist(bt, i, j));
         for (int k = 0; k < nm && ok; k++)
             ok = !overlap(o, out_span(&bt->q[mem[k]]));
-        for (int k = 0; k < n_avoid && ok; k++)
-            ok = !overlap(o, avoid[k]);
         if (!ok) continue;
         mem[nm++] = j;
         bt->taken[j] = 1;
     }
-    if (!nm) return -1; /* the first product writes its own input: it runs alone */
+    if (!nm) return 0; /* the first product writes its own input: it runs alone */
     /* gelu_mul(out = g, gate = g, up) after a product g of the group: up is another product of
      * the group (a pair) or a vector no product of the group writes. */
     int epi[K_MV_SEGS], partner[K_MV_SEGS], gelu[K_MV_SEGS];
     for (int k = 0; k < nm; k++)
         epi[k] = K_MV_PLAIN, partner[k] = gelu[k] = -1;
-    for (int g = i + 1; g < bt->nq && groupable(f); g++) {
+    for (int g = i + 1; g < bt->nq; g++) {
         const qop *op = &bt->q[g];
         if (bt->done[g] || bt->taken[g] || op->kind != Q_GELU_MUL || op->out != op->a) continue;
         int gk = -1, uk = -1;
@@ -308,8 +278,6 @@ static int matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i, const
             int ok = 1;
             for (int k = 0; k < nm && ok; k++)
                 ok = !overlap(out_span(&bt->q[mem[k]]), rd[1]);
-            for (int k = 0; k < n_avoid && ok; k++)
-                ok = !overlap(avoid[k], rd[1]);
             if (!ok) continue;
         }
         if (!can_hoist(bt, i, g)) continue;
@@ -325,44 +293,32 @@ static int matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i, const
     int n_gelu = 0;
     for (int k = 0; k < nm; k++)
         n_gelu += gelu[k] >= 0;
-    *ns = 0;
-    *bytes = 0;
+    if (nm == 1 && !n_gelu) return 0; /* nothing to fuse */
+
+    k_mv_seg segs[K_MV_SEGS];
+    int ns = 0;
+    double bytes = 0;
     for (int k = 0; k < nm; k++) {
         if (epi[k] < 0) continue;
         const qop *m = &bt->q[mem[k]];
-        k_mv_seg *s = &segs[(*ns)++];
+        k_mv_seg *s = &segs[ns++];
         memset(s, 0, sizeof *s);
         s->out = m->out;
         s->w = cuda_weight(b, &m->w);
         s->rows = m->w.rows;
         s->epilogue = epi[k];
-        *bytes += weight_bytes(&m->w) + 4.0 * m->n * (m->w.cols + m->w.rows);
+        bytes += weight_bytes(&m->w) + 4.0 * m->n * (m->w.cols + m->w.rows);
         if (epi[k] == K_MV_GELU_PAIR) {
             const qop *u = &bt->q[mem[partner[k]]];
             s->w_up = cuda_weight(b, &u->w);
             s->out_up = u->out;
-            *bytes += weight_bytes(&u->w) + 4.0 * u->n * (u->w.cols + u->w.rows);
+            bytes += weight_bytes(&u->w) + 4.0 * u->n * (u->w.cols + u->w.rows);
         } else if (epi[k] == K_MV_GELU_MUL) {
             s->mul = bt->q[gelu[k]].b;
             s->mul_stride = bt->q[gelu[k]].stride;
-            *bytes += 4.0 * m->n * m->w.rows;
+            bytes += 4.0 * m->n * m->w.rows;
         }
     }
-    return n_gelu;
-}
-
-static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
-    if (!groupable(f)) return 0;
-    k_mv_seg segs[K_MV_SEGS];
-    int ns = 0;
-    double bytes = 0;
-    const int n_gelu = matvec_group(b, f, bt, i, NULL, 0, segs, &ns, &bytes);
-    if (n_gelu < 0) return 0;
-    int members = 0;
-    for (int j = 0; j < bt->nq; j++)
-        members += bt->taken[j];
-    if (members == 1) return 0; /* a lone product: nothing to fuse */
-    const qop *q0 = &bt->q[i];
     cudaStream_t s = cuda_op_begin(b);
     k_matvec_multi(s, segs, ns, (int)q0->w.dtype, q0->a, q0->w.cols, q0->n);
     cuda_op_end(b, cuda_family_matvec, bytes);
@@ -373,13 +329,7 @@ static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
 
 /* ---- 2. norm(o), x += o, norm(x) ------------------------------------------------------------ */
 
-/* The ops of norm(o) in place, x += o, then optionally norm(x) into xn, starting at op i:
- * their indices (n2 -1 when the second norm is not part of it). */
-typedef struct {
-    int nrm, add, n2;
-} norm_ops;
-
-static int match_norm_add(const batch *bt, int i, norm_ops *m) {
+static int try_norm_add(backend *b, batch *bt, int i) {
     const qop *nrm = &bt->q[i];
     if (nrm->kind != Q_RMSNORM || nrm->out != nrm->a) return 0;
     const int j = next_live(bt, i);
@@ -397,15 +347,6 @@ static int match_norm_add(const batch *bt, int i, norm_ops *m) {
                 (n2->out == add->out || !overlap(out_span(n2), xs)) &&
                 (!n2->w.data || !nrm->w.data || n2->w.dtype == nrm->w.dtype)))
         n2 = NULL;
-    *m = (norm_ops){i, j, n2 ? k : -1};
-    return 1;
-}
-
-static int try_norm_add(backend *b, batch *bt, int i) {
-    norm_ops m;
-    if (!match_norm_add(bt, i, &m)) return 0;
-    const qop *nrm = &bt->q[i], *add = &bt->q[m.add], *n2 = m.n2 >= 0 ? &bt->q[m.n2] : NULL;
-    const size_t cnt = (size_t)nrm->n * nrm->dim;
     const void *wo = nrm->w.data ? cuda_weight(b, &nrm->w) : NULL;
     const void *wx = n2 && n2->w.data ? cuda_weight(b, &n2->w) : NULL;
     const int wdt = nrm->w.data ? (int)nrm->w.dtype : n2 && n2->w.data ? (int)n2->w.dtype : KDT_F32;
@@ -414,69 +355,8 @@ static int try_norm_add(backend *b, batch *bt, int i) {
                     nrm->eps);
     cuda_op_end(b, cuda_family_rmsnorm,
                 (n2 ? 20.0 : 16.0) * cnt + weight_bytes(&nrm->w) + (n2 ? weight_bytes(&n2->w) : 0));
-    bt->done[i] = bt->done[m.add] = 1;
-    if (n2) bt->done[m.n2] = 1;
-    return 1;
-}
-
-/* ---- 2a. the norm folded into the products that read its result --------------------------- */
-
-/* At n = 1 (decode), op i's norm - norm(o), x += o, norm(x) into xn; or norm(o), x += o; or a
- * lone norm(x) into xn - followed at once by a product that reads its result (xn, or the new
- * x): the norm becomes the prologue of that product's launch (k_matvec_multi_norm), with the
- * products and epilogues that would join the launch anyway (1). Not when the norm and the
- * matrices have different dtypes (one kernel instantiation per dtype). The launch's outputs and
- * epilogue vectors must not touch x, o or xn: its blocks write them while others still read
- * x and o. */
-static int try_norm_matvec(backend *b, cuda_fuser *f, batch *bt, int i) {
-    const qop *nrm = &bt->q[i];
-    if (!f->fuse_norm || nrm->kind != Q_RMSNORM || nrm->n != 1) return 0;
-    norm_ops m;
-    if (!match_norm_add(bt, i, &m)) m = (norm_ops){i, -1, -1}; /* a lone norm */
-    const qop *add = m.add >= 0 ? &bt->q[m.add] : NULL, *n2 = m.n2 >= 0 ? &bt->q[m.n2] : NULL;
-    const float *in = !add ? nrm->out : n2 ? n2->out : add->out; /* what the products read */
-    const int c = next_live(bt, n2 ? m.n2 : add ? m.add : i);
-    if (c >= bt->nq) return 0;
-    const qop *q0 = &bt->q[c];
-    if (q0->kind != Q_MATMUL || q0->n != 1 || q0->a != in || q0->w.cols != nrm->dim) return 0;
-    const tensor *wo = add ? &nrm->w : NULL, *wx = !add ? &nrm->w : n2 ? &n2->w : NULL;
-    const weight_dtype wdt = q0->w.dtype;
-    if ((wo && wo->data && wo->dtype != wdt) || (wx && wx->data && wx->dtype != wdt)) return 0;
-    const size_t D = (size_t)nrm->dim;
-    span avoid[3];
-    int n_avoid = 0;
-    avoid[n_avoid++] = span_of(nrm->a, D); /* o, or the lone norm's x */
-    avoid[n_avoid++] = span_of(add ? add->out : nrm->out, D);
-    if (n2) avoid[n_avoid++] = span_of(n2->out, D);
-    k_mv_seg segs[K_MV_SEGS];
-    int ns = 0;
-    double bytes = 0;
-    if (matvec_group(b, f, bt, c, avoid, n_avoid, segs, &ns, &bytes) < 0) return 0;
-    float *xn = NULL; /* where the norm of x goes: the lone norm's out, or n2's */
-    if (!add)
-        xn = nrm->out;
-    else if (n2)
-        xn = n2->out;
-    const k_mv_norm kn = {
-        .x = add ? add->out : (float *)nrm->a, /* the lone norm does not write x */
-        .o = add ? nrm->out : NULL,
-        .xn = xn,
-        .wo = wo && wo->data ? cuda_weight(b, wo) : NULL,
-        .wx = wx && wx->data ? cuda_weight(b, wx) : NULL,
-        .eps = nrm->eps,
-        .ticket = f->tickets + f->next_ticket,
-    };
-    f->next_ticket = (f->next_ticket + 1) % N_TICKETS;
-    const double per_elem = !add ? 8.0 : n2 ? 20.0 : 16.0; /* as try_norm_add and k_rmsnorm */
-    bytes += per_elem * (double)D + (wo ? weight_bytes(wo) : 0) + (wx ? weight_bytes(wx) : 0);
-    cudaStream_t s = cuda_op_begin(b);
-    k_matvec_multi_norm(s, segs, ns, (int)wdt, &kn, nrm->dim);
-    cuda_op_end(b, cuda_family_matvec, bytes);
-    for (int j = 0; j < bt->nq; j++)
-        if (bt->taken[j]) bt->done[j] = 1;
-    bt->done[i] = 1;
-    if (add) bt->done[m.add] = 1;
-    if (n2) bt->done[m.n2] = 1;
+    bt->done[i] = bt->done[j] = 1;
+    if (n2) bt->done[k] = 1;
     return 1;
 }
 
@@ -581,8 +461,7 @@ void cuda_fuse_flush(backend *b) {
     memset(bt->done, 0, sizeof bt->done);
     for (int i = 0; i < bt->nq; i++) {
         if (bt->done[i]) continue;
-        if (try_matvec_group(b, f, bt, i) || try_norm_matvec(b, f, bt, i) ||
-            try_norm_add(b, bt, i) || try_norm_parts(b, bt, i))
+        if (try_matvec_group(b, f, bt, i) || try_norm_add(b, bt, i) || try_norm_parts(b, bt, i))
             continue;
         run_single(b, &bt->q[i]);
         bt->done[i] = 1;

@@ -16,9 +16,7 @@ typedef struct cuda_fuser cuda_fuser;
  * gelu_mul its own kernel). */
 enum { CUDA_FUSE_MM_OFF = 0, CUDA_FUSE_MM_ON = 1, CUDA_FUSE_MM_AUTO = 2, CUDA_FUSE_MM_NOPAIR = 3 };
 #define CUDA_FUSE_MM_AUTO_BYTES ((size_t)1 << 20)
-/* fuse_norm: fold the norm before a product into the product's launch at n = 1 (2a in
- * backend_cuda_fuse.c; GEMMA_CUDA_FUSE_NORM). Allocates the device words that launch needs. */
-cuda_fuser *cuda_fuser_new(int fuse, int fuse_mm, int fuse_norm);
+cuda_fuser *cuda_fuser_new(int fuse, int fuse_mm);
 void cuda_fuser_free(cuda_fuser *f);
 /* Run every queued op. backend_cuda.c calls it before any op that is not queued, before
  * downloads, argmax, step_begin / step_end and the counters. Re-entrant: the queue is emptied

@@ -129,14 +129,13 @@ __device__ __forceinline__ float gelu_tanh(float x) {
     return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
 }
 
-/* Launch with PDL (k_pdl) and `smem` bytes of dynamic shared memory. */
 template <typename... KArgs, typename... Args>
-static void k_launch_smem(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
-                          cudaStream_t s, Args... args) {
+static void k_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t s,
+                     Args... args) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
-    cfg.dynamicSmemBytes = smem;
+    cfg.dynamicSmemBytes = 0;
     cfg.stream = s;
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -144,12 +143,6 @@ static void k_launch_smem(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_
     cfg.attrs = attr;
     cfg.numAttrs = 1;
     cudaLaunchKernelEx(&cfg, kernel, ((KArgs)args)...);
-}
-
-template <typename... KArgs, typename... Args>
-static void k_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t s,
-                     Args... args) {
-    k_launch_smem(kernel, grid, block, 0, s, args...);
 }
 
 static inline unsigned k_blocks(size_t n, unsigned threads) {

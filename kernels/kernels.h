@@ -78,33 +78,6 @@ typedef struct {
 } k_mv_tuning;
 int k_matvec_set_tuning(const k_mv_tuning *t);
 
-/* matvec.cu, a norm folded in: k_matvec_multi at n = 1 whose x is the result of the norm that
- * precedes the products, computed by every block into shared memory (no separate kernel):
- *   o non-NULL:  o = rmsnorm(o) * wo; x += o; then, when xn is non-NULL, xn = rmsnorm(x) * wx
- *                (k_norm_add_norm); the products read xn, or the new x when xn is NULL;
- *   o NULL:      xn = rmsnorm(x) * wx (k_rmsnorm); the products read xn.
- * Memory afterwards holds exactly what k_norm_add_norm / k_rmsnorm then k_matvec_multi leave
- * (the same bits: norm_row.cuh). x, o, xn: [cols] floats, on the device; wo, wx: [cols] of
- * dtype wdtype or NULL; x, o, wo, wx 16-byte aligned for the fused kernel, which stages them
- * in shared memory (cols * (8 + 2 * weight size) bytes, at most K_MV_NORM_MAX_SMEM: cols up to
- * 4096 with bf16 / f16 scales, 3072 with f32). ticket: one device word that is zero before the
- * launch and that no
- * other launch uses while this one runs (the launch leaves it zero). The products' outputs and
- * epilogue vectors must not overlap x, o or xn. Returns 1 when it ran as one launch; 0 when
- * this launch has no fused kernel - the tuning is not the lean decode kernel's with one block
- * per virtual block, cols is not a multiple of the 16-byte vector or too large, a matrix or
- * vector is not 16-byte aligned, no matrix has rows - and it ran the norm's kernel and then
- * k_matvec_multi instead (the same result). */
-#define K_MV_NORM_MAX_SMEM (48 << 10)
-typedef struct {
-    float *x, *o, *xn;
-    const void *wo, *wx;
-    float eps;
-    unsigned *ticket;
-} k_mv_norm;
-int k_matvec_multi_norm(cudaStream_t s, const k_mv_seg *segs, int n_segs, int wdtype,
-                        const k_mv_norm *norm, int cols);
-
 /* rmsnorm.cu: for each of n_vec vectors of dim: out = x / sqrt(mean(x^2) + eps) (* w when w is
  * non-NULL, w of dtype wdtype). out may equal x. */
 void k_rmsnorm(cudaStream_t s, float *out, const float *x, const void *w, int wdtype, int n_vec,

@@ -37,26 +37,13 @@
  * registers). Staging a block's rows in shared memory with cp.async before the wait was slower
  * still (+45 %) and was taken out.
  *
- * A norm folded in (k_matvec_multi_norm, n = 1; the backend's GEMMA_CUDA_FUSE_NORM=1): the
- * RMSNorm (+ residual add + norm) whose result the products read runs as the launch's
- * prologue - every block computes the vector into shared memory after the PDL wait, and the
- * last block to have read x stores x, o and xn (mv_norm_prologue) - so the norm costs no
- * kernel of its own. Same floats as rmsnorm.cu's kernels (norm_row.cuh), same dot products (x
- * from shared memory instead of L1). Measured on the H200 it is much SLOWER, not faster: E4B's
- * step 7.45-7.52 ms against 4.31-4.34 with the norms apart (the MLP products, 1280 blocks that
- * each repeat the prologue, stream at about half speed), the small model's 0.261 against
- * 0.238 ms; so it is off by default (docs/gpu_logs/n/README.md).
- *
  * Reproducibility. The accumulation order of a row - each lane's chunks in column order into
  * one fma chain, the warp sum, then the K slices added in a fixed order - depends only on the
  * matrix's shape (K is chosen from rows and cols), never on n, on U, on prefetching, on the
  * occupancy or the grid, or on the other matrices of a launch: a verify pass reproduces the decode
  * steps it stands for bit for bit, fused or not. The order differs from the CPU backend's, so the
  * two agree to rounding. */
-#include <cuda_pipeline.h>
-
 #include "kcommon.cuh"
-#include "norm_row.cuh"
 
 #define MV_WARPS 8 /* warps per block */
 
@@ -76,19 +63,10 @@ struct mv_seg {
     int rows, epilogue, mul_stride, k, block0;
 };
 
-/* The norm folded into a launch (k_matvec_multi_norm; kernels.h: k_mv_norm). */
-struct mv_norm {
-    float *x, *o, *xn;
-    const void *wo, *wx;
-    float eps;
-    unsigned *ticket;
-};
-
 struct mv_launch {
     mv_seg seg[K_MV_SEGS];
     int n_segs;
-    int blocks;   /* virtual blocks of all segments (the grid, unless it is persistent) */
-    mv_norm norm; /* matvec1_kernel<..., NORM = true> only */
+    int blocks; /* virtual blocks of all segments (the grid, unless it is persistent) */
 };
 
 /* The tuning of the next launches (kernels.h: k_mv_tuning; each backend sets its own before its
@@ -111,15 +89,13 @@ __device__ __forceinline__ void mv_store(const mv_seg &sg, int t, int row, float
 }
 
 /* acc + the dot product of 16 bytes of weights (already fp32 in wf) with x[c .. c + V), four
- * products at a time. SH: x is in shared memory (a folded norm's result), else global memory
- * read through the non-coherent cache. */
-template <int V, bool SH = false>
+ * products at a time. */
+template <int V>
 __device__ __forceinline__ float mv_dot16(const float *wf, const float *__restrict__ xp,
                                           float acc) {
 #pragma unroll
     for (int q = 0; q < V / 4; q++) {
-        const float4 xv = SH ? reinterpret_cast<const float4 *>(xp)[q]
-                             : __ldg(reinterpret_cast<const float4 *>(xp) + q);
+        const float4 xv = __ldg(reinterpret_cast<const float4 *>(xp) + q);
         acc +=
             wf[4 * q] * xv.x + wf[4 * q + 1] * xv.y + wf[4 * q + 2] * xv.z + wf[4 * q + 3] * xv.w;
     }
@@ -261,126 +237,19 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
     }
 }
 
-/* The folded norm (k_matvec_multi_norm). Every block computes the vector its products read -
- * xn, or the new x - into shared memory, with rmsnorm.cu's arithmetic (norm_row.cuh), after
- * the PDL wait. x, o and the two scales are first staged into shared memory with cp.async -
- * all of a block's loads in flight at once, one round trip - and the sums then read shared
- * memory (a first version read them from global memory in the sums' order: as slow).
- * Layout of the dynamic shared memory: sx[dim] (x, then the new x, then xn), so[dim] (o, then
- * the normalised o), swo[dim], swx[dim] (the scales, dtype T): mv_norm_smem bytes. The scales
- * are weights: with prefetch they are copied before the wait, with the first weight chunks.
- *
- * The result must also land in memory, but x is updated in place and the grid is more than one
- * wave: a block that wrote x early would corrupt the x a later block still has to read. So
- * every block, once its copies have arrived, draws a ticket (one atomicAdd; its value is
- * looked at only after the block's products, so the round trip is hidden), and the block that
- * drew the last one - every other block has read x and o by then: their loads completed before
- * their atomics were issued - stores o, x and xn (mv_norm_store) and resets the ticket for the
- * next launch (a CUDA graph replays the same word). */
-template <typename T> static size_t mv_norm_smem(int dim) {
-    return (size_t)dim * (2 * sizeof(float) + 2 * sizeof(T));
-}
-
-/* Copy n bytes (a multiple of 16, both 16-byte aligned) from global to shared memory. */
-__device__ __forceinline__ void mv_stage(void *dst, const void *src, int n) {
-    for (int q = threadIdx.x; q < n / 16; q += blockDim.x)
-        __pipeline_memcpy_async((char *)dst + 16 * q, (const char *)src + 16 * q, 16);
-}
-
-/* The scales (weights: they may be copied before the PDL wait). */
-template <typename T>
-__device__ __forceinline__ void mv_norm_scales(const mv_norm &N, float *sx, int dim) {
-    T *swo = (T *)(sx + 2 * dim), *swx = swo + dim;
-    if (N.wo) mv_stage(swo, N.wo, dim * (int)sizeof(T));
-    if (N.wx) mv_stage(swx, N.wx, dim * (int)sizeof(T));
-    __pipeline_commit();
-}
-
-/* scales: mv_norm_scales has run (else it runs here). Returns thread 0's ticket. */
-template <typename T>
-__device__ __forceinline__ unsigned mv_norm_prologue(const mv_norm &N, float *sx, int dim,
-                                                     bool scales) {
-    __shared__ float red[32];
-    float *so = sx + dim;
-    T *swo = (T *)(so + dim), *swx = swo + dim;
-    if (!scales) mv_norm_scales<T>(N, sx, dim);
-    mv_stage(sx, N.x, dim * (int)sizeof(float));
-    if (N.o) mv_stage(so, N.o, dim * (int)sizeof(float));
-    __pipeline_commit();
-    __pipeline_wait_prior(0);
-    __syncthreads();
-    unsigned ticket = 0;
-    if (threadIdx.x == 0) ticket = atomicAdd(N.ticket, 1u); /* x and o are read */
-    const T *wo = N.wo ? swo : nullptr, *wx = N.wx ? swx : nullptr;
-    if (N.o) {
-        auto o_at = [&](int i) { return so[i]; };
-        const float inv = norm_inv(norm_sum_sq<4>(dim, o_at, red), dim, N.eps);
-        /* o = its norm; x += o */
-        auto add_at = [&](int i) {
-            const float v = norm_scale(so[i], inv, wo, i);
-            so[i] = v;
-            const float s = __fadd_rn(sx[i], v);
-            sx[i] = s;
-            return s;
-        };
-        if (N.xn) {
-            const float ss2 = norm_sum_sq<4>(dim, add_at, red); /* ends with a barrier */
-            const float inv2 = norm_inv(ss2, dim, N.eps);
-            for (int i = threadIdx.x; i < dim; i += blockDim.x)
-                sx[i] = norm_scale(sx[i], inv2, wx, i);
-        } else {
-            for (int i = threadIdx.x; i < dim; i += blockDim.x)
-                add_at(i);
-        }
-    } else {
-        auto x_at = [&](int i) { return sx[i]; };
-        const float inv = norm_inv(norm_sum_sq<4>(dim, x_at, red), dim, N.eps);
-        for (int i = threadIdx.x; i < dim; i += blockDim.x)
-            sx[i] = norm_scale(sx[i], inv, wx, i);
-    }
-    __syncthreads(); /* sx is the products' input */
-    return ticket;
-}
-
-/* After the block's products: the block that drew the last ticket stores what the separate
- * kernels leave - o, then x, then xn (which may be x itself) - and resets the ticket. */
-__device__ __forceinline__ void mv_norm_store(const mv_norm &N, const float *sx, int dim,
-                                              unsigned ticket) {
-    __shared__ int last;
-    if (threadIdx.x == 0) last = ticket == gridDim.x - 1;
-    __syncthreads();
-    if (!last) return;
-    const float *so = sx + dim;
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-        if (N.o) {
-            N.o[i] = so[i];
-            N.x[i] = N.xn ? __fadd_rn(N.x[i], so[i]) : sx[i];
-        }
-        if (N.xn) N.xn[i] = sx[i];
-    }
-    if (threadIdx.x == 0) *N.ticket = 0u;
-}
-
 /* The general kernel's arithmetic for one input (decode), lean: no input groups, one row per
  * warp slice at a time. MINB: blocks per multiprocessor the registers must allow (0: the
  * compiler's choice; 8: as many as the threads allow, MV_MAX_BLOCKS). P: persistent - block b
  * does the virtual blocks b, b + grid, ... and loads the first 2 chunks of its next row before
  * reducing the current one (else only b). Vector path only (16-byte loads); the first 2 chunks
  * come before the wait when prefetch. L is __grid_constant__: indexed by a segment number in
- * place, not copied. NORM: the input is L.norm's result, computed after the wait into
- * dynamic shared memory (mv_norm_prologue; x is not read; mv_norm_store after), its own
- * instantiation so that the plain kernel keeps its registers (not with P), held to 6 blocks
- * per multiprocessor as the plain one has (40 registers; the compiler would take 46). */
-template <typename T, int U, bool PAIR, int MINB, bool P, bool NORM = false>
-__global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS
-                                                 : NORM    ? 6
-                                                           : MINB)
+ * place, not copied. */
+template <typename T, int U, bool PAIR, int MINB, bool P>
+__global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS : MINB)
     matvec1_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
                    int prefetch) {
-    static_assert(!(NORM && P), "a folded norm runs one block per virtual block");
     constexpr int V = vec16<T>::n, F = 2; /* F: chunks loaded first */
     __shared__ float part[MV_WARPS], part_up[MV_WARPS];
-    extern __shared__ float4 mv_xs[]; /* NORM: the input, cols floats */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int vb = blockIdx.x;
     /* Where virtual block b puts this warp: segment si (found with compile-time indices; L is
@@ -409,38 +278,32 @@ __global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS
     k_launch_next();
     if (!prefetch) k_wait_only();
     mv_first<T, F>(f1, f2, w1, w2, nch, K * 32 * V, pr);
-    if constexpr (NORM)
-        if (prefetch) mv_norm_scales<T>(L.norm, reinterpret_cast<float *>(mv_xs), cols);
     if (prefetch) k_wait_only();
-    unsigned ticket = 0;
-    if constexpr (NORM)
-        ticket = mv_norm_prologue<T>(L.norm, reinterpret_cast<float *>(mv_xs), cols, prefetch);
-    const float *xin = NORM ? reinterpret_cast<const float *>(mv_xs) : x;
 
     for (;;) {
         const mv_seg &sg = L.seg[si];
         const bool pair = pr, live = row < sg.rows;
         const int stride = K * 32 * V, slice = warp % K, r = row;
-        const float *xp = xin + (slice * 32 + lane) * V;
+        const float *xp = x + (slice * 32 + lane) * V;
         float acc = 0.0f, acc_up = 0.0f, wf[V], wf2[V];
 #pragma unroll
         for (int ch = 0; ch < F; ch++)
             if (ch < nch) {
                 mv_unpack<T>(f1[ch], wf);
-                acc = mv_dot16<V, NORM>(wf, xp + ch * stride, acc);
+                acc = mv_dot16<V>(wf, xp + ch * stride, acc);
                 if (pair) {
                     mv_unpack<T>(f2[ch], wf2);
-                    acc_up = mv_dot16<V, NORM>(wf2, xp + ch * stride, acc_up);
+                    acc_up = mv_dot16<V>(wf2, xp + ch * stride, acc_up);
                 }
             }
 #pragma unroll U
         for (int ch = F; ch < nch; ch++) {
             const int c = ch * stride;
             mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w1 + c)), wf);
-            acc = mv_dot16<V, NORM>(wf, xp + c, acc);
+            acc = mv_dot16<V>(wf, xp + c, acc);
             if (pair) {
                 mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w2 + c)), wf2);
-                acc_up = mv_dot16<V, NORM>(wf2, xp + c, acc_up);
+                acc_up = mv_dot16<V>(wf2, xp + c, acc_up);
             }
         }
         /* The row is read: the next one starts streaming before this one is reduced. */
@@ -473,7 +336,6 @@ __global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS
         if (!more) break;
         vb = next;
     }
-    if constexpr (NORM) mv_norm_store(L.norm, reinterpret_cast<const float *>(mv_xs), cols, ticket);
 }
 
 /* Multiprocessors of the current device (read once). */
@@ -581,34 +443,6 @@ static int aligned16(const void *p) {
     return ((uintptr_t)p & 15) == 0;
 }
 
-/* The launch of segs (all on the vector path, or all not: vec), into *L; whether some segment
- * has the gate + up pair. */
-template <typename T>
-static bool mv_fill(mv_launch *L, const k_mv_seg *segs, int n_segs, int cols, int vec) {
-    *L = mv_launch{};
-    L->n_segs = n_segs;
-    unsigned blocks = 0;
-    bool pair = false;
-    const int per_pass = 32 * (vec ? vec16<T>::n : 1);
-    for (int i = 0; i < n_segs; i++) {
-        mv_seg *d = &L->seg[i];
-        d->out = segs[i].out;
-        d->out_up = segs[i].out_up;
-        d->w = segs[i].w;
-        d->w_up = segs[i].w_up;
-        d->mul = segs[i].mul;
-        d->rows = segs[i].rows;
-        d->epilogue = segs[i].epilogue;
-        d->mul_stride = segs[i].mul_stride;
-        d->k = split_for(segs[i].rows, cols, per_pass);
-        d->block0 = (int)blocks;
-        pair = pair || d->epilogue == K_MV_GELU_PAIR;
-        blocks += k_blocks((size_t)segs[i].rows, MV_WARPS / d->k);
-    }
-    L->blocks = (int)blocks;
-    return pair;
-}
-
 template <typename T>
 static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float *x, int cols,
                    int n) {
@@ -625,9 +459,27 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
                 launch<T>(s, segs + j, 1, x, cols, n);
             return;
         }
-    mv_launch L;
-    const bool pair = mv_fill<T>(&L, segs, n_segs, cols, vec[0]);
-    const unsigned blocks = (unsigned)L.blocks;
+    mv_launch L = {};
+    L.n_segs = n_segs;
+    unsigned blocks = 0;
+    bool pair = false;
+    const int per_pass = 32 * (vec[0] ? vec16<T>::n : 1);
+    for (int i = 0; i < n_segs; i++) {
+        mv_seg *d = &L.seg[i];
+        d->out = segs[i].out;
+        d->out_up = segs[i].out_up;
+        d->w = segs[i].w;
+        d->w_up = segs[i].w_up;
+        d->mul = segs[i].mul;
+        d->rows = segs[i].rows;
+        d->epilogue = segs[i].epilogue;
+        d->mul_stride = segs[i].mul_stride;
+        d->k = split_for(segs[i].rows, cols, per_pass);
+        d->block0 = (int)blocks;
+        pair = pair || d->epilogue == K_MV_GELU_PAIR;
+        blocks += k_blocks((size_t)segs[i].rows, MV_WARPS / d->k);
+    }
+    L.blocks = (int)blocks;
     if (n == 1)
         launch_pair<T, 1>(s, L, blocks, x, cols, n, vec[0], pair);
     else if (n <= 4)
@@ -665,67 +517,6 @@ extern "C" void k_matvec(cudaStream_t s, float *out, const void *w, int wdtype, 
     seg.rows = rows;
     seg.epilogue = K_MV_PLAIN;
     k_matvec_multi(s, &seg, 1, wdtype, x, cols, n);
-}
-
-/* The folded norm (kernels.h): the lean kernel's NORM instantiation, one block per virtual
- * block, cols floats of dynamic shared memory; 0 when this launch has no such kernel. */
-template <typename T>
-static int launch_norm(cudaStream_t s, const k_mv_seg *segs, int n_segs, const k_mv_norm *nrm,
-                       int cols) {
-    const size_t smem = mv_norm_smem<T>(cols);
-    if (mv_tune.decode != K_MV_LEAN || mv_tune.grid != 0 || mv_tune.prefetch == 4 ||
-        cols % vec16<T>::n || smem > K_MV_NORM_MAX_SMEM || !aligned16(nrm->x) ||
-        (nrm->o && !aligned16(nrm->o)) || (nrm->wo && !aligned16(nrm->wo)) ||
-        (nrm->wx && !aligned16(nrm->wx)))
-        return 0;
-    for (int i = 0; i < n_segs; i++)
-        if (!aligned16(segs[i].w) ||
-            (segs[i].epilogue == K_MV_GELU_PAIR && !aligned16(segs[i].w_up)))
-            return 0;
-    mv_launch L;
-    const bool pair = mv_fill<T>(&L, segs, n_segs, cols, 1);
-    L.norm = mv_norm{nrm->x, nrm->o, nrm->xn, nrm->wo, nrm->wx, nrm->eps, nrm->ticket};
-    void (*kernel)(const mv_launch, const float *, int, int) =
-        pair ? (mv_tune.unroll == 4 ? matvec1_kernel<T, 4, true, 0, false, true>
-                                    : matvec1_kernel<T, 8, true, 0, false, true>)
-             : (mv_tune.unroll == 4 ? matvec1_kernel<T, 4, false, 0, false, true>
-                                    : matvec1_kernel<T, 8, false, 0, false, true>);
-    k_launch_smem(kernel, dim3((unsigned)L.blocks), dim3(MV_WARPS * 32), smem, s, L,
-                  (const float *)nullptr, cols, mv_tune.prefetch > 0);
-    K_CHECK_LAUNCH();
-    return 1;
-}
-
-extern "C" int k_matvec_multi_norm(cudaStream_t s, const k_mv_seg *segs, int n_segs, int wdtype,
-                                   const k_mv_norm *norm, int cols) {
-    if (n_segs < 1 || n_segs > K_MV_SEGS || !norm || !norm->x || !norm->ticket ||
-        (!norm->o && !norm->xn)) {
-        fprintf(stderr,
-                "%s:%d: k_matvec_multi_norm: %d matrices (1 .. %d), x %p, ticket %p, o %p, "
-                "xn %p (x, the ticket, and o or xn are needed)\n",
-                __FILE__, __LINE__, n_segs, K_MV_SEGS, norm ? (void *)norm->x : NULL,
-                norm ? (void *)norm->ticket : NULL, norm ? (void *)norm->o : NULL,
-                norm ? (void *)norm->xn : NULL);
-        exit(1);
-    }
-    k_mv_seg live[K_MV_SEGS];
-    int m = 0;
-    for (int i = 0; i < n_segs; i++)
-        if (segs[i].rows > 0) live[m++] = segs[i];
-    if (m && cols > 0) {
-        const int fused = wdtype == KDT_BF16  ? launch_norm<__nv_bfloat16>(s, live, m, norm, cols)
-                          : wdtype == KDT_F16 ? launch_norm<__half>(s, live, m, norm, cols)
-                                              : launch_norm<float>(s, live, m, norm, cols);
-        if (fused) return 1;
-    }
-    /* apart: the norm kernel, then the products of what it left */
-    if (norm->o)
-        k_norm_add_norm(s, norm->x, norm->o, norm->wo, norm->xn, norm->wx, wdtype, 1, cols,
-                        norm->eps);
-    else
-        k_rmsnorm(s, norm->xn, norm->x, norm->wx, wdtype, 1, cols, norm->eps);
-    k_matvec_multi(s, segs, n_segs, wdtype, norm->xn ? norm->xn : norm->x, cols, 1);
-    return 0;
 }
 
 extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {

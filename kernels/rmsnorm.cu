@@ -1,10 +1,7 @@
 /* rmsnorm.cu: RMSNorm over many short vectors (Gemma 4 normalises the residual stream, every
  * query and key head, and the values without a scale). One block per vector: the vector is
- * read once into registers / L1, its sum of squares reduced over the block, then scaled. The
- * row arithmetic of the residual-stream norms is norm_row.cuh's, which matvec.cu's folded
- * norms share (same bits). */
+ * read once into registers / L1, its sum of squares reduced over the block, then scaled. */
 #include "kcommon.cuh"
-#include "norm_row.cuh"
 
 template <typename T>
 __global__ void rmsnorm_kernel(float *out, const float *x, const T *w, int dim, float eps) {
@@ -12,17 +9,22 @@ __global__ void rmsnorm_kernel(float *out, const float *x, const T *w, int dim, 
     __shared__ float red[32];
     const float *xv = x + (size_t)blockIdx.x * dim;
     float *ov = out + (size_t)blockIdx.x * dim;
-    auto x_at = [&](int i) { return xv[i]; };
-    const float inv = norm_inv(norm_sum_sq<1>(dim, x_at, red), dim, eps);
+    float ss = 0.0f;
     for (int i = threadIdx.x; i < dim; i += blockDim.x)
-        ov[i] = norm_scale(xv[i], inv, w, i);
+        ss += xv[i] * xv[i];
+    ss = block_sum(ss, red);
+    const float inv = 1.0f / sqrtf(ss / dim + eps);
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+        float v = xv[i] * inv;
+        ov[i] = w ? v * to_f32(w[i]) : v;
+    }
 }
 
 extern "C" void k_rmsnorm(cudaStream_t s, float *out, const float *x, const void *w, int wdtype,
                           int n_vec, int dim, float eps) {
     if (n_vec <= 0) return;
     /* Short vectors (a 256-wide head) get one warp-multiple just above their size. */
-    unsigned threads = (unsigned)norm_threads(dim);
+    unsigned threads = dim >= 1024 ? 1024 : (unsigned)((dim + 31) / 32 * 32);
     if (wdtype == KDT_BF16)
         k_launch(rmsnorm_kernel<__nv_bfloat16>, dim3(n_vec), dim3(threads), s, out, x,
                  (const __nv_bfloat16 *)w, dim, eps);
@@ -40,41 +42,39 @@ extern "C" void k_rmsnorm(cudaStream_t s, float *out, const float *x, const void
  * residual stream, normalise the stream for the next block - in one pass per row instead of
  * three launches and three round trips: o = rmsnorm(o) * wo; x += o; then, when xn is
  * non-NULL, xn = rmsnorm(x) * wx. o and x are written back, so the result is exactly what the
- * separate ops leave in memory. Each thread revisits only the elements it wrote itself.
- * matvec.cu folds the same computation (norm_row.cuh) into the product that reads xn at
- * n = 1 (k_matvec_multi_norm); the floats are the same. */
+ * separate ops leave in memory. Each thread revisits only the elements it wrote itself. */
 template <typename T>
 __global__ void norm_add_norm_kernel(float *x, float *o, const T *wo, float *xn, const T *wx,
                                      int dim, float eps) {
     k_wait_prior();
     __shared__ float red[32];
     float *xr = x + (size_t)blockIdx.x * dim, *orow = o + (size_t)blockIdx.x * dim;
-    auto o_at = [&](int i) { return orow[i]; };
-    const float inv = norm_inv(norm_sum_sq<1>(dim, o_at, red), dim, eps);
-    /* o = its norm; x += o */
-    auto add_at = [&](int i) {
-        const float v = norm_scale(orow[i], inv, wo, i);
+    float ss = 0.0f;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x)
+        ss += orow[i] * orow[i];
+    ss = block_sum(ss, red);
+    const float inv = 1.0f / sqrtf(ss / dim + eps);
+    float ss2 = 0.0f;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+        float v = orow[i] * inv;
+        if (wo) v *= to_f32(wo[i]);
         orow[i] = v;
-        const float s = __fadd_rn(xr[i], v);
+        const float s = xr[i] + v;
         xr[i] = s;
-        return s;
-    };
-    if (!xn) { /* uniform over the block: no barrier is skipped by some threads only */
-        for (int i = threadIdx.x; i < dim; i += blockDim.x)
-            add_at(i);
-        return;
+        ss2 += s * s;
     }
-    const float ss2 = norm_sum_sq<1>(dim, add_at, red);
-    const float inv2 = norm_inv(ss2, dim, eps);
+    if (!xn) return; /* uniform over the block: no barrier is skipped by some threads only */
+    ss2 = block_sum(ss2, red);
+    const float inv2 = 1.0f / sqrtf(ss2 / dim + eps);
     float *xnr = xn + (size_t)blockIdx.x * dim;
     for (int i = threadIdx.x; i < dim; i += blockDim.x)
-        xnr[i] = norm_scale(xr[i], inv2, wx, i);
+        xnr[i] = wx ? xr[i] * inv2 * to_f32(wx[i]) : xr[i] * inv2;
 }
 
 extern "C" void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *wo, float *xn,
                                 const void *wx, int wdtype, int n_vec, int dim, float eps) {
     if (n_vec <= 0) return;
-    unsigned threads = (unsigned)norm_threads(dim);
+    unsigned threads = dim >= 1024 ? 1024 : (unsigned)((dim + 31) / 32 * 32);
     if (wdtype == KDT_BF16)
         k_launch(norm_add_norm_kernel<__nv_bfloat16>, dim3(n_vec), dim3(threads), s, x, o,
                  (const __nv_bfloat16 *)wo, xn, (const __nv_bfloat16 *)wx, dim, eps);

@@ -5,9 +5,8 @@
  *   cuda_ops ops [small]        every op of the backend table, random inputs drawn from
  *                               [-2, -0.1] U [0.1, 2] (never zeros) with a fresh seed per run
  *                               (printed; TEST_SEED=<seed> replays it), and the sequences the
- *                               backend fuses (cuda_ops_fused.h), the matrix-vector
- *                               kernel's decode variants (cuda_ops_matvec.h) and the norms
- *                               folded into it (cuda_ops_norm.h); "small" shrinks
+ *                               backend fuses (cuda_ops_fused.h), and the matrix-vector
+ *                               kernel's decode variants (cuda_ops_matvec.h); "small" shrinks
  *                               the shapes for the sanitizers
  *   cuda_ops model DIR...       whole models: logits of a 72-token prefill and of 24 decode
  *                               steps (eager, captured, then replayed CUDA graphs, at moving
@@ -463,7 +462,6 @@ static void test_matmul_argmax(void) {
 }
 
 static void test_draft_head(void); /* with the drafter checks below */
-static void test_norm_fold(void);  /* cuda_ops_norm.h, at the end */
 
 #include "cuda_ops_fused.h"
 #include "cuda_ops_matvec.h"
@@ -474,10 +472,8 @@ static int run_ops(void) {
     /* Every matrix product may join a launch (the default, set here explicitly), so that the
      * ops below exercise the fused launches whatever their size and whatever the default. */
     setenv("GEMMA_CUDA_FUSE_MM", "1", 1);
-    setenv("GEMMA_CUDA_FUSE_NORM", "1", 1); /* likewise the norms folded into products */
     gpu = backend_cuda_new(err, sizeof err);
     unsetenv("GEMMA_CUDA_FUSE_MM");
-    unsetenv("GEMMA_CUDA_FUSE_NORM");
     if (!gpu) die("%s", err);
     test_buffers();
     test_matmul(gpu, 1e-5, "own");
@@ -492,7 +488,6 @@ static int run_ops(void) {
     test_fusions();
     test_fused();
     test_matvec_variants();
-    test_norm_fold();
     test_attention();
     test_elementwise();
     test_embed();
@@ -614,8 +609,6 @@ static void check_model(const char *dir) {
 #include "cuda_ops_draft.h"
 
 #include "cuda_ops_bench.h"
-
-#include "cuda_ops_norm.h"
 
 int main(int argc, char **argv) {
     util_progname = "cuda_ops";

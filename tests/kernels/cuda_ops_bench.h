@@ -342,8 +342,6 @@ static int run_decode_profile(const char *dir, int prompt, int steps) {
         {"graphs", "1", "0", "1", "1", NULL},
         {"graphs_no_pdl", "1", "0", "1", "0", NULL},
         {"graphs_no_fusion", "1", "0", "0", "1", NULL},
-        {"graphs_no_norm_fold", "1", "0", "1", "1", "GEMMA_CUDA_FUSE_NORM=0"},
-        {"graphs_norm_fold", "1", "0", "1", "1", "GEMMA_CUDA_FUSE_NORM=1"},
         {"graphs_no_matmul_groups", "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=0"},
         {"graphs_auto_pair", "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=auto"},
         {"graphs_groups_no_pair", "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=nopair"},
@@ -358,8 +356,6 @@ static int run_decode_profile(const char *dir, int prompt, int steps) {
         {"graphs_again", "1", "0", "1", "1", NULL},
         {"eager", "0", "0", "1", "1", NULL},
         {"profiled", "0", "1", "1", "0", NULL},
-        {"profiled_no_norm_fold", "0", "1", "1", "0", "GEMMA_CUDA_FUSE_NORM=0"},
-        {"profiled_norm_fold", "0", "1", "1", "0", "GEMMA_CUDA_FUSE_NORM=1"},
     };
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         const int profiled = !strcmp(runs[i].profile, "1");
