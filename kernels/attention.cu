@@ -16,9 +16,11 @@
  * p % len); a row attends to max(0, p - window + 1) .. p. */
 #include "kcommon.cuh"
 
-#define ATT_WARPS    4
-#define ATT_MAXD     512 /* largest head_dim (E4B's full layers) */
-#define ATT_PER_LANE (ATT_MAXD / 32)
+#define ATT_WARPS         4
+#define ATT_MAXD          512 /* largest head_dim (E4B's full layers) */
+#define ATT_PER_LANE      (ATT_MAXD / 32)
+#define ATT_MAX_SPLITS    64 /* slices of a (row, head); the merge has a thread per slice */
+#define ATT_MERGE_THREADS 128
 
 __global__ void kv_write_kernel(float *cache, const float *src, int n_tok, int kv_dim,
                                 const int *dpos, int pos0, int len) {
@@ -37,6 +39,21 @@ extern "C" void k_kv_write(cudaStream_t s, float *cache, const float *src, int n
     k_launch(kv_write_kernel, dim3(k_blocks(n, 256)), dim3(256), s, cache, src, n_tok, kv_dim, dpos,
              pos0, len);
     K_CHECK_LAUNCH();
+}
+
+/* The key and value rows of position j for this lane (dims lane, lane + 32, ...), or zeros
+ * past the slice (j >= j1). Loaded together: the value does not depend on the score. */
+__device__ __forceinline__ void att_load_kv(float *kr, float *vr, const float *kc, const float *vc,
+                                            int j, int j1, int len, size_t kv_dim, int kvh, int hd,
+                                            int lane) {
+    const bool live = j < j1;
+    const size_t row = (size_t)(live ? j % len : 0) * kv_dim + (size_t)kvh * hd;
+#pragma unroll
+    for (int i = 0; i < ATT_PER_LANE; i++) {
+        const int d = lane + 32 * i;
+        kr[i] = live && d < hd ? kc[row + d] : 0.0f;
+        vr[i] = live && d < hd ? vc[row + d] : 0.0f;
+    }
 }
 
 /* One slice of one (row, head). partial: [row][head][split][head_dim + 2] = acc..., max, sum. */
@@ -67,18 +84,14 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
         acc[i] = 0.0f;
     }
     float m = -INFINITY, l = 0.0f;
+    /* Software-pipelined: the key and value rows of the warp's next position are loaded
+     * before the current one is scored, so a position costs its arithmetic, not a memory
+     * round trip (the loads never depend on a score). The arithmetic and its order are those
+     * of the plain loop. */
+    float kr[ATT_PER_LANE], vr[ATT_PER_LANE], kn[ATT_PER_LANE], vn[ATT_PER_LANE];
+    att_load_kv(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane);
     for (int j = j0 + warp; j < j1; j += ATT_WARPS) {
-        const size_t row = (size_t)(j % len) * kv_dim + (size_t)kvh * hd;
-        const float *kj = kc + row, *vj = vc + row;
-        /* The key and the value row are loaded together: one memory round trip per position,
-         * not two (the value does not depend on the score). */
-        float kr[ATT_PER_LANE], vr[ATT_PER_LANE];
-#pragma unroll
-        for (int i = 0; i < ATT_PER_LANE; i++) {
-            const int d = lane + 32 * i;
-            kr[i] = d < hd ? kj[d] : 0.0f;
-            vr[i] = d < hd ? vj[d] : 0.0f;
-        }
+        att_load_kv(kn, vn, kc, vc, j + ATT_WARPS, j1, len, kv_dim, kvh, hd, lane);
         float sdot = 0.0f;
 #pragma unroll
         for (int i = 0; i < ATT_PER_LANE; i++) {
@@ -93,6 +106,8 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
         for (int i = 0; i < ATT_PER_LANE; i++) {
             const int d = lane + 32 * i;
             if (d < hd) acc[i] = acc[i] * corr + e * vr[i];
+            kr[i] = kn[i];
+            vr[i] = vn[i];
         }
         m = mn;
     }
@@ -128,28 +143,59 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
     }
 }
 
-/* out[row][head][:] from the slices' partial results. */
+/* The largest v over the block (warp_max, then across warps through shared[32]). */
+__device__ __forceinline__ float att_block_max(float v, float *shared) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    v = warp_max(v);
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    v = lane < warps ? shared[lane] : -INFINITY;
+    return warp_max(v);
+}
+
+/* out[row][head][:] from the slices' partial results. The slices' weights exp(m_s - M) are
+ * worked out once per block (a thread per slice) instead of once per output dim, and the sum
+ * over slices is unrolled so that its loads are in flight together; the sums are taken in
+ * slice order as before, so the result is the same bits. */
 __global__ void attn_merge_kernel(float *out, const float *partial, int n_heads, int hd,
                                   int n_splits) {
     k_wait_prior();
+    __shared__ float sw[ATT_MAX_SPLITS], sl[ATT_MAX_SPLITS], s_inv;
+    __shared__ float red[32];
     const int h = blockIdx.x, t = blockIdx.y;
     const float *src = partial + ((size_t)t * n_heads + h) * n_splits * (hd + 2);
-    float M = -INFINITY;
-    for (int s = 0; s < n_splits; s++)
-        M = fmaxf(M, src[(size_t)s * (hd + 2) + hd]);
-    float L = 0.0f;
-    for (int s = 0; s < n_splits; s++) {
-        const float *ps = src + (size_t)s * (hd + 2);
-        if (ps[hd] != -INFINITY) L += ps[hd + 1] * expf(ps[hd] - M);
+    const int s = threadIdx.x;
+    const float ms = s < n_splits ? src[(size_t)s * (hd + 2) + hd] : -INFINITY;
+    const float M = att_block_max(ms, red);
+    /* weight 0 marks an empty slice (skipped below, as in a sum that never saw it) */
+    if (s < n_splits) {
+        sw[s] = ms != -INFINITY ? expf(ms - M) : 0.0f;
+        sl[s] = ms != -INFINITY ? src[(size_t)s * (hd + 2) + hd + 1] : 0.0f;
     }
-    const float inv = 1.0f / L;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float L = 0.0f;
+        for (int k = 0; k < n_splits; k++)
+            if (sw[k] != 0.0f) L += sl[k] * sw[k];
+        s_inv = 1.0f / L;
+    }
+    __syncthreads();
+    const float inv = s_inv;
     float *oh = out + ((size_t)t * n_heads + h) * hd;
     for (int d = threadIdx.x; d < hd; d += blockDim.x) {
         float a = 0.0f;
-        for (int s = 0; s < n_splits; s++) {
-            const float *ps = src + (size_t)s * (hd + 2);
-            if (ps[hd] != -INFINITY) a += ps[d] * expf(ps[hd] - M);
+        int k = 0;
+        for (; k + 4 <= n_splits; k += 4) {
+            float v[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                v[u] = src[(size_t)(k + u) * (hd + 2) + d];
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                if (sw[k + u] != 0.0f) a += v[u] * sw[k + u];
         }
+        for (; k < n_splits; k++)
+            if (sw[k] != 0.0f) a += src[(size_t)k * (hd + 2) + d] * sw[k];
         oh[d] = a * inv;
     }
 }
@@ -163,7 +209,7 @@ extern "C" int k_attention_splits(int max_ctx, int n_tok, int n_heads) {
     int want = 512 / (n_heads > 0 ? n_heads : 1);
     int most = (max_ctx + 15) / 16;
     int s = want < most ? want : most;
-    if (s > 64) s = 64;
+    if (s > ATT_MAX_SPLITS) s = ATT_MAX_SPLITS;
     return s < 1 ? 1 : s;
 }
 
@@ -181,7 +227,7 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
     k_launch(attn_split_kernel, dim3(grid), dim3(ATT_WARPS * 32), s, partial, q, kc, vc, dpos, pos0,
              len, window, n_heads, n_kv_heads, head_dim, n_splits);
     K_CHECK_LAUNCH();
-    k_launch(attn_merge_kernel, dim3(n_heads, n_tok), dim3(128), s, out, (const float *)partial,
-             n_heads, head_dim, n_splits);
+    k_launch(attn_merge_kernel, dim3(n_heads, n_tok), dim3(ATT_MERGE_THREADS), s, out,
+             (const float *)partial, n_heads, head_dim, n_splits);
     K_CHECK_LAUNCH();
 }

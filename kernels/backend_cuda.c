@@ -55,6 +55,7 @@
 #include "backend.h"
 #include "backend_cuda.h"
 #include "backend_cuda_fuse.h"
+#include "backend_cuda_prefetch.h"
 #include "backend_cuda_internal.h"
 #include "kernels.h"
 #include "util.h"
@@ -102,6 +103,8 @@ typedef struct {
 } weight_slot;
 
 #define MAX_GRAPHS 4 /* keys of captured steps */
+/* GEMMA_CUDA_L2_AHEAD's default, MB (backend_cuda_prefetch.c; measured in docs/bench_gpu.md) */
+#define L2_AHEAD_DEFAULT_MB 0
 
 typedef struct {
     int key;               /* the step key (forward.c: what decides the op sequence) */
@@ -152,6 +155,7 @@ typedef struct {
     cuda_fuser *fuser;
     int pdl;        /* programmatic dependent launch (kernels.h; GEMMA_CUDA_PDL=0 turns it off) */
     k_mv_tuning mv; /* the matrix-vector kernel's tuning, set before each op (GEMMA_CUDA_MV_*) */
+    l2_ahead *l2;   /* the weight-prefetch branch of captured steps (NULL: GEMMA_CUDA_L2_AHEAD=0) */
 
     /* counters */
     double bytes[F_COUNT];
@@ -352,8 +356,9 @@ int cuda_matmul_own(backend *b, const tensor *w, int n) {
 void cuda_matmul_now(backend *b, float *out, const tensor *w, const float *x, int n) {
     cuda_state *st = st_flushed(b);
     const void *wd = weight_dev(st, w);
-    const double bytes =
-        (double)w->rows * w->cols * dtype_size(w->dtype) + 4.0 * n * w->cols + 4.0 * n * w->rows;
+    const size_t wbytes = (size_t)w->rows * w->cols * dtype_size(w->dtype);
+    const double bytes = (double)wbytes + 4.0 * n * w->cols + 4.0 * n * w->rows;
+    l2_ahead_product(st->l2, &(l2_part){{wd, NULL}, {wbytes, 0}, 1}, 1);
     if (use_cublas(st, w, n)) {
         const size_t nx = (size_t)n * w->cols;
         void *xh = scratch(st, &st->d_convert, &st->cap_convert, nx * 2);
@@ -366,11 +371,13 @@ void cuda_matmul_now(backend *b, float *out, const tensor *w, const float *x, in
         CUBLAS(cublasGemmEx(st->cublas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n, w->cols, &one, wd, t,
                             w->cols, xh, t, w->cols, &zero, out, CUDA_R_32F, w->rows,
                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        l2_ahead_launched(st->l2);
         op_end(st, F_GEMM, bytes);
         return;
     }
     op_begin(st);
     k_matvec(st->stream, out, wd, w->dtype, x, w->rows, w->cols, n);
+    l2_ahead_launched(st->l2);
     op_end(st, F_MATVEC, bytes);
 }
 
@@ -514,7 +521,10 @@ static int cu_step_begin(backend *b, const int *tokens, int n, int pos, int key)
         st->replays++;
         return 1;
     }
-    if (g->seen++ == 0) return 0; /* first time: eager, sizes the scratch buffers */
+    if (g->seen++ == 0) { /* first time: eager, sizes the scratch buffers */
+        l2_ahead_step_begin(st->l2, key, 1, st->stream);
+        return 0;
+    }
     memset(g->bytes, 0, sizeof g->bytes);
     memset(g->calls, 0, sizeof g->calls);
     CU(cudaStreamBeginCapture(st->stream, cudaStreamCaptureModeThreadLocal));
@@ -522,11 +532,13 @@ static int cu_step_begin(backend *b, const int *tokens, int n, int pos, int key)
     st->cap = g;
     st->cap_pos = pos;
     st->cap_tokens = tokens;
+    l2_ahead_step_begin(st->l2, key, 0, st->stream);
     return 0;
 }
 
 static void cu_step_end(backend *b) {
     cuda_state *st = st_flushed(b);
+    l2_ahead_step_end(st->l2);
     if (st->mode != 1) return;
     cudaGraph_t graph = NULL;
     CU(cudaStreamEndCapture(st->stream, &graph));
@@ -614,6 +626,14 @@ void cuda_op_end(backend *b, int family, double bytes) {
     op_end(st_of(b), family, bytes);
 }
 
+void cuda_l2_product(backend *b, const l2_part *parts, int n) {
+    l2_ahead_product(st_of(b)->l2, parts, n);
+}
+
+void cuda_l2_launched(backend *b) {
+    l2_ahead_launched(st_of(b)->l2);
+}
+
 /* ---- life cycle ---------------------------------------------------------------------- */
 
 static void cu_destroy(backend *b) {
@@ -639,6 +659,7 @@ static void cu_destroy(backend *b) {
     cublasDestroy(st->cublas);
     cudaStreamDestroy(st->stream);
     cuda_fuser_free(st->fuser);
+    l2_ahead_free(st->l2);
     free(st);
     free(b);
 }
@@ -654,11 +675,12 @@ static int env_flag(const char *name, int dflt) {
  * naming the variable for any other value. */
 static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
     const char *names[] = {"GEMMA_CUDA_MV_UNROLL", "GEMMA_CUDA_MV_PREFETCH", "GEMMA_CUDA_MV_DECODE",
-                           "GEMMA_CUDA_MV_GRID"};
+                           "GEMMA_CUDA_MV_GRID", "GEMMA_CUDA_MV_SPLIT"};
     const char *allowed[] = {"4 or 8", "0, 2 or 4", "lean, lean8 or general",
-                             "blocks, persist or a number of blocks from 1 to 1000000"};
-    *t = (k_mv_tuning){.unroll = 8, .prefetch = 2, .decode = K_MV_LEAN, .grid = 0};
-    for (int i = 0; i < 4; i++) {
+                             "blocks, persist or a number of blocks from 1 to 1000000",
+                             "a number of blocks per multiprocessor from 1 to 64"};
+    *t = (k_mv_tuning){.unroll = 8, .prefetch = 2, .decode = K_MV_LEAN, .grid = 0, .split = 0};
+    for (int i = 0; i < 5; i++) {
         const char *v = getenv(names[i]);
         if (!v || !*v) continue;
         char *end = NULL;
@@ -671,9 +693,11 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
             ok = is_num && (num == 0 || num == 2 || num == 4);
         else if (i == 2)
             ok = !strcmp(v, "general") || !strcmp(v, "lean") || !strcmp(v, "lean8");
-        else
+        else if (i == 3)
             ok = !strcmp(v, "blocks") || !strcmp(v, "persist") ||
                  (is_num && num >= 1 && num <= 1000000);
+        else
+            ok = is_num && num >= 1 && num <= 64;
         if (!ok) {
             snprintf(err, errlen, "environment variable %s: \"%s\" is not %s", names[i], v,
                      allowed[i]);
@@ -687,10 +711,52 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
             t->decode = !strcmp(v, "lean8")     ? K_MV_LEAN8
                         : !strcmp(v, "general") ? K_MV_GENERAL
                                                 : K_MV_LEAN;
-        else
+        else if (i == 3)
             t->grid = !strcmp(v, "blocks") ? 0 : !strcmp(v, "persist") ? -1 : (int)num;
+        else
+            t->split = (int)num;
     }
     CHECK(k_matvec_set_tuning(t) == 0);
+    return 0;
+}
+
+/* GEMMA_CUDA_L2_AHEAD=MB (0: off) and GEMMA_CUDA_L2_MODE=bulk|bulk_last|lines|lines_last
+ * (backend_cuda_prefetch.c) into *mb and *mode; -1 with a message naming the variable. */
+static int l2_from_env(long *mb, int *mode, int *at_end, char *err, size_t errlen) {
+    *mb = L2_AHEAD_DEFAULT_MB;
+    *mode = K_L2_LINES;
+    const char *at = getenv("GEMMA_CUDA_L2_AT");
+    *at_end = !at || !*at || !strcmp(at, "end");
+    if (at && *at && strcmp(at, "end") && strcmp(at, "start")) {
+        snprintf(err, errlen, "environment variable GEMMA_CUDA_L2_AT: \"%s\" is not end or start",
+                 at);
+        return -1;
+    }
+    const char *v = getenv("GEMMA_CUDA_L2_AHEAD"), *m = getenv("GEMMA_CUDA_L2_MODE");
+    if (v && *v) {
+        char *end = NULL;
+        *mb = strtol(v, &end, 10);
+        if (end == v || *end || *mb < 0 || *mb > 4096) {
+            snprintf(err, errlen,
+                     "environment variable GEMMA_CUDA_L2_AHEAD: \"%s\" is not a number of MB "
+                     "from 0 (off) to 4096",
+                     v);
+            return -1;
+        }
+    }
+    if (m && *m) {
+        static const char *const names[] = {"bulk", "bulk_last", "lines", "lines_last", "none"};
+        *mode = -1;
+        for (int i = 0; i < 5; i++)
+            if (!strcmp(m, names[i])) *mode = i; /* = K_L2_BULK .. K_L2_NONE */
+        if (*mode < 0) {
+            snprintf(err, errlen,
+                     "environment variable GEMMA_CUDA_L2_MODE: \"%s\" is not bulk, bulk_last, "
+                     "lines, lines_last or none",
+                     m);
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -737,7 +803,10 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         return NULL;
     }
     st->pdl = env_flag("GEMMA_CUDA_PDL", 1);
-    if (mv_tuning_from_env(&st->mv, err, errlen)) {
+    long l2_mb = 0;
+    int l2_mode = 0, l2_at_end = 1;
+    if (mv_tuning_from_env(&st->mv, err, errlen) ||
+        l2_from_env(&l2_mb, &l2_mode, &l2_at_end, err, errlen)) {
         free(st);
         return NULL;
     }
@@ -756,7 +825,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     fprintf(
         stderr,
         "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matvec unroll %d prefetch %d decode %s "
-        "grid %s, matmul %s\n",
+        "grid %s, matmul %s, L2 ahead %ld MB\n",
         st->device_name, prop.totalGlobalMem / 1e9, st->use_graphs && !st->profile ? "on" : "off",
         !st->fuse                            ? "off"
         : st->fuse_mm == CUDA_FUSE_MM_ON     ? "on (all matmul groups)"
@@ -770,7 +839,8 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         grid_name,
         gemm_mode == 0   ? "own kernel"
         : gemm_mode == 1 ? "cuBLAS"
-                         : "own (n <= 8), cuBLAS");
+                         : "own (n <= 8), cuBLAS",
+        l2_mb);
     CU(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     CUBLAS(cublasCreate(&st->cublas));
     CUBLAS(cublasSetStream(st->cublas, st->stream));
@@ -782,6 +852,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     CU(cudaEventCreate(&st->ev0));
     CU(cudaEventCreate(&st->ev1));
     st->fuser = cuda_fuser_new(st->fuse, st->fuse_mm);
+    st->l2 = l2_ahead_new((size_t)l2_mb << 20, l2_mode, l2_at_end);
 
     backend *b = xcalloc(1, sizeof *b);
     b->name = "cuda";

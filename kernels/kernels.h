@@ -75,6 +75,11 @@ typedef struct {
     int grid;     /* 0: one block per 8 / K rows (default); -1: persistent grid of
                      multiprocessors x resident blocks; N > 0: persistent, at most N blocks
                      (both run the lean kernel) */
+    int split;    /* 0 (default): rows are split over warps (split-K) while a launch still
+                     fits one wave of blocks (matvec.cu split_for); N > 0: until it has about N
+                     blocks per multiprocessor (8: the rule before). Unlike the fields above,
+                     it changes the accumulation order of a row - still a function of the
+                     matrix shape alone, so verify and decode agree bit for bit */
 } k_mv_tuning;
 int k_matvec_set_tuning(const k_mv_tuning *t);
 
@@ -166,6 +171,19 @@ void k_argmax_rows(cudaStream_t s, const float *x, int n, int rows, void *scratc
 void k_draft_head(cudaStream_t s, int *id, int *work, float *logits, const float *cscores,
                   int n_centroids, int top_k, const void *head, int wdtype, int cols, int per,
                   const int *ordering, const float *x);
+
+/* prefetch.cu: ask L2 to fetch ranges of device memory (weights a later kernel of the step will
+ * read), without waiting for them and without changing anything. mode: K_L2_BULK (sm_90: bulk
+ * prefetches by the copy engine; before sm_90 it falls back to lines), K_L2_LINES (128-byte
+ * line prefetches by many threads), the _LAST forms, which mark the lines evict_last, and
+ * K_L2_NONE, which launches the kernel but asks for nothing (to measure the launches alone). */
+#define K_L2_RANGES 16
+enum { K_L2_BULK = 0, K_L2_BULK_LAST = 1, K_L2_LINES = 2, K_L2_LINES_LAST = 3, K_L2_NONE = 4 };
+typedef struct {
+    const void *p; /* 16-byte aligned */
+    size_t bytes;  /* a multiple of 16 (a bulk prefetch drops a ragged tail) */
+} k_l2_range;
+void k_l2_prefetch(cudaStream_t s, const k_l2_range *ranges, int n, int mode);
 
 #ifdef __cplusplus
 }

@@ -73,7 +73,7 @@ struct mv_launch {
  * launches). unroll U: the column loop's unroll (4 or 8); prefetch F: chunks per lane loaded
  * before the wait (2 or 4; 0: none, F = 2 after the wait); decode: the n = 1 kernel; grid 0 (one
  * block per virtual block), -1 (persistent) or N > 0 (persistent, at most N blocks). */
-static k_mv_tuning mv_tune = {8, 2, K_MV_LEAN, 0};
+static k_mv_tuning mv_tune = {8, 2, K_MV_LEAN, 0, 0};
 
 /* Store the finished products of (input t, row) by the segment's epilogue. */
 __device__ __forceinline__ void mv_store(const mv_seg &sg, int t, int row, float v, float v_up) {
@@ -350,11 +350,30 @@ static int sm_count(void) {
     return sms;
 }
 
-/* Warps per row: split K until there are about 8 blocks per multiprocessor, while every warp
- * still gets at least one full pass of 32 lanes' loads. A function of the shape alone. */
+/* Blocks of MV_WARPS warps of the lean decode kernel that one multiprocessor holds (34
+ * registers a thread: 6 on sm_86 / sm_89 / sm_90, by threads or by registers). */
+#define MV_WAVE_BLOCKS 6
+
+/* Warps per row (split-K), a function of the shape alone. Splitting gives a row's bytes to
+ * more warps, so more loads are in flight at once; but every doubling doubles the blocks, and a
+ * launch of more blocks than the GPU holds at once runs in waves, each with its ramp and tail.
+ * So K doubles while the doubled launch still fits one wave (MV_WAVE_BLOCKS per
+ * multiprocessor) and every warp still gets a full pass of 32 lanes' loads. Measured on E4B's
+ * shapes (docs/bench_gpu.md): q 2048 x 2560, o 2560 x 2048 and down 2560 x 10240 go from K = 8,
+ * 4, 4 to 2 (4.8 against 6.4, 4.3 against 5.4 and 15.3 against 16.3 us a launch on the H200).
+ * mv_tune.split = N > 0 instead splits until there are about N blocks per multiprocessor, the
+ * rule before (N = 8). */
 static int split_for(int rows, int cols, int per_pass) {
     int k = 1;
-    while (k < MV_WARPS && (long)rows * k / MV_WARPS < 8L * sm_count() && cols >= 2 * k * per_pass)
+    if (mv_tune.split > 0) {
+        const long target = (long)mv_tune.split * sm_count();
+        while (k < MV_WARPS && (long)rows * k / MV_WARPS < target && cols >= 2 * k * per_pass)
+            k *= 2;
+        return k;
+    }
+    const long wave = (long)MV_WAVE_BLOCKS * sm_count();
+    while (k < MV_WARPS && ((long)rows * 2 * k + MV_WARPS - 1) / MV_WARPS <= wave &&
+           cols >= 2 * k * per_pass)
         k *= 2;
     return k;
 }
@@ -522,7 +541,7 @@ extern "C" void k_matvec(cudaStream_t s, float *out, const void *w, int wdtype, 
 extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
     if ((t->unroll != 4 && t->unroll != 8) ||
         (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
-        (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1)
+        (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0)
         return -1;
     mv_tune = *t;
     return 0;

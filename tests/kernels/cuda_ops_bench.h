@@ -180,10 +180,11 @@ static int run_bench_matvec(void) {
         const char *label;
         k_mv_tuning t;
     } tunes[] = {
-        {"lean (default)", {8, 2, K_MV_LEAN, 0}}, {"general", {8, 2, K_MV_GENERAL, 0}},
-        {"lean8", {8, 2, K_MV_LEAN8, 0}},         {"lean u4", {4, 2, K_MV_LEAN, 0}},
-        {"persist", {8, 2, K_MV_LEAN, -1}},       {"lean8 persist", {8, 2, K_MV_LEAN8, -1}},
-        {"lean again", {8, 2, K_MV_LEAN, 0}},
+        {"lean (default)", {8, 2, K_MV_LEAN, 0, 0}}, {"general", {8, 2, K_MV_GENERAL, 0, 0}},
+        {"lean8", {8, 2, K_MV_LEAN8, 0, 0}},         {"lean u4", {4, 2, K_MV_LEAN, 0, 0}},
+        {"persist", {8, 2, K_MV_LEAN, -1, 0}},       {"split 4", {8, 2, K_MV_LEAN, 0, 4}},
+        {"split 2", {8, 2, K_MV_LEAN, 0, 2}},        {"split 1", {8, 2, K_MV_LEAN, 0, 1}},
+        {"lean again", {8, 2, K_MV_LEAN, 0, 0}},
     };
     const int n_tunes = (int)(sizeof tunes / sizeof tunes[0]);
     const struct {
@@ -245,7 +246,7 @@ static int run_bench_matvec(void) {
             CUDA_OK(cudaFree(w[c]));
         free(w);
     }
-    const k_mv_tuning dflt = {8, 2, K_MV_LEAN, 0};
+    const k_mv_tuning dflt = {8, 2, K_MV_LEAN, 0, 0};
     k_matvec_set_tuning(&dflt);
     CUDA_OK(cudaFree(x));
     CUDA_OK(cudaFree(out));
@@ -334,6 +335,25 @@ static int run_decode_profile(const char *dir, int prompt, int steps) {
     char err[512];
     model *m = model_load(dir, err, sizeof err);
     if (!m) die("%s", err);
+    /* DECODE_PROFILE_CUSTOM="label:NAME=VALUE NAME=VALUE;label2:...": only these runs, in this
+     * order, each with graphs, fusion and PDL on plus its settings (at most 4) - A / B / A / B
+     * comparisons of a switch within one device call. */
+    const char *custom = getenv("DECODE_PROFILE_CUSTOM");
+    if (custom && *custom) {
+        char *list = xasprintf("%s", custom), *save = NULL;
+        for (char *run = strtok_r(list, ";", &save); run; run = strtok_r(NULL, ";", &save)) {
+            char *colon = strchr(run, ':');
+            if (colon) *colon = 0;
+            char *label = xasprintf("%s", run);
+            unsetenv("DECODE_PROFILE_RUNS"); /* decode_once's filter: not for these */
+            decode_once(m, "1", "0", "1", "1", colon && colon[1] ? colon + 1 : NULL, prompt, steps,
+                        label);
+            free(label);
+        }
+        free(list);
+        model_free(m);
+        return 0;
+    }
     /* The runs, in order: graphs with the defaults, then each switch in turn, the defaults
      * again (run-to-run spread), eager launches, and the profiled run (fewer steps). */
     static const struct {
