@@ -38,7 +38,8 @@
  * GEMMA_CUDA_FUSE=0 / GEMMA_CUDA_FUSE_MM=0 / GEMMA_CUDA_PDL=0 turn these off;
  * GEMMA_CUDA_MV_UNROLL=4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4, GEMMA_CUDA_MV_DECODE=lean|lean8|
  * general and GEMMA_CUDA_MV_GRID=blocks|persist|N tune the matrix-vector kernel (kernels.h:
- * k_mv_tuning; none of them changes a result bit).
+ * k_mv_tuning; none of them changes a result bit), and GEMMA_CUDA_MV_SPLIT=N picks the old
+ * split-K rule (about N blocks per multiprocessor; a row's sum order changes with it).
  *
  * Profiling. GEMMA_CUDA_PROFILE=1 times every op with a pair of cudaEvents (graphs are off
  * then, and every op waits for its own end, so the total is slower than an unprofiled run but
@@ -55,7 +56,6 @@
 #include "backend.h"
 #include "backend_cuda.h"
 #include "backend_cuda_fuse.h"
-#include "backend_cuda_prefetch.h"
 #include "backend_cuda_internal.h"
 #include "kernels.h"
 #include "util.h"
@@ -103,8 +103,6 @@ typedef struct {
 } weight_slot;
 
 #define MAX_GRAPHS 4 /* keys of captured steps */
-/* GEMMA_CUDA_L2_AHEAD's default, MB (backend_cuda_prefetch.c; measured in docs/bench_gpu.md) */
-#define L2_AHEAD_DEFAULT_MB 0
 
 typedef struct {
     int key;               /* the step key (forward.c: what decides the op sequence) */
@@ -155,7 +153,6 @@ typedef struct {
     cuda_fuser *fuser;
     int pdl;        /* programmatic dependent launch (kernels.h; GEMMA_CUDA_PDL=0 turns it off) */
     k_mv_tuning mv; /* the matrix-vector kernel's tuning, set before each op (GEMMA_CUDA_MV_*) */
-    l2_ahead *l2;   /* the weight-prefetch branch of captured steps (NULL: GEMMA_CUDA_L2_AHEAD=0) */
 
     /* counters */
     double bytes[F_COUNT];
@@ -356,9 +353,8 @@ int cuda_matmul_own(backend *b, const tensor *w, int n) {
 void cuda_matmul_now(backend *b, float *out, const tensor *w, const float *x, int n) {
     cuda_state *st = st_flushed(b);
     const void *wd = weight_dev(st, w);
-    const size_t wbytes = (size_t)w->rows * w->cols * dtype_size(w->dtype);
-    const double bytes = (double)wbytes + 4.0 * n * w->cols + 4.0 * n * w->rows;
-    l2_ahead_product(st->l2, &(l2_part){{wd, NULL}, {wbytes, 0}, 1}, 1);
+    const double bytes =
+        (double)w->rows * w->cols * dtype_size(w->dtype) + 4.0 * n * w->cols + 4.0 * n * w->rows;
     if (use_cublas(st, w, n)) {
         const size_t nx = (size_t)n * w->cols;
         void *xh = scratch(st, &st->d_convert, &st->cap_convert, nx * 2);
@@ -371,13 +367,11 @@ void cuda_matmul_now(backend *b, float *out, const tensor *w, const float *x, in
         CUBLAS(cublasGemmEx(st->cublas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n, w->cols, &one, wd, t,
                             w->cols, xh, t, w->cols, &zero, out, CUDA_R_32F, w->rows,
                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-        l2_ahead_launched(st->l2);
         op_end(st, F_GEMM, bytes);
         return;
     }
     op_begin(st);
     k_matvec(st->stream, out, wd, w->dtype, x, w->rows, w->cols, n);
-    l2_ahead_launched(st->l2);
     op_end(st, F_MATVEC, bytes);
 }
 
@@ -521,10 +515,7 @@ static int cu_step_begin(backend *b, const int *tokens, int n, int pos, int key)
         st->replays++;
         return 1;
     }
-    if (g->seen++ == 0) { /* first time: eager, sizes the scratch buffers */
-        l2_ahead_step_begin(st->l2, key, 1, st->stream);
-        return 0;
-    }
+    if (g->seen++ == 0) return 0; /* first time: eager, sizes the scratch buffers */
     memset(g->bytes, 0, sizeof g->bytes);
     memset(g->calls, 0, sizeof g->calls);
     CU(cudaStreamBeginCapture(st->stream, cudaStreamCaptureModeThreadLocal));
@@ -532,13 +523,11 @@ static int cu_step_begin(backend *b, const int *tokens, int n, int pos, int key)
     st->cap = g;
     st->cap_pos = pos;
     st->cap_tokens = tokens;
-    l2_ahead_step_begin(st->l2, key, 0, st->stream);
     return 0;
 }
 
 static void cu_step_end(backend *b) {
     cuda_state *st = st_flushed(b);
-    l2_ahead_step_end(st->l2);
     if (st->mode != 1) return;
     cudaGraph_t graph = NULL;
     CU(cudaStreamEndCapture(st->stream, &graph));
@@ -626,14 +615,6 @@ void cuda_op_end(backend *b, int family, double bytes) {
     op_end(st_of(b), family, bytes);
 }
 
-void cuda_l2_product(backend *b, const l2_part *parts, int n) {
-    l2_ahead_product(st_of(b)->l2, parts, n);
-}
-
-void cuda_l2_launched(backend *b) {
-    l2_ahead_launched(st_of(b)->l2);
-}
-
 /* ---- life cycle ---------------------------------------------------------------------- */
 
 static void cu_destroy(backend *b) {
@@ -659,7 +640,6 @@ static void cu_destroy(backend *b) {
     cublasDestroy(st->cublas);
     cudaStreamDestroy(st->stream);
     cuda_fuser_free(st->fuser);
-    l2_ahead_free(st->l2);
     free(st);
     free(b);
 }
@@ -670,9 +650,9 @@ static int env_flag(const char *name, int dflt) {
     return strcmp(v, "0") != 0;
 }
 
-/* GEMMA_CUDA_MV_UNROLL=4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4, GEMMA_CUDA_MV_DECODE=lean|lean8|general
- * and GEMMA_CUDA_MV_GRID=blocks|persist|N (kernels.h: k_mv_tuning) into t; -1 with a message
- * naming the variable for any other value. */
+/* GEMMA_CUDA_MV_UNROLL=4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4, GEMMA_CUDA_MV_DECODE=lean|lean8|general,
+ * GEMMA_CUDA_MV_GRID=blocks|persist|N and GEMMA_CUDA_MV_SPLIT=N (kernels.h: k_mv_tuning) into t; -1
+ * with a message naming the variable for any other value. */
 static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
     const char *names[] = {"GEMMA_CUDA_MV_UNROLL", "GEMMA_CUDA_MV_PREFETCH", "GEMMA_CUDA_MV_DECODE",
                            "GEMMA_CUDA_MV_GRID", "GEMMA_CUDA_MV_SPLIT"};
@@ -720,46 +700,6 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
     return 0;
 }
 
-/* GEMMA_CUDA_L2_AHEAD=MB (0: off) and GEMMA_CUDA_L2_MODE=bulk|bulk_last|lines|lines_last
- * (backend_cuda_prefetch.c) into *mb and *mode; -1 with a message naming the variable. */
-static int l2_from_env(long *mb, int *mode, int *at_end, char *err, size_t errlen) {
-    *mb = L2_AHEAD_DEFAULT_MB;
-    *mode = K_L2_LINES;
-    const char *at = getenv("GEMMA_CUDA_L2_AT");
-    *at_end = !at || !*at || !strcmp(at, "end");
-    if (at && *at && strcmp(at, "end") && strcmp(at, "start")) {
-        snprintf(err, errlen, "environment variable GEMMA_CUDA_L2_AT: \"%s\" is not end or start",
-                 at);
-        return -1;
-    }
-    const char *v = getenv("GEMMA_CUDA_L2_AHEAD"), *m = getenv("GEMMA_CUDA_L2_MODE");
-    if (v && *v) {
-        char *end = NULL;
-        *mb = strtol(v, &end, 10);
-        if (end == v || *end || *mb < 0 || *mb > 4096) {
-            snprintf(err, errlen,
-                     "environment variable GEMMA_CUDA_L2_AHEAD: \"%s\" is not a number of MB "
-                     "from 0 (off) to 4096",
-                     v);
-            return -1;
-        }
-    }
-    if (m && *m) {
-        static const char *const names[] = {"bulk", "bulk_last", "lines", "lines_last", "none"};
-        *mode = -1;
-        for (int i = 0; i < 5; i++)
-            if (!strcmp(m, names[i])) *mode = i; /* = K_L2_BULK .. K_L2_NONE */
-        if (*mode < 0) {
-            snprintf(err, errlen,
-                     "environment variable GEMMA_CUDA_L2_MODE: \"%s\" is not bulk, bulk_last, "
-                     "lines, lines_last or none",
-                     m);
-            return -1;
-        }
-    }
-    return 0;
-}
-
 backend *backend_cuda_new(char *err, size_t errlen) {
     int n_dev = 0;
     cudaError_t e = cudaGetDeviceCount(&n_dev);
@@ -803,10 +743,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         return NULL;
     }
     st->pdl = env_flag("GEMMA_CUDA_PDL", 1);
-    long l2_mb = 0;
-    int l2_mode = 0, l2_at_end = 1;
-    if (mv_tuning_from_env(&st->mv, err, errlen) ||
-        l2_from_env(&l2_mb, &l2_mode, &l2_at_end, err, errlen)) {
+    if (mv_tuning_from_env(&st->mv, err, errlen)) {
         free(st);
         return NULL;
     }
@@ -825,7 +762,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     fprintf(
         stderr,
         "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matvec unroll %d prefetch %d decode %s "
-        "grid %s, matmul %s, L2 ahead %ld MB\n",
+        "grid %s, matmul %s\n",
         st->device_name, prop.totalGlobalMem / 1e9, st->use_graphs && !st->profile ? "on" : "off",
         !st->fuse                            ? "off"
         : st->fuse_mm == CUDA_FUSE_MM_ON     ? "on (all matmul groups)"
@@ -839,8 +776,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         grid_name,
         gemm_mode == 0   ? "own kernel"
         : gemm_mode == 1 ? "cuBLAS"
-                         : "own (n <= 8), cuBLAS",
-        l2_mb);
+                         : "own (n <= 8), cuBLAS");
     CU(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     CUBLAS(cublasCreate(&st->cublas));
     CUBLAS(cublasSetStream(st->cublas, st->stream));
@@ -852,7 +788,6 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     CU(cudaEventCreate(&st->ev0));
     CU(cudaEventCreate(&st->ev1));
     st->fuser = cuda_fuser_new(st->fuse, st->fuse_mm);
-    st->l2 = l2_ahead_new((size_t)l2_mb << 20, l2_mode, l2_at_end);
 
     backend *b = xcalloc(1, sizeof *b);
     b->name = "cuda";

@@ -320,17 +320,7 @@ static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
         }
     }
     cudaStream_t s = cuda_op_begin(b);
-    l2_part parts[K_MV_SEGS];
-    const size_t row_bytes = (size_t)q0->w.cols * dtype_size(q0->w.dtype);
-    for (int k = 0; k < ns; k++) {
-        const int pair = segs[k].epilogue == K_MV_GELU_PAIR;
-        parts[k] = (l2_part){{segs[k].w, pair ? segs[k].w_up : NULL},
-                             {row_bytes * segs[k].rows, pair ? row_bytes * segs[k].rows : 0},
-                             pair ? 2 : 1};
-    }
-    cuda_l2_product(b, parts, ns);
     k_matvec_multi(s, segs, ns, (int)q0->w.dtype, q0->a, q0->w.cols, q0->n);
-    cuda_l2_launched(b);
     cuda_op_end(b, cuda_family_matvec, bytes);
     for (int j = 0; j < bt->nq; j++)
         if (bt->taken[j]) bt->done[j] = 1;

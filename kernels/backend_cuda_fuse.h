@@ -5,7 +5,6 @@
 #define BACKEND_CUDA_FUSE_H
 
 #include "backend.h"
-#include "backend_cuda_prefetch.h"
 
 typedef struct cuda_fuser cuda_fuser;
 
@@ -33,10 +32,6 @@ cuda_fuser *cuda_fuser_of(backend *b);
 const int *cuda_pos(backend *b, int pos0, int *pos_arg);
 /* Would matmul(w, n) run our matrix-vector kernel (rather than cuBLAS)? */
 int cuda_matmul_own(backend *b, const tensor *w, int n);
-/* A product reading these weights is about to be launched (the L2 prefetch branch's plan). */
-void cuda_l2_product(backend *b, const l2_part *parts, int n);
-/* ... and has been launched. */
-void cuda_l2_launched(backend *b);
 /* One matrix product, launched now (our kernel or cuBLAS), counted and timed. */
 void cuda_matmul_now(backend *b, float *out, const tensor *w, const float *x, int n);
 /* Kernel families of the profile table, for cuda_op_end. */

@@ -172,18 +172,6 @@ void k_draft_head(cudaStream_t s, int *id, int *work, float *logits, const float
                   int n_centroids, int top_k, const void *head, int wdtype, int cols, int per,
                   const int *ordering, const float *x);
 
-/* prefetch.cu: ask L2 to fetch ranges of device memory (weights a later kernel of the step will
- * read), without waiting for them and without changing anything. mode: K_L2_BULK (sm_90: bulk
- * prefetches by the copy engine; before sm_90 it falls back to lines), K_L2_LINES (128-byte
- * line prefetches by many threads), the _LAST forms, which mark the lines evict_last, and
- * K_L2_NONE, which launches the kernel but asks for nothing (to measure the launches alone). */
-#define K_L2_RANGES 16
-enum { K_L2_BULK = 0, K_L2_BULK_LAST = 1, K_L2_LINES = 2, K_L2_LINES_LAST = 3, K_L2_NONE = 4 };
-typedef struct {
-    const void *p; /* 16-byte aligned */
-    size_t bytes;  /* a multiple of 16 (a bulk prefetch drops a ragged tail) */
-} k_l2_range;
-void k_l2_prefetch(cudaStream_t s, const k_l2_range *ranges, int n, int mode);
 
 #ifdef __cplusplus
 }
