@@ -42,48 +42,104 @@ extern "C" void k_rmsnorm(cudaStream_t s, float *out, const float *x, const void
  * residual stream, normalise the stream for the next block - in one pass per row instead of
  * three launches and three round trips: o = rmsnorm(o) * wo; x += o; then, when xn is
  * non-NULL, xn = rmsnorm(x) * wx. o and x are written back, so the result is exactly what the
- * separate ops leave in memory. Each thread revisits only the elements it wrote itself. */
-template <typename T>
-__global__ void norm_add_norm_kernel(float *x, float *o, const T *wo, float *xn, const T *wx,
-                                     int dim, float eps) {
-    k_wait_prior();
+ * separate ops leave in memory.
+ *
+ * Latency is all this kernel has (a decode row is 2560 floats; ncu measured the loop form at
+ * 4.5-6.3 us a row, three times a layer: docs/bench_gpu.md). So each thread holds its PER
+ * elements of o, x and both scales in registers: the scales are loaded BEFORE waiting for the
+ * previous kernel (weights never depend on it), o and x together right after, and nothing is
+ * read twice - one memory round trip instead of one per loop trip. Each thread sums its
+ * elements in index order and the block sums as block_sum does, so the result does not depend
+ * on PER, nor on how many rows a launch has. (Rows over 4096 - PER 8 and 16 - spill a few
+ * registers: a 1024-thread block has 64 a thread.) */
+template <typename T, int PER>
+__global__ void __launch_bounds__(1024)
+    norm_add_norm_kernel(float *x, float *o, const T *wo, float *xn, const T *wx, int dim,
+                         float eps) {
     __shared__ float red[32];
     float *xr = x + (size_t)blockIdx.x * dim, *orow = o + (size_t)blockIdx.x * dim;
+    float ov[PER], xv[PER], wov[PER], wxv[PER];
+    k_launch_next();
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        const int i = threadIdx.x + k * blockDim.x;
+        wov[k] = wo && i < dim ? to_f32(wo[i]) : 1.0f;
+        wxv[k] = wx && i < dim ? to_f32(wx[i]) : 1.0f;
+    }
+    k_wait_only();
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        const int i = threadIdx.x + k * blockDim.x;
+        ov[k] = i < dim ? orow[i] : 0.0f;
+        xv[k] = i < dim ? xr[i] : 0.0f;
+    }
     float ss = 0.0f;
-    for (int i = threadIdx.x; i < dim; i += blockDim.x)
-        ss += orow[i] * orow[i];
+#pragma unroll
+    for (int k = 0; k < PER; k++)
+        if (threadIdx.x + k * blockDim.x < dim) ss += ov[k] * ov[k];
     ss = block_sum(ss, red);
     const float inv = 1.0f / sqrtf(ss / dim + eps);
     float ss2 = 0.0f;
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-        float v = orow[i] * inv;
-        if (wo) v *= to_f32(wo[i]);
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        const int i = threadIdx.x + k * blockDim.x;
+        if (i >= dim) continue;
+        float v = ov[k] * inv;
+        if (wo) v *= wov[k];
         orow[i] = v;
-        const float s = xr[i] + v;
-        xr[i] = s;
-        ss2 += s * s;
+        xv[k] += v;
+        xr[i] = xv[k];
+        ss2 += xv[k] * xv[k];
     }
     if (!xn) return; /* uniform over the block: no barrier is skipped by some threads only */
     ss2 = block_sum(ss2, red);
     const float inv2 = 1.0f / sqrtf(ss2 / dim + eps);
     float *xnr = xn + (size_t)blockIdx.x * dim;
-    for (int i = threadIdx.x; i < dim; i += blockDim.x)
-        xnr[i] = wx ? xr[i] * inv2 * to_f32(wx[i]) : xr[i] * inv2;
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        const int i = threadIdx.x + k * blockDim.x;
+        if (i < dim) xnr[i] = wx ? xv[k] * inv2 * wxv[k] : xv[k] * inv2;
+    }
+}
+
+template <typename T, int PER>
+static void launch_nan(cudaStream_t s, float *x, float *o, const void *wo, float *xn,
+                       const void *wx, int n_vec, int dim, float eps, unsigned threads) {
+    k_launch(norm_add_norm_kernel<T, PER>, dim3(n_vec), dim3(threads), s, x, o, (const T *)wo, xn,
+             (const T *)wx, dim, eps);
+}
+
+template <typename T>
+static void launch_nan_per(cudaStream_t s, float *x, float *o, const void *wo, float *xn,
+                           const void *wx, int n_vec, int dim, float eps, unsigned threads) {
+    const int per = (int)((dim + threads - 1) / threads);
+    if (per <= 1)
+        launch_nan<T, 1>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
+    else if (per <= 2)
+        launch_nan<T, 2>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
+    else if (per <= 4)
+        launch_nan<T, 4>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
+    else if (per <= 8)
+        launch_nan<T, 8>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
+    else
+        launch_nan<T, 16>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
 }
 
 extern "C" void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *wo, float *xn,
                                 const void *wx, int wdtype, int n_vec, int dim, float eps) {
     if (n_vec <= 0) return;
+    if (dim > 16 * 1024) {
+        fprintf(stderr, "%s:%d: norm_add_norm: rows of %d (at most %d)\n", __FILE__, __LINE__, dim,
+                16 * 1024);
+        exit(1);
+    }
     unsigned threads = dim >= 1024 ? 1024 : (unsigned)((dim + 31) / 32 * 32);
     if (wdtype == KDT_BF16)
-        k_launch(norm_add_norm_kernel<__nv_bfloat16>, dim3(n_vec), dim3(threads), s, x, o,
-                 (const __nv_bfloat16 *)wo, xn, (const __nv_bfloat16 *)wx, dim, eps);
+        launch_nan_per<__nv_bfloat16>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     else if (wdtype == KDT_F16)
-        k_launch(norm_add_norm_kernel<__half>, dim3(n_vec), dim3(threads), s, x, o,
-                 (const __half *)wo, xn, (const __half *)wx, dim, eps);
+        launch_nan_per<__half>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     else
-        k_launch(norm_add_norm_kernel<float>, dim3(n_vec), dim3(threads), s, x, o,
-                 (const float *)wo, xn, (const float *)wx, dim, eps);
+        launch_nan_per<float>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     K_CHECK_LAUNCH();
 }
 
