@@ -19,8 +19,9 @@
 #define ATT_WARPS         4
 #define ATT_MAXD          512 /* largest head_dim (E4B's full layers) */
 #define ATT_PER_LANE      (ATT_MAXD / 32)
-#define ATT_MAX_SPLITS    64 /* slices of a (row, head); the merge has a thread per slice */
-#define ATT_MERGE_THREADS 128
+#define ATT_MAX_SPLITS    64  /* slices of a (row, head); the merge has a thread per slice */
+#define ATT_MERGE_THREADS 256 /* a thread per output dim of a 256-wide head */
+#define ATT_MERGE_UNROLL  16  /* slices a merge thread loads at once */
 
 __global__ void kv_write_kernel(float *cache, const float *src, int n_tok, int kv_dim,
                                 const int *dpos, int pos0, int len) {
@@ -154,9 +155,10 @@ __device__ __forceinline__ float att_block_max(float v, float *shared) {
 }
 
 /* out[row][head][:] from the slices' partial results. The slices' weights exp(m_s - M) are
- * worked out once per block (a thread per slice) instead of once per output dim, and the sum
- * over slices is unrolled so that its loads are in flight together; the sums are taken in
- * slice order as before, so the result is the same bits. */
+ * worked out once per block (a thread per slice) instead of once per output dim, and a thread's
+ * sum over the slices loads them ATT_MERGE_UNROLL at a time, so that a merge costs a few memory
+ * round trips instead of one per slice; the sums are taken in slice order as before, so the
+ * result is the same bits. */
 __global__ void attn_merge_kernel(float *out, const float *partial, int n_heads, int hd,
                                   int n_splits) {
     k_wait_prior();
@@ -166,11 +168,12 @@ __global__ void attn_merge_kernel(float *out, const float *partial, int n_heads,
     const float *src = partial + ((size_t)t * n_heads + h) * n_splits * (hd + 2);
     const int s = threadIdx.x;
     const float ms = s < n_splits ? src[(size_t)s * (hd + 2) + hd] : -INFINITY;
+    const float ls = s < n_splits ? src[(size_t)s * (hd + 2) + hd + 1] : 0.0f;
     const float M = att_block_max(ms, red);
     /* weight 0 marks an empty slice (skipped below, as in a sum that never saw it) */
     if (s < n_splits) {
         sw[s] = ms != -INFINITY ? expf(ms - M) : 0.0f;
-        sl[s] = ms != -INFINITY ? src[(size_t)s * (hd + 2) + hd + 1] : 0.0f;
+        sl[s] = ms != -INFINITY ? ls : 0.0f;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -184,18 +187,15 @@ __global__ void attn_merge_kernel(float *out, const float *partial, int n_heads,
     float *oh = out + ((size_t)t * n_heads + h) * hd;
     for (int d = threadIdx.x; d < hd; d += blockDim.x) {
         float a = 0.0f;
-        int k = 0;
-        for (; k + 4 <= n_splits; k += 4) {
-            float v[4];
+        for (int k = 0; k < n_splits; k += ATT_MERGE_UNROLL) {
+            float v[ATT_MERGE_UNROLL];
 #pragma unroll
-            for (int u = 0; u < 4; u++)
-                v[u] = src[(size_t)(k + u) * (hd + 2) + d];
+            for (int u = 0; u < ATT_MERGE_UNROLL; u++)
+                v[u] = k + u < n_splits ? src[(size_t)(k + u) * (hd + 2) + d] : 0.0f;
 #pragma unroll
-            for (int u = 0; u < 4; u++)
-                if (sw[k + u] != 0.0f) a += v[u] * sw[k + u];
+            for (int u = 0; u < ATT_MERGE_UNROLL; u++)
+                if (k + u < n_splits && sw[k + u] != 0.0f) a += v[u] * sw[k + u];
         }
-        for (; k < n_splits; k++)
-            if (sw[k] != 0.0f) a += src[(size_t)k * (hd + 2) + d] * sw[k];
         oh[d] = a * inv;
     }
 }

@@ -207,7 +207,6 @@ struct nrs_launch {
 template <typename T>
 __global__ void norm_rope_store_kernel(const nrs_launch L, int dim, float eps, const int *dpos,
                                        int pos0) {
-    k_wait_prior();
     k_nrs_part p = L.part[0];
     int b0 = 0;
 #pragma unroll
@@ -220,26 +219,37 @@ __global__ void norm_rope_store_kernel(const nrs_launch L, int dim, float eps, c
     const int half = dim / 2, i = threadIdx.x, v = (int)blockIdx.x - b0;
     float *xh = p.x + (size_t)v * dim;
     const bool live = i < half;
+    const int t = v / p.heads;
+    /* What does not depend on the previous kernel first - the scale, the rotation (the
+     * position word is written before the step starts) - so that after the wait there is one
+     * memory round trip, for x. Same arithmetic as rmsnorm_kernel then rope_kernel. */
+    k_launch_next();
+    float w1 = 1.0f, w2 = 1.0f, sn = 0.0f, cs = 1.0f;
+    bool rot = false;
+    if (live && p.w) {
+        const T *w = (const T *)p.w;
+        w1 = to_f32(w[i]);
+        w2 = to_f32(w[i + half]);
+    }
+    if (live && p.inv_freq) {
+        const float f = p.inv_freq[i];
+        rot = f != 0.0f;
+        if (rot) sincosf(f * (float)(step_pos(dpos, pos0) + t), &sn, &cs);
+    }
+    k_wait_only();
     const float x1 = live ? xh[i] : 0.0f, x2 = live ? xh[i + half] : 0.0f;
     const float ss = block_sum(x1 * x1 + x2 * x2, red);
     if (!live) return;
     const float inv = 1.0f / sqrtf(ss / dim + eps);
     float a = x1 * inv, b = x2 * inv;
     if (p.w) {
-        const T *w = (const T *)p.w;
-        a *= to_f32(w[i]);
-        b *= to_f32(w[i + half]);
+        a *= w1;
+        b *= w2;
     }
-    const int t = v / p.heads;
-    if (p.inv_freq) {
-        const float f = p.inv_freq[i];
-        if (f != 0.0f) {
-            float sn, cs;
-            sincosf(f * (float)(step_pos(dpos, pos0) + t), &sn, &cs);
-            const float ra = a * cs - b * sn, rb = b * cs + a * sn;
-            a = ra;
-            b = rb;
-        }
+    if (rot) {
+        const float ra = a * cs - b * sn, rb = b * cs + a * sn;
+        a = ra;
+        b = rb;
     }
     xh[i] = a;
     xh[i + half] = b;
