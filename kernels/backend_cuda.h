@@ -14,6 +14,11 @@
  *   GEMMA_CUDA_MV_UNROLL=4|8   unroll of the matrix-vector kernel's column loop (default 8)
  *   GEMMA_CUDA_MV_PREFETCH=0|2|4   16-byte weight chunks per lane the matrix-vector kernel
  *                          loads before waiting for its predecessor (default 2; kcommon.cuh)
+ *   GEMMA_CUDA_MV_DECODE=lean|lean8|general, GEMMA_CUDA_MV_GRID=blocks|persist|N   the n = 1
+ *                          kernel and its grid (kernels.h: k_mv_tuning; defaults lean, blocks)
+ *   GEMMA_CUDA_MV_SPLIT=N  split-K by the rule before (about N blocks per multiprocessor)
+ *                          instead of the default one wave of blocks (matvec.cu split_for);
+ *                          unlike the switches above, it changes a row's summation order
  *   GEMMA_CUDA_PDL=0       no programmatic dependent launch (it is on for sm_90 and newer)
  *   GEMMA_CUDA_PROFILE=1   time every op per kernel family; the table (calls, ms, bytes,
  *                          GB/s) is printed to stderr when the backend is destroyed
