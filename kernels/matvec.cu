@@ -354,20 +354,15 @@ static int sm_count(void) {
  * registers a thread: 6 on sm_86 / sm_89 / sm_90, by threads or by registers). */
 #define MV_WAVE_BLOCKS 6
 
-/* Passes of 32 lanes' 16-byte loads a warp keeps when a row is split (MV_MIN_PASSES x 512
- * bytes at least). */
-#define MV_MIN_PASSES 4
-
 /* Warps per row (split-K), a function of the shape alone. Splitting gives a row's bytes to
  * more warps, so more loads are in flight at once; but every doubling doubles the blocks, and a
- * launch of more blocks than the GPU holds at once runs in waves, each with its ramp and tail,
- * while warps with only a pass or two of loads spend more time starting than streaming. So K
- * doubles while the doubled launch still fits one wave (MV_WAVE_BLOCKS per multiprocessor) and
- * every warp keeps at least MV_MIN_PASSES passes. On E4B's shapes (docs/bench_gpu.md) q 2048 x
- * 2560, o 2560 x 2048 and down 2560 x 10240 go from K = 8, 4, 4 (the rule before) to 2 (4.8
- * against 6.4, 4.3 against 5.4 and 15.3 against 16.3 us a launch on the H200), k and v (512 x
- * 2560) from 8 to 2, so that q + k + v is one wave of 768 blocks. mv_tune.split = N > 0
- * instead splits until there are about N blocks per multiprocessor, the rule before (N = 8). */
+ * launch of more blocks than the GPU holds at once runs in waves, each with its ramp and tail.
+ * So K doubles while the doubled launch still fits one wave (MV_WAVE_BLOCKS per
+ * multiprocessor) and every warp still gets a full pass of 32 lanes' loads. Measured on E4B's
+ * shapes (docs/bench_gpu.md): q 2048 x 2560, o 2560 x 2048 and down 2560 x 10240 go from K = 8,
+ * 4, 4 to 2 (4.8 against 6.4, 4.3 against 5.4 and 15.3 against 16.3 us a launch on the H200).
+ * mv_tune.split = N > 0 instead splits until there are about N blocks per multiprocessor, the
+ * rule before (N = 8). */
 static int split_for(int rows, int cols, int per_pass) {
     int k = 1;
     if (mv_tune.split > 0) {
@@ -378,7 +373,7 @@ static int split_for(int rows, int cols, int per_pass) {
     }
     const long wave = (long)MV_WAVE_BLOCKS * sm_count();
     while (k < MV_WARPS && ((long)rows * 2 * k + MV_WARPS - 1) / MV_WARPS <= wave &&
-           cols >= 2 * k * MV_MIN_PASSES * per_pass)
+           cols >= 2 * k * per_pass)
         k *= 2;
     return k;
 }
