@@ -243,7 +243,7 @@ static int parse_text(const ctx *x, const cJSON *t, model_config *c) {
     const cJSON *act = item(t, "hidden_activation");
     if (act && (!cJSON_IsString(act) || strcmp(act->valuestring, "gelu_pytorch_tanh")))
         return fail(x, "hidden_activation", "only \"gelu_pytorch_tanh\" is supported");
-    int moe, bias;
+    int moe = 0, bias = 0; /* set by get_bool; initialised for -O3, which cannot see that */
     if (get_bool(x, t, "enable_moe_block", 0, &moe)) return -1;
     if (moe)
         return fail(x, "enable_moe_block",

@@ -91,9 +91,9 @@ static int map_point(const space *sp, const cJSON *point, int *levels, FILE *not
             continue;
         }
         int exact = 0, l = map_value(p, v->valuestring, &exact);
-        if (!exact && !notes) return 0;
         if (l < 0) l = fallback_level(sp, i);
         if (!exact) {
+            if (!notes) return 0;
             space_param_value(p, l, buf, sizeof buf);
             fprintf(notes, "%s: warm start: %s=%s is not on this space's lattice; using %s\n",
                     util_progname, p->name, v->valuestring, buf);
