@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh: the project's test command. From a fresh Debian 12 machine: installs what is
-# missing, builds from scratch, runs every ctest suite, then builds again under
-# AddressSanitizer + UndefinedBehaviorSanitizer and runs the suites again there.
+# missing, builds from scratch, runs every ctest suite, checks that a Release build compiles,
+# then builds again under AddressSanitizer + UndefinedBehaviorSanitizer and runs the suites
+# again there.
 # The CUDA files are compiled and linked in the first build (nvcc is present, no GPU);
 # the GPU tests themselves run on the GPU machine (see README).
 set -euo pipefail
@@ -15,6 +16,13 @@ if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
     [ -f build-test/kernels/libenginecuda.a ] || { echo "test.sh: nvcc found but the CUDA kernels were not built" >&2; exit 1; }
 fi
 (cd build-test && ctest --output-on-failure -j "$(nproc)")
+
+# A Release build (-O3, host code only) must compile too: -O3 inlines more, and GCC's
+# flow-based warnings (maybe-uninitialized, nonnull) are errors under -Werror.
+rm -rf build-release
+cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DWITH_CUDA=OFF >/dev/null
+cmake --build build-release -j "$(nproc)"
+rm -rf build-release
 
 ./scripts/build.sh build-asan -DSANITIZE=ON -DWITH_CUDA=OFF
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
