@@ -39,7 +39,8 @@
  * GEMMA_CUDA_MV_UNROLL=4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4, GEMMA_CUDA_MV_DECODE=lean|lean8|
  * general and GEMMA_CUDA_MV_GRID=blocks|persist|N tune the matrix-vector kernel (kernels.h:
  * k_mv_tuning; none of them changes a result bit), and GEMMA_CUDA_MV_SPLIT=N picks the old
- * split-K rule (about N blocks per multiprocessor; a row's sum order changes with it).
+ * split-K rule (about N blocks per multiprocessor; a row's sum order changes with it). All
+ * switches are read by backend_cuda_env.c (tested without a GPU) and listed in backend_cuda.h.
  *
  * Profiling. GEMMA_CUDA_PROFILE=1 times every op with a pair of cudaEvents (graphs are off
  * then, and every op waits for its own end, so the total is slower than an unprofiled run but
@@ -55,6 +56,7 @@
 
 #include "backend.h"
 #include "backend_cuda.h"
+#include "backend_cuda_env.h"
 #include "backend_cuda_fuse.h"
 #include "backend_cuda_internal.h"
 #include "kernels.h"
@@ -644,62 +646,6 @@ static void cu_destroy(backend *b) {
     free(b);
 }
 
-static int env_flag(const char *name, int dflt) {
-    const char *v = getenv(name);
-    if (!v || !*v) return dflt;
-    return strcmp(v, "0") != 0;
-}
-
-/* GEMMA_CUDA_MV_UNROLL=4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4, GEMMA_CUDA_MV_DECODE=lean|lean8|general,
- * GEMMA_CUDA_MV_GRID=blocks|persist|N and GEMMA_CUDA_MV_SPLIT=N (kernels.h: k_mv_tuning) into t; -1
- * with a message naming the variable for any other value. */
-static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
-    const char *names[] = {"GEMMA_CUDA_MV_UNROLL", "GEMMA_CUDA_MV_PREFETCH", "GEMMA_CUDA_MV_DECODE",
-                           "GEMMA_CUDA_MV_GRID", "GEMMA_CUDA_MV_SPLIT"};
-    const char *allowed[] = {"4 or 8", "0, 2 or 4", "lean, lean8 or general",
-                             "blocks, persist or a number of blocks from 1 to 1000000",
-                             "a number of blocks per multiprocessor from 1 to 64"};
-    *t = (k_mv_tuning){.unroll = 8, .prefetch = 2, .decode = K_MV_LEAN, .grid = 0, .split = 0};
-    for (int i = 0; i < 5; i++) {
-        const char *v = getenv(names[i]);
-        if (!v || !*v) continue;
-        char *end = NULL;
-        const long num = strtol(v, &end, 10);
-        const int is_num = end != v && *end == 0;
-        int ok = 1;
-        if (i == 0)
-            ok = is_num && (num == 4 || num == 8);
-        else if (i == 1)
-            ok = is_num && (num == 0 || num == 2 || num == 4);
-        else if (i == 2)
-            ok = !strcmp(v, "general") || !strcmp(v, "lean") || !strcmp(v, "lean8");
-        else if (i == 3)
-            ok = !strcmp(v, "blocks") || !strcmp(v, "persist") ||
-                 (is_num && num >= 1 && num <= 1000000);
-        else
-            ok = is_num && num >= 1 && num <= 64;
-        if (!ok) {
-            snprintf(err, errlen, "environment variable %s: \"%s\" is not %s", names[i], v,
-                     allowed[i]);
-            return -1;
-        }
-        if (i == 0)
-            t->unroll = (int)num;
-        else if (i == 1)
-            t->prefetch = (int)num;
-        else if (i == 2)
-            t->decode = !strcmp(v, "lean8")     ? K_MV_LEAN8
-                        : !strcmp(v, "general") ? K_MV_GENERAL
-                                                : K_MV_LEAN;
-        else if (i == 3)
-            t->grid = !strcmp(v, "blocks") ? 0 : !strcmp(v, "persist") ? -1 : (int)num;
-        else
-            t->split = (int)num;
-    }
-    CHECK(k_matvec_set_tuning(t) == 0);
-    return 0;
-}
-
 backend *backend_cuda_new(char *err, size_t errlen) {
     int n_dev = 0;
     cudaError_t e = cudaGetDeviceCount(&n_dev);
@@ -708,45 +654,17 @@ backend *backend_cuda_new(char *err, size_t errlen) {
                  e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports 0 devices");
         return NULL;
     }
-    const char *gemm = getenv("GEMMA_CUDA_GEMM");
-    int gemm_mode = 0;
-    if (gemm && *gemm) {
-        if (!strcmp(gemm, "own"))
-            gemm_mode = 0;
-        else if (!strcmp(gemm, "cublas"))
-            gemm_mode = 1;
-        else if (!strcmp(gemm, "auto"))
-            gemm_mode = 2;
-        else {
-            snprintf(err, errlen,
-                     "environment variable GEMMA_CUDA_GEMM: \"%s\" is not own, cublas or auto",
-                     gemm);
-            return NULL;
-        }
-    }
+    cuda_switches sw;
+    if (cuda_switches_from_env(&sw, err, errlen)) return NULL;
+    const int gemm_mode = sw.gemm_mode;
     cuda_state *st = xcalloc(1, sizeof *st);
-    st->gemm_mode = gemm_mode;
-    st->use_graphs = env_flag("GEMMA_CUDA_GRAPHS", 1);
-    st->profile = env_flag("GEMMA_CUDA_PROFILE", 0);
-    st->fuse = env_flag("GEMMA_CUDA_FUSE", 1);
-    const char *fmm = getenv("GEMMA_CUDA_FUSE_MM");
-    st->fuse_mm = !fmm || !*fmm || !strcmp(fmm, "1") ? CUDA_FUSE_MM_ON
-                  : !strcmp(fmm, "0")                ? CUDA_FUSE_MM_OFF
-                  : !strcmp(fmm, "auto")             ? CUDA_FUSE_MM_AUTO
-                  : !strcmp(fmm, "nopair")           ? CUDA_FUSE_MM_NOPAIR
-                                                     : -1;
-    if (st->fuse_mm < 0) {
-        snprintf(err, errlen,
-                 "environment variable GEMMA_CUDA_FUSE_MM: \"%s\" is not 0, 1, auto or nopair",
-                 fmm);
-        free(st);
-        return NULL;
-    }
-    st->pdl = env_flag("GEMMA_CUDA_PDL", 1);
-    if (mv_tuning_from_env(&st->mv, err, errlen)) {
-        free(st);
-        return NULL;
-    }
+    st->gemm_mode = sw.gemm_mode;
+    st->use_graphs = sw.use_graphs;
+    st->profile = sw.profile;
+    st->fuse = sw.fuse;
+    st->fuse_mm = sw.fuse_mm;
+    st->pdl = sw.pdl;
+    st->mv = sw.mv;
     char grid_name[40] = "blocks";
     if (st->mv.grid < 0)
         snprintf(grid_name, sizeof grid_name, "persist");

@@ -1,0 +1,104 @@
+/* backend_cuda_env.c: the CUDA backend's switches, read from the environment (the list, with
+ * what each one does, is in backend_cuda.h). Apart from backend_cuda.c so that it needs no GPU:
+ * backend_cuda_new calls it once it has found a device, and tests/kernels/test_cuda_env.c checks
+ * every value and every refusal on any machine. A value that is not one of those listed is
+ * refused with a message naming the variable, never taken as a default. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_cuda_env.h"
+#include "util.h"
+
+/* Unset or empty: dflt; "0": off; anything else: on. */
+static int env_flag(const char *name, int dflt) {
+    const char *v = getenv(name);
+    if (!v || !*v) return dflt;
+    return strcmp(v, "0") != 0;
+}
+
+/* GEMMA_CUDA_MV_UNROLL=4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4, GEMMA_CUDA_MV_DECODE=lean|lean8|general,
+ * GEMMA_CUDA_MV_GRID=blocks|persist|N and GEMMA_CUDA_MV_SPLIT=N (kernels.h: k_mv_tuning) into t; -1
+ * with a message naming the variable for any other value. */
+static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
+    const char *names[] = {"GEMMA_CUDA_MV_UNROLL", "GEMMA_CUDA_MV_PREFETCH", "GEMMA_CUDA_MV_DECODE",
+                           "GEMMA_CUDA_MV_GRID", "GEMMA_CUDA_MV_SPLIT"};
+    const char *allowed[] = {"4 or 8", "0, 2 or 4", "lean, lean8 or general",
+                             "blocks, persist or a number of blocks from 1 to 1000000",
+                             "a number of blocks per multiprocessor from 1 to 64"};
+    *t = (k_mv_tuning){.unroll = 8, .prefetch = 2, .decode = K_MV_LEAN, .grid = 0, .split = 0};
+    for (int i = 0; i < 5; i++) {
+        const char *v = getenv(names[i]);
+        if (!v || !*v) continue;
+        char *end = NULL;
+        const long num = strtol(v, &end, 10);
+        const int is_num = end != v && *end == 0;
+        int ok = 1;
+        if (i == 0)
+            ok = is_num && (num == 4 || num == 8);
+        else if (i == 1)
+            ok = is_num && (num == 0 || num == 2 || num == 4);
+        else if (i == 2)
+            ok = !strcmp(v, "general") || !strcmp(v, "lean") || !strcmp(v, "lean8");
+        else if (i == 3)
+            ok = !strcmp(v, "blocks") || !strcmp(v, "persist") ||
+                 (is_num && num >= 1 && num <= 1000000);
+        else
+            ok = is_num && num >= 1 && num <= 64;
+        if (!ok) {
+            snprintf(err, errlen, "environment variable %s: \"%s\" is not %s", names[i], v,
+                     allowed[i]);
+            return -1;
+        }
+        if (i == 0)
+            t->unroll = (int)num;
+        else if (i == 1)
+            t->prefetch = (int)num;
+        else if (i == 2)
+            t->decode = !strcmp(v, "lean8")     ? K_MV_LEAN8
+                        : !strcmp(v, "general") ? K_MV_GENERAL
+                                                : K_MV_LEAN;
+        else if (i == 3)
+            t->grid = !strcmp(v, "blocks") ? 0 : !strcmp(v, "persist") ? -1 : (int)num;
+        else
+            t->split = (int)num;
+    }
+    CHECK(k_matvec_set_tuning(t) == 0);
+    return 0;
+}
+
+int cuda_switches_from_env(cuda_switches *sw, char *err, size_t errlen) {
+    memset(sw, 0, sizeof *sw);
+    const char *gemm = getenv("GEMMA_CUDA_GEMM");
+    if (gemm && *gemm) {
+        if (!strcmp(gemm, "own"))
+            sw->gemm_mode = 0;
+        else if (!strcmp(gemm, "cublas"))
+            sw->gemm_mode = 1;
+        else if (!strcmp(gemm, "auto"))
+            sw->gemm_mode = 2;
+        else {
+            snprintf(err, errlen,
+                     "environment variable GEMMA_CUDA_GEMM: \"%s\" is not own, cublas or auto",
+                     gemm);
+            return -1;
+        }
+    }
+    sw->use_graphs = env_flag("GEMMA_CUDA_GRAPHS", 1);
+    sw->profile = env_flag("GEMMA_CUDA_PROFILE", 0);
+    sw->fuse = env_flag("GEMMA_CUDA_FUSE", 1);
+    const char *fmm = getenv("GEMMA_CUDA_FUSE_MM");
+    sw->fuse_mm = !fmm || !*fmm || !strcmp(fmm, "1") ? CUDA_FUSE_MM_ON
+                  : !strcmp(fmm, "0")                ? CUDA_FUSE_MM_OFF
+                  : !strcmp(fmm, "auto")             ? CUDA_FUSE_MM_AUTO
+                  : !strcmp(fmm, "nopair")           ? CUDA_FUSE_MM_NOPAIR
+                                                     : -1;
+    if (sw->fuse_mm < 0) {
+        snprintf(err, errlen,
+                 "environment variable GEMMA_CUDA_FUSE_MM: \"%s\" is not 0, 1, auto or nopair",
+                 fmm);
+        return -1;
+    }
+    sw->pdl = env_flag("GEMMA_CUDA_PDL", 1);
+    return mv_tuning_from_env(&sw->mv, err, errlen);
+}
