@@ -10,7 +10,8 @@
 #       transformers on the GPU (tools/make_e4b_random.py, saved to local disk), 256-token
 #       prompts, 512 new tokens: `engine bench` (batch 1, no speculation), bytes read per
 #       token, the floor (bandwidth / bytes per token) and our share of it, transformers' own
-#       decode speed on the same model, and the step time split by kernel family.
+#       decode speed on the same model, and the step time split by kernel family (CUDA events,
+#       graphs off) and, where ncu exists, one replayed step kernel by kernel (ncu).
 # Results: RESULTS_DIR/bench_gpu.md (committed as docs/bench_gpu.md) plus the raw logs.
 #
 #   bench/bench_gpu.sh [RESULTS_DIR]      (default build-gpu/bench)
@@ -71,6 +72,23 @@ ENGINE_DEVICE=cuda WARMUP_NUM_PROMPTS=1 MAX_NEW_TOKENS=512 "$ENGINE" bench "$WOR
 tail -n 1 "$RES/e4b_bench.out"
 echo "=== (b) decode-step profile"
 "$CUDA_OPS" decode-profile "$WORK/model" 256 128 | tee "$RES/e4b_profile.txt"
+# Where ncu exists: one replayed decode step, every kernel timed on its own (caches warm, clocks
+# left alone), split by role (bench/ncu_step_split.py). A failure here costs the report this
+# table only.
+rm -f "$RES/e4b_ncu_split.md"
+if command -v ncu >/dev/null; then
+  echo "=== (b) one decode step kernel by kernel (ncu)"
+  if DECODE_PROFILE_CUSTOM="ncu:" DECODE_PROFILE_NCU=1 ncu --profile-from-start off \
+      --graph-profiling node --cache-control none --clock-control none \
+      --metrics gpu__time_duration.sum,dram__bytes_read.sum --csv \
+      "$CUDA_OPS" decode-profile "$WORK/model" 256 1 >"$RES/e4b_ncu.csv" 2>"$RES/e4b_ncu.err" &&
+    python3 bench/ncu_step_split.py "$RES/e4b_ncu.csv" >"$RES/e4b_ncu_split.md"; then
+    cat "$RES/e4b_ncu_split.md"
+  else
+    rm -f "$RES/e4b_ncu_split.md"
+    echo "bench_gpu: the ncu split FAILED (see $RES/e4b_ncu.err); the report goes on without it"
+  fi
+fi
 
 python3 - "$RES" <<'PY'
 import json, os, sys
@@ -134,6 +152,10 @@ def model_section(title, bench_file, prof_file, hf=None):
 if os.path.exists(os.path.join(res, "tiny_bench.out")) and os.path.exists(os.path.join(res, "tiny_profile.txt")):
     model_section("(a) the shipped small model (models/gemma4-tiny, its eval prompts, MAX_NEW_TOKENS 512)", "tiny_bench.out", "tiny_profile.txt")
 model_section("(b) google/gemma-4-E4B dimensions, random bf16 weights (256-token prompts, 512 new tokens)", "e4b_bench.out", "e4b_profile.txt", json.loads(rd("e4b_hf.json")))
+if os.path.exists(os.path.join(res, "e4b_ncu_split.md")):
+    out.extend(["One replayed decode step of (b), every kernel timed on its own by ncu (bench/ncu_step_split.py: "
+                "kernels grouped by role; serialised, so the sum is above the graph's step time, but each kernel's own cost is exact):", ""]
+               + rd("e4b_ncu_split.md").strip().splitlines() + [""])
 out.extend(["## Our matvec kernel against cuBLAS (bf16 weights, E4B shapes)", "",
             "cuBLAS gets the input converted to bf16 (cublasGemmEx, fp32 accumulate); time per call, GB/s of weights.", ""] + rd("matmul.md").strip().splitlines() + [""])
 out.extend(["## The matvec kernel's decode variants (bf16, n = 1, E4B shapes)", "",

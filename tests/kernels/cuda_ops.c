@@ -26,7 +26,10 @@
  *   cuda_ops copy-bw            the device's copy bandwidth (for the benchmark's floor)
  *   cuda_ops decode-profile DIR P S   decode steps after a P-token prefill: ms per step with
  *                               graphs (with and without PDL, with and without fusion) and
- *                               without, bytes per step, per-family time table
+ *                               without, bytes per step, per-family time table;
+ *                               DECODE_PROFILE_RUNS / DECODE_PROFILE_CUSTOM pick the runs, and
+ *                               DECODE_PROFILE_NCU=1 brackets the measured steps with
+ *                               cudaProfilerStart / Stop for `ncu --profile-from-start off`
  *
  * Tolerances (stated once, used everywhere). Both backends compute in fp32 from the same
  * weights; only the order of the sums differs. A dot product of c terms then differs by a few

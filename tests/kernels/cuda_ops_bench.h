@@ -3,6 +3,8 @@
  * (ms per decode step under each switch, and the per-family profile), bench-matvec (the
  * matrix-vector kernel's decode variants shape by shape) and copy-bw (the device's copy
  * bandwidth). Used by bench/bench_gpu.sh, never by a test. */
+#include <cuda_profiler_api.h>
+
 /* ---- matmul timing: our kernel against cuBLAS ------------------------------------------ */
 
 static double time_matmul(backend *b, float *out, const tensor *w, const float *x, int n,
@@ -259,6 +261,12 @@ static int run_bench_matvec(void) {
 
 /* ---- decode step profile --------------------------------------------------------------- */
 
+/* A switch of this tool's own: set and not "0". */
+static int env_on(const char *name) {
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
 /* Prefill `prompt` random tokens, then time `steps` greedy decode steps (decode alone: the
  * counters are reset after the prefill) in several ways: CUDA graphs on (with each of the
  * backend's switches set in turn: extra is "NAME=VALUE" settings separated by spaces, or NULL),
@@ -310,10 +318,16 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
         decoder_reset(d);
         CHECK(decoder_forward_argmax(d, ids, prompt, &tok) == 0);
         if (rep == 1) backend_cuda_reset_counters(d->b);
+        /* DECODE_PROFILE_NCU=1: the measured steps, and nothing else, between
+         * cudaProfilerStart and Stop - `ncu --profile-from-start off` then sees those steps'
+         * kernels alone (bench/bench_gpu.sh, bench/ncu_step_split.py). */
+        const int ncu = rep == 1 && env_on("DECODE_PROFILE_NCU");
+        if (ncu) CUDA_OK(cudaProfilerStart());
         double t0 = now_seconds();
         for (int s = 0; s < (rep ? steps : 4); s++)
             CHECK(decoder_forward_argmax(d, &tok, 1, &tok) == 0);
         double dt = now_seconds() - t0;
+        if (ncu) CUDA_OK(cudaProfilerStop());
         if (rep == 0) continue;
         backend_cuda_counters c;
         backend_cuda_stats(d->b, &c);

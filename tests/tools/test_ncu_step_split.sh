@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# test_ncu_step_split.sh: bench/ncu_step_split.py on two real ncu captures of an E4B-sized decode
+# step on the H200 (committed in docs/gpu_logs/lead3; the expected rows are those captures' own
+# figures, summed by hand from the csv for norm_add_norm, and checked against docs/bench_gpu.md),
+# and its refusals: a missing file, a file that is not an ncu --csv capture, a capture without
+# the time metric - each exits 2 naming the file.
+set -uo pipefail
+ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+SPLIT=$ROOT/bench/ncu_step_split.py
+LOGS=$ROOT/docs/gpu_logs/lead3
+fails=0
+check() { # description, command output, expected substring
+  if [[ $2 != *"$3"* ]]; then echo "FAIL: $1: expected '$3' in:"; echo "$2" | head -30; fails=$((fails + 1)); fi
+}
+
+out=$(python3 "$SPLIT" "$LOGS/call5/ncu_step_warm.csv.gz"); rc=$?
+check "call 5 exit status" "rc $rc" "rc 0"
+check "call 5 step" "$out" "kernels in the step: 516; their isolated times add up to 4488.9 us"
+check "call 5 norms" "$out" "| norm_add_norm_kernel | 126 | 500.9 | 3.98 |"
+check "call 5 gate + up" "$out" "| gate + up | 42 | 1329.8 | 31.66 |"
+check "call 5 q + k + v" "$out" "| q + k + v | 42 | 354.7 | 8.44 |"
+check "call 5 head" "$out" "| head | 1 | 316.7 |"
+check "call 5 per-layer" "$out" "| per-layer projection | 42 | 139.6 |"
+[[ $out == *"other matrix-vector"* ]] && { echo "FAIL: call 5: a product without a role"; fails=$((fails + 1)); }
+
+out=$(python3 "$SPLIT" "$LOGS/call3_ncu_step_warm.csv.gz")
+check "call 3 step" "$out" "their isolated times add up to 4979.0 us"
+check "call 3 norms" "$out" "| norm_add_norm_kernel | 126 | 713.3 | 5.66 |"
+check "call 3 down" "$out" "| down | 42 | 799.7 | 19.04 |"
+
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+err=$(python3 "$SPLIT" "$tmp/missing.csv" 2>&1); rc=$?
+check "missing file" "rc $rc: $err" "rc 2: ncu_step_split: $tmp/missing.csv: No such file"
+printf 'hello\nnot a capture\n' > "$tmp/text.csv"
+err=$(python3 "$SPLIT" "$tmp/text.csv" 2>&1); rc=$?
+check "not a capture" "rc $rc: $err" "rc 2: ncu_step_split: $tmp/text.csv: no ncu --csv kernel rows"
+printf '"ID","Kernel Name","Grid Size","Metric Name","Metric Unit","Metric Value"\n"0","void k(float *)","(1, 1, 1)","dram__bytes_read.sum","byte","64"\n' > "$tmp/notime.csv"
+err=$(python3 "$SPLIT" "$tmp/notime.csv" 2>&1); rc=$?
+check "no time metric" "rc $rc: $err" "rc 2: ncu_step_split: $tmp/notime.csv: kernel k has no gpu__time_duration.sum"
+
+[[ $fails == 0 ]] && echo "test_ncu_step_split: all passed" || { echo "test_ncu_step_split: $fails failure(s)"; exit 1; }
