@@ -172,7 +172,6 @@ void k_draft_head(cudaStream_t s, int *id, int *work, float *logits, const float
                   int n_centroids, int top_k, const void *head, int wdtype, int cols, int per,
                   const int *ordering, const float *x);
 
-
 #ifdef __cplusplus
 }
 #endif
