@@ -144,16 +144,6 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
     }
 }
 
-/* The largest v over the block (warp_max, then across warps through shared[32]). */
-__device__ __forceinline__ float att_block_max(float v, float *shared) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    v = warp_max(v);
-    if (lane == 0) shared[warp] = v;
-    __syncthreads();
-    v = lane < warps ? shared[lane] : -INFINITY;
-    return warp_max(v);
-}
-
 /* out[row][head][:] from the slices' partial results. The slices' weights exp(m_s - M) are
  * worked out once per block (a thread per slice) instead of once per output dim, and a thread's
  * sum over the slices loads them ATT_MERGE_UNROLL at a time, so that a merge costs a few memory
@@ -169,7 +159,7 @@ __global__ void attn_merge_kernel(float *out, const float *partial, int n_heads,
     const int s = threadIdx.x;
     const float ms = s < n_splits ? src[(size_t)s * (hd + 2) + hd] : -INFINITY;
     const float ls = s < n_splits ? src[(size_t)s * (hd + 2) + hd + 1] : 0.0f;
-    const float M = att_block_max(ms, red);
+    const float M = block_max(ms, red);
     /* weight 0 marks an empty slice (skipped below, as in a sum that never saw it) */
     if (s < n_splits) {
         sw[s] = ms != -INFINITY ? expf(ms - M) : 0.0f;

@@ -79,6 +79,17 @@ __device__ __forceinline__ float block_sum(float v, float *shared) {
     return warp_sum(v);
 }
 
+/* Largest value over the block, likewise (block_sum's shape with max). */
+__device__ __forceinline__ float block_max(float v, float *shared) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    v = warp_max(v);
+    __syncthreads(); /* shared may still be read by a previous call */
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    v = lane < warps ? shared[lane] : -INFINITY;
+    return warp_max(v);
+}
+
 /* The position of row 0 of a step: pos0, plus the device word when there is one. */
 __device__ __forceinline__ int step_pos(const int *dpos, int pos0) {
     return dpos ? pos0 + *dpos : pos0;

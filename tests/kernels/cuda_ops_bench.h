@@ -362,11 +362,9 @@ static int run_decode_profile(const char *dir, int prompt, int steps) {
         for (char *run = strtok_r(list, ";", &save); run; run = strtok_r(NULL, ";", &save)) {
             char *colon = strchr(run, ':');
             if (colon) *colon = 0;
-            char *label = xasprintf("%s", run);
             unsetenv("DECODE_PROFILE_RUNS"); /* decode_once's filter: not for these */
             decode_once(m, "1", "0", "1", "1", colon && colon[1] ? colon + 1 : NULL, prompt, steps,
-                        label);
-            free(label);
+                        run);
         }
         free(list);
         model_free(m);
