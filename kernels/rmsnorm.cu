@@ -103,26 +103,27 @@ __global__ void __launch_bounds__(1024)
 }
 
 template <typename T, int PER>
-static void launch_nan(cudaStream_t s, float *x, float *o, const void *wo, float *xn,
-                       const void *wx, int n_vec, int dim, float eps, unsigned threads) {
+static void norm_add_norm_launch(cudaStream_t s, float *x, float *o, const void *wo, float *xn,
+                                 const void *wx, int n_vec, int dim, float eps, unsigned threads) {
     k_launch(norm_add_norm_kernel<T, PER>, dim3(n_vec), dim3(threads), s, x, o, (const T *)wo, xn,
              (const T *)wx, dim, eps);
 }
 
 template <typename T>
-static void launch_nan_per(cudaStream_t s, float *x, float *o, const void *wo, float *xn,
-                           const void *wx, int n_vec, int dim, float eps, unsigned threads) {
+static void norm_add_norm_launch_per(cudaStream_t s, float *x, float *o, const void *wo, float *xn,
+                                     const void *wx, int n_vec, int dim, float eps,
+                                     unsigned threads) {
     const int per = (int)((dim + threads - 1) / threads);
     if (per <= 1)
-        launch_nan<T, 1>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
+        norm_add_norm_launch<T, 1>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     else if (per <= 2)
-        launch_nan<T, 2>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
+        norm_add_norm_launch<T, 2>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     else if (per <= 4)
-        launch_nan<T, 4>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
+        norm_add_norm_launch<T, 4>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     else if (per <= 8)
-        launch_nan<T, 8>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
+        norm_add_norm_launch<T, 8>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     else
-        launch_nan<T, 16>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
+        norm_add_norm_launch<T, 16>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
 }
 
 extern "C" void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *wo, float *xn,
@@ -135,11 +136,11 @@ extern "C" void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *
     }
     unsigned threads = dim >= 1024 ? 1024 : (unsigned)((dim + 31) / 32 * 32);
     if (wdtype == KDT_BF16)
-        launch_nan_per<__nv_bfloat16>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
+        norm_add_norm_launch_per<__nv_bfloat16>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     else if (wdtype == KDT_F16)
-        launch_nan_per<__half>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
+        norm_add_norm_launch_per<__half>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     else
-        launch_nan_per<float>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
+        norm_add_norm_launch_per<float>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     K_CHECK_LAUNCH();
 }
 
