@@ -16,14 +16,17 @@
  * (inputs rounded to the weight dtype, fp32 accumulate and output), GEMMA_CUDA_GEMM=auto only
  * those with n > 8.
  *
- * Graphs. forward.c brackets a chunk with step_begin / step_end. A single-token step of a
- * given key runs eagerly the first time (which also sizes every scratch buffer), is captured
- * into a CUDA graph the second time, and is replayed from then on. The graph does not depend
- * on the position or the token: before each replay the backend copies {pos, token} into a
- * device block, and while capturing it hands the kernels that device block instead of the
- * host values (kernels.h: dpos, ids). Re-capturing every step would cost more host time than
- * the step itself (about a thousand nodes); this way a step is one cudaGraphLaunch. There is
- * no host synchronisation inside a step: only download and argmax wait.
+ * Graphs. forward.c brackets a chunk with step_begin / step_end. A step of a given key and
+ * number of tokens (one for decode, k + 1 for a speculative verify, at most GRAPH_MAX_ROWS)
+ * runs eagerly the first time (which also sizes every scratch buffer), is captured into a CUDA
+ * graph the second time, and is replayed from then on. The graph does not depend on the
+ * position or the tokens: before each replay the backend copies {pos, tokens} into a device
+ * block, and while capturing it hands the kernels that device block instead of the host
+ * values (kernels.h: dpos, ids). Re-capturing every step would cost more host time than the
+ * step itself (about a thousand nodes); this way a step is one cudaGraphLaunch. When a scratch
+ * buffer grows (a longer chunk than any before), the graphs that use the old one are dropped
+ * and captured again. There is no host synchronisation inside a step: only download and
+ * argmax wait.
  *
  * Fusion. The ops forward.c issues in long runs - matmul, rmsnorm, rope, kv_write, gelu_mul,
  * add - are queued rather than launched, and the queue runs them as fewer, larger kernels
@@ -104,10 +107,12 @@ typedef struct {
     size_t bytes;
 } weight_slot;
 
-#define MAX_GRAPHS 4 /* keys of captured steps */
+#define MAX_GRAPHS     32 /* (key, rows) pairs of captured steps */
+#define GRAPH_MAX_ROWS 16 /* steps of at most this many tokens are captured */
 
 typedef struct {
     int key;               /* the step key (forward.c: what decides the op sequence) */
+    int n;                 /* and its tokens */
     int seen;              /* eager runs so far */
     cudaGraphExec_t exec;  /* NULL until captured */
     double bytes[F_COUNT]; /* bytes one replay moves, per family (counted while capturing) */
@@ -129,7 +134,7 @@ typedef struct {
 
     int *d_ids;              /* [cap_ids] token ids of eager embeds */
     int cap_ids;             /* capacity of d_ids */
-    int *d_params;           /* [1 + DECODE params] {pos, token} read by captured steps */
+    int *d_params;           /* [1 + GRAPH_MAX_ROWS] {pos, tokens} read by captured steps */
     int *h_params;           /* pinned host copy, written before each replay */
     cudaEvent_t params_done; /* the last params upload has been read */
     float *d_partial;        /* attention slices, cap_partial bytes */
@@ -144,6 +149,7 @@ typedef struct {
     /* the step in progress */
     int mode;              /* 0 eager, 1 capturing */
     int cap_pos;           /* position of the step being captured */
+    int cap_n;             /* its tokens */
     const int *cap_tokens; /* its host token array (embeds must pass this one) */
     step_graph *cap;       /* the graph being captured */
     step_graph graphs[MAX_GRAPHS];
@@ -223,6 +229,8 @@ static size_t hash_ptr(const void *p, size_t cap) {
     return (size_t)(h & (cap - 1));
 }
 
+static void graphs_drop(cuda_state *st);
+
 static void weights_grow(cuda_state *st) {
     size_t cap = st->cap_weights ? st->cap_weights * 2 : 256;
     weight_slot *t = xcalloc(cap, sizeof *t);
@@ -254,6 +262,7 @@ static const void *weight_dev(cuda_state *st, const tensor *w) {
                 fprintf(stderr, "cuda: the weight at %p grew from %zu to %zu bytes: copied again\n",
                         w->data, ws->bytes, bytes);
                 CU(cudaStreamSynchronize(st->stream));
+                graphs_drop(st); /* they read the old copy */
                 CU(cudaFree(ws->dev));
                 st->weight_bytes -= ws->bytes;
                 CU(cudaMalloc(&ws->dev, bytes));
@@ -286,11 +295,12 @@ static const void *weight_dev(cuda_state *st, const tensor *w) {
 /* ---- scratch ------------------------------------------------------------------------- */
 
 /* Grow a device scratch buffer to at least `bytes` (never inside a capture: the eager run of
- * the same step has sized it already). */
+ * the same step has sized it already). The captured steps that used the old buffer go. */
 static void *scratch(cuda_state *st, void **buf, size_t *cap, size_t bytes) {
     if (bytes <= *cap) return *buf;
     if (st->mode == 1) die("CUDA scratch grew inside a captured graph (%zu bytes)", bytes);
     CU(cudaStreamSynchronize(st->stream)); /* the old buffer may still be in use */
+    graphs_drop(st);
     if (*buf) CU(cudaFree(*buf));
     CU(cudaMalloc(buf, bytes));
     *cap = bytes;
@@ -417,7 +427,7 @@ static void cu_embed(backend *b, float *out, const tensor *table, const int *ids
     const int *dids;
     if (st->mode == 1) {
         /* Captured: the ids are the step's tokens, which each replay stores at d_params + 1. */
-        if (ids != st->cap_tokens || n != 1)
+        if (ids != st->cap_tokens || n != st->cap_n)
             die("embed inside a captured step must take its tokens");
         dids = st->d_params + 1;
         op_begin(st);
@@ -479,14 +489,31 @@ static void cu_matmul_argmax(backend *b, int *out, const tensor *w, const float 
 
 /* ---- graphs -------------------------------------------------------------------------- */
 
-static step_graph *graph_for(cuda_state *st, int key) {
+/* The graph of the steps with this key and this many tokens; NULL when every slot is taken
+ * (such steps run eagerly). */
+static step_graph *graph_for(cuda_state *st, int key, int n) {
     for (int i = 0; i < st->n_graphs; i++)
-        if (st->graphs[i].key == key) return &st->graphs[i];
+        if (st->graphs[i].key == key && st->graphs[i].n == n) return &st->graphs[i];
     if (st->n_graphs == MAX_GRAPHS) return NULL;
     step_graph *g = &st->graphs[st->n_graphs++];
     memset(g, 0, sizeof *g);
     g->key = key;
+    g->n = n;
     return g;
+}
+
+/* Forget every captured step (a buffer they use has moved): the next steps of each key run
+ * eagerly once and are captured again. The caller has synchronised the stream. */
+static void graphs_drop(cuda_state *st) {
+    for (int i = 0; i < st->n_graphs; i++)
+        if (st->graphs[i].exec) CU(cudaGraphExecDestroy(st->graphs[i].exec));
+    st->n_graphs = 0;
+}
+
+/* Steps of n tokens are captured when n is at most GRAPH_MAX_ROWS and every product of the
+ * step runs our own kernels (cuBLAS is kept out of captures: it may allocate in them). */
+static int graph_rows_ok(const cuda_state *st, int n) {
+    return n <= GRAPH_MAX_ROWS && (n == 1 || st->gemm_mode == 0 || (st->gemm_mode == 2 && n <= 8));
 }
 
 /* Store {pos, tokens} where captured kernels read them. Pinned memory and an async copy: the
@@ -504,8 +531,8 @@ static int cu_step_begin(backend *b, const int *tokens, int n, int pos, int key)
     cuda_state *st = st_flushed(b);
     st->mode = 0;
     if (n == 1) st->decode_steps++;
-    if (!st->use_graphs || st->profile || n != 1) return 0;
-    step_graph *g = graph_for(st, key);
+    if (!st->use_graphs || st->profile || !graph_rows_ok(st, n)) return 0;
+    step_graph *g = graph_for(st, key, n);
     if (!g) return 0;
     params_store(st, tokens, n, pos);
     if (g->exec) {
@@ -524,6 +551,7 @@ static int cu_step_begin(backend *b, const int *tokens, int n, int pos, int key)
     st->mode = 1;
     st->cap = g;
     st->cap_pos = pos;
+    st->cap_n = n;
     st->cap_tokens = tokens;
     return 0;
 }
@@ -698,8 +726,8 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     CU(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     CUBLAS(cublasCreate(&st->cublas));
     CUBLAS(cublasSetStream(st->cublas, st->stream));
-    CU(cudaMalloc((void **)&st->d_params, 2 * sizeof(int)));
-    CU(cudaMallocHost((void **)&st->h_params, 2 * sizeof(int)));
+    CU(cudaMalloc((void **)&st->d_params, (1 + GRAPH_MAX_ROWS) * sizeof(int)));
+    CU(cudaMallocHost((void **)&st->h_params, (1 + GRAPH_MAX_ROWS) * sizeof(int)));
     CU(cudaMalloc(&st->d_argmax, (2 * K_ARGMAX_BLOCKS + 1) * sizeof(int)));
     CU(cudaMallocHost((void **)&st->h_argmax, sizeof(int)));
     CU(cudaEventCreateWithFlags(&st->params_done, cudaEventDisableTiming));

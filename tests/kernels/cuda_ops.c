@@ -557,16 +557,17 @@ static void check_model(const char *dir) {
         tg = argmax_host(lg + (size_t)(N - 1) * V, V);
     double worst = 0;
     int same = 0;
-    enum { LAST = 5 }; /* the last LAST steps are replayed below as one chunk */
-    int fed[LAST];
-    float *step_logits = xmalloc((size_t)LAST * V * sizeof(float));
+    enum { LAST = 5 }; /* the last 2 x LAST steps are run again below as chunks of LAST */
+    int fed[2 * LAST];
+    float *step_logits = xmalloc((size_t)2 * LAST * V * sizeof(float));
     for (int s = 0; s < STEPS; s++) {
         EXPECT(tc == tg, "%s: greedy step %d: gpu %d cpu %d", dir, s, tg, tc);
         same += tc == tg;
         CHECK(decoder_forward(dc, &tc, 1, lc, 0) == 0 && decoder_forward(dg, &tc, 1, lg, 0) == 0);
-        if (s >= STEPS - LAST) {
-            fed[s - (STEPS - LAST)] = tc;
-            memcpy(step_logits + (size_t)(s - (STEPS - LAST)) * V, lg, (size_t)V * sizeof(float));
+        if (s >= STEPS - 2 * LAST) {
+            fed[s - (STEPS - 2 * LAST)] = tc;
+            memcpy(step_logits + (size_t)(s - (STEPS - 2 * LAST)) * V, lg,
+                   (size_t)V * sizeof(float));
         }
         amax = 0;
         d = max_abs_diff(lg, lc, (size_t)V, &amax);
@@ -577,15 +578,24 @@ static void check_model(const char *dir) {
         tg = argmax_host(lg, V);
     }
     /* Speculative verify runs k + 1 positions as one chunk and must reproduce plain decoding
-     * exactly (lossless speculation): roll the GPU decoder back LAST positions and run the
-     * tokens those steps were fed as one chunk; the logits must be bit for bit the steps'. */
+     * exactly (lossless speculation). Roll the GPU decoder back 2 x LAST positions and run the
+     * tokens those steps were fed as two chunks of LAST, twice over: a chunk of LAST tokens
+     * runs eagerly, then captured, then replayed at both positions (a graph reads its position
+     * and tokens from the device). Each chunk's logits must be bit for bit the steps'. */
     {
+        static const char *how[2][2] = {{"eager", "captured"}, {"replayed", "replayed"}};
         float *chunk = xmalloc((size_t)LAST * V * sizeof(float));
-        CHECK(decoder_truncate(dg, decoder_pos(dg) - LAST) == 0);
-        CHECK(decoder_forward(dg, fed, LAST, chunk, 0) == 0);
-        EXPECT(!memcmp(chunk, step_logits, (size_t)LAST * V * sizeof(float)),
-               "%s: a %d-token chunk does not reproduce the single-token steps bit for bit", dir,
-               LAST);
+        for (int pass = 0; pass < 2; pass++) {
+            CHECK(decoder_truncate(dg, decoder_pos(dg) - 2 * LAST) == 0);
+            for (int h = 0; h < 2; h++) {
+                CHECK(decoder_forward(dg, fed + h * LAST, LAST, chunk, 0) == 0);
+                EXPECT(!memcmp(chunk, step_logits + (size_t)h * LAST * V,
+                               (size_t)LAST * V * sizeof(float)),
+                       "%s: a %d-token chunk (%s, at position %d) does not reproduce the "
+                       "single-token steps bit for bit",
+                       dir, LAST, how[pass][h], decoder_pos(dg) - LAST);
+            }
+        }
         free(chunk);
     }
     free(step_logits);
@@ -599,9 +609,10 @@ static void check_model(const char *dir) {
     backend_cuda_stats(dg->b, &cnt);
     const char *graphs = getenv("GEMMA_CUDA_GRAPHS");
     const int want_graphs = !graphs || strcmp(graphs, "0") != 0;
-    EXPECT(want_graphs ? cnt.captures == 1 && cnt.replays >= STEPS - 2
+    /* two graphs: the decode step and the LAST-token chunk (replayed twice) */
+    EXPECT(want_graphs ? cnt.captures == 2 && cnt.replays >= STEPS - 2 + 2
                        : cnt.captures == 0 && cnt.replays == 0,
-           "%s: expected one captured graph and replays, got %ld captures %ld replays", dir,
+           "%s: expected two captured graphs and their replays, got %ld captures %ld replays", dir,
            cnt.captures, cnt.replays);
     printf("%-40s decode %d steps: max|gpu-cpu| %.2e, greedy %d/%d identical, graphs: %ld "
            "captured, %ld replays\n",
