@@ -530,6 +530,60 @@ static int argmax_host(const float *x, int n) {
     return best;
 }
 
+/* A scratch buffer that grows after a step was captured (a chunk longer than any before) must
+ * not leave the captured step reading the freed buffer: the backend drops its graphs and
+ * captures them again. A GPU decoder and a CPU one take a short prefill, three decode steps
+ * (eager, captured, replayed), a long chunk (the attention scratch grows), and three more
+ * decode steps: the logits agree throughout, and the decode step is captured twice. */
+static void check_graph_drop(model *m, const char *dir) {
+    enum { SHORT = 4, LONG = 60 };
+    char err[512];
+    const int V = model_vocab_size(m);
+    engine_options oc = {.max_model_len = 256, .device = "cpu"};
+    engine_options og = oc;
+    og.device = "cuda";
+    decoder *dc = decoder_new(m, &oc, err, sizeof err), *dg = decoder_new(m, &og, err, sizeof err);
+    if (!dc || !dg) die("%s: %s", dir, err);
+    const int id_max = m->config.ple_dim && m->config.ple_vocab < V ? m->config.ple_vocab : V;
+    int ids[SHORT + LONG];
+    for (int i = 0; i < SHORT + LONG; i++)
+        ids[i] = rng_int(id_max);
+    float *lc = xmalloc((size_t)V * sizeof(float)), *lg = xmalloc((size_t)V * sizeof(float));
+    CHECK(decoder_forward(dc, ids, SHORT, lc, SHORT - 1) == 0 &&
+          decoder_forward(dg, ids, SHORT, lg, SHORT - 1) == 0);
+    double worst = 0;
+    for (int phase = 0; phase < 2; phase++) {
+        for (int s = 0; s < 3; s++) {
+            const int tok = argmax_host(lc, V);
+            CHECK(decoder_forward(dc, &tok, 1, lc, 0) == 0 &&
+                  decoder_forward(dg, &tok, 1, lg, 0) == 0);
+            double amax = 0, d = max_abs_diff(lg, lc, (size_t)V, &amax);
+            if (d > worst) worst = d;
+            EXPECT(d <= 2e-3 * (1 + amax),
+                   "%s: graph drop: %s the long chunk, step %d: logits "
+                   "differ by %g",
+                   dir, phase ? "after" : "before", s, d);
+        }
+        if (phase == 0)
+            CHECK(decoder_forward(dc, ids + SHORT, LONG, lc, LONG - 1) == 0 &&
+                  decoder_forward(dg, ids + SHORT, LONG, lg, LONG - 1) == 0);
+    }
+    backend_cuda_counters cnt;
+    backend_cuda_stats(dg->b, &cnt);
+    const char *graphs = getenv("GEMMA_CUDA_GRAPHS");
+    const int want_graphs = !graphs || strcmp(graphs, "0") != 0;
+    EXPECT(want_graphs ? cnt.captures == 2 : cnt.captures == 0,
+           "%s: graph drop: the decode step was captured %ld times (want %d: before the long "
+           "chunk and again after it)",
+           dir, cnt.captures, want_graphs ? 2 : 0);
+    printf("%-40s graphs dropped when scratch grows: max|gpu-cpu| %.2e, %ld captures\n", dir, worst,
+           cnt.captures);
+    free(lc);
+    free(lg);
+    decoder_free(dc);
+    decoder_free(dg);
+}
+
 static void check_model(const char *dir) {
     char err[512];
     model *m = model_load(dir, err, sizeof err);
@@ -622,6 +676,7 @@ static void check_model(const char *dir) {
     free(lg);
     decoder_free(dc);
     decoder_free(dg);
+    check_graph_drop(m, dir);
     model_free(m);
 }
 
