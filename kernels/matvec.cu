@@ -277,10 +277,8 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
  * reducing the current one (else only b). Vector path only (16-byte loads); the first 2 chunks
  * come before the wait when prefetch. L is __grid_constant__: indexed by a segment number in
  * place, not copied. */
-template <typename T, int U, bool PAIR, int MINB, bool P, int L2M = K_MV_L2_OFF>
-__global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS
-                                                 : L2M     ? 6 /* as many as without L2M */
-                                                           : MINB)
+template <typename T, int U, bool PAIR, int MINB, bool P>
+__global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS : MINB)
     matvec1_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
                    int prefetch) {
     constexpr int V = vec16<T>::n, F = 2; /* F: chunks loaded first */
@@ -313,12 +311,12 @@ __global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS
     k_launch_next();
     if (!prefetch) k_wait_only();
     mv_first<T, F>(f1, f2, w1, w2, nch, K * 32 * V, pr);
-    if (L2M && prefetch) {
+    if (prefetch && L.l2) {
         const mv_seg &sg = L.seg[si];
         const bool lead = lane == 0 && warp % K == 0 && row < sg.rows;
         const size_t r0 = (size_t)row * cols;
         mv_prefetch_l2<T, F>(
-            L2M, w1, w2, nch, K * 32 * V, pr, lane, lead ? (const T *)sg.w + r0 : nullptr,
+            L.l2, w1, w2, nch, K * 32 * V, pr, lane, lead ? (const T *)sg.w + r0 : nullptr,
             lead && pr ? (const T *)sg.w_up + r0 : nullptr, (unsigned)(cols * sizeof(T)));
     }
     if (prefetch) k_wait_only();
@@ -449,13 +447,6 @@ static void launch1(cudaStream_t s, const mv_launch &L, const float *x, int cols
     void (*kernel)(const mv_launch, const float *, int, int) =
         mv_tune.unroll == 4 ? matvec1_kernel<T, 4, PAIR, MINB, P>
                             : matvec1_kernel<T, 8, PAIR, MINB, P>;
-    /* The L2 prefetch is compiled apart (it costs the kernel registers, and so blocks per
-     * multiprocessor, even where it is off): the default lean kernel, unroll 8, prefetch on. */
-    if constexpr (MINB == 0 && !P)
-        if (mv_tune.unroll == 8 && pf && L.l2 == K_MV_L2_LINE)
-            kernel = matvec1_kernel<T, 8, PAIR, 0, false, K_MV_L2_LINE>;
-        else if (mv_tune.unroll == 8 && pf && L.l2 == K_MV_L2_BULK)
-            kernel = matvec1_kernel<T, 8, PAIR, 0, false, K_MV_L2_BULK>;
     long grid = L.blocks;
     if (P) {
         const long cap = mv_tune.grid > 0
