@@ -19,9 +19,6 @@
  *   GEMMA_CUDA_MV_SPLIT=N  split-K by the rule before (about N blocks per multiprocessor)
  *                          instead of the default one wave of blocks (matvec.cu split_for);
  *                          unlike the switches above, it changes a row's summation order
- *   GEMMA_CUDA_MV_L2=off|line|bulk, GEMMA_CUDA_MV_L2_MB=N   the lean n = 1 kernel asks L2 for
- *                          the rest of its rows before it waits for its predecessor, per line or
- *                          one bulk prefetch a row, in launches of at most N MiB (default off, 32)
  *   GEMMA_CUDA_PDL=0       no programmatic dependent launch (it is on for sm_90 and newer)
  *   GEMMA_CUDA_PROFILE=1   time every op per kernel family; the table (calls, ms, bytes,
  *                          GB/s) is printed to stderr when the backend is destroyed

@@ -80,13 +80,7 @@ typedef struct {
                      blocks per multiprocessor (8: the rule before). Unlike the fields above,
                      it changes the accumulation order of a row - still a function of the
                      matrix shape alone, so verify and decode agree bit for bit */
-    int l2;       /* K_MV_L2_OFF (default), K_MV_L2_LINE or K_MV_L2_BULK: before waiting for
-                     its predecessor, the lean kernel asks L2 for the rest of its rows (a
-                     prefetch per 128-byte line, or one bulk prefetch per row on sm_90) */
-    int l2_mb;    /* ... only in launches that read at most this many MiB of weights (so what
-                     is prefetched stays in L2 until it is read) */
 } k_mv_tuning;
-enum { K_MV_L2_OFF = 0, K_MV_L2_LINE = 1, K_MV_L2_BULK = 2 };
 int k_matvec_set_tuning(const k_mv_tuning *t);
 
 /* rmsnorm.cu: for each of n_vec vectors of dim: out = x / sqrt(mean(x^2) + eps) (* w when w is

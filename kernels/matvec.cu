@@ -67,15 +67,13 @@ struct mv_launch {
     mv_seg seg[K_MV_SEGS];
     int n_segs;
     int blocks; /* virtual blocks of all segments (the grid, unless it is persistent) */
-    int l2;     /* K_MV_L2_*: what the lean kernel asks of L2 before its wait (0 in launches
-                   that read more than mv_tune.l2_mb MiB) */
 };
 
 /* The tuning of the next launches (kernels.h: k_mv_tuning; each backend sets its own before its
  * launches). unroll U: the column loop's unroll (4 or 8); prefetch F: chunks per lane loaded
  * before the wait (2 or 4; 0: none, F = 2 after the wait); decode: the n = 1 kernel; grid 0 (one
  * block per virtual block), -1 (persistent) or N > 0 (persistent, at most N blocks). */
-static k_mv_tuning mv_tune = {8, 2, K_MV_LEAN, 0, 0, K_MV_L2_OFF, 32};
+static k_mv_tuning mv_tune = {8, 2, K_MV_LEAN, 0, 0};
 
 /* Store the finished products of (input t, row) by the segment's epilogue. */
 __device__ __forceinline__ void mv_store(const mv_seg &sg, int t, int row, float v, float v_up) {
@@ -114,37 +112,6 @@ __device__ __forceinline__ void mv_first(uint4 *f1, uint4 *f2, const T *w1, cons
             f1[ch] = __ldcs(reinterpret_cast<const uint4 *>(w1 + ch * stride));
             if (pair) f2[ch] = __ldcs(reinterpret_cast<const uint4 *>(w2 + ch * stride));
         }
-}
-
-/* Ask L2 for the rest of a warp's row (chunks F .. nch - 1, and the up matrix's when pair) while
- * the kernel still waits for its predecessor; the loads after the wait then find it there. A
- * small product (o, q / k / v, the per-layer ones) is then streamed while the kernel before it
- * - a norm, the attention - runs latency-bound on a few multiprocessors, instead of after it.
- * LINE: lanes 0, 8, 16 and 24 each prefetch one 128-byte line of the warp's 512-byte chunks.
- * BULK (sm_90; LINE before): one cp.async.bulk.prefetch of a whole row (row1, row2: non-NULL
- * in the lane that issues it), no registers and one instruction. */
-template <typename T, int F>
-__device__ __forceinline__ void mv_prefetch_l2(int mode, const T *w1, const T *w2, int nch,
-                                               int stride, bool pair, int lane, const T *row1,
-                                               const T *row2, unsigned row_bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (mode == K_MV_L2_BULK) {
-        if (row1)
-            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(row1), "r"(row_bytes)
-                         : "memory");
-        if (row2)
-            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(row2), "r"(row_bytes)
-                         : "memory");
-        return;
-    }
-#else
-    (void)mode, (void)row1, (void)row2, (void)row_bytes;
-#endif
-    if (lane & 7) return;
-    for (int ch = F; ch < nch; ch++) {
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(w1 + ch * stride));
-        if (pair) asm volatile("prefetch.global.L2 [%0];" ::"l"(w2 + ch * stride));
-    }
 }
 
 template <typename T> __device__ __forceinline__ void mv_unpack(const uint4 &u, float *f) {
@@ -311,14 +278,6 @@ __global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS : MIN
     k_launch_next();
     if (!prefetch) k_wait_only();
     mv_first<T, F>(f1, f2, w1, w2, nch, K * 32 * V, pr);
-    if (prefetch && L.l2) {
-        const mv_seg &sg = L.seg[si];
-        const bool lead = lane == 0 && warp % K == 0 && row < sg.rows;
-        const size_t r0 = (size_t)row * cols;
-        mv_prefetch_l2<T, F>(
-            L.l2, w1, w2, nch, K * 32 * V, pr, lane, lead ? (const T *)sg.w + r0 : nullptr,
-            lead && pr ? (const T *)sg.w_up + r0 : nullptr, (unsigned)(cols * sizeof(T)));
-    }
     if (prefetch) k_wait_only();
 
     for (;;) {
@@ -540,11 +499,6 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
         blocks += k_blocks((size_t)segs[i].rows, MV_WARPS / d->k);
     }
     L.blocks = (int)blocks;
-    double bytes = 0;
-    for (int i = 0; i < n_segs; i++)
-        bytes +=
-            (double)segs[i].rows * cols * sizeof(T) * (segs[i].epilogue == K_MV_GELU_PAIR ? 2 : 1);
-    L.l2 = bytes <= (double)mv_tune.l2_mb * (1 << 20) ? mv_tune.l2 : K_MV_L2_OFF;
     if (n == 1)
         launch_pair<T, 1>(s, L, blocks, x, cols, n, vec[0], pair);
     else if (n <= 4)
@@ -587,8 +541,7 @@ extern "C" void k_matvec(cudaStream_t s, float *out, const void *w, int wdtype, 
 extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
     if ((t->unroll != 4 && t->unroll != 8) ||
         (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
-        (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0 ||
-        t->l2 < K_MV_L2_OFF || t->l2 > K_MV_L2_BULK || t->l2_mb < 0)
+        (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0)
         return -1;
     mv_tune = *t;
     return 0;
