@@ -42,22 +42,30 @@ extern "C" void k_kv_write(cudaStream_t s, float *cache, const float *src, int n
     K_CHECK_LAUNCH();
 }
 
-/* The key and value rows of position j for this lane (dims lane, lane + 32, ...), or zeros
- * past the slice (j >= j1). Loaded together: the value does not depend on the score. */
+/* The key and value rows of position j for this lane (dims lane, lane + 32, ..., PER of them),
+ * or zeros past the slice (j >= j1). Loaded together: the value does not depend on the score. */
+template <int PER>
 __device__ __forceinline__ void att_load_kv(float *kr, float *vr, const float *kc, const float *vc,
                                             int j, int j1, int len, size_t kv_dim, int kvh, int hd,
                                             int lane) {
     const bool live = j < j1;
     const size_t row = (size_t)(live ? j % len : 0) * kv_dim + (size_t)kvh * hd;
 #pragma unroll
-    for (int i = 0; i < ATT_PER_LANE; i++) {
+    for (int i = 0; i < PER; i++) {
         const int d = lane + 32 * i;
         kr[i] = live && d < hd ? kc[row + d] : 0.0f;
         vr[i] = live && d < hd ? vc[row + d] : 0.0f;
     }
 }
 
-/* One slice of one (row, head). partial: [row][head][split][head_dim + 2] = acc..., max, sum. */
+/* One slice of one (row, head). partial: [row][head][split][head_dim + 2] = acc..., max, sum.
+ * PER: dims per lane, head_dim / 32 rounded up to a power of two. A lane holds PER dims of q,
+ * of its accumulator and of two positions' keys and values, so the registers (and with them
+ * the blocks a multiprocessor holds) follow the head: compiled for the largest head (512) it
+ * took 152 registers a thread - 3 blocks per multiprocessor - also for E4B's 256-wide sliding
+ * layers and the small model's 32-wide heads. Dims past head_dim were never summed, so every
+ * PER gives the same bits. */
+template <int PER>
 __global__ void __launch_bounds__(ATT_WARPS * 32)
     attn_split_kernel(float *partial, const float *q, const float *kc, const float *vc,
                       const int *dpos, int pos0, int len, int window, int n_heads, int n_kv_heads,
@@ -76,10 +84,10 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
     const int j0 = lo + split * per;
     const int j1 = min(p + 1, j0 + per); /* exclusive */
 
-    float qr[ATT_PER_LANE], acc[ATT_PER_LANE];
+    float qr[PER], acc[PER];
     const float *qh = q + ((size_t)t * n_heads + h) * hd;
 #pragma unroll
-    for (int i = 0; i < ATT_PER_LANE; i++) {
+    for (int i = 0; i < PER; i++) {
         const int d = lane + 32 * i;
         qr[i] = d < hd ? qh[d] : 0.0f;
         acc[i] = 0.0f;
@@ -89,13 +97,13 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
      * before the current one is scored, so a position costs its arithmetic, not a memory
      * round trip (the loads never depend on a score). The arithmetic and its order are those
      * of the plain loop. */
-    float kr[ATT_PER_LANE], vr[ATT_PER_LANE], kn[ATT_PER_LANE], vn[ATT_PER_LANE];
-    att_load_kv(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane);
+    float kr[PER], vr[PER], kn[PER], vn[PER];
+    att_load_kv<PER>(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane);
     for (int j = j0 + warp; j < j1; j += ATT_WARPS) {
-        att_load_kv(kn, vn, kc, vc, j + ATT_WARPS, j1, len, kv_dim, kvh, hd, lane);
+        att_load_kv<PER>(kn, vn, kc, vc, j + ATT_WARPS, j1, len, kv_dim, kvh, hd, lane);
         float sdot = 0.0f;
 #pragma unroll
-        for (int i = 0; i < ATT_PER_LANE; i++) {
+        for (int i = 0; i < PER; i++) {
             const int d = lane + 32 * i;
             if (d < hd) sdot += qr[i] * kr[i];
         }
@@ -104,7 +112,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
         const float corr = expf(m - mn), e = expf(sdot - mn);
         l = l * corr + e;
 #pragma unroll
-        for (int i = 0; i < ATT_PER_LANE; i++) {
+        for (int i = 0; i < PER; i++) {
             const int d = lane + 32 * i;
             if (d < hd) acc[i] = acc[i] * corr + e * vr[i];
             kr[i] = kn[i];
@@ -118,7 +126,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
         sm_l[warp] = l;
     }
 #pragma unroll
-    for (int i = 0; i < ATT_PER_LANE; i++) {
+    for (int i = 0; i < PER; i++) {
         const int d = lane + 32 * i;
         if (d < hd) sm_acc[warp][d] = acc[i];
     }
@@ -214,8 +222,14 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
         exit(1);
     }
     dim3 grid(n_splits, n_heads, n_tok);
-    k_launch(attn_split_kernel, dim3(grid), dim3(ATT_WARPS * 32), s, partial, q, kc, vc, dpos, pos0,
-             len, window, n_heads, n_kv_heads, head_dim, n_splits);
+    void (*split)(float *, const float *, const float *, const float *, const int *, int, int, int,
+                  int, int, int, int) = head_dim <= 32    ? attn_split_kernel<1>
+                                        : head_dim <= 64  ? attn_split_kernel<2>
+                                        : head_dim <= 128 ? attn_split_kernel<4>
+                                        : head_dim <= 256 ? attn_split_kernel<8>
+                                                          : attn_split_kernel<ATT_PER_LANE>;
+    k_launch(split, dim3(grid), dim3(ATT_WARPS * 32), s, partial, q, kc, vc, dpos, pos0, len,
+             window, n_heads, n_kv_heads, head_dim, n_splits);
     K_CHECK_LAUNCH();
     k_launch(attn_merge_kernel, dim3(n_heads, n_tok), dim3(ATT_MERGE_THREADS), s, out,
              (const float *)partial, n_heads, head_dim, n_splits);
