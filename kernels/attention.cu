@@ -62,9 +62,11 @@ __device__ __forceinline__ void att_load_kv(float *kr, float *vr, const float *k
  * PER: dims per lane, head_dim / 32 rounded up to a power of two. A lane holds PER dims of q,
  * of its accumulator and of two positions' keys and values, so the registers (and with them
  * the blocks a multiprocessor holds) follow the head: compiled for the largest head (512) it
- * took 152 registers a thread - 3 blocks per multiprocessor - also for E4B's 256-wide sliding
- * layers and the small model's 32-wide heads. Dims past head_dim were never summed, so every
- * PER gives the same bits. */
+ * took 152 registers a thread - 3 blocks per multiprocessor - also for the small model's
+ * 32-wide heads (32 registers with PER = 1: its decode 3 %, its k = 3 speculation 16 % faster,
+ * docs/bench_gpu.md). Wider heads keep PER = 16: E4B's 256-wide layers with PER = 8 (79
+ * registers) measured 0.4 % slower a step. Dims past head_dim were never summed, so every PER
+ * gives the same bits. */
 template <int PER>
 __global__ void __launch_bounds__(ATT_WARPS * 32)
     attn_split_kernel(float *partial, const float *q, const float *kc, const float *vc,
@@ -226,7 +228,6 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
                   int, int, int, int) = head_dim <= 32    ? attn_split_kernel<1>
                                         : head_dim <= 64  ? attn_split_kernel<2>
                                         : head_dim <= 128 ? attn_split_kernel<4>
-                                        : head_dim <= 256 ? attn_split_kernel<8>
                                                           : attn_split_kernel<ATT_PER_LANE>;
     k_launch(split, dim3(grid), dim3(ATT_WARPS * 32), s, partial, q, kc, vc, dpos, pos0, len,
              window, n_heads, n_kv_heads, head_dim, n_splits);
