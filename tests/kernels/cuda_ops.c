@@ -27,7 +27,8 @@
  *   cuda_ops decode-profile DIR P S   decode steps after a P-token prefill: ms per step with
  *                               graphs (with and without PDL, with and without fusion) and
  *                               without, bytes per step, per-family time table;
- *                               DECODE_PROFILE_RUNS / DECODE_PROFILE_CUSTOM pick the runs, and
+ *                               DECODE_PROFILE_RUNS / DECODE_PROFILE_CUSTOM pick the runs,
+ *                               DECODE_PROFILE_VERIFY="2 4 5" adds verify passes of n rows, and
  *                               DECODE_PROFILE_NCU=1 brackets the measured steps with
  *                               cudaProfilerStart / Stop for `ncu --profile-from-start off`
  *

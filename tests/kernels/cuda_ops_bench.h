@@ -272,6 +272,41 @@ static int env_on(const char *name) {
  * backend's switches set in turn: extra is "NAME=VALUE" settings separated by spaces, or NULL),
  * graphs off (eager launches), and profiled (every op timed by events; graphs off). Prints one
  * JSON line per way and the per-family table of the profiled run. */
+/* DECODE_PROFILE_VERIFY="2 4 5 9": after the decode steps, a speculative verify's forward pass
+ * over n positions (no logits; the head's argmax is not included), run where the decoder
+ * stands and rolled back each time - eager, captured, then timed over 32 replays. One line per
+ * n: ms per pass and its cost in decode steps (step_ms, measured just before). */
+static void verify_profile(decoder *d, const char *label, double step_ms) {
+    const char *list = getenv("DECODE_PROFILE_VERIFY");
+    if (!list || !*list) return;
+    const int V = model_vocab_size(d->m), pos = decoder_pos(d);
+    for (const char *p = list; *p;) {
+        char *end = NULL;
+        const long n = strtol(p, &end, 10);
+        if (end == p || n < 1 || n > 64)
+            die("DECODE_PROFILE_VERIFY: \"%s\" is not a list of row "
+                "counts from 1 to 64",
+                list);
+        p = end + strspn(end, " ,");
+        int buf[64];
+        for (int i = 0; i < n; i++)
+            buf[i] = (int)((7919u * (unsigned)(i + 1)) % (unsigned)V);
+        float probe;
+        double t0 = 0;
+        enum { WARM = 3, REPS = 32 };
+        for (int r = 0; r < WARM + REPS; r++) {
+            if (r == WARM) t0 = now_seconds();
+            CHECK(decoder_forward(d, buf, (int)n, NULL, 0) == 0);
+            CHECK(decoder_truncate(d, pos) == 0);
+        }
+        d->b->download(d->b, &probe, d->hidden, 1); /* waits for the last pass */
+        const double ms = 1e3 * (now_seconds() - t0) / REPS;
+        printf("{\"run\": \"%s\", \"verify_rows\": %ld, \"ms_per_verify\": %.4f, "
+               "\"decode_steps\": %.2f}\n",
+               label, n, ms, ms / step_ms);
+    }
+}
+
 static void decode_once(const model *m, const char *graphs, const char *profile, const char *fuse,
                         const char *pdl, const char *extra, int prompt, int steps,
                         const char *label) {
@@ -304,7 +339,11 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
         p = *end ? end + 1 : end;
     }
     char err[512];
-    engine_options o = {.max_model_len = prompt + steps + 8, .device = "cuda"};
+    /* room for DECODE_PROFILE_VERIFY's passes only when asked (the length sets the full
+     * layers' attention slices, and so the step) */
+    const char *verify = getenv("DECODE_PROFILE_VERIFY");
+    engine_options o = {.max_model_len = prompt + steps + 8 + (verify && *verify ? 64 : 0),
+                        .device = "cuda"};
     decoder *d = decoder_new(m, &o, err, sizeof err);
     if (!d) die("%s", err);
     const int V = model_vocab_size(m);
@@ -337,6 +376,7 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
                label, steps, 1e3 * dt / steps, steps / dt, c.bytes / steps, c.weight_bytes,
                c.replays, c.device);
         if (!strcmp(profile, "1")) backend_cuda_profile_print(d->b, stdout);
+        verify_profile(d, label, 1e3 * dt / steps);
     }
     fflush(stdout);
     free(ids);
