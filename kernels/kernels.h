@@ -80,6 +80,8 @@ typedef struct {
                      blocks per multiprocessor (8: the rule before). Unlike the fields above,
                      it changes the accumulation order of a row - still a function of the
                      matrix shape alone, so verify and decode agree bit for bit */
+    int rows;     /* rows a warp takes at n = 2 .. 8: 2 (default: matvec_rows_kernel loads x once
+                     for both) or 1 (the general kernel, as before) */
 } k_mv_tuning;
 int k_matvec_set_tuning(const k_mv_tuning *t);
 

@@ -73,7 +73,7 @@ struct mv_launch {
  * launches). unroll U: the column loop's unroll (4 or 8); prefetch F: chunks per lane loaded
  * before the wait (2 or 4; 0: none, F = 2 after the wait); decode: the n = 1 kernel; grid 0 (one
  * block per virtual block), -1 (persistent) or N > 0 (persistent, at most N blocks). */
-static k_mv_tuning mv_tune = {8, 2, K_MV_LEAN, 0, 0};
+static k_mv_tuning mv_tune = {8, 2, K_MV_LEAN, 0, 0, 2};
 
 /* Store the finished products of (input t, row) by the segment's epilogue. */
 __device__ __forceinline__ void mv_store(const mv_seg &sg, int t, int row, float v, float v_up) {
@@ -88,17 +88,20 @@ __device__ __forceinline__ void mv_store(const mv_seg &sg, int t, int row, float
     }
 }
 
+/* acc + the dot product of four weights with four inputs: the one expression every kernel
+ * here sums with, so that all of them round alike (the reproducibility rule above). */
+__device__ __forceinline__ float mv_dot4(const float *wf, const float4 xv, float acc) {
+    return acc + (wf[0] * xv.x + wf[1] * xv.y + wf[2] * xv.z + wf[3] * xv.w);
+}
+
 /* acc + the dot product of 16 bytes of weights (already fp32 in wf) with x[c .. c + V), four
  * products at a time. */
 template <int V>
 __device__ __forceinline__ float mv_dot16(const float *wf, const float *__restrict__ xp,
                                           float acc) {
 #pragma unroll
-    for (int q = 0; q < V / 4; q++) {
-        const float4 xv = __ldg(reinterpret_cast<const float4 *>(xp) + q);
-        acc +=
-            wf[4 * q] * xv.x + wf[4 * q + 1] * xv.y + wf[4 * q + 2] * xv.z + wf[4 * q + 3] * xv.w;
-    }
+    for (int q = 0; q < V / 4; q++)
+        acc = mv_dot4(wf + 4 * q, __ldg(reinterpret_cast<const float4 *>(xp) + q), acc);
     return acc;
 }
 
@@ -338,6 +341,119 @@ __global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS : MIN
     }
 }
 
+/* Two to eight inputs (a speculative verify, a short chunk), MV_ROWS rows per warp. The
+ * general kernel loads 32 bytes of x per input for every 16 bytes of weights, and at n = 4 on
+ * E4B that stalls it on L1 (docs/gpu_logs/s13/call9: o_proj at 19 % of DRAM bandwidth, L1 79 %
+ * busy; a verify over 4 positions cost 2.2 decode steps). Here a warp loads each chunk of x once
+ * for MV_ROWS rows: warp w takes slice w % K of rows r, r + 8 / K, ... of its block. A row's
+ * sum is the general kernel's - the lane's chunks in column order, the warp sum, the K slices
+ * in order - so verify and decode still agree bit for bit. Inputs NT at a time (more pass over
+ * the rows again); the vector path only (16-byte loads), no weights before the wait. */
+#define MV_ROWS 2
+
+template <typename T, int NT, bool PAIR>
+__global__ void __launch_bounds__(MV_WARPS * 32)
+    matvec_rows_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
+                       int n) {
+    int si = 0;
+#pragma unroll
+    for (int i = 1; i < K_MV_SEGS; i++)
+        if (i < L.n_segs && (int)blockIdx.x >= L.seg[i].block0) si = i;
+    const mv_seg &sg = L.seg[si];
+    __shared__ float part[MV_ROWS][MV_WARPS][NT], part_up[MV_ROWS][MV_WARPS][NT];
+    constexpr int V = vec16<T>::n;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int K = sg.k, slice = warp % K, per = MV_WARPS / K; /* rows of one pass of the block */
+    const int row0 = ((int)blockIdx.x - sg.block0) * (MV_ROWS * per) + warp / K;
+    const int stride = K * 32 * V, c0 = (slice * 32 + lane) * V;
+    const int nch = c0 < cols ? (cols - c0 + stride - 1) / stride : 0;
+    const bool pair = PAIR && sg.epilogue == K_MV_GELU_PAIR;
+    const T *w1[MV_ROWS], *w2[MV_ROWS];
+#pragma unroll
+    for (int r = 0; r < MV_ROWS; r++) {
+        const int row = row0 + r * per;
+        const size_t off = (size_t)(row < sg.rows ? row : 0) * cols + c0; /* dead rows: row 0 */
+        w1[r] = (const T *)sg.w + off;
+        w2[r] = pair ? (const T *)sg.w_up + off : w1[r];
+    }
+    k_wait_prior();
+
+    for (int t0 = 0; t0 < n; t0 += NT) {
+        float acc[MV_ROWS][NT], acc_up[MV_ROWS][NT];
+#pragma unroll
+        for (int r = 0; r < MV_ROWS; r++)
+#pragma unroll
+            for (int t = 0; t < NT; t++)
+                acc[r][t] = acc_up[r][t] = 0.0f;
+#pragma unroll 4
+        for (int ch = 0; ch < nch; ch++) {
+            const int c = ch * stride;
+            float wf[MV_ROWS][V], wf2[MV_ROWS][V];
+#pragma unroll
+            for (int r = 0; r < MV_ROWS; r++) {
+                mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w1[r] + c)), wf[r]);
+                if (pair) mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w2[r] + c)), wf2[r]);
+            }
+#pragma unroll
+            for (int t = 0; t < NT; t++)
+                if (t0 + t < n) {
+                    const float4 *xp =
+                        reinterpret_cast<const float4 *>(x + (size_t)(t0 + t) * cols + c0 + c);
+                    float4 xv[V / 4];
+#pragma unroll
+                    for (int q = 0; q < V / 4; q++)
+                        xv[q] = __ldg(xp + q);
+#pragma unroll
+                    for (int r = 0; r < MV_ROWS; r++)
+#pragma unroll
+                        for (int q = 0; q < V / 4; q++) {
+                            acc[r][t] = mv_dot4(wf[r] + 4 * q, xv[q], acc[r][t]);
+                            if (pair) acc_up[r][t] = mv_dot4(wf2[r] + 4 * q, xv[q], acc_up[r][t]);
+                        }
+                }
+        }
+#pragma unroll
+        for (int r = 0; r < MV_ROWS; r++) {
+            const int row = row0 + r * per;
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                acc[r][t] = warp_sum(acc[r][t]);
+                if (pair) acc_up[r][t] = warp_sum(acc_up[r][t]);
+            }
+            if (K == 1) {
+#pragma unroll
+                for (int t = 0; t < NT; t++)
+                    if (row < sg.rows && lane == 0 && t0 + t < n)
+                        mv_store(sg, t0 + t, row, acc[r][t], acc_up[r][t]);
+            } else if (lane == 0) {
+#pragma unroll
+                for (int t = 0; t < NT; t++) {
+                    part[r][warp][t] = acc[r][t];
+                    part_up[r][warp][t] = acc_up[r][t];
+                }
+            }
+        }
+        if (K > 1) { /* uniform over the block: K is the segment's, and a block has one */
+            __syncthreads();
+#pragma unroll
+            for (int r = 0; r < MV_ROWS; r++) {
+                const int row = row0 + r * per;
+                if (row < sg.rows && lane == 0 && slice == 0)
+#pragma unroll
+                    for (int t = 0; t < NT; t++) {
+                        float v = 0.0f, vu = 0.0f;
+                        for (int k = 0; k < K; k++) {
+                            v += part[r][warp + k][t];
+                            vu += part_up[r][warp + k][t];
+                        }
+                        if (t0 + t < n) mv_store(sg, t0 + t, row, v, vu);
+                    }
+            }
+            __syncthreads(); /* part is reused by the next group of inputs */
+        }
+    }
+}
+
 /* Multiprocessors of the current device (read once). */
 static int sm_count(void) {
     static int sms = 0;
@@ -483,6 +599,10 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
     unsigned blocks = 0;
     bool pair = false;
     const int per_pass = 32 * (vec[0] ? vec16<T>::n : 1);
+    /* 2 .. 8 inputs on the vector path: MV_ROWS rows a warp (matvec_rows_kernel), unless the
+     * tuning asks for the general kernel */
+    const int rows_kernel = vec[0] && n >= 2 && n <= 8 && mv_tune.rows == MV_ROWS;
+    const int rows_per_warp = rows_kernel ? MV_ROWS : 1;
     for (int i = 0; i < n_segs; i++) {
         mv_seg *d = &L.seg[i];
         d->out = segs[i].out;
@@ -496,10 +616,13 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
         d->k = split_for(segs[i].rows, cols, per_pass);
         d->block0 = (int)blocks;
         pair = pair || d->epilogue == K_MV_GELU_PAIR;
-        blocks += k_blocks((size_t)segs[i].rows, MV_WARPS / d->k);
+        blocks += k_blocks((size_t)segs[i].rows, (unsigned)(rows_per_warp * MV_WARPS / d->k));
     }
     L.blocks = (int)blocks;
-    if (n == 1)
+    if (rows_kernel)
+        k_launch(pair ? matvec_rows_kernel<T, 4, true> : matvec_rows_kernel<T, 4, false>,
+                 dim3(blocks), dim3(MV_WARPS * 32), s, L, x, cols, n);
+    else if (n == 1)
         launch_pair<T, 1>(s, L, blocks, x, cols, n, vec[0], pair);
     else if (n <= 4)
         launch_pair<T, 4>(s, L, blocks, x, cols, n, vec[0], pair);
@@ -541,7 +664,8 @@ extern "C" void k_matvec(cudaStream_t s, float *out, const void *w, int wdtype, 
 extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
     if ((t->unroll != 4 && t->unroll != 8) ||
         (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
-        (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0)
+        (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0 ||
+        (t->rows != 1 && t->rows != 2))
         return -1;
     mv_tune = *t;
     return 0;

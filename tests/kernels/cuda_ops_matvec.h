@@ -1,7 +1,8 @@
 /* cuda_ops_matvec.h: the decode variants of matvec.cu (GEMMA_CUDA_MV_DECODE=lean|lean8|general:
  * the lean n = 1 kernel, the default, compiled with the compiler's registers or for 8 blocks
  * per multiprocessor, or the general kernel that n > 1 runs; GEMMA_CUDA_MV_GRID=persist|N, a
- * persistent grid walking the rows with a stride) checked the
+ * persistent grid walking the rows with a stride; GEMMA_CUDA_MV_ROWS=1, the general kernel for
+ * 2 .. 8 inputs instead of two rows a warp) checked the
  * way the default kernel is: against the CPU backend on fresh random inputs, and bit for bit
  * against the default where matvec.cu's reproducibility rule says a row's result depends only
  * on its matrix's shape. Included once, by cuda_ops.c, after cuda_ops_fused.h (one translation
@@ -80,10 +81,10 @@ static void mv_same_bits(backend *alt, const char *name) {
 }
 
 static void test_mv_bad_values(void) {
-    const char *bads[][2] = {
-        {"GEMMA_CUDA_MV_DECODE", "fast"}, {"GEMMA_CUDA_MV_DECODE", "staged"},
-        {"GEMMA_CUDA_MV_GRID", "0"},      {"GEMMA_CUDA_MV_GRID", "-1"},
-        {"GEMMA_CUDA_MV_GRID", "12x"},    {"GEMMA_CUDA_MV_GRID", "persistent"}};
+    const char *bads[][2] = {{"GEMMA_CUDA_MV_DECODE", "fast"}, {"GEMMA_CUDA_MV_DECODE", "staged"},
+                             {"GEMMA_CUDA_MV_GRID", "0"},      {"GEMMA_CUDA_MV_GRID", "-1"},
+                             {"GEMMA_CUDA_MV_GRID", "12x"},    {"GEMMA_CUDA_MV_GRID", "persistent"},
+                             {"GEMMA_CUDA_MV_ROWS", "3"}};
     for (size_t e = 0; e < sizeof bads / sizeof bads[0]; e++) {
         setenv(bads[e][0], bads[e][1], 1);
         char err[256] = "";
@@ -104,13 +105,14 @@ static void test_matvec_variants(void) {
         {"GEMMA_CUDA_MV_DECODE", "lean8", "GEMMA_CUDA_MV_GRID", "persist"},
         {"GEMMA_CUDA_MV_GRID", "7", "GEMMA_CUDA_MV_UNROLL", "4"},
         {"GEMMA_CUDA_MV_GRID", "3", "GEMMA_CUDA_MV_PREFETCH", "0"},
+        {"GEMMA_CUDA_MV_ROWS", "1", NULL, NULL},
     };
     const int n_variants = (int)(sizeof variants / sizeof variants[0]);
     for (int v = 0; v < n_variants; v++) {
-        /* Under the sanitizers ("small") three variants cover every kernel and path: the
+        /* Under the sanitizers ("small") four variants cover every kernel and path: the
          * general kernel (0), lean8 with the persistent grid (3), a grid of 3 without
-         * prefetch (5). */
-        if (small_shapes && v != 0 && v != 3 && v != 5) continue;
+         * prefetch (5), the general kernel for 2 .. 8 inputs (6). */
+        if (small_shapes && v != 0 && v != 3 && v != 5 && v != 6) continue;
         char name[160];
         snprintf(name, sizeof name, "%s=%s%s%s%s%s", variants[v][0], variants[v][1],
                  variants[v][2] ? " " : "", variants[v][2] ? variants[v][2] : "",
