@@ -18,21 +18,29 @@ static int env_flag(const char *name, int dflt) {
 }
 
 /* GEMMA_CUDA_MV_UNROLL=4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4, GEMMA_CUDA_MV_DECODE=lean|lean8|general,
- * GEMMA_CUDA_MV_GRID=blocks|persist|N, GEMMA_CUDA_MV_SPLIT=N and GEMMA_CUDA_MV_ROWS=1|2 (kernels.h:
- * k_mv_tuning) into t; -1
+ * GEMMA_CUDA_MV_GRID=blocks|persist|N, GEMMA_CUDA_MV_SPLIT=N, GEMMA_CUDA_MV_ROWS=1|2 and
+ * GEMMA_CUDA_MV_ROWS_MIN=KiB (kernels.h: k_mv_tuning) into t; -1
  * with a message naming the variable for any other value. */
 static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
-    const char *names[] = {"GEMMA_CUDA_MV_UNROLL", "GEMMA_CUDA_MV_PREFETCH", "GEMMA_CUDA_MV_DECODE",
-                           "GEMMA_CUDA_MV_GRID",   "GEMMA_CUDA_MV_SPLIT",    "GEMMA_CUDA_MV_ROWS"};
+    const char *names[] = {"GEMMA_CUDA_MV_UNROLL",  "GEMMA_CUDA_MV_PREFETCH",
+                           "GEMMA_CUDA_MV_DECODE",  "GEMMA_CUDA_MV_GRID",
+                           "GEMMA_CUDA_MV_SPLIT",   "GEMMA_CUDA_MV_ROWS",
+                           "GEMMA_CUDA_MV_ROWS_MIN"};
     const char *allowed[] = {"4 or 8",
                              "0, 2 or 4",
                              "lean, lean8 or general",
                              "blocks, persist or a number of blocks from 1 to 1000000",
                              "a number of blocks per multiprocessor from 1 to 64",
-                             "1 or 2"};
-    *t = (k_mv_tuning){
-        .unroll = 8, .prefetch = 2, .decode = K_MV_LEAN, .grid = 0, .split = 0, .rows = 2};
-    for (int i = 0; i < 6; i++) {
+                             "1 or 2",
+                             "a number of KiB from 0 to 1048576"};
+    *t = (k_mv_tuning){.unroll = 8,
+                       .prefetch = 2,
+                       .decode = K_MV_LEAN,
+                       .grid = 0,
+                       .split = 0,
+                       .rows = 2,
+                       .rows_min_kb = 4096};
+    for (int i = 0; i < 7; i++) {
         const char *v = getenv(names[i]);
         if (!v || !*v) continue;
         char *end = NULL;
@@ -50,8 +58,10 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
                  (is_num && num >= 1 && num <= 1000000);
         else if (i == 4)
             ok = is_num && num >= 1 && num <= 64;
-        else
+        else if (i == 5)
             ok = is_num && (num == 1 || num == 2);
+        else
+            ok = is_num && num >= 0 && num <= 1048576;
         if (!ok) {
             snprintf(err, errlen, "environment variable %s: \"%s\" is not %s", names[i], v,
                      allowed[i]);
@@ -69,8 +79,10 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
             t->grid = !strcmp(v, "blocks") ? 0 : !strcmp(v, "persist") ? -1 : (int)num;
         else if (i == 4)
             t->split = (int)num;
-        else
+        else if (i == 5)
             t->rows = (int)num;
+        else
+            t->rows_min_kb = (int)num;
     }
     CHECK(k_matvec_set_tuning(t) == 0);
     return 0;

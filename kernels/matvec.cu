@@ -73,7 +73,7 @@ struct mv_launch {
  * launches). unroll U: the column loop's unroll (4 or 8); prefetch F: chunks per lane loaded
  * before the wait (2 or 4; 0: none, F = 2 after the wait); decode: the n = 1 kernel; grid 0 (one
  * block per virtual block), -1 (persistent) or N > 0 (persistent, at most N blocks). */
-static k_mv_tuning mv_tune = {8, 2, K_MV_LEAN, 0, 0, 2};
+static k_mv_tuning mv_tune = {8, 2, K_MV_LEAN, 0, 0, 2, 4096};
 
 /* Store the finished products of (input t, row) by the segment's epilogue. */
 __device__ __forceinline__ void mv_store(const mv_seg &sg, int t, int row, float v, float v_up) {
@@ -350,6 +350,11 @@ __global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS : MIN
  * in order - so verify and decode still agree bit for bit. Inputs NT at a time (more pass over
  * the rows again); the vector path only (16-byte loads), no weights before the wait. */
 #define MV_ROWS 2
+/* ... in launches of at least mv_tune.rows_min_kb KiB of weights (default 4096). Halving the
+ * blocks costs a small, latency-bound launch more than the x loads it saves (call 10: the small
+ * model's verify over 4 positions 2.0 decode steps instead of 1.5, while E4B's fell from 2.22 to
+ * 1.97). E4B's q / k / v, o, gate + up and down are all above it, its per-layer products (1.3 MB)
+ * below. */
 
 template <typename T, int NT, bool PAIR>
 __global__ void __launch_bounds__(MV_WARPS * 32)
@@ -599,9 +604,14 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
     unsigned blocks = 0;
     bool pair = false;
     const int per_pass = 32 * (vec[0] ? vec16<T>::n : 1);
-    /* 2 .. 8 inputs on the vector path: MV_ROWS rows a warp (matvec_rows_kernel), unless the
-     * tuning asks for the general kernel */
-    const int rows_kernel = vec[0] && n >= 2 && n <= 8 && mv_tune.rows == MV_ROWS;
+    /* 2 .. 8 inputs on the vector path, a launch of at least rows_min_kb: MV_ROWS rows a warp
+     * (matvec_rows_kernel), unless the tuning asks for the general kernel */
+    double bytes = 0;
+    for (int i = 0; i < n_segs; i++)
+        bytes +=
+            (double)segs[i].rows * cols * sizeof(T) * (segs[i].epilogue == K_MV_GELU_PAIR ? 2 : 1);
+    const int rows_kernel = vec[0] && n >= 2 && n <= 8 && mv_tune.rows == MV_ROWS &&
+                            bytes >= 1024.0 * mv_tune.rows_min_kb;
     const int rows_per_warp = rows_kernel ? MV_ROWS : 1;
     for (int i = 0; i < n_segs; i++) {
         mv_seg *d = &L.seg[i];
@@ -665,7 +675,7 @@ extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
     if ((t->unroll != 4 && t->unroll != 8) ||
         (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
         (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0 ||
-        (t->rows != 1 && t->rows != 2))
+        (t->rows != 1 && t->rows != 2) || t->rows_min_kb < 0)
         return -1;
     mv_tune = *t;
     return 0;

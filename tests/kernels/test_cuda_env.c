@@ -10,9 +10,10 @@
 #include "../test_util.h"
 
 static const char *const all_vars[] = {
-    "GEMMA_CUDA_GEMM",      "GEMMA_CUDA_GRAPHS",  "GEMMA_CUDA_PROFILE",   "GEMMA_CUDA_FUSE",
-    "GEMMA_CUDA_FUSE_MM",   "GEMMA_CUDA_PDL",     "GEMMA_CUDA_MV_UNROLL", "GEMMA_CUDA_MV_PREFETCH",
-    "GEMMA_CUDA_MV_DECODE", "GEMMA_CUDA_MV_GRID", "GEMMA_CUDA_MV_SPLIT",  "GEMMA_CUDA_MV_ROWS"};
+    "GEMMA_CUDA_GEMM",       "GEMMA_CUDA_GRAPHS",  "GEMMA_CUDA_PROFILE",   "GEMMA_CUDA_FUSE",
+    "GEMMA_CUDA_FUSE_MM",    "GEMMA_CUDA_PDL",     "GEMMA_CUDA_MV_UNROLL", "GEMMA_CUDA_MV_PREFETCH",
+    "GEMMA_CUDA_MV_DECODE",  "GEMMA_CUDA_MV_GRID", "GEMMA_CUDA_MV_SPLIT",  "GEMMA_CUDA_MV_ROWS",
+    "GEMMA_CUDA_MV_ROWS_MIN"};
 
 static void clear_env(void) {
     for (size_t i = 0; i < sizeof all_vars / sizeof all_vars[0]; i++)
@@ -40,7 +41,7 @@ int main(void) {
     EXPECT(sw.gemm_mode == 0 && sw.use_graphs == 1 && sw.profile == 0 && sw.fuse == 1 &&
            sw.fuse_mm == CUDA_FUSE_MM_ON && sw.pdl == 1);
     EXPECT(sw.mv.unroll == 8 && sw.mv.prefetch == 2 && sw.mv.decode == K_MV_LEAN &&
-           sw.mv.grid == 0 && sw.mv.split == 0 && sw.mv.rows == 2);
+           sw.mv.grid == 0 && sw.mv.split == 0 && sw.mv.rows == 2 && sw.mv.rows_min_kb == 4096);
     /* an empty value is the default too */
     EXPECT(read_with("GEMMA_CUDA_FUSE_MM", "", &sw, err, sizeof err) == 0 &&
            sw.fuse_mm == CUDA_FUSE_MM_ON);
@@ -76,6 +77,10 @@ int main(void) {
     EXPECT(read_with("GEMMA_CUDA_MV_SPLIT", "64", &sw, err, sizeof err) == 0 && sw.mv.split == 64);
     EXPECT(read_with("GEMMA_CUDA_MV_ROWS", "1", &sw, err, sizeof err) == 0 && sw.mv.rows == 1);
     EXPECT(read_with("GEMMA_CUDA_MV_ROWS", "2", &sw, err, sizeof err) == 0 && sw.mv.rows == 2);
+    EXPECT(read_with("GEMMA_CUDA_MV_ROWS_MIN", "0", &sw, err, sizeof err) == 0 &&
+           sw.mv.rows_min_kb == 0);
+    EXPECT(read_with("GEMMA_CUDA_MV_ROWS_MIN", "1048576", &sw, err, sizeof err) == 0 &&
+           sw.mv.rows_min_kb == 1048576);
 
     /* anything else is refused, naming the variable and the value */
     const struct {
@@ -89,6 +94,8 @@ int main(void) {
         {"GEMMA_CUDA_MV_SPLIT", "0"},       {"GEMMA_CUDA_MV_SPLIT", "65"},
         {"GEMMA_CUDA_MV_SPLIT", "wave"},    {"GEMMA_CUDA_MV_ROWS", "0"},
         {"GEMMA_CUDA_MV_ROWS", "4"},        {"GEMMA_CUDA_MV_ROWS", "two"},
+        {"GEMMA_CUDA_MV_ROWS_MIN", "-1"},   {"GEMMA_CUDA_MV_ROWS_MIN", "1048577"},
+        {"GEMMA_CUDA_MV_ROWS_MIN", "4M"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const int rc = read_with(bad[i].name, bad[i].value, &sw, err, sizeof err);
