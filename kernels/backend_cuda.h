@@ -19,9 +19,9 @@
  *   GEMMA_CUDA_MV_SPLIT=N  split-K by the rule before (about N blocks per multiprocessor)
  *                          instead of the default one wave of blocks (matvec.cu split_for);
  *                          unlike the switches above, it changes a row's summation order
- *   GEMMA_CUDA_MV_ROWS=1|2, GEMMA_CUDA_MV_ROWS_MIN=KiB   rows a warp takes in products of
+ *   GEMMA_CUDA_MV_ROWS=1|2|4, GEMMA_CUDA_MV_ROWS_MIN=KiB   rows a warp takes in products of
  *                          2 .. 8 inputs (speculative verify): 2 (default; x is loaded once for
- *                          both) in launches of at least KiB of weights (default 4096), else 1
+ *                          them) or 4 in launches of at least KiB of weights (default 4096), else 1
  *   GEMMA_CUDA_PDL=0       no programmatic dependent launch (it is on for sm_90 and newer)
  *   GEMMA_CUDA_PROFILE=1   time every op per kernel family; the table (calls, ms, bytes,
  *                          GB/s) is printed to stderr when the backend is destroyed

@@ -18,7 +18,7 @@ static int env_flag(const char *name, int dflt) {
 }
 
 /* GEMMA_CUDA_MV_UNROLL=4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4, GEMMA_CUDA_MV_DECODE=lean|lean8|general,
- * GEMMA_CUDA_MV_GRID=blocks|persist|N, GEMMA_CUDA_MV_SPLIT=N, GEMMA_CUDA_MV_ROWS=1|2 and
+ * GEMMA_CUDA_MV_GRID=blocks|persist|N, GEMMA_CUDA_MV_SPLIT=N, GEMMA_CUDA_MV_ROWS=1|2|4 and
  * GEMMA_CUDA_MV_ROWS_MIN=KiB (kernels.h: k_mv_tuning) into t; -1
  * with a message naming the variable for any other value. */
 static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
@@ -31,7 +31,7 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
                              "lean, lean8 or general",
                              "blocks, persist or a number of blocks from 1 to 1000000",
                              "a number of blocks per multiprocessor from 1 to 64",
-                             "1 or 2",
+                             "1, 2 or 4",
                              "a number of KiB from 0 to 1048576"};
     *t = (k_mv_tuning){.unroll = 8,
                        .prefetch = 2,
@@ -59,7 +59,7 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
         else if (i == 4)
             ok = is_num && num >= 1 && num <= 64;
         else if (i == 5)
-            ok = is_num && (num == 1 || num == 2);
+            ok = is_num && (num == 1 || num == 2 || num == 4);
         else
             ok = is_num && num >= 0 && num <= 1048576;
         if (!ok) {

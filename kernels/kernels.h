@@ -81,8 +81,8 @@ typedef struct {
                         it changes the accumulation order of a row - still a function of the
                         matrix shape alone, so verify and decode agree bit for bit */
     int rows;        /* rows a warp takes at n = 2 .. 8: 2 (default: matvec_rows_kernel loads x once
-                        for both) or 1 (the general kernel, as before) */
-    int rows_min_kb; /* ... 2 only in launches of at least this many KiB of weights (4096) */
+                        for them), 4 (2 with the gate + up pair) or 1 (the general kernel) */
+    int rows_min_kb; /* ... more than 1 only in launches of at least this many KiB (4096) */
 } k_mv_tuning;
 int k_matvec_set_tuning(const k_mv_tuning *t);
 

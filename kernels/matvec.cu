@@ -341,22 +341,19 @@ __global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS : MIN
     }
 }
 
-/* Two to eight inputs (a speculative verify, a short chunk), MV_ROWS rows per warp. The
- * general kernel loads 32 bytes of x per input for every 16 bytes of weights, and at n = 4 on
- * E4B that stalls it on L1 (docs/gpu_logs/s13/call9: o_proj at 19 % of DRAM bandwidth, L1 79 %
- * busy; a verify over 4 positions cost 2.2 decode steps). Here a warp loads each chunk of x once
- * for MV_ROWS rows: warp w takes slice w % K of rows r, r + 8 / K, ... of its block. A row's
- * sum is the general kernel's - the lane's chunks in column order, the warp sum, the K slices
- * in order - so verify and decode still agree bit for bit. Inputs NT at a time (more pass over
- * the rows again); the vector path only (16-byte loads), no weights before the wait. */
-#define MV_ROWS 2
-/* ... in launches of at least mv_tune.rows_min_kb KiB of weights (default 4096). Halving the
- * blocks costs a small, latency-bound launch more than the x loads it saves (call 10: the small
- * model's verify over 4 positions 2.0 decode steps instead of 1.5, while E4B's fell from 2.22 to
- * 1.97). E4B's q / k / v, o, gate + up and down are all above it, its per-layer products (1.3 MB)
- * below. */
-
-template <typename T, int NT, bool PAIR>
+/* Two to eight inputs (a speculative verify, a short chunk), R rows per warp. The general
+ * kernel loads 32 bytes of x per input for every 16 bytes of weights, and at n = 4 on E4B that
+ * stalls it on L1 (docs/gpu_logs/s13/call9: o_proj at 19 % of DRAM bandwidth, L1 79 % busy; a
+ * verify over 4 positions cost 2.2 decode steps). Here a warp loads each chunk of x once for R
+ * rows: warp w takes slice w % K of rows r, r + 8 / K, ... of its block. A row's sum is the
+ * general kernel's - the lane's chunks in column order, the warp sum, the K slices in order -
+ * so verify and decode still agree bit for bit. Inputs NT at a time (more pass over the rows
+ * again); the vector path only (16-byte loads), no weights before the wait. Used in launches of
+ * at least mv_tune.rows_min_kb KiB of weights (default 4096): halving the blocks costs a small,
+ * latency-bound launch more than the x loads it saves (call 10: the small model's verify over
+ * 4 positions 2.0 decode steps instead of 1.5, while E4B's fell from 2.22 to 1.97). E4B's q / k
+ * / v, o, gate + up and down are all above it, its per-layer products (1.3 MB) below. */
+template <typename T, int NT, int R, bool PAIR>
 __global__ void __launch_bounds__(MV_WARPS * 32)
     matvec_rows_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
                        int n) {
@@ -365,17 +362,17 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
     for (int i = 1; i < K_MV_SEGS; i++)
         if (i < L.n_segs && (int)blockIdx.x >= L.seg[i].block0) si = i;
     const mv_seg &sg = L.seg[si];
-    __shared__ float part[MV_ROWS][MV_WARPS][NT], part_up[MV_ROWS][MV_WARPS][NT];
+    __shared__ float part[R][MV_WARPS][NT], part_up[R][MV_WARPS][NT];
     constexpr int V = vec16<T>::n;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int K = sg.k, slice = warp % K, per = MV_WARPS / K; /* rows of one pass of the block */
-    const int row0 = ((int)blockIdx.x - sg.block0) * (MV_ROWS * per) + warp / K;
+    const int row0 = ((int)blockIdx.x - sg.block0) * (R * per) + warp / K;
     const int stride = K * 32 * V, c0 = (slice * 32 + lane) * V;
     const int nch = c0 < cols ? (cols - c0 + stride - 1) / stride : 0;
     const bool pair = PAIR && sg.epilogue == K_MV_GELU_PAIR;
-    const T *w1[MV_ROWS], *w2[MV_ROWS];
+    const T *w1[R], *w2[R];
 #pragma unroll
-    for (int r = 0; r < MV_ROWS; r++) {
+    for (int r = 0; r < R; r++) {
         const int row = row0 + r * per;
         const size_t off = (size_t)(row < sg.rows ? row : 0) * cols + c0; /* dead rows: row 0 */
         w1[r] = (const T *)sg.w + off;
@@ -384,18 +381,18 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
     k_wait_prior();
 
     for (int t0 = 0; t0 < n; t0 += NT) {
-        float acc[MV_ROWS][NT], acc_up[MV_ROWS][NT];
+        float acc[R][NT], acc_up[R][NT];
 #pragma unroll
-        for (int r = 0; r < MV_ROWS; r++)
+        for (int r = 0; r < R; r++)
 #pragma unroll
             for (int t = 0; t < NT; t++)
                 acc[r][t] = acc_up[r][t] = 0.0f;
 #pragma unroll 4
         for (int ch = 0; ch < nch; ch++) {
             const int c = ch * stride;
-            float wf[MV_ROWS][V], wf2[MV_ROWS][V];
+            float wf[R][V], wf2[R][V];
 #pragma unroll
-            for (int r = 0; r < MV_ROWS; r++) {
+            for (int r = 0; r < R; r++) {
                 mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w1[r] + c)), wf[r]);
                 if (pair) mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w2[r] + c)), wf2[r]);
             }
@@ -409,7 +406,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
                     for (int q = 0; q < V / 4; q++)
                         xv[q] = __ldg(xp + q);
 #pragma unroll
-                    for (int r = 0; r < MV_ROWS; r++)
+                    for (int r = 0; r < R; r++)
 #pragma unroll
                         for (int q = 0; q < V / 4; q++) {
                             acc[r][t] = mv_dot4(wf[r] + 4 * q, xv[q], acc[r][t]);
@@ -418,7 +415,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
                 }
         }
 #pragma unroll
-        for (int r = 0; r < MV_ROWS; r++) {
+        for (int r = 0; r < R; r++) {
             const int row = row0 + r * per;
 #pragma unroll
             for (int t = 0; t < NT; t++) {
@@ -441,7 +438,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
         if (K > 1) { /* uniform over the block: K is the segment's, and a block has one */
             __syncthreads();
 #pragma unroll
-            for (int r = 0; r < MV_ROWS; r++) {
+            for (int r = 0; r < R; r++) {
                 const int row = row0 + r * per;
                 if (row < sg.rows && lane == 0 && slice == 0)
 #pragma unroll
@@ -579,6 +576,19 @@ static void launch_pair(cudaStream_t s, const mv_launch &L, unsigned blocks, con
              : launch_nt<T, NT, false, false>(s, L, blocks, x, cols, n);
 }
 
+/* matvec_rows_kernel: inputs 4 or 8 at a time (one pass over the rows for up to 8), R rows a
+ * warp (2, or 4 without the pair). */
+template <typename T>
+static void launch_rows(cudaStream_t s, const mv_launch &L, unsigned blocks, const float *x,
+                        int cols, int n, int R, bool pair) {
+    void (*kernel)(const mv_launch, const float *, int, int) =
+        pair ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true> : matvec_rows_kernel<T, 8, 2, true>)
+        : R == 4
+            ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false> : matvec_rows_kernel<T, 8, 4, false>)
+            : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false> : matvec_rows_kernel<T, 8, 2, false>);
+    k_launch(kernel, dim3(blocks), dim3(MV_WARPS * 32), s, L, x, cols, n);
+}
+
 static int aligned16(const void *p) {
     return ((uintptr_t)p & 15) == 0;
 }
@@ -602,17 +612,19 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
     mv_launch L = {};
     L.n_segs = n_segs;
     unsigned blocks = 0;
-    bool pair = false;
     const int per_pass = 32 * (vec[0] ? vec16<T>::n : 1);
-    /* 2 .. 8 inputs on the vector path, a launch of at least rows_min_kb: MV_ROWS rows a warp
-     * (matvec_rows_kernel), unless the tuning asks for the general kernel */
+    /* 2 .. 8 inputs on the vector path, a launch of at least rows_min_kb: mv_tune.rows rows a
+     * warp (matvec_rows_kernel; at most 2 with the gate + up pair), unless it is 1 */
     double bytes = 0;
     for (int i = 0; i < n_segs; i++)
         bytes +=
             (double)segs[i].rows * cols * sizeof(T) * (segs[i].epilogue == K_MV_GELU_PAIR ? 2 : 1);
-    const int rows_kernel = vec[0] && n >= 2 && n <= 8 && mv_tune.rows == MV_ROWS &&
-                            bytes >= 1024.0 * mv_tune.rows_min_kb;
-    const int rows_per_warp = rows_kernel ? MV_ROWS : 1;
+    bool pair = false;
+    for (int i = 0; i < n_segs; i++)
+        pair = pair || segs[i].epilogue == K_MV_GELU_PAIR;
+    const int rows_kernel =
+        vec[0] && n >= 2 && n <= 8 && mv_tune.rows > 1 && bytes >= 1024.0 * mv_tune.rows_min_kb;
+    const int rows_per_warp = !rows_kernel ? 1 : pair ? 2 : mv_tune.rows;
     for (int i = 0; i < n_segs; i++) {
         mv_seg *d = &L.seg[i];
         d->out = segs[i].out;
@@ -625,13 +637,11 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
         d->mul_stride = segs[i].mul_stride;
         d->k = split_for(segs[i].rows, cols, per_pass);
         d->block0 = (int)blocks;
-        pair = pair || d->epilogue == K_MV_GELU_PAIR;
         blocks += k_blocks((size_t)segs[i].rows, (unsigned)(rows_per_warp * MV_WARPS / d->k));
     }
     L.blocks = (int)blocks;
     if (rows_kernel)
-        k_launch(pair ? matvec_rows_kernel<T, 4, true> : matvec_rows_kernel<T, 4, false>,
-                 dim3(blocks), dim3(MV_WARPS * 32), s, L, x, cols, n);
+        launch_rows<T>(s, L, blocks, x, cols, n, rows_per_warp, pair);
     else if (n == 1)
         launch_pair<T, 1>(s, L, blocks, x, cols, n, vec[0], pair);
     else if (n <= 4)
@@ -675,7 +685,7 @@ extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
     if ((t->unroll != 4 && t->unroll != 8) ||
         (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
         (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0 ||
-        (t->rows != 1 && t->rows != 2) || t->rows_min_kb < 0)
+        (t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0)
         return -1;
     mv_tune = *t;
     return 0;

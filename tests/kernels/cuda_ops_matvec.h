@@ -3,7 +3,7 @@
  * per multiprocessor, or the general kernel that n > 1 runs; GEMMA_CUDA_MV_GRID=persist|N, a
  * persistent grid walking the rows with a stride; GEMMA_CUDA_MV_ROWS=1, the general kernel for
  * 2 .. 8 inputs instead of two rows a warp; GEMMA_CUDA_MV_ROWS_MIN=0, two rows a warp at every
- * size) checked the
+ * size; GEMMA_CUDA_MV_ROWS=4, four) checked the
  * way the default kernel is: against the CPU backend on fresh random inputs, and bit for bit
  * against the default where matvec.cu's reproducibility rule says a row's result depends only
  * on its matrix's shape. Included once, by cuda_ops.c, after cuda_ops_fused.h (one translation
@@ -108,14 +108,15 @@ static void test_matvec_variants(void) {
         {"GEMMA_CUDA_MV_GRID", "3", "GEMMA_CUDA_MV_PREFETCH", "0"},
         {"GEMMA_CUDA_MV_ROWS", "1", NULL, NULL},
         {"GEMMA_CUDA_MV_ROWS_MIN", "0", NULL, NULL},
+        {"GEMMA_CUDA_MV_ROWS", "4", "GEMMA_CUDA_MV_ROWS_MIN", "0"},
     };
     const int n_variants = (int)(sizeof variants / sizeof variants[0]);
     for (int v = 0; v < n_variants; v++) {
-        /* Under the sanitizers ("small") five variants cover every kernel and path: the
+        /* Under the sanitizers ("small") six variants cover every kernel and path: the
          * general kernel (0), lean8 with the persistent grid (3), a grid of 3 without
-         * prefetch (5), the general kernel for 2 .. 8 inputs (6), two rows a warp at every
-         * size (7). */
-        if (small_shapes && v != 0 && v != 3 && v != 5 && v != 6 && v != 7) continue;
+         * prefetch (5), the general kernel for 2 .. 8 inputs (6), two and four rows a warp at
+         * every size (7, 8). */
+        if (small_shapes && v != 0 && v != 3 && v != 5 && v != 6 && v != 7 && v != 8) continue;
         char name[160];
         snprintf(name, sizeof name, "%s=%s%s%s%s%s", variants[v][0], variants[v][1],
                  variants[v][2] ? " " : "", variants[v][2] ? variants[v][2] : "",

@@ -77,6 +77,7 @@ int main(void) {
     EXPECT(read_with("GEMMA_CUDA_MV_SPLIT", "64", &sw, err, sizeof err) == 0 && sw.mv.split == 64);
     EXPECT(read_with("GEMMA_CUDA_MV_ROWS", "1", &sw, err, sizeof err) == 0 && sw.mv.rows == 1);
     EXPECT(read_with("GEMMA_CUDA_MV_ROWS", "2", &sw, err, sizeof err) == 0 && sw.mv.rows == 2);
+    EXPECT(read_with("GEMMA_CUDA_MV_ROWS", "4", &sw, err, sizeof err) == 0 && sw.mv.rows == 4);
     EXPECT(read_with("GEMMA_CUDA_MV_ROWS_MIN", "0", &sw, err, sizeof err) == 0 &&
            sw.mv.rows_min_kb == 0);
     EXPECT(read_with("GEMMA_CUDA_MV_ROWS_MIN", "1048576", &sw, err, sizeof err) == 0 &&
@@ -93,7 +94,7 @@ int main(void) {
         {"GEMMA_CUDA_MV_GRID", "persist2"}, {"GEMMA_CUDA_MV_GRID", "-3"},
         {"GEMMA_CUDA_MV_SPLIT", "0"},       {"GEMMA_CUDA_MV_SPLIT", "65"},
         {"GEMMA_CUDA_MV_SPLIT", "wave"},    {"GEMMA_CUDA_MV_ROWS", "0"},
-        {"GEMMA_CUDA_MV_ROWS", "4"},        {"GEMMA_CUDA_MV_ROWS", "two"},
+        {"GEMMA_CUDA_MV_ROWS", "3"},        {"GEMMA_CUDA_MV_ROWS", "two"},
         {"GEMMA_CUDA_MV_ROWS_MIN", "-1"},   {"GEMMA_CUDA_MV_ROWS_MIN", "1048577"},
         {"GEMMA_CUDA_MV_ROWS_MIN", "4M"},
     };
