@@ -37,6 +37,10 @@
  * registers). Staging a block's rows in shared memory with cp.async before the wait was slower
  * still (+45 %) and was taken out.
  *
+ * Two to eight inputs (speculative verify). The general kernel loads 32 bytes of x per input for
+ * every 16 bytes of weights and stalls on L1; in launches of 4 MiB and more, matvec_rows_kernel
+ * gives a warp two rows and loads each chunk of x once for both (below).
+ *
  * Reproducibility. The accumulation order of a row - each lane's chunks in column order into
  * one fma chain, the warp sum, then the K slices added in a fixed order - depends only on the
  * matrix's shape (K is chosen from rows and cols), never on n, on U, on prefetching, on the
