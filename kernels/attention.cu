@@ -59,7 +59,8 @@ __device__ __forceinline__ void att_load_kv(float *kr, float *vr, const float *k
 }
 
 /* One slice of one (row, head). partial: [row][head][split][head_dim + 2] = acc..., max, sum.
- * PER: dims per lane, head_dim / 32 rounded up to a power of two. A lane holds PER dims of q,
+ * PER: dims per lane, head_dim / 32 rounded up to a power of two for heads up to 128 wide, 16
+ * for wider ones. A lane holds PER dims of q,
  * of its accumulator and of two positions' keys and values, so the registers (and with them
  * the blocks a multiprocessor holds) follow the head: compiled for the largest head (512) it
  * took 152 registers a thread - 3 blocks per multiprocessor - also for the small model's

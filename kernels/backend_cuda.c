@@ -24,9 +24,9 @@
  * block, and while capturing it hands the kernels that device block instead of the host
  * values (kernels.h: dpos, ids). Re-capturing every step would cost more host time than the
  * step itself (about a thousand nodes); this way a step is one cudaGraphLaunch. When a scratch
- * buffer grows (a longer chunk than any before), the graphs that use the old one are dropped
- * and captured again. There is no host synchronisation inside a step: only download and
- * argmax wait.
+ * buffer grows (a longer chunk than any before) or a weight is copied again, every graph is
+ * dropped and captured again (they may hold the old address). There is no host synchronisation
+ * inside a step: only download and argmax wait.
  *
  * Fusion. The ops forward.c issues in long runs - matmul, rmsnorm, rope, kv_write, gelu_mul,
  * add - are queued rather than launched, and the queue runs them as fewer, larger kernels
@@ -113,6 +113,7 @@ typedef struct {
 typedef struct {
     int key;               /* the step key (forward.c: what decides the op sequence) */
     int n;                 /* and its tokens */
+    long last_use;         /* graph_clock when it was last asked for */
     int seen;              /* eager runs so far */
     cudaGraphExec_t exec;  /* NULL until captured */
     double bytes[F_COUNT]; /* bytes one replay moves, per family (counted while capturing) */
@@ -154,6 +155,7 @@ typedef struct {
     step_graph *cap;       /* the graph being captured */
     step_graph graphs[MAX_GRAPHS];
     int n_graphs;
+    long graph_clock; /* counts graph_for calls (least recently used slot) */
 
     /* Fusion of neighbouring ops (backend_cuda_fuse.c; GEMMA_CUDA_FUSE=0 turns it off): the
      * queue of ops not launched yet. */
@@ -489,14 +491,27 @@ static void cu_matmul_argmax(backend *b, int *out, const tensor *w, const float 
 
 /* ---- graphs -------------------------------------------------------------------------- */
 
-/* The graph of the steps with this key and this many tokens; NULL when every slot is taken
- * (such steps run eagerly). */
+/* The graph of the steps with this key and this many tokens. When every slot is taken, the
+ * slot least recently used among those never captured (a prompt's tail chunk, a drafter that
+ * is gone) is given to the new key; captured graphs keep their slots, so keys cannot evict
+ * each other in turn. NULL when all are captured (such steps run eagerly). */
 static step_graph *graph_for(cuda_state *st, int key, int n) {
+    st->graph_clock++;
     for (int i = 0; i < st->n_graphs; i++)
-        if (st->graphs[i].key == key && st->graphs[i].n == n) return &st->graphs[i];
-    if (st->n_graphs == MAX_GRAPHS) return NULL;
-    step_graph *g = &st->graphs[st->n_graphs++];
+        if (st->graphs[i].key == key && st->graphs[i].n == n) {
+            st->graphs[i].last_use = st->graph_clock;
+            return &st->graphs[i];
+        }
+    step_graph *g = NULL;
+    if (st->n_graphs < MAX_GRAPHS)
+        g = &st->graphs[st->n_graphs++];
+    else
+        for (int i = 0; i < MAX_GRAPHS; i++)
+            if (!st->graphs[i].exec && (!g || st->graphs[i].last_use < g->last_use))
+                g = &st->graphs[i];
+    if (!g) return NULL;
     memset(g, 0, sizeof *g);
+    g->last_use = st->graph_clock;
     g->key = key;
     g->n = n;
     return g;
@@ -510,8 +525,9 @@ static void graphs_drop(cuda_state *st) {
     st->n_graphs = 0;
 }
 
-/* Steps of n tokens are captured when n is at most GRAPH_MAX_ROWS and every product of the
- * step runs our own kernels (cuBLAS is kept out of captures: it may allocate in them). */
+/* Steps of n tokens are captured when n is at most GRAPH_MAX_ROWS and, for n > 1, every product
+ * of the step runs our own kernels: a verify's products are not sent to cuBLAS inside a capture
+ * (decode steps with GEMMA_CUDA_GEMM=cublas are captured, as before). */
 static int graph_rows_ok(const cuda_state *st, int n) {
     return n <= GRAPH_MAX_ROWS && (n == 1 || st->gemm_mode == 0 || (st->gemm_mode == 2 && n <= 8));
 }
@@ -708,7 +724,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     fprintf(
         stderr,
         "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matvec unroll %d prefetch %d decode %s "
-        "grid %s, matmul %s\n",
+        "grid %s, rows a warp at n = 2..8 %d (launches >= %d KiB), matmul %s\n",
         st->device_name, prop.totalGlobalMem / 1e9, st->use_graphs && !st->profile ? "on" : "off",
         !st->fuse                            ? "off"
         : st->fuse_mm == CUDA_FUSE_MM_ON     ? "on (all matmul groups)"
@@ -719,7 +735,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         st->mv.decode == K_MV_LEAN8  ? "lean8"
         : st->mv.decode == K_MV_LEAN ? "lean"
                                      : "general",
-        grid_name,
+        grid_name, st->mv.rows, st->mv.rows_min_kb,
         gemm_mode == 0   ? "own kernel"
         : gemm_mode == 1 ? "cuBLAS"
                          : "own (n <= 8), cuBLAS");

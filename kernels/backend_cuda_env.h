@@ -15,7 +15,7 @@ typedef struct {
     int fuse;       /* GEMMA_CUDA_FUSE */
     int fuse_mm;    /* GEMMA_CUDA_FUSE_MM: CUDA_FUSE_MM_* */
     int pdl;        /* GEMMA_CUDA_PDL (the backend also needs sm_90 for it) */
-    k_mv_tuning mv; /* GEMMA_CUDA_MV_UNROLL, _PREFETCH, _DECODE, _GRID, _SPLIT */
+    k_mv_tuning mv; /* GEMMA_CUDA_MV_UNROLL, _PREFETCH, _DECODE, _GRID, _SPLIT, _ROWS, _ROWS_MIN */
 } cuda_switches;
 
 /* Fill sw from the environment: 0, or -1 with a message naming the variable and its value. */

@@ -44,9 +44,9 @@
  * Reproducibility. The accumulation order of a row - each lane's chunks in column order into
  * one fma chain, the warp sum, then the K slices added in a fixed order - depends only on the
  * matrix's shape (K is chosen from rows and cols), never on n, on U, on prefetching, on the
- * occupancy or the grid, or on the other matrices of a launch: a verify pass reproduces the decode
- * steps it stands for bit for bit, fused or not. The order differs from the CPU backend's, so the
- * two agree to rounding. */
+ * occupancy or the grid, on the rows a warp takes, or on the other matrices of a launch: a verify
+ * pass reproduces the decode steps it stands for bit for bit, fused or not. The order differs from
+ * the CPU backend's, so the two agree to rounding. */
 #include "kcommon.cuh"
 
 #define MV_WARPS 8 /* warps per block */
@@ -351,12 +351,12 @@ __global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS : MIN
  * verify over 4 positions cost 2.2 decode steps). Here a warp loads each chunk of x once for R
  * rows: warp w takes slice w % K of rows r, r + 8 / K, ... of its block. A row's sum is the
  * general kernel's - the lane's chunks in column order, the warp sum, the K slices in order -
- * so verify and decode still agree bit for bit. Inputs NT at a time (more pass over the rows
- * again); the vector path only (16-byte loads), no weights before the wait. Used in launches of
- * at least mv_tune.rows_min_kb KiB of weights (default 4096): halving the blocks costs a small,
- * latency-bound launch more than the x loads it saves (call 10: the small model's verify over
- * 4 positions 2.0 decode steps instead of 1.5, while E4B's fell from 2.22 to 1.97). E4B's q / k
- * / v, o, gate + up and down are all above it, its per-layer products (1.3 MB) below. */
+ * so verify and decode still agree bit for bit. Inputs NT at a time (more inputs would pass
+ * over the rows again); the vector path only (16-byte loads), no weights before the wait. Used in
+ * launches of at least mv_tune.rows_min_kb KiB of weights (default 4096): halving the blocks costs
+ * a small, latency-bound launch more than the x loads it saves (call 10: the small model's verify
+ * over 4 positions 2.0 decode steps instead of 1.5, while E4B's fell from 2.22 to 1.97). E4B's q /
+ * k / v, o, gate + up and down are all above it, its per-layer products (1.3 MB) below. */
 template <typename T, int NT, int R, bool PAIR>
 __global__ void __launch_bounds__(MV_WARPS * 32)
     matvec_rows_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,

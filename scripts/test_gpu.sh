@@ -10,7 +10,8 @@
 # Steps (each must pass; the script stops at the first failure, exit status non-zero):
 #   1. cuda_ops ops: every op of the CUDA backend against the CPU backend, random inputs
 #   2. cuda_ops model: whole-model logits GPU vs CPU on the fixtures of tests/engine/fixtures
-#      (prefill, eager / captured / replayed decode steps, greedy tokens, device argmax)
+#      (prefill, eager / captured / replayed decode steps, greedy tokens, device argmax), also
+#      with the two-rows matvec kernel at every size and with fusion and graphs off
 #   3. the shipped small model models/gemma4-tiny, when it exists: logits GPU vs CPU, and
 #      `engine bench` on both devices must generate identical tokens (output_hash) and the
 #      same perplexity (to 1e-3 relative)
@@ -69,6 +70,10 @@ if want 2; then
 step "2. whole models: GPU vs CPU on the fixtures"
 run_logged models "$CUDA_OPS" model tests/engine/fixtures/a_ple_kvshare \
   tests/engine/fixtures/b_keqv_untied tests/engine/fixtures/c_wrapped_f16
+# the products of 2 .. 8 inputs two rows a warp at every size (the 5-token chunk must still
+# reproduce the single steps bit for bit; by default these small models are below the threshold)
+run_logged models_rows env GEMMA_CUDA_MV_ROWS_MIN=0 "$CUDA_OPS" model tests/engine/fixtures/a_ple_kvshare \
+  tests/engine/fixtures/b_keqv_untied
 # and the plain path: no fusion of neighbouring ops, no graphs
 run_logged models_plain env GEMMA_CUDA_FUSE=0 GEMMA_CUDA_GRAPHS=0 "$CUDA_OPS" model \
   tests/engine/fixtures/a_ple_kvshare tests/engine/fixtures/b_keqv_untied \

@@ -267,11 +267,6 @@ static int env_on(const char *name) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
-/* Prefill `prompt` random tokens, then time `steps` greedy decode steps (decode alone: the
- * counters are reset after the prefill) in several ways: CUDA graphs on (with each of the
- * backend's switches set in turn: extra is "NAME=VALUE" settings separated by spaces, or NULL),
- * graphs off (eager launches), and profiled (every op timed by events; graphs off). Prints one
- * JSON line per way and the per-family table of the profiled run. */
 /* DECODE_PROFILE_VERIFY="2 4 5 9": after the decode steps, a speculative verify's forward pass
  * over n positions (no logits; the head's argmax is not included), run where the decoder
  * stands and rolled back each time - eager, captured, then timed over 32 replays. One line per
@@ -280,6 +275,8 @@ static void verify_profile(decoder *d, const char *label, double step_ms) {
     const char *list = getenv("DECODE_PROFILE_VERIFY");
     if (!list || !*list) return;
     const int V = model_vocab_size(d->m), pos = decoder_pos(d);
+    const int id_max =
+        d->m->config.ple_dim && d->m->config.ple_vocab < V ? d->m->config.ple_vocab : V;
     for (const char *p = list; *p;) {
         char *end = NULL;
         const long n = strtol(p, &end, 10);
@@ -290,7 +287,7 @@ static void verify_profile(decoder *d, const char *label, double step_ms) {
         p = end + strspn(end, " ,");
         int buf[64];
         for (int i = 0; i < n; i++)
-            buf[i] = (int)((7919u * (unsigned)(i + 1)) % (unsigned)V);
+            buf[i] = (int)((7919u * (unsigned)(i + 1)) % (unsigned)id_max);
         float probe;
         double t0 = 0;
         enum { WARM = 3, REPS = 32 };
@@ -307,6 +304,11 @@ static void verify_profile(decoder *d, const char *label, double step_ms) {
     }
 }
 
+/* Prefill `prompt` random tokens, then time `steps` greedy decode steps (decode alone: the
+ * counters are reset after the prefill) in several ways: CUDA graphs on (with each of the
+ * backend's switches set in turn: extra is "NAME=VALUE" settings separated by spaces, or NULL),
+ * graphs off (eager launches), and profiled (every op timed by events; graphs off). Prints one
+ * JSON line per way and the per-family table of the profiled run. */
 static void decode_once(const model *m, const char *graphs, const char *profile, const char *fuse,
                         const char *pdl, const char *extra, int prompt, int steps,
                         const char *label) {

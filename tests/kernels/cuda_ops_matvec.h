@@ -11,10 +11,11 @@
  *
  * Each variant runs in its own backend (every matrix product may join a launch there, as in
  * the default ops test):
- *   - test_matmul: every dtype, n = 1 .. 64 (the variants exist for n = 1; wider inputs
- *     always take the general kernel), aligned and odd cols, rows not a multiple of 8;
+ *   - test_matmul: every dtype, n = 1 .. 64 (the decode variants exist for n = 1, the ROWS
+ *     ones for n = 2 .. 8; other inputs take the general kernel), aligned and odd cols, rows
+ *     not a multiple of 8;
  *   - test_fused_mlp: gate + up + GeLU pair and gate * vector epilogues against the CPU, and
- *     row t of an n-row product (general kernel) equal to the 1-row product (the variant);
+ *     row t of an n-row product equal to the 1-row product bit for bit;
  *   - lone and grouped (q, k, v-like: three matrices of one x in one launch) products at n = 1
  *     equal to the default backend's bit for bit, on shapes that give K = 8, 2 and 1 warps per
  *     row (K = 1 needs more rows than 8 blocks x the multiprocessors: only without "small");
