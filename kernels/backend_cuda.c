@@ -297,7 +297,8 @@ static const void *weight_dev(cuda_state *st, const tensor *w) {
 /* ---- scratch ------------------------------------------------------------------------- */
 
 /* Grow a device scratch buffer to at least `bytes` (never inside a capture: the eager run of
- * the same step has sized it already). The captured steps that used the old buffer go. */
+ * the same step has sized it already). Every captured step goes (graphs_drop): one may hold
+ * the old buffer. */
 static void *scratch(cuda_state *st, void **buf, size_t *cap, size_t bytes) {
     if (bytes <= *cap) return *buf;
     if (st->mode == 1) die("CUDA scratch grew inside a captured graph (%zu bytes)", bytes);
@@ -355,9 +356,13 @@ static void cu_copy(backend *b, float *dst, const float *src, size_t n) {
 
 /* ---- ops ----------------------------------------------------------------------------- */
 
-static int use_cublas(const cuda_state *st, const tensor *w, int n) {
-    if (w->dtype == DT_F32) return 0;
+/* GEMMA_CUDA_GEMM's rule: products of n inputs go to cuBLAS (bf16 / f16 weights only). */
+static int gemm_to_cublas(const cuda_state *st, int n) {
     return st->gemm_mode == 1 || (st->gemm_mode == 2 && n > 8);
+}
+
+static int use_cublas(const cuda_state *st, const tensor *w, int n) {
+    return w->dtype != DT_F32 && gemm_to_cublas(st, n);
 }
 
 int cuda_matmul_own(backend *b, const tensor *w, int n) {
@@ -529,7 +534,7 @@ static void graphs_drop(cuda_state *st) {
  * of the step runs our own kernels: a verify's products are not sent to cuBLAS inside a capture
  * (decode steps with GEMMA_CUDA_GEMM=cublas are captured, as before). */
 static int graph_rows_ok(const cuda_state *st, int n) {
-    return n <= GRAPH_MAX_ROWS && (n == 1 || st->gemm_mode == 0 || (st->gemm_mode == 2 && n <= 8));
+    return n <= GRAPH_MAX_ROWS && (n == 1 || !gemm_to_cublas(st, n));
 }
 
 /* Store {pos, tokens} where captured kernels read them. Pinned memory and an async copy: the

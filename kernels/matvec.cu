@@ -620,12 +620,12 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
     /* 2 .. 8 inputs on the vector path, a launch of at least rows_min_kb: mv_tune.rows rows a
      * warp (matvec_rows_kernel; at most 2 with the gate + up pair), unless it is 1 */
     double bytes = 0;
-    for (int i = 0; i < n_segs; i++)
-        bytes +=
-            (double)segs[i].rows * cols * sizeof(T) * (segs[i].epilogue == K_MV_GELU_PAIR ? 2 : 1);
     bool pair = false;
-    for (int i = 0; i < n_segs; i++)
-        pair = pair || segs[i].epilogue == K_MV_GELU_PAIR;
+    for (int i = 0; i < n_segs; i++) {
+        const bool p = segs[i].epilogue == K_MV_GELU_PAIR;
+        bytes += (double)segs[i].rows * cols * sizeof(T) * (p ? 2 : 1);
+        pair = pair || p;
+    }
     const int rows_kernel =
         vec[0] && n >= 2 && n <= 8 && mv_tune.rows > 1 && bytes >= 1024.0 * mv_tune.rows_min_kb;
     const int rows_per_warp = !rows_kernel ? 1 : pair ? 2 : mv_tune.rows;
