@@ -531,6 +531,25 @@ static int argmax_host(const float *x, int n) {
     return best;
 }
 
+/* One past the largest token id m takes as input (a per-layer embedding table may be shorter
+ * than the vocabulary). */
+static int model_id_limit(const model *m) {
+    const int V = model_vocab_size(m);
+    return m->config.ple_dim && m->config.ple_vocab < V ? m->config.ple_vocab : V;
+}
+
+/* A CPU decoder and a CUDA one of m, 256 positions each; dies naming dir when either fails. */
+static void decoders_new(model *m, const char *dir, decoder **dc, decoder **dg) {
+    char err[512];
+    engine_options oc = {.max_model_len = 256, .device = "cpu"};
+    engine_options og = oc;
+    og.device = "cuda";
+    *dc = decoder_new(m, &oc, err, sizeof err);
+    if (!*dc) die("%s: %s", dir, err);
+    *dg = decoder_new(m, &og, err, sizeof err);
+    if (!*dg) die("%s: %s", dir, err);
+}
+
 /* A scratch buffer that grows after a step was captured (a chunk longer than any before) must
  * not leave the captured step reading the freed buffer: the backend drops its graphs and
  * captures them again. A GPU decoder and a CPU one take a short prefill, three decode steps
@@ -538,14 +557,9 @@ static int argmax_host(const float *x, int n) {
  * decode steps: the logits agree throughout, and the decode step is captured twice. */
 static void check_graph_drop(model *m, const char *dir) {
     enum { SHORT = 4, LONG = 60 };
-    char err[512];
-    const int V = model_vocab_size(m);
-    engine_options oc = {.max_model_len = 256, .device = "cpu"};
-    engine_options og = oc;
-    og.device = "cuda";
-    decoder *dc = decoder_new(m, &oc, err, sizeof err), *dg = decoder_new(m, &og, err, sizeof err);
-    if (!dc || !dg) die("%s: %s", dir, err);
-    const int id_max = m->config.ple_dim && m->config.ple_vocab < V ? m->config.ple_vocab : V;
+    const int V = model_vocab_size(m), id_max = model_id_limit(m);
+    decoder *dc, *dg;
+    decoders_new(m, dir, &dc, &dg);
     int ids[SHORT + LONG];
     for (int i = 0; i < SHORT + LONG; i++)
         ids[i] = rng_int(id_max);
@@ -589,14 +603,10 @@ static void check_model(const char *dir) {
     char err[512];
     model *m = model_load(dir, err, sizeof err);
     if (!m) die("%s", err);
-    const int V = model_vocab_size(m), N = 72, STEPS = 24;
-    engine_options oc = {.max_model_len = 256, .device = "cpu"};
-    engine_options og = oc;
-    og.device = "cuda";
-    decoder *dc = decoder_new(m, &oc, err, sizeof err), *dg = decoder_new(m, &og, err, sizeof err);
-    if (!dc || !dg) die("%s: %s", dir, err);
+    const int V = model_vocab_size(m), N = 72, STEPS = 24, id_max = model_id_limit(m);
+    decoder *dc, *dg;
+    decoders_new(m, dir, &dc, &dg);
     int *ids = xmalloc((size_t)(N + STEPS) * sizeof(int));
-    const int id_max = m->config.ple_dim && m->config.ple_vocab < V ? m->config.ple_vocab : V;
     for (int i = 0; i < N; i++)
         ids[i] = rng_int(id_max);
     float *lc = xmalloc((size_t)N * V * sizeof(float)),

@@ -274,9 +274,7 @@ static int env_on(const char *name) {
 static void verify_profile(decoder *d, const char *label, double step_ms) {
     const char *list = getenv("DECODE_PROFILE_VERIFY");
     if (!list || !*list) return;
-    const int V = model_vocab_size(d->m), pos = decoder_pos(d);
-    const int id_max =
-        d->m->config.ple_dim && d->m->config.ple_vocab < V ? d->m->config.ple_vocab : V;
+    const int pos = decoder_pos(d), id_max = model_id_limit(d->m);
     for (const char *p = list; *p;) {
         char *end = NULL;
         const long n = strtol(p, &end, 10);
@@ -348,8 +346,7 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
                         .device = "cuda"};
     decoder *d = decoder_new(m, &o, err, sizeof err);
     if (!d) die("%s", err);
-    const int V = model_vocab_size(m);
-    const int id_max = m->config.ple_dim && m->config.ple_vocab < V ? m->config.ple_vocab : V;
+    const int id_max = model_id_limit(m);
     int *ids = xmalloc((size_t)prompt * sizeof(int)), tok;
     for (int i = 0; i < prompt; i++)
         ids[i] = rng_int(id_max);

@@ -191,10 +191,8 @@ static void check_drafter(const char *dir) {
     assistant *as = assistant_load(adir, err, sizeof err);
     if (!as) die("%s", err);
     const int V = model_vocab_size(m), N = 80, ROUNDS = 8;
-    engine_options oc = {.max_model_len = 256, .device = "cpu"}, og = oc;
-    og.device = "cuda";
-    decoder *dc = decoder_new(m, &oc, err, sizeof err), *dg = decoder_new(m, &og, err, sizeof err);
-    if (!dc || !dg) die("%s: %s", dir, err);
+    decoder *dc, *dg;
+    decoders_new(m, dir, &dc, &dg);
     drafter *rc = drafter_new(as, dc, 0, err, sizeof err),
             *rg = drafter_new(as, dg, 0, err, sizeof err);
     if (!rc || !rg) die("%s: %s", adir, err);
