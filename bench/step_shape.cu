@@ -1,0 +1,283 @@
+/* step_shape.cu: what a decode step's shape costs on this GPU, apart from the model's arithmetic.
+ *
+ * E4B's decode step is 516 kernels: per layer six weight streams (q+k+v 15.7 MB, o 5.2 MB,
+ * gate+up 105 MB, down 52 MB, two per-layer products of 1.3 MB) and small latency-bound kernels
+ * between them. The weights alone would take 2.17 ms at copy bandwidth; the step takes 3.46.
+ * This benchmark streams the same bytes in the same order with a trivial reduction (no model)
+ * and times three ways of running the sequence, so the difference between them is the price of
+ * the structure itself:
+ *
+ *   chain     one kernel per stream and per small op, in a CUDA graph with programmatic dependent
+ *             launch - what the engine does now (each stream kernel loads its first chunks before
+ *             it waits for its predecessor, as matvec.cu does);
+ *   barrier   one persistent cooperative kernel: the same streams as phases separated by grid
+ *             barriers, each block loading its first chunks of the next phase before it waits,
+ *             and the small ops done by one block between two barriers - a "megakernel";
+ *   stream    the same persistent kernel without barriers or small ops: the bytes alone.
+ *
+ * Build and run (GPU machine): nvcc -O3 -arch=sm_90 -o step_shape bench/step_shape.cu && ./step_shape
+ * Prints ms per step for each way, the per-boundary cost, and the share of copy bandwidth. */
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+namespace cg = cooperative_groups;
+
+#define CK(x)                                                                                      \
+    do {                                                                                           \
+        cudaError_t e_ = (x);                                                                      \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));    \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+#define THREADS 256
+#define U       8 /* 16-byte loads in flight per thread */
+#define SMALL_N 2560
+
+/* One layer: the streams in MB (0: a small op, one block over SMALL_N floats). */
+static const double LAYER[] = {15.7, 0, 0, 0, 5.2, 0, 105.0, 52.0, 0, 1.3, 1.3, 0};
+#define NL     42
+#define NSTEPS ((int)(sizeof LAYER / sizeof LAYER[0]))
+
+struct phase {
+    size_t off, n16; /* first 16-byte word and count; n16 == 0: a small op */
+};
+
+__device__ __forceinline__ float fold(uint4 u) {
+    return __uint_as_float(u.x & 0x3f800000u) + __uint_as_float(u.y & 0x3f800000u) +
+           __uint_as_float(u.z & 0x3f800000u) + __uint_as_float(u.w & 0x3f800000u);
+}
+
+/* Stream words [0, n) of w with `nt` threads, thread `t`; first[] holds this thread's first U
+ * words, loaded earlier. */
+__device__ float stream(const uint4 *w, size_t n, size_t t, size_t nt, const uint4 *first) {
+    float acc = 0.0f;
+#pragma unroll
+    for (int u = 0; u < U; u++)
+        if (t + u * nt < n) acc += fold(first[u]);
+    for (size_t i = t + U * nt; i < n; i += U * nt) {
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            v[u] = i + u * nt < n ? __ldcs(w + i + u * nt) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            acc += fold(v[u]);
+    }
+    return acc;
+}
+
+__device__ void load_first(uint4 *first, const uint4 *w, size_t n, size_t t, size_t nt) {
+#pragma unroll
+    for (int u = 0; u < U; u++)
+        first[u] = t + u * nt < n ? __ldcs(w + t + u * nt) : make_uint4(0, 0, 0, 0);
+}
+
+/* The small op: x = x / rms(x) over SMALL_N floats, one block (a norm's latency chain). */
+__device__ void small_op(float *x) {
+    __shared__ float red[THREADS / 32];
+    float v[SMALL_N / THREADS], ss = 0.0f;
+#pragma unroll
+    for (int i = 0; i < SMALL_N / THREADS; i++) {
+        v[i] = __ldcg(x + threadIdx.x + i * THREADS);
+        ss += v[i] * v[i];
+    }
+    for (int o = 16; o; o >>= 1)
+        ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = ss;
+    __syncthreads();
+    ss = 0.0f;
+    for (int i = 0; i < THREADS / 32; i++)
+        ss += red[i];
+    const float inv = rsqrtf(ss / SMALL_N + 1e-6f);
+#pragma unroll
+    for (int i = 0; i < SMALL_N / THREADS; i++)
+        x[threadIdx.x + i * THREADS] = v[i] * inv + 1e-3f;
+    __syncthreads();
+}
+
+__device__ __forceinline__ void pdl_wait() {
+    cudaTriggerProgrammaticLaunchCompletion();
+    cudaGridDependencySynchronize();
+}
+
+__global__ void __launch_bounds__(THREADS) stream_kernel(const uint4 *w, size_t n, float *sink) {
+    const size_t nt = (size_t)gridDim.x * THREADS, t = (size_t)blockIdx.x * THREADS + threadIdx.x;
+    uint4 first[U];
+    load_first(first, w, n, t, nt);
+    pdl_wait();
+    const float a = stream(w, n, t, nt, first);
+    if (a == 12345.0f) sink[t] = a; /* keeps the loads */
+}
+
+__global__ void __launch_bounds__(THREADS) small_kernel(float *x) {
+    pdl_wait();
+    small_op(x);
+}
+
+/* The whole step in one kernel. barriers: 0 = stream only. */
+__global__ void __launch_bounds__(THREADS)
+    persistent_kernel(const uint4 *w, const phase *ph, int n_ph, float *x, float *sink,
+                      int barriers) {
+    cg::grid_group g = cg::this_grid();
+    const size_t nt = (size_t)gridDim.x * THREADS, t = (size_t)blockIdx.x * THREADS + threadIdx.x;
+    float a = 0.0f;
+    uint4 first[U];
+    int next = 0; /* the next stream phase */
+    while (next < n_ph && !ph[next].n16)
+        next++;
+    if (next < n_ph) load_first(first, w + ph[next].off, ph[next].n16, t, nt);
+    for (int p = 0; p < n_ph; p++) {
+        if (!ph[p].n16) {
+            if (!barriers) continue;
+            if (blockIdx.x == 0) small_op(x);
+            g.sync();
+            continue;
+        }
+        a += stream(w + ph[p].off, ph[p].n16, t, nt, first);
+        next = p + 1;
+        while (next < n_ph && !ph[next].n16)
+            next++;
+        if (next < n_ph) load_first(first, w + ph[next].off, ph[next].n16, t, nt);
+        if (barriers) g.sync();
+    }
+    if (a == 12345.0f) sink[t] = a;
+}
+
+static float time_graph(cudaGraphExec_t ge, cudaStream_t s, int reps) {
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    CK(cudaGraphLaunch(ge, s));
+    CK(cudaStreamSynchronize(s));
+    CK(cudaEventRecord(e0, s));
+    for (int r = 0; r < reps; r++)
+        CK(cudaGraphLaunch(ge, s));
+    CK(cudaEventRecord(e1, s));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    return ms / reps;
+}
+
+template <typename... KArgs, typename... Args>
+static void launch_pdl(void (*k)(KArgs...), int grid, cudaStream_t s, Args... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(THREADS);
+    cfg.stream = s;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    CK(cudaLaunchKernelEx(&cfg, k, ((KArgs)args)...));
+}
+
+int main(void) {
+    int dev = 0, sms;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const int n_ph = NL * NSTEPS;
+    phase *ph = (phase *)malloc(n_ph * sizeof *ph);
+    size_t words = 0;
+    int n_small = 0, n_stream = 0;
+    for (int l = 0; l < NL; l++)
+        for (int i = 0; i < NSTEPS; i++) {
+            const size_t n16 = (size_t)(LAYER[i] * 1e6 / 16);
+            ph[l * NSTEPS + i] = (phase){words, n16};
+            words += n16;
+            n_small += !n16;
+            n_stream += !!n16;
+        }
+    const double bytes = 16.0 * words;
+    uint4 *w;
+    float *x, *sink;
+    phase *dph;
+    CK(cudaMalloc(&w, words * 16));
+    CK(cudaMemset(w, 0x3c, words * 16));
+    CK(cudaMalloc(&x, SMALL_N * sizeof(float)));
+    CK(cudaMemset(x, 0, SMALL_N * sizeof(float)));
+    CK(cudaMalloc(&sink, (size_t)64 << 20));
+    CK(cudaMalloc(&dph, n_ph * sizeof *ph));
+    CK(cudaMemcpy(dph, ph, n_ph * sizeof *ph, cudaMemcpyHostToDevice));
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+
+    /* copy bandwidth, as bench_gpu.sh measures the floor: device-to-device, 1 GiB */
+    const size_t cb = (size_t)1 << 30;
+    void *c0, *c1;
+    CK(cudaMalloc(&c0, cb));
+    CK(cudaMalloc(&c1, cb));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    CK(cudaMemcpyAsync(c1, c0, cb, cudaMemcpyDeviceToDevice, s));
+    CK(cudaEventRecord(e0, s));
+    for (int r = 0; r < 10; r++)
+        CK(cudaMemcpyAsync(c1, c0, cb, cudaMemcpyDeviceToDevice, s));
+    CK(cudaEventRecord(e1, s));
+    CK(cudaEventSynchronize(e1));
+    float cms;
+    CK(cudaEventElapsedTime(&cms, e0, e1));
+    const double copy_gbs = 2.0 * cb * 10 / (cms * 1e-3) / 1e9;
+    CK(cudaFree(c0));
+    CK(cudaFree(c1));
+    const double floor_ms = bytes / (copy_gbs * 1e9) * 1e3;
+    printf("device: %d SMs, copy bandwidth %.0f GB/s; one step streams %.3f GB in %d streams with "
+           "%d small ops: floor %.3f ms\n",
+           sms, copy_gbs, bytes / 1e9, n_stream, n_small, floor_ms);
+
+    int per_sm_stream = 0, per_sm_persist = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_stream, stream_kernel, THREADS, 0));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_persist, persistent_kernel, THREADS,
+                                                     0));
+    const int reps = 20;
+    for (int bpsm = 2; bpsm <= 8; bpsm *= 2) {
+        const int grid_stream = sms * (bpsm < per_sm_stream ? bpsm : per_sm_stream);
+        /* chain: one graph of PDL launches */
+        cudaGraph_t gr;
+        cudaGraphExec_t ge;
+        CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+        for (int p = 0; p < n_ph; p++)
+            if (ph[p].n16)
+                launch_pdl(stream_kernel, grid_stream, s, (const uint4 *)(w + ph[p].off),
+                           ph[p].n16, sink);
+            else
+                launch_pdl(small_kernel, 1, s, x);
+        CK(cudaStreamEndCapture(s, &gr));
+        CK(cudaGraphInstantiate(&ge, gr, 0));
+        const float chain = time_graph(ge, s, reps);
+        CK(cudaGraphExecDestroy(ge));
+        CK(cudaGraphDestroy(gr));
+
+        const int grid_p = sms * (bpsm < per_sm_persist ? bpsm : per_sm_persist);
+        float pms[2];
+        for (int barriers = 0; barriers <= 1; barriers++) {
+            void *args[] = {(void *)&w, (void *)&dph, (void *)&n_ph, (void *)&x, (void *)&sink,
+                            (void *)&barriers};
+            CK(cudaLaunchCooperativeKernel((void *)persistent_kernel, grid_p, THREADS, args, 0, s));
+            CK(cudaStreamSynchronize(s));
+            CK(cudaEventRecord(e0, s));
+            for (int r = 0; r < reps; r++)
+                CK(cudaLaunchCooperativeKernel((void *)persistent_kernel, grid_p, THREADS, args, 0,
+                                               s));
+            CK(cudaEventRecord(e1, s));
+            CK(cudaEventSynchronize(e1));
+            CK(cudaEventElapsedTime(&pms[barriers], e0, e1));
+            pms[barriers] /= reps;
+        }
+        const int bounds = n_ph; /* a dependency after every phase */
+        printf("%d blocks/SM (chain grid %d, persistent grid %d):\n", bpsm, grid_stream, grid_p);
+        printf("  stream only   %.3f ms  %5.1f %% of copy bandwidth\n", pms[0],
+               100.0 * floor_ms / pms[0]);
+        printf("  barrier       %.3f ms  %5.1f %%  (%.2f us a boundary over stream)\n", pms[1],
+               100.0 * floor_ms / pms[1], 1e3 * (pms[1] - pms[0]) / bounds);
+        printf("  chain (PDL)   %.3f ms  %5.1f %%  (%.2f us a boundary over stream)\n", chain,
+               100.0 * floor_ms / chain, 1e3 * (chain - pms[0]) / bounds);
+    }
+    return 0;
+}
