@@ -15,6 +15,17 @@
  *             and the small ops done by one block between two barriers - a "megakernel";
  *   stream    the same persistent kernel without barriers or small ops: the bytes alone.
  *
+ * Then the chain again with streams shaped like matrix-vector products of 2560 bf16 columns
+ * (5120-byte rows), to see what the shape of the work costs:
+ *
+ *   rows      matvec.cu's decode layout: a warp per row, a block per 8 rows, as many blocks as
+ *             that makes (several waves for the large matrices), 2 chunks per lane loaded
+ *             before the PDL wait, at most 6 blocks of a kernel per multiprocessor (the lean
+ *             kernel's 34 registers), so that one block of the next kernel fits beside them;
+ *   even      the same rows dealt evenly: B blocks per multiprocessor, every warp a run of
+ *             whole consecutive rows of (nearly) the same length, its first U chunks loaded
+ *             before the wait, and the next kernel's blocks resident beside this one's.
+ *
  * Build and run (GPU machine): nvcc -O3 -arch=sm_90 -o step_shape bench/step_shape.cu && ./step_shape
  * Prints ms per step for each way, the per-boundary cost, and the share of copy bandwidth. */
 #include <cooperative_groups.h>
@@ -119,6 +130,65 @@ __global__ void __launch_bounds__(THREADS) small_kernel(float *x) {
     small_op(x);
 }
 
+/* ---- streams shaped like decode products (rows of 5120 bytes: 2560 bf16 columns) ---- */
+#define ROWB 5120
+#define RCH  (ROWB / 512) /* a warp's 512-byte chunks per row */
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* matvec.cu's decode layout: warp per row, block per 8 rows, 2 chunks a lane before the wait. */
+__global__ void __launch_bounds__(THREADS) rows_kernel(const uint4 *w, int rows, float *sink) {
+    extern __shared__ float limiter[]; /* dynamic shared memory caps the blocks a multiprocessor holds */
+    const int lane = threadIdx.x & 31, row = blockIdx.x * 8 + (threadIdx.x >> 5);
+    const bool live = row < rows;
+    const uint4 *p = w + (size_t)(live ? row : 0) * (ROWB / 16) + lane;
+    const uint4 f0 = __ldcs(p), f1 = __ldcs(p + 32);
+    pdl_wait();
+    float acc = fold(f0) + fold(f1);
+#pragma unroll 8
+    for (int c = 2; c < RCH; c++)
+        acc += fold(__ldcs(p + 32 * c));
+    acc = warp_sum(acc);
+    if (live && acc == 12345.0f) sink[row] = acc + limiter[0];
+}
+
+/* The rows dealt evenly: warp g takes rows [g * per, (g + 1) * per), one contiguous run of
+ * chunks, its first UU chunks before the wait, a reduction at every row's end. */
+template <int UU>
+__global__ void __launch_bounds__(THREADS) even_kernel(const uint4 *w, int rows, int per,
+                                                       float *sink) {
+    const int lane = threadIdx.x & 31, g = blockIdx.x * 8 + (threadIdx.x >> 5);
+    const int r0 = g * per, r1 = min(rows, r0 + per);
+    const int n = r1 > r0 ? (r1 - r0) * RCH : 0;
+    const uint4 *p = w + (size_t)(r1 > r0 ? r0 : 0) * (ROWB / 16) + lane;
+    uint4 v[UU];
+#pragma unroll
+    for (int u = 0; u < UU; u++)
+        v[u] = u < n ? __ldcs(p + 32 * u) : make_uint4(0, 0, 0, 0);
+    pdl_wait();
+    float acc = 0.0f, tot = 0.0f;
+    for (int c = 0; c < n; c += UU) {
+        if (c > 0)
+#pragma unroll
+            for (int u = 0; u < UU; u++)
+                v[u] = c + u < n ? __ldcs(p + 32 * (c + u)) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int u = 0; u < UU; u++)
+            if (c + u < n) {
+                acc += fold(v[u]);
+                if ((c + u) % RCH == RCH - 1) {
+                    tot += warp_sum(acc);
+                    acc = 0.0f;
+                }
+            }
+    }
+    if (tot == 12345.0f) sink[g] = tot;
+}
+
 /* The whole step in one kernel. barriers: 0 = stream only. */
 __global__ void __launch_bounds__(THREADS)
     persistent_kernel(const uint4 *w, const phase *ph, int n_ph, float *x, float *sink,
@@ -165,10 +235,12 @@ static float time_graph(cudaGraphExec_t ge, cudaStream_t s, int reps) {
 }
 
 template <typename... KArgs, typename... Args>
-static void launch_pdl(void (*k)(KArgs...), int grid, cudaStream_t s, Args... args) {
+static void launch_pdl(void (*k)(KArgs...), int grid, size_t smem, cudaStream_t s,
+                       Args... args) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(grid);
     cfg.blockDim = dim3(THREADS);
+    cfg.dynamicSmemBytes = smem;
     cfg.stream = s;
     cudaLaunchAttribute at[1];
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -244,10 +316,10 @@ int main(void) {
         CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
         for (int p = 0; p < n_ph; p++)
             if (ph[p].n16)
-                launch_pdl(stream_kernel, grid_stream, s, (const uint4 *)(w + ph[p].off),
+                launch_pdl(stream_kernel, grid_stream, 0, s, (const uint4 *)(w + ph[p].off),
                            ph[p].n16, sink);
             else
-                launch_pdl(small_kernel, 1, s, x);
+                launch_pdl(small_kernel, 1, 0, s, x);
         CK(cudaStreamEndCapture(s, &gr));
         CK(cudaGraphInstantiate(&ge, gr, 0));
         const float chain = time_graph(ge, s, reps);
@@ -279,5 +351,53 @@ int main(void) {
         printf("  chain (PDL)   %.3f ms  %5.1f %%  (%.2f us a boundary over stream)\n", chain,
                100.0 * floor_ms / chain, 1e3 * (chain - pms[0]) / bounds);
     }
+
+    /* The chain with product-shaped streams. */
+    const size_t rowsw = ROWB / 16;
+    const int lim_smem = 31 * 1024; /* 7 blocks a multiprocessor: 6 of a kernel + 1 of the next */
+    CK(cudaFuncSetAttribute(rows_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, lim_smem));
+    struct {
+        const char *name;
+        int kind, bpsm, uu; /* kind 0: rows, 1: even */
+    } shapes[] = {{"rows (matvec.cu layout)", 0, 0, 0}, {"even, 3 blocks/SM, 4 first", 1, 3, 4},
+                  {"even, 4 blocks/SM, 4 first", 1, 4, 4}, {"even, 3 blocks/SM, 8 first", 1, 3, 8},
+                  {"even, 4 blocks/SM, 8 first", 1, 4, 8}, {"even, 6 blocks/SM, 4 first", 1, 6, 4}};
+    float base = 0.0f;
+    for (size_t v = 0; v < sizeof shapes / sizeof shapes[0]; v++) {
+        cudaGraph_t gr;
+        cudaGraphExec_t ge;
+        CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+        for (int p = 0; p < n_ph; p++) {
+            const int rows = (int)(ph[p].n16 / rowsw);
+            const uint4 *wp = w + ph[p].off;
+            if (!ph[p].n16) {
+                launch_pdl(small_kernel, 1, 0, s, x);
+            } else if (shapes[v].kind == 0) {
+                launch_pdl(rows_kernel, (rows + 7) / 8, lim_smem, s, wp, rows, sink);
+            } else {
+                const int warps = shapes[v].bpsm * sms * 8, per = (rows + warps - 1) / warps;
+                const int grid = ((rows + per - 1) / per + 7) / 8;
+                if (shapes[v].uu == 4)
+                    launch_pdl(even_kernel<4>, grid, 0, s, wp, rows, per, sink);
+                else
+                    launch_pdl(even_kernel<8>, grid, 0, s, wp, rows, per, sink);
+            }
+        }
+        CK(cudaStreamEndCapture(s, &gr));
+        CK(cudaGraphInstantiate(&ge, gr, 0));
+        const float ms = time_graph(ge, s, reps);
+        CK(cudaGraphExecDestroy(ge));
+        CK(cudaGraphDestroy(gr));
+        if (!v) base = ms;
+        printf("  chain, %-28s %.3f ms  %5.1f %%  (%.3f of rows)\n", shapes[v].name, ms,
+               100.0 * floor_ms / ms, ms / base);
+    }
+    cudaFuncAttributes fa;
+    CK(cudaFuncGetAttributes(&fa, even_kernel<4>));
+    printf("registers: even<4> %d", fa.numRegs);
+    CK(cudaFuncGetAttributes(&fa, even_kernel<8>));
+    printf(", even<8> %d", fa.numRegs);
+    CK(cudaFuncGetAttributes(&fa, rows_kernel));
+    printf(", rows %d\n", fa.numRegs);
     return 0;
 }
