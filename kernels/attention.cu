@@ -36,7 +36,7 @@ __global__ void kv_write_kernel(float *cache, const float *src, int n_tok, int k
 extern "C" void k_kv_write(cudaStream_t s, float *cache, const float *src, int n_tok, int kv_dim,
                            const int *dpos, int pos0, int len) {
     const size_t n = (size_t)n_tok * kv_dim;
-    if (!n) return;
+    if (!n || (k_skip & K_SKIP_ELEMENTWISE)) return;
     k_launch(kv_write_kernel, dim3(k_blocks(n, 256)), dim3(256), s, cache, src, n_tok, kv_dim, dpos,
              pos0, len);
     K_CHECK_LAUNCH();
@@ -230,10 +230,12 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
                                         : head_dim <= 64  ? attn_split_kernel<2>
                                         : head_dim <= 128 ? attn_split_kernel<4>
                                                           : attn_split_kernel<ATT_PER_LANE>;
-    k_launch(split, dim3(grid), dim3(ATT_WARPS * 32), s, partial, q, kc, vc, dpos, pos0, len,
-             window, n_heads, n_kv_heads, head_dim, n_splits);
+    if (!(k_skip & K_SKIP_ATTN_SPLIT))
+        k_launch(split, dim3(grid), dim3(ATT_WARPS * 32), s, partial, q, kc, vc, dpos, pos0, len,
+                 window, n_heads, n_kv_heads, head_dim, n_splits);
     K_CHECK_LAUNCH();
-    k_launch(attn_merge_kernel, dim3(n_heads, n_tok), dim3(ATT_MERGE_THREADS), s, out,
+    if (!(k_skip & K_SKIP_ATTN_MERGE))
+        k_launch(attn_merge_kernel, dim3(n_heads, n_tok), dim3(ATT_MERGE_THREADS), s, out,
              (const float *)partial, n_heads, head_dim, n_splits);
     K_CHECK_LAUNCH();
 }

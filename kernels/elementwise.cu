@@ -44,19 +44,19 @@ static unsigned grid_for(size_t n) {
 }
 
 extern "C" void k_add(cudaStream_t s, float *out, const float *x, const float *y, size_t n) {
-    if (!n) return;
+    if (!n || (k_skip & K_SKIP_ELEMENTWISE)) return;
     k_launch(add_kernel, dim3(grid_for(n)), dim3(256), s, out, x, y, n);
     K_CHECK_LAUNCH();
 }
 
 extern "C" void k_scale(cudaStream_t s, float *x, float v, size_t n) {
-    if (!n) return;
+    if (!n || (k_skip & K_SKIP_ELEMENTWISE)) return;
     k_launch(scale_kernel, dim3(grid_for(n)), dim3(256), s, x, v, n);
     K_CHECK_LAUNCH();
 }
 
 extern "C" void k_softcap(cudaStream_t s, float *x, size_t n, float cap) {
-    if (!n) return;
+    if (!n || (k_skip & K_SKIP_ELEMENTWISE)) return;
     k_launch(softcap_kernel, dim3(grid_for(n)), dim3(256), s, x, n, cap);
     K_CHECK_LAUNCH();
 }

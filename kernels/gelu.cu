@@ -16,7 +16,7 @@ __global__ void gelu_mul_kernel(float *out, const float *gate, const float *up, 
 extern "C" void k_gelu_mul(cudaStream_t s, float *out, const float *gate, const float *up, int rows,
                            int dim, int up_stride) {
     const size_t n = (size_t)rows * dim;
-    if (!n) return;
+    if (!n || (k_skip & K_SKIP_ELEMENTWISE)) return;
     k_launch(gelu_mul_kernel, dim3(k_blocks(n, 256)), dim3(256), s, out, gate, up, rows, dim,
              up_stride);
     K_CHECK_LAUNCH();

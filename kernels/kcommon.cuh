@@ -113,6 +113,7 @@ __device__ __forceinline__ int step_pos(const int *dpos, int pos0) {
  * hundreds of kernels. Off with k_set_pdl(0) (and on GPUs before sm_90, where both are empty
  * and the attribute is not set). */
 extern int k_pdl;
+extern unsigned k_skip; /* kernels.h: K_SKIP_* (profiling only) */
 
 /* Let the next kernel in the stream launch now (it still waits for this one to complete). */
 __device__ __forceinline__ void k_launch_next() {

@@ -31,6 +31,21 @@ enum { KDT_F32 = 0, KDT_BF16 = 1, KDT_F16 = 2 }; /* = weight_dtype */
  * the backend turns it on for Hopper unless GEMMA_CUDA_PDL=0. */
 void k_set_pdl(int on);
 
+/* Profiling only (cuda_ops decode-profile, DECODE_PROFILE_SKIP): kernel families whose launches
+ * are left out, so that a step's time without them shows what they cost on its critical path.
+ * Their outputs are left stale - the results are wrong while any bit is set. Never set by the
+ * engine; 0 (the default) launches everything. */
+enum {
+    K_SKIP_ATTN_SPLIT = 1,  /* attention.cu: the slices */
+    K_SKIP_ATTN_MERGE = 2,  /* attention.cu: the merge */
+    K_SKIP_NORM_ROPE = 4,   /* rmsnorm.cu: k_norm_rope_store, k_rmsnorm_rope */
+    K_SKIP_NORM_ADD = 8,    /* rmsnorm.cu: k_norm_add_norm */
+    K_SKIP_RMSNORM = 16,    /* rmsnorm.cu: k_rmsnorm */
+    K_SKIP_MATVEC = 32,     /* matvec.cu: every product */
+    K_SKIP_ELEMENTWISE = 64 /* elementwise.cu, gelu.cu, rope.cu, kv_write */
+};
+void k_set_skip(unsigned mask);
+
 /* matvec.cu: out[t][r] = sum_c w[r][c] * x[t][c] for t < n, r < rows. One warp per weight
  * row; 16-byte loads of the row; the row is read once for up to 8 inputs at a time (n == 1
  * is the decode step, small n the verify / prefill pass). */

@@ -666,7 +666,7 @@ extern "C" void k_matvec_multi(cudaStream_t s, const k_mv_seg *segs, int n_segs,
     int m = 0;
     for (int i = 0; i < n_segs; i++)
         if (segs[i].rows > 0) live[m++] = segs[i];
-    if (!m || n <= 0) return;
+    if (!m || n <= 0 || (k_skip & K_SKIP_MATVEC)) return;
     if (wdtype == KDT_BF16)
         launch<__nv_bfloat16>(s, live, m, x, cols, n);
     else if (wdtype == KDT_F16)
@@ -700,4 +700,10 @@ int k_pdl = 0;
 
 extern "C" void k_set_pdl(int on) {
     k_pdl = on;
+}
+
+unsigned k_skip = 0;
+
+extern "C" void k_set_skip(unsigned mask) {
+    k_skip = mask;
 }

@@ -22,7 +22,7 @@ __global__ void rmsnorm_kernel(float *out, const float *x, const T *w, int dim, 
 
 extern "C" void k_rmsnorm(cudaStream_t s, float *out, const float *x, const void *w, int wdtype,
                           int n_vec, int dim, float eps) {
-    if (n_vec <= 0) return;
+    if (n_vec <= 0 || (k_skip & K_SKIP_RMSNORM)) return;
     /* Short vectors (a 256-wide head) get one warp-multiple just above their size. */
     unsigned threads = dim >= 1024 ? 1024 : (unsigned)((dim + 31) / 32 * 32);
     if (wdtype == KDT_BF16)
@@ -128,7 +128,7 @@ static void norm_add_norm_launch_per(cudaStream_t s, float *x, float *o, const v
 
 extern "C" void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *wo, float *xn,
                                 const void *wx, int wdtype, int n_vec, int dim, float eps) {
-    if (n_vec <= 0) return;
+    if (n_vec <= 0 || (k_skip & K_SKIP_NORM_ADD)) return;
     if (dim > 16 * 1024) {
         fprintf(stderr, "%s:%d: norm_add_norm: rows of %d (at most %d)\n", __FILE__, __LINE__, dim,
                 16 * 1024);
@@ -181,7 +181,7 @@ extern "C" void k_rmsnorm_rope(cudaStream_t s, float *x, const void *w, int wdty
                                int n_heads, int head_dim, float eps, const int *dpos, int pos0,
                                const float *inv_freq) {
     const int n_vec = n_tok * n_heads;
-    if (n_vec <= 0) return;
+    if (n_vec <= 0 || (k_skip & K_SKIP_NORM_ROPE)) return;
     unsigned threads = (unsigned)((head_dim / 2 + 31) / 32 * 32);
     if (wdtype == KDT_BF16)
         k_launch(rmsnorm_rope_kernel<__nv_bfloat16>, dim3(n_vec), dim3(threads), s, x,
@@ -269,6 +269,7 @@ extern "C" void k_norm_rope_store(cudaStream_t s, const k_nrs_part *parts, int n
                 __FILE__, __LINE__, n_parts, K_NRS_PARTS, dim);
         exit(1);
     }
+    if (k_skip & K_SKIP_NORM_ROPE) return;
     nrs_launch L = {};
     unsigned blocks = 0;
     for (int k = 0; k < n_parts; k++) {

@@ -27,7 +27,7 @@ __global__ void rope_kernel(float *x, int n_tok, int n_heads, int head_dim, cons
 extern "C" void k_rope(cudaStream_t s, float *x, int n_tok, int n_heads, int head_dim,
                        const int *dpos, int pos0, const float *inv_freq) {
     const size_t n = (size_t)n_tok * n_heads * (head_dim / 2);
-    if (!n) return;
+    if (!n || (k_skip & K_SKIP_ELEMENTWISE)) return;
     k_launch(rope_kernel, dim3(k_blocks(n, 256)), dim3(256), s, x, n_tok, n_heads, head_dim, dpos,
              pos0, inv_freq);
     K_CHECK_LAUNCH();

@@ -302,6 +302,32 @@ static void verify_profile(decoder *d, const char *label, double step_ms) {
     }
 }
 
+/* DECODE_PROFILE_SKIP="split,merge,..." as kernels.h's K_SKIP_* mask (profiling only: the
+ * families named are not launched, so the results are wrong and only the time means anything). */
+static unsigned skip_mask(const char *list) {
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } fam[] = {{"split", K_SKIP_ATTN_SPLIT}, {"merge", K_SKIP_ATTN_MERGE},
+               {"nrk", K_SKIP_NORM_ROPE},    {"normadd", K_SKIP_NORM_ADD},
+               {"rmsnorm", K_SKIP_RMSNORM},  {"matvec", K_SKIP_MATVEC},
+               {"elementwise", K_SKIP_ELEMENTWISE}};
+    unsigned mask = 0;
+    char *copy = xasprintf("%s", list ? list : ""), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        size_t i = 0;
+        while (i < sizeof fam / sizeof fam[0] && strcmp(fam[i].name, t))
+            i++;
+        if (i == sizeof fam / sizeof fam[0])
+            die("DECODE_PROFILE_SKIP: unknown family '%s' (split, merge, nrk, normadd, rmsnorm, "
+                "matvec, elementwise)",
+                t);
+        mask |= fam[i].bit;
+    }
+    free(copy);
+    return mask;
+}
+
 /* Prefill `prompt` random tokens, then time `steps` greedy decode steps (decode alone: the
  * counters are reset after the prefill) in several ways: CUDA graphs on (with each of the
  * backend's switches set in turn: extra is "NAME=VALUE" settings separated by spaces, or NULL),
@@ -346,6 +372,8 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
                         .device = "cuda"};
     decoder *d = decoder_new(m, &o, err, sizeof err);
     if (!d) die("%s", err);
+    const unsigned skip = skip_mask(getenv("DECODE_PROFILE_SKIP"));
+    k_set_skip(skip);
     const int id_max = model_id_limit(m);
     int *ids = xmalloc((size_t)prompt * sizeof(int)), tok;
     for (int i = 0; i < prompt; i++)
@@ -355,6 +383,7 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
     for (int rep = 0; rep < 2; rep++) {
         decoder_reset(d);
         CHECK(decoder_forward_argmax(d, ids, prompt, &tok) == 0);
+        if (skip) tok = ids[0]; /* the logits are garbage: feed a valid id */
         if (rep == 1) backend_cuda_reset_counters(d->b);
         /* DECODE_PROFILE_NCU=1: the measured steps, and nothing else, between
          * cudaProfilerStart and Stop - `ncu --profile-from-start off` then sees those steps'
@@ -362,8 +391,10 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
         const int ncu = rep == 1 && env_on("DECODE_PROFILE_NCU");
         if (ncu) CUDA_OK(cudaProfilerStart());
         double t0 = now_seconds();
-        for (int s = 0; s < (rep ? steps : 4); s++)
+        for (int s = 0; s < (rep ? steps : 4); s++) {
             CHECK(decoder_forward_argmax(d, &tok, 1, &tok) == 0);
+            if (skip) tok = ids[0];
+        }
         double dt = now_seconds() - t0;
         if (ncu) CUDA_OK(cudaProfilerStop());
         if (rep == 0) continue;
@@ -380,6 +411,7 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
     fflush(stdout);
     free(ids);
     decoder_free(d);
+    k_set_skip(0);
     unsetenv("GEMMA_CUDA_GRAPHS");
     unsetenv("GEMMA_CUDA_PROFILE");
     unsetenv("GEMMA_CUDA_FUSE");
