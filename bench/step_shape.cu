@@ -156,26 +156,41 @@ __global__ void __launch_bounds__(THREADS) rows_kernel(const uint4 *w, int rows,
     if (live && acc == 12345.0f) sink[row] = acc + limiter[0];
 }
 
-/* The rows dealt evenly: warp g takes rows [g * per, (g + 1) * per), one contiguous run of
- * chunks, its first UU chunks before the wait, a reduction at every row's end. */
-template <int UU>
+/* The rows dealt evenly, `per` rows to a warp: STRIDED, warp g of W takes rows g, g + W,
+ * g + 2W, ... (at any moment the warps read neighbouring rows); else rows [g * per, (g + 1) *
+ * per), one contiguous run. A warp's chunks are one stream with UU loads in flight across its
+ * rows, the first UU before the wait, a reduction at every row's end. */
+template <int UU, bool STRIDED>
+__device__ __forceinline__ const uint4 *even_chunk(const uint4 *w, int g, int W, int per, int c,
+                                                   int lane) {
+    const int j = c / RCH, row = STRIDED ? g + j * W : g * per + j;
+    return w + (size_t)row * (ROWB / 16) + (c % RCH) * 32 + lane;
+}
+
+template <int UU, bool STRIDED>
 __global__ void __launch_bounds__(THREADS) even_kernel(const uint4 *w, int rows, int per,
                                                        float *sink) {
     const int lane = threadIdx.x & 31, g = blockIdx.x * 8 + (threadIdx.x >> 5);
-    const int r0 = g * per, r1 = min(rows, r0 + per);
-    const int n = r1 > r0 ? (r1 - r0) * RCH : 0;
-    const uint4 *p = w + (size_t)(r1 > r0 ? r0 : 0) * (ROWB / 16) + lane;
+    const int W = gridDim.x * 8;
+    int mine; /* rows of this warp */
+    if (STRIDED)
+        mine = g < rows ? (rows - g + W - 1) / W : 0;
+    else
+        mine = max(0, min(rows, g * per + per) - g * per);
+    const int n = mine * RCH;
     uint4 v[UU];
 #pragma unroll
     for (int u = 0; u < UU; u++)
-        v[u] = u < n ? __ldcs(p + 32 * u) : make_uint4(0, 0, 0, 0);
+        v[u] = u < n ? __ldcs(even_chunk<UU, STRIDED>(w, g, W, per, u, lane))
+                     : make_uint4(0, 0, 0, 0);
     pdl_wait();
     float acc = 0.0f, tot = 0.0f;
     for (int c = 0; c < n; c += UU) {
         if (c > 0)
 #pragma unroll
             for (int u = 0; u < UU; u++)
-                v[u] = c + u < n ? __ldcs(p + 32 * (c + u)) : make_uint4(0, 0, 0, 0);
+                v[u] = c + u < n ? __ldcs(even_chunk<UU, STRIDED>(w, g, W, per, c + u, lane))
+                                 : make_uint4(0, 0, 0, 0);
 #pragma unroll
         for (int u = 0; u < UU; u++)
             if (c + u < n) {
@@ -358,10 +373,12 @@ int main(void) {
     CK(cudaFuncSetAttribute(rows_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, lim_smem));
     struct {
         const char *name;
-        int kind, bpsm, uu; /* kind 0: rows, 1: even */
-    } shapes[] = {{"rows (matvec.cu layout)", 0, 0, 0}, {"even, 3 blocks/SM, 4 first", 1, 3, 4},
-                  {"even, 4 blocks/SM, 4 first", 1, 4, 4}, {"even, 3 blocks/SM, 8 first", 1, 3, 8},
-                  {"even, 4 blocks/SM, 8 first", 1, 4, 8}, {"even, 6 blocks/SM, 4 first", 1, 6, 4}};
+        int kind, bpsm, uu; /* kind 0: rows, 1: even runs, 2: even strided */
+    } shapes[] = {{"rows (matvec.cu layout)", 0, 0, 0},  {"even, 3 blocks/SM, 8 first", 1, 3, 8},
+                  {"strided, 2 blocks/SM, 8 first", 2, 2, 8}, {"strided, 3 blocks/SM, 4 first", 2, 3, 4},
+                  {"strided, 3 blocks/SM, 8 first", 2, 3, 8}, {"strided, 4 blocks/SM, 4 first", 2, 4, 4},
+                  {"strided, 4 blocks/SM, 8 first", 2, 4, 8}, {"strided, 6 blocks/SM, 4 first", 2, 6, 4},
+                  {"strided, 8 blocks/SM, 4 first", 2, 8, 4}};
     float base = 0.0f;
     for (size_t v = 0; v < sizeof shapes / sizeof shapes[0]; v++) {
         cudaGraph_t gr;
@@ -377,10 +394,13 @@ int main(void) {
             } else {
                 const int warps = shapes[v].bpsm * sms * 8, per = (rows + warps - 1) / warps;
                 const int grid = ((rows + per - 1) / per + 7) / 8;
+                const bool st = shapes[v].kind == 2;
                 if (shapes[v].uu == 4)
-                    launch_pdl(even_kernel<4>, grid, 0, s, wp, rows, per, sink);
+                    launch_pdl(st ? even_kernel<4, true> : even_kernel<4, false>, grid, 0, s, wp,
+                               rows, per, sink);
                 else
-                    launch_pdl(even_kernel<8>, grid, 0, s, wp, rows, per, sink);
+                    launch_pdl(st ? even_kernel<8, true> : even_kernel<8, false>, grid, 0, s, wp,
+                               rows, per, sink);
             }
         }
         CK(cudaStreamEndCapture(s, &gr));
@@ -393,10 +413,10 @@ int main(void) {
                100.0 * floor_ms / ms, ms / base);
     }
     cudaFuncAttributes fa;
-    CK(cudaFuncGetAttributes(&fa, even_kernel<4>));
-    printf("registers: even<4> %d", fa.numRegs);
-    CK(cudaFuncGetAttributes(&fa, even_kernel<8>));
-    printf(", even<8> %d", fa.numRegs);
+    CK(cudaFuncGetAttributes(&fa, even_kernel<4, true>));
+    printf("registers: strided<4> %d", fa.numRegs);
+    CK(cudaFuncGetAttributes(&fa, even_kernel<8, true>));
+    printf(", strided<8> %d", fa.numRegs);
     CK(cudaFuncGetAttributes(&fa, rows_kernel));
     printf(", rows %d\n", fa.numRegs);
     return 0;
