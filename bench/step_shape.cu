@@ -204,6 +204,58 @@ __global__ void __launch_bounds__(THREADS) even_kernel(const uint4 *w, int rows,
     if (tot == 12345.0f) sink[g] = tot;
 }
 
+/* Split rows: a block of KW warps reads one row at a time together, warp k its slice k (chunks
+ * k, k + KW, ... of the row), so that the block's warps read neighbouring chunks, like the flat
+ * stream; the blocks take rows b, b + grid, ...; each warp has UR rows' slices in flight, and
+ * the slices' sums meet in shared memory every UR rows. */
+template <int KW, int UR>
+__global__ void __launch_bounds__(KW * 32) split_kernel(const uint4 *w, int rows, float *sink) {
+    constexpr int CPS = RCH / KW; /* chunks of a slice */
+    __shared__ float part[UR][KW];
+    const int lane = threadIdx.x & 31, k = threadIdx.x >> 5;
+    const int G = gridDim.x;
+    float tot = 0.0f;
+    uint4 v[UR][CPS];
+    auto issue = [&](int r0) {
+#pragma unroll
+        for (int u = 0; u < UR; u++) {
+            const int row = r0 + u * G;
+#pragma unroll
+            for (int c = 0; c < CPS; c++)
+                v[u][c] = row < rows ? __ldcs(w + (size_t)row * (ROWB / 16) + (k + c * KW) * 32 + lane)
+                                     : make_uint4(0, 0, 0, 0);
+        }
+    };
+    int r0 = blockIdx.x;
+    issue(r0);
+    pdl_wait();
+    for (; r0 < rows; r0 += UR * G) {
+        float acc[UR];
+#pragma unroll
+        for (int u = 0; u < UR; u++) {
+            acc[u] = 0.0f;
+#pragma unroll
+            for (int c = 0; c < CPS; c++)
+                acc[u] += fold(v[u][c]);
+        }
+        if (r0 + UR * G < rows) issue(r0 + UR * G);
+#pragma unroll
+        for (int u = 0; u < UR; u++) {
+            acc[u] = warp_sum(acc[u]);
+            if (lane == 0) part[u][k] = acc[u];
+        }
+        __syncthreads();
+        if (k == 0 && lane < UR) {
+            float s = 0.0f;
+            for (int j = 0; j < KW; j++)
+                s += part[lane][j];
+            tot += s;
+        }
+        __syncthreads();
+    }
+    if (tot == 12345.0f) sink[blockIdx.x] = tot;
+}
+
 /* The whole step in one kernel. barriers: 0 = stream only. */
 __global__ void __launch_bounds__(THREADS)
     persistent_kernel(const uint4 *w, const phase *ph, int n_ph, float *x, float *sink,
@@ -250,11 +302,11 @@ static float time_graph(cudaGraphExec_t ge, cudaStream_t s, int reps) {
 }
 
 template <typename... KArgs, typename... Args>
-static void launch_pdl(void (*k)(KArgs...), int grid, size_t smem, cudaStream_t s,
-                       Args... args) {
+static void launch_pdl_ex(void (*k)(KArgs...), int grid, int threads, size_t smem, cudaStream_t s,
+                          Args... args) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(grid);
-    cfg.blockDim = dim3(THREADS);
+    cfg.blockDim = dim3(threads);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = s;
     cudaLaunchAttribute at[1];
@@ -263,6 +315,16 @@ static void launch_pdl(void (*k)(KArgs...), int grid, size_t smem, cudaStream_t 
     cfg.attrs = at;
     cfg.numAttrs = 1;
     CK(cudaLaunchKernelEx(&cfg, k, ((KArgs)args)...));
+}
+
+template <typename... KArgs, typename... Args>
+static void launch_pdl(void (*k)(KArgs...), int grid, size_t smem, cudaStream_t s, Args... args) {
+    launch_pdl_ex(k, grid, THREADS, smem, s, args...);
+}
+
+template <typename... KArgs, typename... Args>
+static void launch_pdl_t(void (*k)(KArgs...), int grid, int threads, cudaStream_t s, Args... args) {
+    launch_pdl_ex(k, grid, threads, 0, s, args...);
 }
 
 int main(void) {
@@ -373,12 +435,16 @@ int main(void) {
     CK(cudaFuncSetAttribute(rows_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, lim_smem));
     struct {
         const char *name;
-        int kind, bpsm, uu; /* kind 0: rows, 1: even runs, 2: even strided */
-    } shapes[] = {{"rows (matvec.cu layout)", 0, 0, 0},  {"even, 3 blocks/SM, 8 first", 1, 3, 8},
-                  {"strided, 2 blocks/SM, 8 first", 2, 2, 8}, {"strided, 3 blocks/SM, 4 first", 2, 3, 4},
-                  {"strided, 3 blocks/SM, 8 first", 2, 3, 8}, {"strided, 4 blocks/SM, 4 first", 2, 4, 4},
-                  {"strided, 4 blocks/SM, 8 first", 2, 4, 8}, {"strided, 6 blocks/SM, 4 first", 2, 6, 4},
-                  {"strided, 8 blocks/SM, 4 first", 2, 8, 4}};
+        int kind, bpsm, uu; /* kind 0: rows, 1: even runs, 2: even strided, 3: split (uu: KW) */
+    } shapes[] = {{"rows (matvec.cu layout)", 0, 0, 0},
+                  {"strided, 3 blocks/SM, 8 first", 2, 3, 8},
+                  {"split 10 warps, 8 rows, 2/SM", 3, 2, 10},
+                  {"split 10 warps, 8 rows, 3/SM", 3, 3, 10},
+                  {"split 10 warps, 8 rows, 4/SM", 3, 4, 10},
+                  {"split 10 warps, 4 rows, 6/SM", 3, 6, 100},
+                  {"split 5 warps, 4 rows, 6/SM", 3, 6, 5},
+                  {"split 5 warps, 4 rows, 8/SM", 3, 8, 5},
+                  {"split 2 warps, 2 rows, 16/SM", 3, 16, 2}};
     float base = 0.0f;
     for (size_t v = 0; v < sizeof shapes / sizeof shapes[0]; v++) {
         cudaGraph_t gr;
@@ -391,6 +457,19 @@ int main(void) {
                 launch_pdl(small_kernel, 1, 0, s, x);
             } else if (shapes[v].kind == 0) {
                 launch_pdl(rows_kernel, (rows + 7) / 8, lim_smem, s, wp, rows, sink);
+            } else if (shapes[v].kind == 3) {
+                /* a resident grid: at most what the registers allow */
+                void (*k)(const uint4 *, int, float *) =
+                    shapes[v].uu == 10   ? split_kernel<10, 8>
+                    : shapes[v].uu == 100 ? split_kernel<10, 4>
+                    : shapes[v].uu == 5   ? split_kernel<5, 4>
+                                          : split_kernel<2, 2>;
+                const int threads = shapes[v].uu == 100 ? 320 : 32 * shapes[v].uu;
+                int fit = 0;
+                CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, k, threads, 0));
+                const int grid = (shapes[v].bpsm < fit ? shapes[v].bpsm : fit) * sms;
+                if (!p) shapes[v].bpsm = grid / sms; /* printed */
+                launch_pdl_t(k, grid, threads, s, wp, rows, sink);
             } else {
                 const int warps = shapes[v].bpsm * sms * 8, per = (rows + warps - 1) / warps;
                 const int grid = ((rows + per - 1) / per + 7) / 8;
@@ -409,6 +488,7 @@ int main(void) {
         CK(cudaGraphExecDestroy(ge));
         CK(cudaGraphDestroy(gr));
         if (!v) base = ms;
+        if (shapes[v].kind == 3) printf("  (resident grid: %d blocks/SM)\n", shapes[v].bpsm);
         printf("  chain, %-28s %.3f ms  %5.1f %%  (%.3f of rows)\n", shapes[v].name, ms,
                100.0 * floor_ms / ms, ms / base);
     }
