@@ -345,123 +345,6 @@ __global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS : MIN
     }
 }
 
-/* The decode product streamed by a resident grid ("stream", GEMMA_CUDA_MV_DECODE=stream). The
- * grid is what the multiprocessors hold at once, and block b takes the virtual blocks b, b + G,
- * b + 2G, ... (G blocks), UR of them at a time: so at any moment the GPU reads rows next to each
- * other, and each warp has all UR x nch chunks of its row slices in flight (nch <= CH: the
- * "slices" split rule gives a lane at most MV_SLICE_CHUNKS chunks of a row), the next UR
- * loaded as soon as these are dotted, before the sums are reduced and stored. bench/step_shape.cu
- * measured this layout against one block per virtual block (the lean kernel's) on E4B's byte
- * sequence: 84 % of copy bandwidth against 77 % (docs/gpu_logs/s14/call5). A row's arithmetic is
- * the lean kernel's: the lane's chunks in column order, the warp sum, the K slices in order.
- * Vector path only; the first UR rows are loaded before the wait when prefetch. */
-#define MV_SLICE_CHUNKS 5
-
-template <typename T, bool PAIR, int UR>
-__global__ void __launch_bounds__(MV_WARPS * 32)
-    matvec1s_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
-                    int prefetch) {
-    constexpr int V = vec16<T>::n, CH = MV_SLICE_CHUNKS;
-    __shared__ float part[UR][MV_WARPS], part_up[UR][MV_WARPS];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, G = gridDim.x;
-    /* Where virtual block b puts this warp: segment si, row (live: a row of the segment, and b
-     * a block of the launch), K, the lane's chunks nch and its first column c0. */
-    struct where {
-        int si, row, K, nch, c0;
-        bool live;
-    };
-    auto locate = [&](int b) {
-        where h;
-        h.si = 0;
-#pragma unroll
-        for (int i = 1; i < K_MV_SEGS; i++)
-            if (i < L.n_segs && b >= L.seg[i].block0) h.si = i;
-        const mv_seg &sg = L.seg[h.si];
-        h.K = sg.k;
-        h.row = (b - sg.block0) * (MV_WARPS / h.K) + warp / h.K;
-        h.c0 = ((warp % h.K) * 32 + lane) * V;
-        h.live = b < L.blocks && h.row < sg.rows;
-        const int stride = h.K * 32 * V;
-        h.nch = h.live && h.c0 < cols ? (cols - h.c0 + stride - 1) / stride : 0;
-        return h;
-    };
-    uint4 f1[UR][CH], f2[PAIR ? UR : 1][CH];
-    auto issue = [&](int vb0) {
-#pragma unroll
-        for (int u = 0; u < UR; u++) {
-            const where h = locate(vb0 + u * G);
-            const mv_seg &sg = L.seg[h.si];
-            const size_t off = (size_t)(h.live ? h.row : 0) * cols + h.c0;
-            const int stride = h.K * 32 * V;
-            const bool pr = PAIR && sg.epilogue == K_MV_GELU_PAIR;
-#pragma unroll
-            for (int c = 0; c < CH; c++)
-                if (c < h.nch) {
-                    f1[u][c] = __ldcs(reinterpret_cast<const uint4 *>((const T *)sg.w + off) +
-                                      c * stride / V);
-                    if (pr)
-                        f2[u][c] = __ldcs(reinterpret_cast<const uint4 *>((const T *)sg.w_up + off) +
-                                          c * stride / V);
-                }
-        }
-    };
-    k_launch_next();
-    if (!prefetch) k_wait_only();
-    issue(blockIdx.x);
-    if (prefetch) k_wait_only();
-
-    for (int vb0 = blockIdx.x; vb0 < L.blocks; vb0 += UR * G) {
-        float acc[UR], acc_up[UR];
-#pragma unroll
-        for (int u = 0; u < UR; u++) {
-            const where h = locate(vb0 + u * G);
-            const bool pr = PAIR && L.seg[h.si].epilogue == K_MV_GELU_PAIR;
-            const int stride = h.K * 32 * V;
-            float wf[V];
-            acc[u] = acc_up[u] = 0.0f;
-#pragma unroll
-            for (int c = 0; c < CH; c++)
-                if (c < h.nch) {
-                    mv_unpack<T>(f1[u][c], wf);
-                    acc[u] = mv_dot16<V>(wf, x + h.c0 + c * stride, acc[u]);
-                    if (pr) {
-                        mv_unpack<T>(f2[u][c], wf);
-                        acc_up[u] = mv_dot16<V>(wf, x + h.c0 + c * stride, acc_up[u]);
-                    }
-                }
-        }
-        /* The registers are free: the next rows stream while these are reduced. */
-        if (vb0 + UR * G < L.blocks) issue(vb0 + UR * G);
-#pragma unroll
-        for (int u = 0; u < UR; u++) {
-            const where h = locate(vb0 + u * G);
-            const mv_seg &sg = L.seg[h.si];
-            acc[u] = warp_sum(acc[u]);
-            if (PAIR) acc_up[u] = warp_sum(acc_up[u]);
-            if (h.K == 1) {
-                if (h.live && lane == 0) mv_store(sg, 0, h.row, acc[u], acc_up[u]);
-            } else if (lane == 0) {
-                part[u][warp] = acc[u];
-                part_up[u][warp] = acc_up[u];
-            }
-        }
-        __syncthreads();
-#pragma unroll
-        for (int u = 0; u < UR; u++) {
-            const where h = locate(vb0 + u * G);
-            if (h.K > 1 && h.live && lane == 0 && warp % h.K == 0) {
-                float v = 0.0f, vu = 0.0f;
-                for (int k = 0; k < h.K; k++) {
-                    v += part[u][warp + k];
-                    vu += part_up[u][warp + k];
-                }
-                mv_store(L.seg[h.si], 0, h.row, v, vu);
-            }
-        }
-        __syncthreads(); /* part is reused by the next rows */
-    }
-}
-
 /* Two to eight inputs (a speculative verify, a short chunk), R rows per warp. The general
  * kernel loads 32 bytes of x per input for every 16 bytes of weights, and at n = 4 on E4B that
  * stalls it on L1 (docs/gpu_logs/s13/call9: o_proj at 19 % of DRAM bandwidth, L1 79 % busy; a
@@ -604,13 +487,6 @@ static int sm_count(void) {
  * rule before (N = 8). */
 static int split_for(int rows, int cols, int per_pass) {
     int k = 1;
-    if (mv_tune.split < 0) { /* "slices": at most MV_SLICE_CHUNKS chunks a lane */
-        const int chunks = (cols + per_pass - 1) / per_pass;
-        while (k < MV_WARPS && (chunks + k - 1) / k > MV_SLICE_CHUNKS)
-            k *= 2;
-        (void)rows;
-        return k;
-    }
     if (mv_tune.split > 0) {
         const long target = (long)mv_tune.split * sm_count();
         while (k < MV_WARPS && (long)rows * k / MV_WARPS < target && cols >= 2 * k * per_pass)
@@ -662,28 +538,8 @@ static void launch1(cudaStream_t s, const mv_launch &L, const float *x, int cols
     k_launch(kernel, dim3((unsigned)grid), dim3(MV_WARPS * 32), s, L, x, cols, pf);
 }
 
-/* n = 1 through matvec1s_kernel: a resident grid, evened out so that every block takes the
- * same number of virtual blocks (but the last). Returns false (nothing launched) when a row
- * slice of the launch has more than MV_SLICE_CHUNKS chunks a lane. */
-template <typename T, bool PAIR>
-static bool launch_stream(cudaStream_t s, const mv_launch &L, const float *x, int cols, int pf) {
-    constexpr int V = vec16<T>::n;
-    for (int i = 0; i < L.n_segs; i++)
-        if ((cols + L.seg[i].k * 32 * V - 1) / (L.seg[i].k * 32 * V) > MV_SLICE_CHUNKS)
-            return false;
-    constexpr int UR = PAIR ? 1 : 2;
-    void (*kernel)(const mv_launch, const float *, int, int) = matvec1s_kernel<T, PAIR, UR>;
-    const long cap = (long)resident_blocks((const void *)kernel) * sm_count();
-    long grid = L.blocks < cap ? L.blocks : cap;
-    const long per = (L.blocks + grid - 1) / grid; /* virtual blocks a block takes */
-    grid = (L.blocks + per - 1) / per;
-    k_launch(kernel, dim3((unsigned)grid), dim3(MV_WARPS * 32), s, L, x, cols, pf);
-    return true;
-}
-
 template <typename T, bool PAIR>
 static void launch_n1(cudaStream_t s, const mv_launch &L, const float *x, int cols, int pf) {
-    if (mv_tune.decode == K_MV_STREAM && launch_stream<T, PAIR>(s, L, x, cols, pf)) return;
     if (mv_tune.decode == K_MV_LEAN8)
         mv_tune.grid ? launch1<T, PAIR, 8, true>(s, L, x, cols, pf)
                      : launch1<T, PAIR, 8, false>(s, L, x, cols, pf);
@@ -832,7 +688,7 @@ extern "C" void k_matvec(cudaStream_t s, float *out, const void *w, int wdtype, 
 extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
     if ((t->unroll != 4 && t->unroll != 8) ||
         (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
-        (t->decode < K_MV_GENERAL || t->decode > K_MV_STREAM) || t->grid < -1 || t->split < -1 ||
+        (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0 ||
         (t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0)
         return -1;
     mv_tune = *t;

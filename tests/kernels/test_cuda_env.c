@@ -69,19 +69,12 @@ int main(void) {
            sw.mv.decode == K_MV_LEAN8);
     EXPECT(read_with("GEMMA_CUDA_MV_DECODE", "general", &sw, err, sizeof err) == 0 &&
            sw.mv.decode == K_MV_GENERAL);
-    EXPECT(read_with("GEMMA_CUDA_MV_DECODE", "stream", &sw, err, sizeof err) == 0 &&
-           sw.mv.decode == K_MV_STREAM);
-    EXPECT(read_with("GEMMA_CUDA_MV_DECODE", "lean", &sw, err, sizeof err) == 0 &&
-           sw.mv.decode == K_MV_LEAN);
     EXPECT(read_with("GEMMA_CUDA_MV_GRID", "persist", &sw, err, sizeof err) == 0 &&
            sw.mv.grid == -1);
     EXPECT(read_with("GEMMA_CUDA_MV_GRID", "264", &sw, err, sizeof err) == 0 && sw.mv.grid == 264);
     EXPECT(read_with("GEMMA_CUDA_MV_GRID", "blocks", &sw, err, sizeof err) == 0 && sw.mv.grid == 0);
     EXPECT(read_with("GEMMA_CUDA_MV_SPLIT", "8", &sw, err, sizeof err) == 0 && sw.mv.split == 8);
     EXPECT(read_with("GEMMA_CUDA_MV_SPLIT", "64", &sw, err, sizeof err) == 0 && sw.mv.split == 64);
-    EXPECT(read_with("GEMMA_CUDA_MV_SPLIT", "wave", &sw, err, sizeof err) == 0 && sw.mv.split == 0);
-    EXPECT(read_with("GEMMA_CUDA_MV_SPLIT", "slices", &sw, err, sizeof err) == 0 &&
-           sw.mv.split == -1);
     EXPECT(read_with("GEMMA_CUDA_MV_ROWS", "1", &sw, err, sizeof err) == 0 && sw.mv.rows == 1);
     EXPECT(read_with("GEMMA_CUDA_MV_ROWS", "2", &sw, err, sizeof err) == 0 && sw.mv.rows == 2);
     EXPECT(read_with("GEMMA_CUDA_MV_ROWS", "4", &sw, err, sizeof err) == 0 && sw.mv.rows == 4);
@@ -100,7 +93,7 @@ int main(void) {
         {"GEMMA_CUDA_MV_DECODE", "turbo"},  {"GEMMA_CUDA_MV_GRID", "0"},
         {"GEMMA_CUDA_MV_GRID", "persist2"}, {"GEMMA_CUDA_MV_GRID", "-3"},
         {"GEMMA_CUDA_MV_SPLIT", "0"},       {"GEMMA_CUDA_MV_SPLIT", "65"},
-        {"GEMMA_CUDA_MV_SPLIT", "waves"},   {"GEMMA_CUDA_MV_ROWS", "0"},
+        {"GEMMA_CUDA_MV_SPLIT", "wave"},    {"GEMMA_CUDA_MV_ROWS", "0"},
         {"GEMMA_CUDA_MV_ROWS", "3"},        {"GEMMA_CUDA_MV_ROWS", "two"},
         {"GEMMA_CUDA_MV_ROWS_MIN", "-1"},   {"GEMMA_CUDA_MV_ROWS_MIN", "1048577"},
         {"GEMMA_CUDA_MV_ROWS_MIN", "4M"},
