@@ -63,21 +63,18 @@ __device__ __forceinline__ void att_load_kv(float *kr, float *vr, const float *k
     }
 }
 
-/* out[t][h][:] from the slices' partial results, by the block that finished last (128
- * threads). A merge is a chain of memory round trips, so it is shaped to take few: the slices'
- * weights exp(m_s - M) are worked out once (a thread per slice), and each thread loads, for all
- * DPT of its output dims at once, ATT_MERGE_UNROLL slices at a time - two or three round trips
- * for up to 48 slices, whatever the head width. The sums over slices run in slice order;
- * L = sum_s l_s w_s is a warp sum (lane i takes slices i, i + 32), worked out by every warp
- * alike. The slices were written by other blocks: they are read through L2 (__ldcg), never from
- * a line this multiprocessor's L1 may hold from an earlier layer. */
-template <int DPT>
+/* out[t][h][:] from the slices' partial results, by the block that finished last. The slices'
+ * weights exp(m_s - M) are worked out once per block (a thread per slice) instead of once per
+ * output dim, and a thread's sum over the slices loads them ATT_MERGE_UNROLL at a time, so that
+ * a merge costs a few memory round trips instead of one per slice; the sums are taken in slice
+ * order. The slices were written by other blocks: they are read through L2 (__ldcg), never
+ * from a line this multiprocessor's L1 may hold from an earlier layer. */
 __device__ void attn_merge(float *out, const float *partial, int n_heads, int hd, int n_splits,
                            int h, int t) {
-    __shared__ float sw[ATT_MAX_SPLITS], sl[ATT_MAX_SPLITS];
+    __shared__ float sw[ATT_MAX_SPLITS], sl[ATT_MAX_SPLITS], s_inv;
     __shared__ float red[32];
     const float *src = partial + ((size_t)t * n_heads + h) * n_splits * (hd + 2);
-    const int s = threadIdx.x, lane = threadIdx.x & 31;
+    const int s = threadIdx.x;
     const float ms = s < n_splits ? __ldcg(src + (size_t)s * (hd + 2) + hd) : -INFINITY;
     const float ls = s < n_splits ? __ldcg(src + (size_t)s * (hd + 2) + hd + 1) : 0.0f;
     const float M = block_max(ms, red);
@@ -87,35 +84,27 @@ __device__ void attn_merge(float *out, const float *partial, int n_heads, int hd
         sl[s] = ms != -INFINITY ? ls : 0.0f;
     }
     __syncthreads();
-    float L = 0.0f;
-    for (int k = lane; k < n_splits; k += 32)
-        if (sw[k] != 0.0f) L += sl[k] * sw[k];
-    const float inv = 1.0f / warp_sum(L);
-    float a[DPT];
-#pragma unroll
-    for (int i = 0; i < DPT; i++)
-        a[i] = 0.0f;
-    for (int k = 0; k < n_splits; k += ATT_MERGE_UNROLL) {
-        float v[DPT][ATT_MERGE_UNROLL];
-#pragma unroll
-        for (int i = 0; i < DPT; i++) {
-            const int d = threadIdx.x + i * ATT_WARPS * 32;
-#pragma unroll
-            for (int u = 0; u < ATT_MERGE_UNROLL; u++)
-                v[i][u] = d < hd && k + u < n_splits ? __ldcg(src + (size_t)(k + u) * (hd + 2) + d)
-                                                     : 0.0f;
-        }
-#pragma unroll
-        for (int i = 0; i < DPT; i++)
-#pragma unroll
-            for (int u = 0; u < ATT_MERGE_UNROLL; u++)
-                if (k + u < n_splits && sw[k + u] != 0.0f) a[i] += v[i][u] * sw[k + u];
+    if (threadIdx.x == 0) {
+        float L = 0.0f;
+        for (int k = 0; k < n_splits; k++)
+            if (sw[k] != 0.0f) L += sl[k] * sw[k];
+        s_inv = 1.0f / L;
     }
+    __syncthreads();
+    const float inv = s_inv;
     float *oh = out + ((size_t)t * n_heads + h) * hd;
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        float a = 0.0f;
+        for (int k = 0; k < n_splits; k += ATT_MERGE_UNROLL) {
+            float v[ATT_MERGE_UNROLL];
 #pragma unroll
-    for (int i = 0; i < DPT; i++) {
-        const int d = threadIdx.x + i * ATT_WARPS * 32;
-        if (d < hd) oh[d] = a[i] * inv;
+            for (int u = 0; u < ATT_MERGE_UNROLL; u++)
+                v[u] = k + u < n_splits ? __ldcg(src + (size_t)(k + u) * (hd + 2) + d) : 0.0f;
+#pragma unroll
+            for (int u = 0; u < ATT_MERGE_UNROLL; u++)
+                if (k + u < n_splits && sw[k + u] != 0.0f) a += v[u] * sw[k + u];
+        }
+        oh[d] = a * inv;
     }
 }
 
@@ -233,8 +222,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
     __syncthreads();
     if (!s_last) return;
     __threadfence();
-    /* output dims per thread: PER lanes' worth of dims over 4 warps */
-    attn_merge<(PER + ATT_WARPS - 1) / ATT_WARPS>(out, partial, n_heads, hd, n_splits, h, t);
+    attn_merge(out, partial, n_heads, hd, n_splits, h, t);
 }
 
 extern "C" int k_attention_splits(int max_ctx, int n_tok, int n_heads) {
