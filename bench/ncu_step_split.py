@@ -93,7 +93,7 @@ def roles(step):
             continue
         if nxt == "norm_rope_store_kernel":
             role = "q + k + v"
-        elif prev in ("attn_merge_kernel", "attn_split_kernel"):  # merged in the split since s14
+        elif prev == "attn_merge_kernel":
             role = "o"
         elif prev == "embed_kernel":
             role = "per-layer input projection"

@@ -6,26 +6,21 @@
  * row attends to are therefore cut into n_splits slices (split-KV, "flash decoding"); block
  * (split, head, row) scores its slice with an online softmax, one position per warp at a
  * time (lane i holds dims i, i + 32, ... of the head, so the q.k dot is a warp sum), merges
- * its 4 warps in shared memory and writes (max, sum, unnormalised output) for the slice. The
- * last block of a (row, head) to finish - it draws the last ticket of a per-(row, head) counter
- * - then combines the slices (attn_merge), so attention is one kernel, not two: a decode step
- * loses a kernel boundary a layer, about 0.13 ms of E4B's step when the merge was its own
- * kernel (docs/gpu_logs/s14/call3). The number of slices is fixed by
+ * its 4 warps in shared memory and writes (max, sum, unnormalised output) for the slice.
+ * attn_merge then combines the slices of each (row, head). The number of slices is fixed by
  * the longest context the ring can hold, not by the current position, so a decode step
  * captured in a CUDA graph stays correct as the sequence grows; slices past the current
  * context are empty and cost one early exit.
  *
  * The caches are fp32 rows [len][n_kv_heads][head_dim] used as rings (position p in row
- * p % len); a row attends to max(0, p - window + 1) .. p. Rows of positions before the step's
- * first were written by earlier steps, so a warp loads its first one before waiting for the
- * kernel before it (the ring holds window + the longest chunk, so this step's writes never
- * land on a row it reads). */
+ * p % len); a row attends to max(0, p - window + 1) .. p. */
 #include "kcommon.cuh"
 
 #define ATT_WARPS         4
 #define ATT_MAXD          512 /* largest head_dim (E4B's full layers) */
 #define ATT_PER_LANE      (ATT_MAXD / 32)
 #define ATT_MAX_SPLITS    64  /* slices of a (row, head); the merge has a thread per slice */
+#define ATT_MERGE_THREADS 256 /* a thread per output dim of a 256-wide head */
 #define ATT_MERGE_UNROLL  16  /* slices a merge thread loads at once */
 
 __global__ void kv_write_kernel(float *cache, const float *src, int n_tok, int kv_dim,
@@ -63,54 +58,7 @@ __device__ __forceinline__ void att_load_kv(float *kr, float *vr, const float *k
     }
 }
 
-/* out[t][h][:] from the slices' partial results, by the block that finished last. The slices'
- * weights exp(m_s - M) are worked out once per block (a thread per slice) instead of once per
- * output dim, and a thread's sum over the slices loads them ATT_MERGE_UNROLL at a time, so that
- * a merge costs a few memory round trips instead of one per slice; the sums are taken in slice
- * order. The slices were written by other blocks: they are read through L2 (__ldcg), never
- * from a line this multiprocessor's L1 may hold from an earlier layer. */
-__device__ void attn_merge(float *out, const float *partial, int n_heads, int hd, int n_splits,
-                           int h, int t) {
-    __shared__ float sw[ATT_MAX_SPLITS], sl[ATT_MAX_SPLITS], s_inv;
-    __shared__ float red[32];
-    const float *src = partial + ((size_t)t * n_heads + h) * n_splits * (hd + 2);
-    const int s = threadIdx.x;
-    const float ms = s < n_splits ? __ldcg(src + (size_t)s * (hd + 2) + hd) : -INFINITY;
-    const float ls = s < n_splits ? __ldcg(src + (size_t)s * (hd + 2) + hd + 1) : 0.0f;
-    const float M = block_max(ms, red);
-    /* weight 0 marks an empty slice (skipped below, as in a sum that never saw it) */
-    if (s < n_splits) {
-        sw[s] = ms != -INFINITY ? expf(ms - M) : 0.0f;
-        sl[s] = ms != -INFINITY ? ls : 0.0f;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        float L = 0.0f;
-        for (int k = 0; k < n_splits; k++)
-            if (sw[k] != 0.0f) L += sl[k] * sw[k];
-        s_inv = 1.0f / L;
-    }
-    __syncthreads();
-    const float inv = s_inv;
-    float *oh = out + ((size_t)t * n_heads + h) * hd;
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-        float a = 0.0f;
-        for (int k = 0; k < n_splits; k += ATT_MERGE_UNROLL) {
-            float v[ATT_MERGE_UNROLL];
-#pragma unroll
-            for (int u = 0; u < ATT_MERGE_UNROLL; u++)
-                v[u] = k + u < n_splits ? __ldcg(src + (size_t)(k + u) * (hd + 2) + d) : 0.0f;
-#pragma unroll
-            for (int u = 0; u < ATT_MERGE_UNROLL; u++)
-                if (k + u < n_splits && sw[k + u] != 0.0f) a += v[u] * sw[k + u];
-        }
-        oh[d] = a * inv;
-    }
-}
-
-/* One slice of one (row, head); the last of its (row, head) also merges them into out.
- * partial: [row][head][split][head_dim + 2] = acc..., max, sum; tickets: [row][head], zero
- * before the launch and left zero after it.
+/* One slice of one (row, head). partial: [row][head][split][head_dim + 2] = acc..., max, sum.
  * PER: dims per lane, head_dim / 32 rounded up to a power of two for heads up to 128 wide, 16
  * for wider ones. A lane holds PER dims of q,
  * of its accumulator and of two positions' keys and values, so the registers (and with them
@@ -122,11 +70,11 @@ __device__ void attn_merge(float *out, const float *partial, int n_heads, int hd
  * gives the same bits. */
 template <int PER>
 __global__ void __launch_bounds__(ATT_WARPS * 32)
-    attn_split_kernel(float *out, float *partial, int *tickets, const float *q, const float *kc,
-                      const float *vc, const int *dpos, int pos0, int len, int window,
-                      int n_heads, int n_kv_heads, int hd, int n_splits) {
+    attn_split_kernel(float *partial, const float *q, const float *kc, const float *vc,
+                      const int *dpos, int pos0, int len, int window, int n_heads, int n_kv_heads,
+                      int hd, int n_splits) {
+    k_wait_prior();
     __shared__ float sm_m[ATT_WARPS], sm_l[ATT_WARPS];
-    __shared__ int s_last;
     __shared__ float sm_acc[ATT_WARPS][ATT_MAXD];
     const int split = blockIdx.x, h = blockIdx.y, t = blockIdx.z;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -138,12 +86,6 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
     const int per = (count + n_splits - 1) / n_splits;
     const int j0 = lo + split * per;
     const int j1 = min(p + 1, j0 + per); /* exclusive */
-    /* The warp's first position, loaded before the wait when an earlier step wrote it. */
-    float kr[PER], vr[PER], kn[PER], vn[PER];
-    const bool early = j0 + warp < step_pos(dpos, pos0);
-    if (early) att_load_kv<PER>(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane);
-    k_wait_prior();
-    if (!early) att_load_kv<PER>(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane);
 
     float qr[PER], acc[PER];
     const float *qh = q + ((size_t)t * n_heads + h) * hd;
@@ -158,6 +100,8 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
      * before the current one is scored, so a position costs its arithmetic, not a memory
      * round trip (the loads never depend on a score). The arithmetic and its order are those
      * of the plain loop. */
+    float kr[PER], vr[PER], kn[PER], vn[PER];
+    att_load_kv<PER>(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane);
     for (int j = j0 + warp; j < j1; j += ATT_WARPS) {
         att_load_kv<PER>(kn, vn, kc, vc, j + ATT_WARPS, j1, len, kv_dim, kvh, hd, lane);
         float sdot = 0.0f;
@@ -209,20 +153,52 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
         dst[hd] = M;
         dst[hd + 1] = L;
     }
-    /* The last slice of (t, h) to finish merges them all (the pattern of CUDA's
-     * threadFenceReduction sample: the slice is made visible to every block before the
-     * ticket is drawn), and puts the counter back to zero for the next launch. */
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        int *ticket = tickets + (size_t)t * n_heads + h;
-        s_last = atomicAdd(ticket, 1) == n_splits - 1;
-        if (s_last) *ticket = 0;
+}
+
+/* out[row][head][:] from the slices' partial results. The slices' weights exp(m_s - M) are
+ * worked out once per block (a thread per slice) instead of once per output dim, and a thread's
+ * sum over the slices loads them ATT_MERGE_UNROLL at a time, so that a merge costs a few memory
+ * round trips instead of one per slice; the sums are taken in slice order as before, so the
+ * result is the same bits. */
+__global__ void attn_merge_kernel(float *out, const float *partial, int n_heads, int hd,
+                                  int n_splits) {
+    k_wait_prior();
+    __shared__ float sw[ATT_MAX_SPLITS], sl[ATT_MAX_SPLITS], s_inv;
+    __shared__ float red[32];
+    const int h = blockIdx.x, t = blockIdx.y;
+    const float *src = partial + ((size_t)t * n_heads + h) * n_splits * (hd + 2);
+    const int s = threadIdx.x;
+    const float ms = s < n_splits ? src[(size_t)s * (hd + 2) + hd] : -INFINITY;
+    const float ls = s < n_splits ? src[(size_t)s * (hd + 2) + hd + 1] : 0.0f;
+    const float M = block_max(ms, red);
+    /* weight 0 marks an empty slice (skipped below, as in a sum that never saw it) */
+    if (s < n_splits) {
+        sw[s] = ms != -INFINITY ? expf(ms - M) : 0.0f;
+        sl[s] = ms != -INFINITY ? ls : 0.0f;
     }
     __syncthreads();
-    if (!s_last) return;
-    __threadfence();
-    attn_merge(out, partial, n_heads, hd, n_splits, h, t);
+    if (threadIdx.x == 0) {
+        float L = 0.0f;
+        for (int k = 0; k < n_splits; k++)
+            if (sw[k] != 0.0f) L += sl[k] * sw[k];
+        s_inv = 1.0f / L;
+    }
+    __syncthreads();
+    const float inv = s_inv;
+    float *oh = out + ((size_t)t * n_heads + h) * hd;
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        float a = 0.0f;
+        for (int k = 0; k < n_splits; k += ATT_MERGE_UNROLL) {
+            float v[ATT_MERGE_UNROLL];
+#pragma unroll
+            for (int u = 0; u < ATT_MERGE_UNROLL; u++)
+                v[u] = k + u < n_splits ? src[(size_t)(k + u) * (hd + 2) + d] : 0.0f;
+#pragma unroll
+            for (int u = 0; u < ATT_MERGE_UNROLL; u++)
+                if (k + u < n_splits && sw[k + u] != 0.0f) a += v[u] * sw[k + u];
+        }
+        oh[d] = a * inv;
+    }
 }
 
 extern "C" int k_attention_splits(int max_ctx, int n_tok, int n_heads) {
@@ -241,7 +217,7 @@ extern "C" int k_attention_splits(int max_ctx, int n_tok, int n_heads) {
 extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const float *kc,
                             const float *vc, int n_tok, const int *dpos, int pos0, int len,
                             int window, int n_heads, int n_kv_heads, int head_dim, int n_splits,
-                            float *partial, int *tickets) {
+                            float *partial) {
     if (n_tok <= 0) return;
     if (head_dim > ATT_MAXD || n_kv_heads <= 0 || n_heads % n_kv_heads) {
         fprintf(stderr, "%s:%d: attention: head_dim %d (at most %d), %d heads over %d kv heads\n",
@@ -249,13 +225,17 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
         exit(1);
     }
     dim3 grid(n_splits, n_heads, n_tok);
-    void (*split)(float *, float *, int *, const float *, const float *, const float *, const int *,
-                  int, int, int, int, int, int, int) = head_dim <= 32    ? attn_split_kernel<1>
-                                                       : head_dim <= 64  ? attn_split_kernel<2>
-                                                       : head_dim <= 128 ? attn_split_kernel<4>
-                                                                         : attn_split_kernel<ATT_PER_LANE>;
-    if (k_skip & K_SKIP_ATTENTION) return;
-    k_launch(split, dim3(grid), dim3(ATT_WARPS * 32), s, out, partial, tickets, q, kc, vc, dpos,
-             pos0, len, window, n_heads, n_kv_heads, head_dim, n_splits);
+    void (*split)(float *, const float *, const float *, const float *, const int *, int, int, int,
+                  int, int, int, int) = head_dim <= 32    ? attn_split_kernel<1>
+                                        : head_dim <= 64  ? attn_split_kernel<2>
+                                        : head_dim <= 128 ? attn_split_kernel<4>
+                                                          : attn_split_kernel<ATT_PER_LANE>;
+    if (!(k_skip & K_SKIP_ATTN_SPLIT))
+        k_launch(split, dim3(grid), dim3(ATT_WARPS * 32), s, partial, q, kc, vc, dpos, pos0, len,
+                 window, n_heads, n_kv_heads, head_dim, n_splits);
+    K_CHECK_LAUNCH();
+    if (!(k_skip & K_SKIP_ATTN_MERGE))
+        k_launch(attn_merge_kernel, dim3(n_heads, n_tok), dim3(ATT_MERGE_THREADS), s, out,
+             (const float *)partial, n_heads, head_dim, n_splits);
     K_CHECK_LAUNCH();
 }

@@ -140,8 +140,6 @@ typedef struct {
     cudaEvent_t params_done; /* the last params upload has been read */
     float *d_partial;        /* attention slices, cap_partial bytes */
     size_t cap_partial;
-    int *d_ticket; /* attention: a counter per (row, head), zero between launches; cap_ticket */
-    size_t cap_ticket;
     void *d_convert; /* cuBLAS inputs in the weight dtype, cap_convert bytes */
     size_t cap_convert;
     void *d_argmax; /* argmax scratch: 2 * K_ARGMAX_BLOCKS words + the result */
@@ -308,7 +306,6 @@ static void *scratch(cuda_state *st, void **buf, size_t *cap, size_t bytes) {
     graphs_drop(st);
     if (*buf) CU(cudaFree(*buf));
     CU(cudaMalloc(buf, bytes));
-    CU(cudaMemsetAsync(*buf, 0, bytes, st->stream)); /* the attention tickets start at zero */
     *cap = bytes;
     return *buf;
 }
@@ -407,13 +404,11 @@ static void cu_attention(backend *b, float *out, const float *q, const float *kc
     const int splits = k_attention_splits(max_ctx, n_tok, n_heads);
     const size_t need = (size_t)n_tok * n_heads * splits * (head_dim + 2) * sizeof(float);
     float *partial = scratch(st, (void **)&st->d_partial, &st->cap_partial, need);
-    int *tickets = scratch(st, (void **)&st->d_ticket, &st->cap_ticket,
-                           (size_t)n_tok * n_heads * sizeof(int));
     int p;
     const int *dp = pos_dev(st, pos0, &p);
     op_begin(st);
     k_attention(st->stream, out, q, kc, vc, n_tok, dp, p, len, window, n_heads, n_kv_heads,
-                head_dim, splits, partial, tickets);
+                head_dim, splits, partial);
     /* Bytes: the keys and values each row reads (the host knows the position even when the
      * kernel takes it from the device), plus q and out. */
     double kv = 0;
@@ -686,7 +681,6 @@ static void cu_destroy(backend *b) {
     cudaFree(st->d_params);
     cudaFreeHost(st->h_params);
     cudaFree(st->d_partial);
-    cudaFree(st->d_ticket);
     cudaFree(st->d_convert);
     cudaFree(st->d_argmax);
     cudaFreeHost(st->h_argmax);

@@ -36,7 +36,8 @@ void k_set_pdl(int on);
  * Their outputs are left stale - the results are wrong while any bit is set. Never set by the
  * engine; 0 (the default) launches everything. */
 enum {
-    K_SKIP_ATTENTION = 1,   /* attention.cu: k_attention */
+    K_SKIP_ATTN_SPLIT = 1,  /* attention.cu: the slices */
+    K_SKIP_ATTN_MERGE = 2,  /* attention.cu: the merge */
     K_SKIP_NORM_ROPE = 4,   /* rmsnorm.cu: k_norm_rope_store, k_rmsnorm_rope */
     K_SKIP_NORM_ADD = 8,    /* rmsnorm.cu: k_norm_add_norm */
     K_SKIP_RMSNORM = 16,    /* rmsnorm.cu: k_rmsnorm */
@@ -146,14 +147,12 @@ void k_kv_write(cudaStream_t s, float *cache, const float *src, int n_tok, int k
 /* Causal attention (scale 1) for n_tok query rows at positions p0 + t over the rings kc / vc
  * [len][n_kv_heads][head_dim] (head_dim <= 512),
  * window 0 = full context. Split-KV: each (row, head) is cut into n_splits slices scored by
- * separate blocks with an online softmax, and the last block of a (row, head) to finish merges
- * them; partial holds n_tok * n_heads * n_splits * (head_dim + 2) floats, tickets n_tok *
- * n_heads ints that must be zero before the first launch (every launch leaves them zero).
- * n_splits does not depend on the position, so a captured step stays valid as the context
- * grows. The ring must hold the window and the chunk's rows (len >= window + n_tok - 1). */
+ * separate blocks with an online softmax, then merged; partial holds
+ * n_tok * n_heads * n_splits * (head_dim + 2) floats. n_splits does not depend on the
+ * position, so a captured step stays valid as the context grows. */
 void k_attention(cudaStream_t s, float *out, const float *q, const float *kc, const float *vc,
                  int n_tok, const int *dpos, int pos0, int len, int window, int n_heads,
-                 int n_kv_heads, int head_dim, int n_splits, float *partial, int *tickets);
+                 int n_kv_heads, int head_dim, int n_splits, float *partial);
 /* How many splits k_attention should use for at most max_ctx positions and n_tok rows. */
 int k_attention_splits(int max_ctx, int n_tok, int n_heads);
 

@@ -29,7 +29,7 @@
  *                               without, bytes per step, per-family time table;
  *                               DECODE_PROFILE_RUNS / DECODE_PROFILE_CUSTOM pick the runs,
  *                               DECODE_PROFILE_VERIFY="2 4 5" adds verify passes of n rows,
- *                               DECODE_PROFILE_SKIP="attention,nrk" leaves kernel families out
+ *                               DECODE_PROFILE_SKIP="split,merge" leaves kernel families out
  *                               (their cost on the step's critical path; wrong results), and
  *                               DECODE_PROFILE_NCU=1 brackets the measured steps with
  *                               cudaProfilerStart / Stop for `ncu --profile-from-start off`

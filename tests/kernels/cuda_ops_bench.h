@@ -308,8 +308,8 @@ static unsigned skip_mask(const char *list) {
     static const struct {
         const char *name;
         unsigned bit;
-    } fam[] = {{"attention", K_SKIP_ATTENTION}, {"nrk", K_SKIP_NORM_ROPE},
-               {"normadd", K_SKIP_NORM_ADD},
+    } fam[] = {{"split", K_SKIP_ATTN_SPLIT}, {"merge", K_SKIP_ATTN_MERGE},
+               {"nrk", K_SKIP_NORM_ROPE},    {"normadd", K_SKIP_NORM_ADD},
                {"rmsnorm", K_SKIP_RMSNORM},  {"matvec", K_SKIP_MATVEC},
                {"elementwise", K_SKIP_ELEMENTWISE}};
     unsigned mask = 0;
@@ -319,7 +319,7 @@ static unsigned skip_mask(const char *list) {
         while (i < sizeof fam / sizeof fam[0] && strcmp(fam[i].name, t))
             i++;
         if (i == sizeof fam / sizeof fam[0])
-            die("DECODE_PROFILE_SKIP: unknown family '%s' (attention, nrk, normadd, rmsnorm, "
+            die("DECODE_PROFILE_SKIP: unknown family '%s' (split, merge, nrk, normadd, rmsnorm, "
                 "matvec, elementwise)",
                 t);
         mask |= fam[i].bit;
