@@ -140,18 +140,38 @@ __device__ __forceinline__ float warp_sum(float v) {
     return v;
 }
 
+/* The arithmetic of a matrix-vector product on one chunk (MATH): 8 bf16 weights against the
+ * lane's 8 floats of x (two 16-byte loads through L1, as matvec.cu's kernels do); else the
+ * trivial fold. */
+template <bool MATH>
+__device__ __forceinline__ float chunk_dot(uint4 u, const float *__restrict__ x, int col,
+                                           float acc) {
+    if (!MATH) return acc + fold(u);
+    const float4 a = __ldg(reinterpret_cast<const float4 *>(x + col));
+    const float4 b = __ldg(reinterpret_cast<const float4 *>(x + col) + 1);
+    const float w[8] = {__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u),
+                        __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u),
+                        __uint_as_float(u.z << 16), __uint_as_float(u.z & 0xffff0000u),
+                        __uint_as_float(u.w << 16), __uint_as_float(u.w & 0xffff0000u)};
+    return acc + (w[0] * a.x + w[1] * a.y + w[2] * a.z + w[3] * a.w) +
+           (w[4] * b.x + w[5] * b.y + w[6] * b.z + w[7] * b.w);
+}
+
 /* matvec.cu's decode layout: warp per row, block per 8 rows, 2 chunks a lane before the wait. */
-__global__ void __launch_bounds__(THREADS) rows_kernel(const uint4 *w, int rows, float *sink) {
+template <bool MATH>
+__global__ void __launch_bounds__(THREADS) rows_kernel(const uint4 *w, int rows, float *sink,
+                                                       const float *__restrict__ x) {
     extern __shared__ float limiter[]; /* dynamic shared memory caps the blocks a multiprocessor holds */
     const int lane = threadIdx.x & 31, row = blockIdx.x * 8 + (threadIdx.x >> 5);
     const bool live = row < rows;
     const uint4 *p = w + (size_t)(live ? row : 0) * (ROWB / 16) + lane;
     const uint4 f0 = __ldcs(p), f1 = __ldcs(p + 32);
     pdl_wait();
-    float acc = fold(f0) + fold(f1);
+    float acc = chunk_dot<MATH>(f0, x, lane * 8, 0.0f);
+    acc = chunk_dot<MATH>(f1, x, 256 + lane * 8, acc);
 #pragma unroll 8
     for (int c = 2; c < RCH; c++)
-        acc += fold(__ldcs(p + 32 * c));
+        acc = chunk_dot<MATH>(__ldcs(p + 32 * c), x, c * 256 + lane * 8, acc);
     acc = warp_sum(acc);
     if (live && acc == 12345.0f) sink[row] = acc + limiter[0];
 }
@@ -208,8 +228,9 @@ __global__ void __launch_bounds__(THREADS) even_kernel(const uint4 *w, int rows,
  * k, k + KW, ... of the row), so that the block's warps read neighbouring chunks, like the flat
  * stream; the blocks take rows b, b + grid, ...; each warp has UR rows' slices in flight, and
  * the slices' sums meet in shared memory every UR rows. */
-template <int KW, int UR>
-__global__ void __launch_bounds__(KW * 32) split_kernel(const uint4 *w, int rows, float *sink) {
+template <int KW, int UR, bool MATH>
+__global__ void __launch_bounds__(KW * 32)
+    split_kernel(const uint4 *w, int rows, float *sink, const float *__restrict__ x) {
     constexpr int CPS = RCH / KW; /* chunks of a slice */
     __shared__ float part[UR][KW];
     const int lane = threadIdx.x & 31, k = threadIdx.x >> 5;
@@ -236,7 +257,7 @@ __global__ void __launch_bounds__(KW * 32) split_kernel(const uint4 *w, int rows
             acc[u] = 0.0f;
 #pragma unroll
             for (int c = 0; c < CPS; c++)
-                acc[u] += fold(v[u][c]);
+                acc[u] = chunk_dot<MATH>(v[u][c], x, (k + c * KW) * 256 + lane * 8, acc[u]);
         }
         if (r0 + UR * G < rows) issue(r0 + UR * G);
 #pragma unroll
@@ -429,26 +450,43 @@ int main(void) {
                100.0 * floor_ms / chain, 1e3 * (chain - pms[0]) / bounds);
     }
 
-    /* The chain with product-shaped streams. */
+    /* The chain with product-shaped streams, with the trivial fold or a product's arithmetic
+     * (math: bf16 weights against x through L1, as matvec.cu). */
     const size_t rowsw = ROWB / 16;
     const int lim_smem = 31 * 1024; /* 7 blocks a multiprocessor: 6 of a kernel + 1 of the next */
-    CK(cudaFuncSetAttribute(rows_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, lim_smem));
+    CK(cudaFuncSetAttribute(rows_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            lim_smem));
+    CK(cudaFuncSetAttribute(rows_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            lim_smem));
+    typedef void (*split_fn)(const uint4 *, int, float *, const float *);
     struct {
         const char *name;
-        int kind, bpsm, uu; /* kind 0: rows, 1: even runs, 2: even strided, 3: split (uu: KW) */
-    } shapes[] = {{"rows (matvec.cu layout)", 0, 0, 0},
-                  {"strided, 3 blocks/SM, 8 first", 2, 3, 8},
-                  {"split 10 warps, 8 rows, 2/SM", 3, 2, 10},
-                  {"split 10 warps, 8 rows, 3/SM", 3, 3, 10},
-                  {"split 10 warps, 8 rows, 4/SM", 3, 4, 10},
-                  {"split 10 warps, 4 rows, 6/SM", 3, 6, 100},
-                  {"split 5 warps, 4 rows, 6/SM", 3, 6, 5},
-                  {"split 5 warps, 4 rows, 8/SM", 3, 8, 5},
-                  {"split 2 warps, 2 rows, 16/SM", 3, 16, 2}};
+        int kind, bpsm, uu, math; /* kind 0: rows, 1: even runs, 2: even strided, 3: split */
+        split_fn k;               /* split: the kernel */
+        int threads;
+    } shapes[] = {
+        {"rows (matvec.cu layout)", 0, 0, 0, 0, NULL, 0},
+        {"rows, math", 0, 0, 0, 1, NULL, 0},
+        {"strided, 3 blocks/SM, 8 first", 2, 3, 8, 0, NULL, 0},
+        {"split 10 warps, 8 rows", 3, 4, 0, 0, split_kernel<10, 8, false>, 320},
+        {"split 10 warps, 8 rows, math", 3, 4, 0, 1, split_kernel<10, 8, true>, 320},
+        {"split 5 warps, 4 rows", 3, 8, 0, 0, split_kernel<5, 4, false>, 160},
+        {"split 5 warps, 4 rows, math", 3, 8, 0, 1, split_kernel<5, 4, true>, 160},
+        {"split 2 warps, 2 rows", 3, 16, 0, 0, split_kernel<2, 2, false>, 64},
+        {"split 2 warps, 2 rows, math", 3, 16, 0, 1, split_kernel<2, 2, true>, 64},
+        {"rows again", 0, 0, 0, 0, NULL, 0},
+    };
     float base = 0.0f;
     for (size_t v = 0; v < sizeof shapes / sizeof shapes[0]; v++) {
         cudaGraph_t gr;
         cudaGraphExec_t ge;
+        int grid_p = 0;
+        if (shapes[v].kind == 3) { /* a resident grid: at most what the registers allow */
+            int fit = 0;
+            CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, shapes[v].k, shapes[v].threads,
+                                                             0));
+            grid_p = (shapes[v].bpsm < fit ? shapes[v].bpsm : fit) * sms;
+        }
         CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
         for (int p = 0; p < n_ph; p++) {
             const int rows = (int)(ph[p].n16 / rowsw);
@@ -456,20 +494,11 @@ int main(void) {
             if (!ph[p].n16) {
                 launch_pdl(small_kernel, 1, 0, s, x);
             } else if (shapes[v].kind == 0) {
-                launch_pdl(rows_kernel, (rows + 7) / 8, lim_smem, s, wp, rows, sink);
+                launch_pdl(shapes[v].math ? rows_kernel<true> : rows_kernel<false>,
+                           (rows + 7) / 8, lim_smem, s, wp, rows, sink, (const float *)x);
             } else if (shapes[v].kind == 3) {
-                /* a resident grid: at most what the registers allow */
-                void (*k)(const uint4 *, int, float *) =
-                    shapes[v].uu == 10   ? split_kernel<10, 8>
-                    : shapes[v].uu == 100 ? split_kernel<10, 4>
-                    : shapes[v].uu == 5   ? split_kernel<5, 4>
-                                          : split_kernel<2, 2>;
-                const int threads = shapes[v].uu == 100 ? 320 : 32 * shapes[v].uu;
-                int fit = 0;
-                CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, k, threads, 0));
-                const int grid = (shapes[v].bpsm < fit ? shapes[v].bpsm : fit) * sms;
-                if (!p) shapes[v].bpsm = grid / sms; /* printed */
-                launch_pdl_t(k, grid, threads, s, wp, rows, sink);
+                launch_pdl_t(shapes[v].k, grid_p, shapes[v].threads, s, wp, rows, sink,
+                             (const float *)x);
             } else {
                 const int warps = shapes[v].bpsm * sms * 8, per = (rows + warps - 1) / warps;
                 const int grid = ((rows + per - 1) / per + 7) / 8;
@@ -488,16 +517,19 @@ int main(void) {
         CK(cudaGraphExecDestroy(ge));
         CK(cudaGraphDestroy(gr));
         if (!v) base = ms;
-        if (shapes[v].kind == 3) printf("  (resident grid: %d blocks/SM)\n", shapes[v].bpsm);
-        printf("  chain, %-28s %.3f ms  %5.1f %%  (%.3f of rows)\n", shapes[v].name, ms,
-               100.0 * floor_ms / ms, ms / base);
+        char grid_note[48] = "";
+        if (shapes[v].kind == 3) snprintf(grid_note, sizeof grid_note, " [%d/SM]", grid_p / sms);
+        printf("  chain, %-30s %.3f ms  %5.1f %%  (%.3f of rows)%s\n", shapes[v].name, ms,
+               100.0 * floor_ms / ms, ms / base, grid_note);
     }
     cudaFuncAttributes fa;
-    CK(cudaFuncGetAttributes(&fa, even_kernel<4, true>));
-    printf("registers: strided<4> %d", fa.numRegs);
-    CK(cudaFuncGetAttributes(&fa, even_kernel<8, true>));
-    printf(", strided<8> %d", fa.numRegs);
-    CK(cudaFuncGetAttributes(&fa, rows_kernel));
-    printf(", rows %d\n", fa.numRegs);
+    CK(cudaFuncGetAttributes(&fa, rows_kernel<true>));
+    printf("registers: rows math %d", fa.numRegs);
+    for (size_t v = 0; v < sizeof shapes / sizeof shapes[0]; v++)
+        if (shapes[v].k) {
+            CK(cudaFuncGetAttributes(&fa, shapes[v].k));
+            printf(", %s %d", shapes[v].name, fa.numRegs);
+        }
+    printf("\n");
     return 0;
 }
