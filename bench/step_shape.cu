@@ -26,7 +26,8 @@
  *             whole consecutive rows of (nearly) the same length, its first U chunks loaded
  *             before the wait, and the next kernel's blocks resident beside this one's.
  *
- * Build and run (GPU machine): nvcc -O3 -arch=sm_90 -o step_shape bench/step_shape.cu && ./step_shape
+ * Built with the rest (build/bench/step_shape) wherever nvcc exists, or by hand on the GPU machine:
+ * nvcc -O3 -arch=sm_90 -o step_shape bench/step_shape.cu && ./step_shape
  * Prints ms per step for each way, the per-boundary cost, and the share of copy bandwidth. */
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
@@ -111,10 +112,15 @@ __device__ void small_op(float *x) {
     __syncthreads();
 }
 
+/* Programmatic dependent launch, as kcommon.cuh (Hopper and later; before, the chain waits). */
 __device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     cudaTriggerProgrammaticLaunchCompletion();
     cudaGridDependencySynchronize();
+#endif
 }
+
+static int pdl_on; /* the device is sm_90 or later */
 
 __global__ void __launch_bounds__(THREADS) stream_kernel(const uint4 *w, size_t n, float *sink) {
     const size_t nt = (size_t)gridDim.x * THREADS, t = (size_t)blockIdx.x * THREADS + threadIdx.x;
@@ -159,9 +165,10 @@ __device__ __forceinline__ float chunk_dot(uint4 u, const float *__restrict__ x,
 
 /* matvec.cu's decode layout: warp per row, block per 8 rows, 2 chunks a lane before the wait. */
 template <bool MATH>
-__global__ void __launch_bounds__(THREADS) rows_kernel(const uint4 *w, int rows, float *sink,
-                                                       const float *__restrict__ x) {
-    extern __shared__ float limiter[]; /* dynamic shared memory caps the blocks a multiprocessor holds */
+__global__ void __launch_bounds__(THREADS)
+    rows_kernel(const uint4 *w, int rows, float *sink, const float *__restrict__ x) {
+    extern __shared__ float
+        limiter[]; /* dynamic shared memory caps the blocks a multiprocessor holds */
     const int lane = threadIdx.x & 31, row = blockIdx.x * 8 + (threadIdx.x >> 5);
     const bool live = row < rows;
     const uint4 *p = w + (size_t)(live ? row : 0) * (ROWB / 16) + lane;
@@ -188,8 +195,8 @@ __device__ __forceinline__ const uint4 *even_chunk(const uint4 *w, int g, int W,
 }
 
 template <int UU, bool STRIDED>
-__global__ void __launch_bounds__(THREADS) even_kernel(const uint4 *w, int rows, int per,
-                                                       float *sink) {
+__global__ void __launch_bounds__(THREADS)
+    even_kernel(const uint4 *w, int rows, int per, float *sink) {
     const int lane = threadIdx.x & 31, g = blockIdx.x * 8 + (threadIdx.x >> 5);
     const int W = gridDim.x * 8;
     int mine; /* rows of this warp */
@@ -201,8 +208,8 @@ __global__ void __launch_bounds__(THREADS) even_kernel(const uint4 *w, int rows,
     uint4 v[UU];
 #pragma unroll
     for (int u = 0; u < UU; u++)
-        v[u] = u < n ? __ldcs(even_chunk<UU, STRIDED>(w, g, W, per, u, lane))
-                     : make_uint4(0, 0, 0, 0);
+        v[u] =
+            u < n ? __ldcs(even_chunk<UU, STRIDED>(w, g, W, per, u, lane)) : make_uint4(0, 0, 0, 0);
     pdl_wait();
     float acc = 0.0f, tot = 0.0f;
     for (int c = 0; c < n; c += UU) {
@@ -243,8 +250,9 @@ __global__ void __launch_bounds__(KW * 32)
             const int row = r0 + u * G;
 #pragma unroll
             for (int c = 0; c < CPS; c++)
-                v[u][c] = row < rows ? __ldcs(w + (size_t)row * (ROWB / 16) + (k + c * KW) * 32 + lane)
-                                     : make_uint4(0, 0, 0, 0);
+                v[u][c] = row < rows
+                              ? __ldcs(w + (size_t)row * (ROWB / 16) + (k + c * KW) * 32 + lane)
+                              : make_uint4(0, 0, 0, 0);
         }
     };
     int r0 = blockIdx.x;
@@ -332,7 +340,7 @@ static void launch_pdl_ex(void (*k)(KArgs...), int grid, int threads, size_t sme
     cfg.stream = s;
     cudaLaunchAttribute at[1];
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
+    at[0].val.programmaticStreamSerializationAllowed = pdl_on;
     cfg.attrs = at;
     cfg.numAttrs = 1;
     CK(cudaLaunchKernelEx(&cfg, k, ((KArgs)args)...));
@@ -349,8 +357,10 @@ static void launch_pdl_t(void (*k)(KArgs...), int grid, int threads, cudaStream_
 }
 
 int main(void) {
-    int dev = 0, sms;
+    int dev = 0, sms, major;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    pdl_on = major >= 9;
     const int n_ph = NL * NSTEPS;
     phase *ph = (phase *)malloc(n_ph * sizeof *ph);
     size_t words = 0;
@@ -427,8 +437,8 @@ int main(void) {
         const int grid_p = sms * (bpsm < per_sm_persist ? bpsm : per_sm_persist);
         float pms[2];
         for (int barriers = 0; barriers <= 1; barriers++) {
-            void *args[] = {(void *)&w, (void *)&dph, (void *)&n_ph, (void *)&x, (void *)&sink,
-                            (void *)&barriers};
+            void *args[] = {(void *)&w, (void *)&dph,  (void *)&n_ph,
+                            (void *)&x, (void *)&sink, (void *)&barriers};
             CK(cudaLaunchCooperativeKernel((void *)persistent_kernel, grid_p, THREADS, args, 0, s));
             CK(cudaStreamSynchronize(s));
             CK(cudaEventRecord(e0, s));
@@ -494,8 +504,8 @@ int main(void) {
             if (!ph[p].n16) {
                 launch_pdl(small_kernel, 1, 0, s, x);
             } else if (shapes[v].kind == 0) {
-                launch_pdl(shapes[v].math ? rows_kernel<true> : rows_kernel<false>,
-                           (rows + 7) / 8, lim_smem, s, wp, rows, sink, (const float *)x);
+                launch_pdl(shapes[v].math ? rows_kernel<true> : rows_kernel<false>, (rows + 7) / 8,
+                           lim_smem, s, wp, rows, sink, (const float *)x);
             } else if (shapes[v].kind == 3) {
                 launch_pdl_t(shapes[v].k, grid_p, shapes[v].threads, s, wp, rows, sink,
                              (const float *)x);

@@ -236,6 +236,6 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
     K_CHECK_LAUNCH();
     if (!(k_skip & K_SKIP_ATTN_MERGE))
         k_launch(attn_merge_kernel, dim3(n_heads, n_tok), dim3(ATT_MERGE_THREADS), s, out,
-             (const float *)partial, n_heads, head_dim, n_splits);
+                 (const float *)partial, n_heads, head_dim, n_splits);
     K_CHECK_LAUNCH();
 }

@@ -308,9 +308,9 @@ static unsigned skip_mask(const char *list) {
     static const struct {
         const char *name;
         unsigned bit;
-    } fam[] = {{"split", K_SKIP_ATTN_SPLIT}, {"merge", K_SKIP_ATTN_MERGE},
-               {"nrk", K_SKIP_NORM_ROPE},    {"normadd", K_SKIP_NORM_ADD},
-               {"rmsnorm", K_SKIP_RMSNORM},  {"matvec", K_SKIP_MATVEC},
+    } fam[] = {{"split", K_SKIP_ATTN_SPLIT},       {"merge", K_SKIP_ATTN_MERGE},
+               {"nrk", K_SKIP_NORM_ROPE},          {"normadd", K_SKIP_NORM_ADD},
+               {"rmsnorm", K_SKIP_RMSNORM},        {"matvec", K_SKIP_MATVEC},
                {"elementwise", K_SKIP_ELEMENTWISE}};
     unsigned mask = 0;
     char *copy = xasprintf("%s", list ? list : ""), *save = NULL;
