@@ -16,15 +16,19 @@
  *   stream    the same persistent kernel without barriers or small ops: the bytes alone.
  *
  * Then the chain again with streams shaped like matrix-vector products of 2560 bf16 columns
- * (5120-byte rows), to see what the shape of the work costs:
+ * (5120-byte rows), to see what the layout of the reads costs, with the trivial reduction or
+ * with a product's arithmetic ("math": bf16 weights against x read through L1):
  *
  *   rows      matvec.cu's decode layout: a warp per row, a block per 8 rows, as many blocks as
  *             that makes (several waves for the large matrices), 2 chunks per lane loaded
  *             before the PDL wait, at most 6 blocks of a kernel per multiprocessor (the lean
  *             kernel's 34 registers), so that one block of the next kernel fits beside them;
- *   even      the same rows dealt evenly: B blocks per multiprocessor, every warp a run of
- *             whole consecutive rows of (nearly) the same length, its first U chunks loaded
- *             before the wait, and the next kernel's blocks resident beside this one's.
+ *   strided   the rows dealt evenly to the warps of B blocks per multiprocessor, warp g of W
+ *             taking rows g, g + W, ..., its first U chunks loaded before the wait;
+ *   split     a block of K warps reads one row together (warp k its chunks k, k + K, ...), the
+ *             blocks of a resident grid take rows b, b + G, ..., UR rows in flight a warp.
+ *
+ * Measured on an H200 in docs/bench_gpu.md (session 14).
  *
  * Built with the rest (build/bench/step_shape) wherever nvcc exists, or by hand on the GPU machine:
  * nvcc -O3 -arch=sm_90 -o step_shape bench/step_shape.cu && ./step_shape
