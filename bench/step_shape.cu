@@ -23,8 +23,9 @@
  *             that makes (several waves for the large matrices), 2 chunks per lane loaded
  *             before the PDL wait, at most 6 blocks of a kernel per multiprocessor (the lean
  *             kernel's 34 registers), so that one block of the next kernel fits beside them;
- *   strided   the rows dealt evenly to the warps of B blocks per multiprocessor, warp g of W
- *             taking rows g, g + W, ..., its first U chunks loaded before the wait;
+ *   even      the rows dealt evenly to the warps of B blocks per multiprocessor, each warp a
+ *             run of consecutive rows ("runs") or, warp g of W, rows g, g + W, ... ("strided"),
+ *             its first U chunks loaded before the wait;
  *   split     a block of K warps reads one row together (warp k its chunks k, k + K, ...), the
  *             blocks of a resident grid take rows b, b + G, ..., UR rows in flight a warp.
  *
@@ -481,6 +482,7 @@ int main(void) {
     } shapes[] = {
         {"rows (matvec.cu layout)", 0, 0, 0, 0, NULL, 0},
         {"rows, math", 0, 0, 0, 1, NULL, 0},
+        {"even runs, 3 blocks/SM, 8 first", 1, 3, 8, 0, NULL, 0},
         {"strided, 3 blocks/SM, 8 first", 2, 3, 8, 0, NULL, 0},
         {"split 10 warps, 8 rows", 3, 4, 0, 0, split_kernel<10, 8, false>, 320},
         {"split 10 warps, 8 rows, math", 3, 4, 0, 1, split_kernel<10, 8, true>, 320},
