@@ -15,9 +15,14 @@
  *             and the small ops done by one block between two barriers - a "megakernel";
  *   stream    the same persistent kernel without barriers or small ops: the bytes alone.
  *
+ * The persistent kernel runs at 2, 4 and 5 blocks of 256 threads a multiprocessor, and in calm's
+ * shape (zeux/calm, kernel_forward): one block of 1024 threads a multiprocessor, so that a barrier
+ * waits for 132 arrivals.
+ *
  * Then the chain again with streams shaped like matrix-vector products of 2560 bf16 columns
  * (5120-byte rows), to see what the layout of the reads costs, with the trivial reduction or
- * with a product's arithmetic ("math": bf16 weights against x read through L1):
+ * with a product's arithmetic ("math": bf16 weights against x read through L1, or "x in shared":
+ * x copied into each block's shared memory after the wait, as calm's kernels keep it):
  *
  *   rows      matvec.cu's decode layout: a warp per row, a block per 8 rows, as many blocks as
  *             that makes (several waves for the large matrices), 2 chunks per lane loaded
@@ -94,13 +99,16 @@ __device__ void load_first(uint4 *first, const uint4 *w, size_t n, size_t t, siz
         first[u] = t + u * nt < n ? __ldcs(w + t + u * nt) : make_uint4(0, 0, 0, 0);
 }
 
-/* The small op: x = x / rms(x) over SMALL_N floats, one block (a norm's latency chain). */
-__device__ void small_op(float *x) {
-    __shared__ float red[THREADS / 32];
-    float v[SMALL_N / THREADS], ss = 0.0f;
+/* The small op: x = x / rms(x) over SMALL_N floats, one block of NT threads (a norm's latency
+ * chain). */
+template <int NT = THREADS> __device__ void small_op(float *x) {
+    constexpr int PER = (SMALL_N + NT - 1) / NT;
+    __shared__ float red[NT / 32];
+    float v[PER], ss = 0.0f;
 #pragma unroll
-    for (int i = 0; i < SMALL_N / THREADS; i++) {
-        v[i] = __ldcg(x + threadIdx.x + i * THREADS);
+    for (int i = 0; i < PER; i++) {
+        const int j = threadIdx.x + i * NT;
+        v[i] = SMALL_N % NT == 0 || j < SMALL_N ? __ldcg(x + j) : 0.0f;
         ss += v[i] * v[i];
     }
     for (int o = 16; o; o >>= 1)
@@ -108,12 +116,14 @@ __device__ void small_op(float *x) {
     if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = ss;
     __syncthreads();
     ss = 0.0f;
-    for (int i = 0; i < THREADS / 32; i++)
+    for (int i = 0; i < NT / 32; i++)
         ss += red[i];
     const float inv = rsqrtf(ss / SMALL_N + 1e-6f);
 #pragma unroll
-    for (int i = 0; i < SMALL_N / THREADS; i++)
-        x[threadIdx.x + i * THREADS] = v[i] * inv + 1e-3f;
+    for (int i = 0; i < PER; i++) {
+        const int j = threadIdx.x + i * NT;
+        if (SMALL_N % NT == 0 || j < SMALL_N) x[j] = v[i] * inv + 1e-3f;
+    }
     __syncthreads();
 }
 
@@ -154,12 +164,12 @@ __device__ __forceinline__ float warp_sum(float v) {
 /* The arithmetic of a matrix-vector product on one chunk (MATH): 8 bf16 weights against the
  * lane's 8 floats of x (two 16-byte loads through L1, as matvec.cu's kernels do); else the
  * trivial fold. */
-template <bool MATH>
+template <bool MATH, bool XS = false>
 __device__ __forceinline__ float chunk_dot(uint4 u, const float *__restrict__ x, int col,
                                            float acc) {
     if (!MATH) return acc + fold(u);
-    const float4 a = __ldg(reinterpret_cast<const float4 *>(x + col));
-    const float4 b = __ldg(reinterpret_cast<const float4 *>(x + col) + 1);
+    const float4 *xp = reinterpret_cast<const float4 *>(x + col);
+    const float4 a = XS ? xp[0] : __ldg(xp), b = XS ? xp[1] : __ldg(xp + 1); /* XS: shared */
     const float w[8] = {__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u),
                         __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u),
                         __uint_as_float(u.z << 16), __uint_as_float(u.z & 0xffff0000u),
@@ -169,7 +179,9 @@ __device__ __forceinline__ float chunk_dot(uint4 u, const float *__restrict__ x,
 }
 
 /* matvec.cu's decode layout: warp per row, block per 8 rows, 2 chunks a lane before the wait. */
-template <bool MATH>
+/* XS: x is copied into shared memory after the wait, and the dot products read it there (as
+ * calm's kernels do). */
+template <bool MATH, bool XS>
 __global__ void __launch_bounds__(THREADS)
     rows_kernel(const uint4 *w, int rows, float *sink, const float *__restrict__ x) {
     extern __shared__ float
@@ -179,11 +191,17 @@ __global__ void __launch_bounds__(THREADS)
     const uint4 *p = w + (size_t)(live ? row : 0) * (ROWB / 16) + lane;
     const uint4 f0 = __ldcs(p), f1 = __ldcs(p + 32);
     pdl_wait();
-    float acc = chunk_dot<MATH>(f0, x, lane * 8, 0.0f);
-    acc = chunk_dot<MATH>(f1, x, 256 + lane * 8, acc);
+    if (XS) {
+        for (int j = threadIdx.x; j < SMALL_N; j += THREADS)
+            limiter[j] = x[j];
+        __syncthreads();
+        x = limiter;
+    }
+    float acc = chunk_dot<MATH, XS>(f0, x, lane * 8, 0.0f);
+    acc = chunk_dot<MATH, XS>(f1, x, 256 + lane * 8, acc);
 #pragma unroll 8
     for (int c = 2; c < RCH; c++)
-        acc = chunk_dot<MATH>(__ldcs(p + 32 * c), x, c * 256 + lane * 8, acc);
+        acc = chunk_dot<MATH, XS>(__ldcs(p + 32 * c), x, c * 256 + lane * 8, acc);
     acc = warp_sum(acc);
     if (live && acc == 12345.0f) sink[row] = acc + limiter[0];
 }
@@ -240,7 +258,7 @@ __global__ void __launch_bounds__(THREADS)
  * k, k + KW, ... of the row), so that the block's warps read neighbouring chunks, like the flat
  * stream; the blocks take rows b, b + grid, ...; each warp has UR rows' slices in flight, and
  * the slices' sums meet in shared memory every UR rows. */
-template <int KW, int UR, bool MATH>
+template <int KW, int UR, bool MATH, bool XS = false>
 __global__ void __launch_bounds__(KW * 32)
     split_kernel(const uint4 *w, int rows, float *sink, const float *__restrict__ x) {
     constexpr int CPS = RCH / KW; /* chunks of a slice */
@@ -263,6 +281,13 @@ __global__ void __launch_bounds__(KW * 32)
     int r0 = blockIdx.x;
     issue(r0);
     pdl_wait();
+    __shared__ float xs[XS ? SMALL_N : 1];
+    if (XS) {
+        for (int j = threadIdx.x; j < SMALL_N; j += KW * 32)
+            xs[j] = x[j];
+        __syncthreads();
+        x = xs;
+    }
     for (; r0 < rows; r0 += UR * G) {
         float acc[UR];
 #pragma unroll
@@ -270,7 +295,7 @@ __global__ void __launch_bounds__(KW * 32)
             acc[u] = 0.0f;
 #pragma unroll
             for (int c = 0; c < CPS; c++)
-                acc[u] = chunk_dot<MATH>(v[u][c], x, (k + c * KW) * 256 + lane * 8, acc[u]);
+                acc[u] = chunk_dot<MATH, XS>(v[u][c], x, (k + c * KW) * 256 + lane * 8, acc[u]);
         }
         if (r0 + UR * G < rows) issue(r0 + UR * G);
 #pragma unroll
@@ -290,12 +315,15 @@ __global__ void __launch_bounds__(KW * 32)
     if (tot == 12345.0f) sink[blockIdx.x] = tot;
 }
 
-/* The whole step in one kernel. barriers: 0 = stream only. */
-__global__ void __launch_bounds__(THREADS)
+/* The whole step in one kernel of NT-thread blocks. barriers: 0 = stream only. At most 64
+ * registers (4 blocks of 256 threads, or one of 1024, a multiprocessor), as the measurements in
+ * docs/bench_gpu.md had. */
+template <int NT>
+__global__ void __launch_bounds__(NT, 1024 / NT)
     persistent_kernel(const uint4 *w, const phase *ph, int n_ph, float *x, float *sink,
                       int barriers) {
     cg::grid_group g = cg::this_grid();
-    const size_t nt = (size_t)gridDim.x * THREADS, t = (size_t)blockIdx.x * THREADS + threadIdx.x;
+    const size_t nt = (size_t)gridDim.x * NT, t = (size_t)blockIdx.x * NT + threadIdx.x;
     float a = 0.0f;
     uint4 first[U];
     int next = 0; /* the next stream phase */
@@ -305,7 +333,7 @@ __global__ void __launch_bounds__(THREADS)
     for (int p = 0; p < n_ph; p++) {
         if (!ph[p].n16) {
             if (!barriers) continue;
-            if (blockIdx.x == 0) small_op(x);
+            if (blockIdx.x == 0) small_op<NT>(x);
             g.sync();
             continue;
         }
@@ -317,6 +345,29 @@ __global__ void __launch_bounds__(THREADS)
         if (barriers) g.sync();
     }
     if (a == 12345.0f) sink[t] = a;
+}
+
+/* ms per step of a persistent kernel (cooperative launch, grid blocks of nt threads). */
+static float time_persistent(const void *k, int grid, int nt, const uint4 *w, const phase *ph,
+                             int n_ph, float *x, float *sink, int barriers, cudaStream_t s,
+                             int reps) {
+    void *args[] = {(void *)&w, (void *)&ph,   (void *)&n_ph,
+                    (void *)&x, (void *)&sink, (void *)&barriers};
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    CK(cudaLaunchCooperativeKernel(k, grid, nt, args, 0, s));
+    CK(cudaStreamSynchronize(s));
+    CK(cudaEventRecord(e0, s));
+    for (int r = 0; r < reps; r++)
+        CK(cudaLaunchCooperativeKernel(k, grid, nt, args, 0, s));
+    CK(cudaEventRecord(e1, s));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+    return ms / reps;
 }
 
 static float time_graph(cudaGraphExec_t ge, cudaStream_t s, int reps) {
@@ -418,8 +469,8 @@ int main(void) {
 
     int per_sm_stream = 0, per_sm_persist = 0;
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_stream, stream_kernel, THREADS, 0));
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_persist, persistent_kernel, THREADS,
-                                                     0));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_persist, persistent_kernel<THREADS>,
+                                                     THREADS, 0));
     const int reps = 20;
     for (int bpsm = 2; bpsm <= 8; bpsm *= 2) {
         const int grid_stream = sms * (bpsm < per_sm_stream ? bpsm : per_sm_stream);
@@ -441,20 +492,9 @@ int main(void) {
 
         const int grid_p = sms * (bpsm < per_sm_persist ? bpsm : per_sm_persist);
         float pms[2];
-        for (int barriers = 0; barriers <= 1; barriers++) {
-            void *args[] = {(void *)&w, (void *)&dph,  (void *)&n_ph,
-                            (void *)&x, (void *)&sink, (void *)&barriers};
-            CK(cudaLaunchCooperativeKernel((void *)persistent_kernel, grid_p, THREADS, args, 0, s));
-            CK(cudaStreamSynchronize(s));
-            CK(cudaEventRecord(e0, s));
-            for (int r = 0; r < reps; r++)
-                CK(cudaLaunchCooperativeKernel((void *)persistent_kernel, grid_p, THREADS, args, 0,
-                                               s));
-            CK(cudaEventRecord(e1, s));
-            CK(cudaEventSynchronize(e1));
-            CK(cudaEventElapsedTime(&pms[barriers], e0, e1));
-            pms[barriers] /= reps;
-        }
+        for (int barriers = 0; barriers <= 1; barriers++)
+            pms[barriers] = time_persistent((const void *)persistent_kernel<THREADS>, grid_p,
+                                            THREADS, w, dph, n_ph, x, sink, barriers, s, reps);
         const int bounds = n_ph; /* a dependency after every phase */
         printf("%d blocks/SM (chain grid %d, persistent grid %d):\n", bpsm, grid_stream, grid_p);
         printf("  stream only   %.3f ms  %5.1f %% of copy bandwidth\n", pms[0],
@@ -465,29 +505,49 @@ int main(void) {
                100.0 * floor_ms / chain, 1e3 * (chain - pms[0]) / bounds);
     }
 
+    /* calm's shape (zeux/calm, kernel_forward): one block of 1024 threads a multiprocessor, so a
+     * grid barrier waits for 132 arrivals, not 264 .. 660. */
+    {
+        float pms[2];
+        for (int barriers = 0; barriers <= 1; barriers++)
+            pms[barriers] = time_persistent((const void *)persistent_kernel<1024>, sms, 1024, w,
+                                            dph, n_ph, x, sink, barriers, s, reps);
+        printf("1 block of 1024 threads a multiprocessor (persistent grid %d):\n", sms);
+        printf("  stream only   %.3f ms  %5.1f %% of copy bandwidth\n", pms[0],
+               100.0 * floor_ms / pms[0]);
+        printf("  barrier       %.3f ms  %5.1f %%  (%.2f us a boundary over stream)\n", pms[1],
+               100.0 * floor_ms / pms[1], 1e3 * (pms[1] - pms[0]) / n_ph);
+    }
+
     /* The chain with product-shaped streams, with the trivial fold or a product's arithmetic
      * (math: bf16 weights against x through L1, as matvec.cu). */
     const size_t rowsw = ROWB / 16;
     const int lim_smem = 31 * 1024; /* 7 blocks a multiprocessor: 6 of a kernel + 1 of the next */
-    CK(cudaFuncSetAttribute(rows_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                            lim_smem));
-    CK(cudaFuncSetAttribute(rows_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                            lim_smem));
+    void (*const rows_k[3])(const uint4 *, int, float *, const float *) = {
+        rows_kernel<false, false>, rows_kernel<true, false>, rows_kernel<true, true>};
+    for (int m = 0; m < 3; m++)
+        CK(cudaFuncSetAttribute(rows_k[m], cudaFuncAttributeMaxDynamicSharedMemorySize, lim_smem));
     typedef void (*split_fn)(const uint4 *, int, float *, const float *);
     struct {
         const char *name;
-        int kind, bpsm, uu, math; /* kind 0: rows, 1: even runs, 2: even strided, 3: split */
-        split_fn k;               /* split: the kernel */
+        int kind, bpsm, uu; /* kind 0: rows, 1: even runs, 2: even strided, 3: split */
+        int math;           /* 0: the fold, 1: a product's arithmetic, 2: the same, x in shared */
+        split_fn k;         /* split: the kernel */
         int threads;
     } shapes[] = {
         {"rows (matvec.cu layout)", 0, 0, 0, 0, NULL, 0},
         {"rows, math", 0, 0, 0, 1, NULL, 0},
+        {"rows, math, x in shared memory", 0, 0, 0, 2, NULL, 0},
         {"even runs, 3 blocks/SM, 8 first", 1, 3, 8, 0, NULL, 0},
         {"strided, 3 blocks/SM, 8 first", 2, 3, 8, 0, NULL, 0},
         {"split 10 warps, 8 rows", 3, 4, 0, 0, split_kernel<10, 8, false>, 320},
         {"split 10 warps, 8 rows, math", 3, 4, 0, 1, split_kernel<10, 8, true>, 320},
+        {"split 10 warps, 8 rows, math, x in shared", 3, 4, 0, 2, split_kernel<10, 8, true, true>,
+         320},
         {"split 5 warps, 4 rows", 3, 8, 0, 0, split_kernel<5, 4, false>, 160},
         {"split 5 warps, 4 rows, math", 3, 8, 0, 1, split_kernel<5, 4, true>, 160},
+        {"split 5 warps, 4 rows, math, x in shared", 3, 8, 0, 2, split_kernel<5, 4, true, true>,
+         160},
         {"split 2 warps, 2 rows", 3, 16, 0, 0, split_kernel<2, 2, false>, 64},
         {"split 2 warps, 2 rows, math", 3, 16, 0, 1, split_kernel<2, 2, true>, 64},
         {"rows again", 0, 0, 0, 0, NULL, 0},
@@ -510,8 +570,8 @@ int main(void) {
             if (!ph[p].n16) {
                 launch_pdl(small_kernel, 1, 0, s, x);
             } else if (shapes[v].kind == 0) {
-                launch_pdl(shapes[v].math ? rows_kernel<true> : rows_kernel<false>, (rows + 7) / 8,
-                           lim_smem, s, wp, rows, sink, (const float *)x);
+                launch_pdl(rows_k[shapes[v].math], (rows + 7) / 8, lim_smem, s, wp, rows, sink,
+                           (const float *)x);
             } else if (shapes[v].kind == 3) {
                 launch_pdl_t(shapes[v].k, grid_p, shapes[v].threads, s, wp, rows, sink,
                              (const float *)x);
@@ -539,7 +599,7 @@ int main(void) {
                100.0 * floor_ms / ms, ms / base, grid_note);
     }
     cudaFuncAttributes fa;
-    CK(cudaFuncGetAttributes(&fa, rows_kernel<true>));
+    CK(cudaFuncGetAttributes(&fa, rows_kernel<true, false>));
     printf("registers: rows math %d", fa.numRegs);
     for (size_t v = 0; v < sizeof shapes / sizeof shapes[0]; v++)
         if (shapes[v].k) {
