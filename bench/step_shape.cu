@@ -99,6 +99,12 @@ __device__ void load_first(uint4 *first, const uint4 *w, size_t n, size_t t, siz
         first[u] = t + u * nt < n ? __ldcs(w + t + u * nt) : make_uint4(0, 0, 0, 0);
 }
 
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
 /* The small op: x = x / rms(x) over SMALL_N floats, one block of NT threads (a norm's latency
  * chain). */
 template <int NT = THREADS> __device__ void small_op(float *x) {
@@ -111,8 +117,7 @@ template <int NT = THREADS> __device__ void small_op(float *x) {
         v[i] = SMALL_N % NT == 0 || j < SMALL_N ? __ldcg(x + j) : 0.0f;
         ss += v[i] * v[i];
     }
-    for (int o = 16; o; o >>= 1)
-        ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    ss = warp_sum(ss);
     if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = ss;
     __syncthreads();
     ss = 0.0f;
@@ -154,12 +159,6 @@ __global__ void __launch_bounds__(THREADS) small_kernel(float *x) {
 /* ---- streams shaped like decode products (rows of 5120 bytes: 2560 bf16 columns) ---- */
 #define ROWB 5120
 #define RCH  (ROWB / 512) /* a warp's 512-byte chunks per row */
-
-__device__ __forceinline__ float warp_sum(float v) {
-    for (int o = 16; o; o >>= 1)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
 
 /* The arithmetic of a matrix-vector product on one chunk (MATH): 8 bf16 weights against the
  * lane's 8 floats of x (two 16-byte loads through L1, as matvec.cu's kernels do); else the
@@ -347,20 +346,16 @@ __global__ void __launch_bounds__(NT, 1024 / NT)
     if (a == 12345.0f) sink[t] = a;
 }
 
-/* ms per step of a persistent kernel (cooperative launch, grid blocks of nt threads). */
-static float time_persistent(const void *k, int grid, int nt, const uint4 *w, const phase *ph,
-                             int n_ph, float *x, float *sink, int barriers, cudaStream_t s,
-                             int reps) {
-    void *args[] = {(void *)&w, (void *)&ph,   (void *)&n_ph,
-                    (void *)&x, (void *)&sink, (void *)&barriers};
+/* ms per call of launch(): one call to warm up, then reps timed with events on stream s. */
+template <typename F> static float time_reps(cudaStream_t s, int reps, F launch) {
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
-    CK(cudaLaunchCooperativeKernel(k, grid, nt, args, 0, s));
+    launch();
     CK(cudaStreamSynchronize(s));
     CK(cudaEventRecord(e0, s));
     for (int r = 0; r < reps; r++)
-        CK(cudaLaunchCooperativeKernel(k, grid, nt, args, 0, s));
+        launch();
     CK(cudaEventRecord(e1, s));
     CK(cudaEventSynchronize(e1));
     float ms;
@@ -370,20 +365,17 @@ static float time_persistent(const void *k, int grid, int nt, const uint4 *w, co
     return ms / reps;
 }
 
+/* ms per step of a persistent kernel (cooperative launch, grid blocks of nt threads). */
+static float time_persistent(const void *k, int grid, int nt, const uint4 *w, const phase *ph,
+                             int n_ph, float *x, float *sink, int barriers, cudaStream_t s,
+                             int reps) {
+    void *args[] = {(void *)&w, (void *)&ph,   (void *)&n_ph,
+                    (void *)&x, (void *)&sink, (void *)&barriers};
+    return time_reps(s, reps, [&] { CK(cudaLaunchCooperativeKernel(k, grid, nt, args, 0, s)); });
+}
+
 static float time_graph(cudaGraphExec_t ge, cudaStream_t s, int reps) {
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    CK(cudaGraphLaunch(ge, s));
-    CK(cudaStreamSynchronize(s));
-    CK(cudaEventRecord(e0, s));
-    for (int r = 0; r < reps; r++)
-        CK(cudaGraphLaunch(ge, s));
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    return ms / reps;
+    return time_reps(s, reps, [&] { CK(cudaGraphLaunch(ge, s)); });
 }
 
 template <typename... KArgs, typename... Args>
@@ -448,18 +440,9 @@ int main(void) {
     void *c0, *c1;
     CK(cudaMalloc(&c0, cb));
     CK(cudaMalloc(&c1, cb));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    CK(cudaMemcpyAsync(c1, c0, cb, cudaMemcpyDeviceToDevice, s));
-    CK(cudaEventRecord(e0, s));
-    for (int r = 0; r < 10; r++)
-        CK(cudaMemcpyAsync(c1, c0, cb, cudaMemcpyDeviceToDevice, s));
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    float cms;
-    CK(cudaEventElapsedTime(&cms, e0, e1));
-    const double copy_gbs = 2.0 * cb * 10 / (cms * 1e-3) / 1e9;
+    const float cms =
+        time_reps(s, 10, [&] { CK(cudaMemcpyAsync(c1, c0, cb, cudaMemcpyDeviceToDevice, s)); });
+    const double copy_gbs = 2.0 * cb / (cms * 1e-3) / 1e9;
     CK(cudaFree(c0));
     CK(cudaFree(c1));
     const double floor_ms = bytes / (copy_gbs * 1e9) * 1e3;
