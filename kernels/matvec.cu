@@ -586,7 +586,10 @@ template <typename T>
 static void launch_rows(cudaStream_t s, const mv_launch &L, unsigned blocks, const float *x,
                         int cols, int n, int R, bool pair) {
     void (*kernel)(const mv_launch, const float *, int, int) =
-        pair ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true> : matvec_rows_kernel<T, 8, 2, true>)
+        n == 1 ? (pair ? matvec_rows_kernel<T, 1, 2, true>
+                  : R == 4 ? matvec_rows_kernel<T, 1, 4, false>
+                           : matvec_rows_kernel<T, 1, 2, false>)
+        : pair ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true> : matvec_rows_kernel<T, 8, 2, true>)
         : R == 4
             ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false> : matvec_rows_kernel<T, 8, 4, false>)
             : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false> : matvec_rows_kernel<T, 8, 2, false>);
@@ -627,7 +630,8 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
         pair = pair || p;
     }
     const int rows_kernel =
-        vec[0] && n >= 2 && n <= 8 && mv_tune.rows > 1 && bytes >= 1024.0 * mv_tune.rows_min_kb;
+        vec[0] && (n >= 2 || mv_tune.decode == K_MV_ROWS) && n <= 8 && mv_tune.rows > 1 &&
+        bytes >= 1024.0 * mv_tune.rows_min_kb;
     const int rows_per_warp = !rows_kernel ? 1 : pair ? 2 : mv_tune.rows;
     for (int i = 0; i < n_segs; i++) {
         mv_seg *d = &L.seg[i];
@@ -688,7 +692,7 @@ extern "C" void k_matvec(cudaStream_t s, float *out, const void *w, int wdtype, 
 extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
     if ((t->unroll != 4 && t->unroll != 8) ||
         (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
-        (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0 ||
+        (t->decode < K_MV_GENERAL || t->decode > K_MV_ROWS) || t->grid < -1 || t->split < 0 ||
         (t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0)
         return -1;
     mv_tune = *t;
