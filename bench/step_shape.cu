@@ -314,6 +314,222 @@ __global__ void __launch_bounds__(KW * 32)
     if (tot == 12345.0f) sink[blockIdx.x] = tot;
 }
 
+/* Split-K rows, as matvec.cu's lean decode kernel lays them out: a block of 8 warps holds 8 / K
+ * rows, warp w slice w % K of row w / K (its chunks w % K, w % K + K, ...), the slices summed in
+ * shared memory; K doubles while the launch still fits one wave of 6 blocks a multiprocessor
+ * (matvec.cu split_for). The first F chunks of a lane (all of them when the slice has no more)
+ * are loaded before the PDL wait. */
+template <int F>
+__global__ void __launch_bounds__(THREADS)
+    rowsk_kernel(const uint4 *w, int rows, int K, float *sink, const float *__restrict__ x) {
+    extern __shared__ float limiter[];
+    __shared__ float part[8];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, k = warp % K;
+    const int row = blockIdx.x * (8 / K) + warp / K;
+    const bool live = row < rows;
+    const int nch = live ? (RCH - k + K - 1) / K : 0;
+    const uint4 *p = w + (size_t)(live ? row : 0) * (ROWB / 16) + k * 32 + lane;
+    uint4 f[F];
+#pragma unroll
+    for (int c = 0; c < F; c++)
+        if (c < nch) f[c] = __ldcs(p + c * K * 32);
+    pdl_wait();
+    float acc = 0.0f;
+#pragma unroll
+    for (int c = 0; c < F; c++)
+        if (c < nch) acc = chunk_dot<true>(f[c], x, (k + c * K) * 256 + lane * 8, acc);
+#pragma unroll 8
+    for (int c = F; c < nch; c++)
+        acc = chunk_dot<true>(__ldcs(p + c * K * 32), x, (k + c * K) * 256 + lane * 8, acc);
+    acc = warp_sum(acc);
+    if (K > 1) {
+        if (lane == 0) part[warp] = acc;
+        __syncthreads();
+        if (k == 0) {
+            acc = 0.0f;
+            for (int j = 0; j < K; j++)
+                acc += part[warp + j];
+        }
+    }
+    if (live && acc == 12345.0f) sink[row] = acc + limiter[0];
+}
+
+static int split_k(int rows, int sms) {
+    int K = 1;
+    while (K < 8 && ((long)rows * 2 * K + 7) / 8 <= 6L * sms && RCH >= 2 * K)
+        K *= 2;
+    return K;
+}
+
+/* Ring: a warp's rows (g, g + W, ... over a resident grid of W warps) are one stream of chunks
+ * with UR loads always in flight: consuming chunk c frees its register slot for chunk c + UR,
+ * which is issued before chunk c's arithmetic (a software pipeline; the slots are compile-time
+ * indices because the loop is unrolled by UR). The first UR are loaded before the PDL wait. */
+template <int UR, bool MATH>
+__global__ void __launch_bounds__(THREADS)
+    ring_kernel(const uint4 *w, int rows, float *sink, const float *__restrict__ x) {
+    const int lane = threadIdx.x & 31, g = blockIdx.x * 8 + (threadIdx.x >> 5);
+    const int W = gridDim.x * 8;
+    const int mine = g < rows ? (rows - g + W - 1) / W : 0;
+    const int n = mine * RCH;
+    auto at = [&](int c) {
+        return w + (size_t)(g + (c / RCH) * W) * (ROWB / 16) + (c % RCH) * 32 + lane;
+    };
+    uint4 v[UR];
+#pragma unroll
+    for (int u = 0; u < UR; u++)
+        v[u] = u < n ? __ldcs(at(u)) : make_uint4(0, 0, 0, 0);
+    pdl_wait();
+    float acc = 0.0f, tot = 0.0f;
+    for (int c0 = 0; c0 < n; c0 += UR) {
+#pragma unroll
+        for (int u = 0; u < UR; u++) {
+            const int c = c0 + u;
+            if (c < n) {
+                const uint4 cur = v[u];
+                if (c + UR < n) v[u] = __ldcs(at(c + UR));
+                acc = chunk_dot<MATH>(cur, x, (c % RCH) * 256 + lane * 8, acc);
+                if (c % RCH == RCH - 1) {
+                    tot += warp_sum(acc);
+                    acc = 0.0f;
+                }
+            }
+        }
+    }
+    if (tot == 12345.0f) sink[g] = tot;
+}
+
+/* ---- bulk: the weights streamed by the copy engine into a ring of shared-memory stages ----
+ * One producer thread issues cp.async.bulk copies of whole stages (BW rows of 5120 bytes, one
+ * copy: the rows of a block are consecutive) that complete on the stage's "full" mbarrier; the
+ * BW consumer warps (a warp per row) wait on it, do the product from shared memory and arrive on
+ * the stage's "empty" mbarrier, which the producer waits on before it refills the stage. The
+ * loads in flight cost no registers, so a multiprocessor keeps STG stages (up to ~200 KB)
+ * coming while its warps compute, and the first STG stages are issued BEFORE the PDL wait: the
+ * next kernel's stream starts while the previous one and the small op between them finish.
+ * The blocks take consecutive row ranges; grid = multiprocessors x blocks a multiprocessor. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define BULK_OK 1
+#else
+#define BULK_OK 0
+#endif
+__device__ __forceinline__ unsigned smem_u32(const void *p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void mbar_init(uint64_t *b, unsigned count) {
+#if BULK_OK
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(b)), "r"(count));
+#endif
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t *b) {
+#if BULK_OK
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(b)) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_expect(uint64_t *b, unsigned bytes) {
+#if BULK_OK
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(b)),
+                 "r"(bytes)
+                 : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_wait(uint64_t *b, unsigned parity) {
+#if BULK_OK
+    asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 " @!p bra W;\n}" ::"r"(smem_u32(b)),
+                 "r"(parity)
+                 : "memory");
+#endif
+}
+__device__ __forceinline__ void bulk_copy(void *dst, const void *src, unsigned bytes,
+                                          uint64_t *bar) {
+#if BULK_OK
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
+                 "%2, [%3];" ::"r"(smem_u32(dst)),
+                 "l"(src), "r"(bytes), "r"(smem_u32(bar))
+                 : "memory");
+#endif
+}
+
+template <int BW, int STG, bool MATH, bool XR = false>
+__global__ void __launch_bounds__((BW + 1) * 32)
+    bulk_kernel(const uint4 *w, int rows, float *sink, const float *__restrict__ x) {
+    extern __shared__ __align__(128) unsigned char ring[]; /* STG stages of BW rows */
+    __shared__ uint64_t full[STG], empty[STG];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int r0 = (int)((long long)rows * blockIdx.x / gridDim.x);
+    const int r1 = (int)((long long)rows * (blockIdx.x + 1) / gridDim.x);
+    const int n_st = (r1 - r0 + BW - 1) / BW; /* stages of this block */
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STG; s++) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], BW);
+        }
+#if BULK_OK
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+    }
+    __syncthreads();
+    auto issue = [&](int i) {
+        const int s = i % STG, ra = r0 + i * BW, nr = min(BW, r1 - ra);
+        mbar_expect(&full[s], nr * ROWB);
+        bulk_copy(ring + (size_t)s * BW * ROWB, w + (size_t)ra * (ROWB / 16), nr * ROWB, &full[s]);
+    };
+    if (warp == BW) { /* the producer */
+        if (lane == 0) {
+            for (int i = 0; i < n_st && i < STG; i++)
+                issue(i);
+            pdl_wait();
+            for (int i = STG; i < n_st; i++) {
+                mbar_wait(&empty[i % STG], ((i / STG) - 1) & 1);
+                issue(i);
+            }
+        } else {
+            pdl_wait();
+        }
+        return;
+    }
+    pdl_wait();
+    /* XR: the lane's 80 floats of x in registers, loaded once (no x loads in the products) */
+    float xr[XR ? RCH * 8 : 1];
+    if (XR)
+#pragma unroll
+        for (int c = 0; c < RCH; c++)
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                xr[c * 8 + j] = __ldg(x + c * 256 + lane * 8 + j);
+    float tot = 0.0f;
+    for (int i = 0; i < n_st; i++) {
+        const int s = i % STG, row = r0 + i * BW + warp;
+        mbar_wait(&full[s], (i / STG) & 1);
+        if (row < r1) {
+            const uint4 *p = reinterpret_cast<const uint4 *>(ring + ((size_t)s * BW + warp) * ROWB);
+            float acc = 0.0f;
+#pragma unroll
+            for (int c = 0; c < RCH; c++)
+                if (XR) {
+                    const uint4 u = p[c * 32 + lane];
+                    const float *a = xr + c * 8;
+                    acc = acc +
+                          (__uint_as_float(u.x << 16) * a[0] +
+                           __uint_as_float(u.x & 0xffff0000u) * a[1] +
+                           __uint_as_float(u.y << 16) * a[2] +
+                           __uint_as_float(u.y & 0xffff0000u) * a[3]) +
+                          (__uint_as_float(u.z << 16) * a[4] +
+                           __uint_as_float(u.z & 0xffff0000u) * a[5] +
+                           __uint_as_float(u.w << 16) * a[6] +
+                           __uint_as_float(u.w & 0xffff0000u) * a[7]);
+                } else {
+                    acc = chunk_dot<MATH>(p[c * 32 + lane], x, c * 256 + lane * 8, acc);
+                }
+            tot += warp_sum(acc);
+        }
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[s]);
+    }
+    if (tot == 12345.0f) sink[blockIdx.x] = tot;
+}
+
 /* The whole step in one kernel of NT-thread blocks. barriers: 0 = stream only. At most 64
  * registers (4 blocks of 256 threads, or one of 1024, a multiprocessor), as the measurements in
  * docs/bench_gpu.md had. */
@@ -397,11 +613,6 @@ static void launch_pdl_ex(void (*k)(KArgs...), int grid, int threads, size_t sme
 template <typename... KArgs, typename... Args>
 static void launch_pdl(void (*k)(KArgs...), int grid, size_t smem, cudaStream_t s, Args... args) {
     launch_pdl_ex(k, grid, THREADS, smem, s, args...);
-}
-
-template <typename... KArgs, typename... Args>
-static void launch_pdl_t(void (*k)(KArgs...), int grid, int threads, cudaStream_t s, Args... args) {
-    launch_pdl_ex(k, grid, threads, 0, s, args...);
 }
 
 int main(void) {
@@ -510,10 +721,17 @@ int main(void) {
         rows_kernel<false, false>, rows_kernel<true, false>, rows_kernel<true, true>};
     for (int m = 0; m < 3; m++)
         CK(cudaFuncSetAttribute(rows_k[m], cudaFuncAttributeMaxDynamicSharedMemorySize, lim_smem));
+    CK(cudaFuncSetAttribute(rowsk_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            lim_smem));
+    CK(cudaFuncSetAttribute(rowsk_kernel<5>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            lim_smem));
+    CK(cudaFuncSetAttribute(rowsk_kernel<10>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            lim_smem));
     typedef void (*split_fn)(const uint4 *, int, float *, const float *);
     struct {
         const char *name;
-        int kind, bpsm, uu; /* kind 0: rows, 1: even runs, 2: even strided, 3: split */
+        int kind, bpsm, uu; /* kind 0: rows, 1: even runs, 2: even strided, 3: split, 4: bulk
+                               (uu: its stages) */
         int math;           /* 0: the fold, 1: a product's arithmetic, 2: the same, x in shared */
         split_fn k;         /* split: the kernel */
         int threads;
@@ -533,6 +751,23 @@ int main(void) {
          160},
         {"split 2 warps, 2 rows", 3, 16, 0, 0, split_kernel<2, 2, false>, 64},
         {"split 2 warps, 2 rows, math", 3, 16, 0, 1, split_kernel<2, 2, true>, 64},
+        {"bulk 8 warps, 4 stages, 1/SM", 4, 1, 4, 0, bulk_kernel<8, 4, false>, 288},
+        {"bulk 8 warps, 4 stages, 1/SM, math", 4, 1, 4, 1, bulk_kernel<8, 4, true>, 288},
+        {"bulk 8 warps, 2 stages, 1/SM", 4, 1, 2, 0, bulk_kernel<8, 2, false>, 288},
+        {"bulk 8 warps, 2 stages, 1/SM, math", 4, 1, 2, 1, bulk_kernel<8, 2, true>, 288},
+        {"bulk 8 warps, 2 stages, 1/SM, math, x in regs", 4, 1, 2, 1, bulk_kernel<8, 2, true, true>,
+         288},
+        {"bulk 4 warps, 4 stages, 1/SM, math", 4, 1, 4, 1, bulk_kernel<4, 4, true>, 160},
+        {"bulk 4 warps, 4 stages, 1/SM, math, x in regs", 4, 1, 4, 1, bulk_kernel<4, 4, true, true>,
+         160},
+        {"bulk 4 warps, 2 stages, 2/SM, math, x in regs", 4, 2, 2, 1, bulk_kernel<4, 2, true, true>,
+         160},
+        {"bulk 4 warps, 5 stages, 2/SM, math, x in regs", 4, 2, 5, 1, bulk_kernel<4, 5, true, true>,
+         160},
+        {"split-K rows, math, 2 first", 5, 2, 0, 1, NULL, 256},
+        {"split-K rows, math, 5 first", 5, 5, 0, 1, NULL, 256},
+        {"split-K rows, math, 10 first", 5, 10, 0, 1, NULL, 256},
+        {"split-K rows, math, 2 first, again", 5, 2, 0, 1, NULL, 256},
         {"rows again", 0, 0, 0, 0, NULL, 0},
     };
     float base = 0.0f;
@@ -540,10 +775,18 @@ int main(void) {
         cudaGraph_t gr;
         cudaGraphExec_t ge;
         int grid_p = 0;
-        if (shapes[v].kind == 3) { /* a resident grid: at most what the registers allow */
+        size_t dsmem = 0; /* bulk: the ring of stages */
+        if (shapes[v].kind == 4) {
+            if (!pdl_on) continue; /* cp.async.bulk is sm_90 */
+            dsmem = (size_t)shapes[v].uu * ((shapes[v].threads / 32) - 1) * ROWB;
+            CK(cudaFuncSetAttribute(shapes[v].k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)dsmem));
+        }
+        if (shapes[v].kind == 3 ||
+            shapes[v].kind == 4) { /* a resident grid: at most what the registers allow */
             int fit = 0;
             CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, shapes[v].k, shapes[v].threads,
-                                                             0));
+                                                             dsmem));
             grid_p = (shapes[v].bpsm < fit ? shapes[v].bpsm : fit) * sms;
         }
         CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
@@ -555,9 +798,16 @@ int main(void) {
             } else if (shapes[v].kind == 0) {
                 launch_pdl(rows_k[shapes[v].math], (rows + 7) / 8, lim_smem, s, wp, rows, sink,
                            (const float *)x);
-            } else if (shapes[v].kind == 3) {
-                launch_pdl_t(shapes[v].k, grid_p, shapes[v].threads, s, wp, rows, sink,
-                             (const float *)x);
+            } else if (shapes[v].kind == 5) {
+                const int K = split_k(rows, sms), grid = (rows + 8 / K - 1) / (8 / K);
+                void (*rk)(const uint4 *, int, int, float *, const float *) =
+                    shapes[v].bpsm == 2   ? rowsk_kernel<2>
+                    : shapes[v].bpsm == 5 ? rowsk_kernel<5>
+                                          : rowsk_kernel<10>;
+                launch_pdl(rk, grid, lim_smem, s, wp, rows, K, sink, (const float *)x);
+            } else if (shapes[v].kind >= 3) {
+                launch_pdl_ex(shapes[v].k, grid_p, shapes[v].threads, dsmem, s, wp, rows, sink,
+                              (const float *)x);
             } else {
                 const int warps = shapes[v].bpsm * sms * 8, per = (rows + warps - 1) / warps;
                 const int grid = ((rows + per - 1) / per + 7) / 8;
@@ -577,9 +827,58 @@ int main(void) {
         CK(cudaGraphDestroy(gr));
         if (!v) base = ms;
         char grid_note[48] = "";
-        if (shapes[v].kind == 3) snprintf(grid_note, sizeof grid_note, " [%d/SM]", grid_p / sms);
+        if (shapes[v].kind == 3 || shapes[v].kind == 4)
+            snprintf(grid_note, sizeof grid_note, " [%d/SM]", grid_p / sms);
         printf("  chain, %-30s %.3f ms  %5.1f %%  (%.3f of rows)%s\n", shapes[v].name, ms,
                100.0 * floor_ms / ms, ms / base, grid_note);
+    }
+    /* One matrix at a time, launched back to back (20 launches in a graph, PDL): the kernel's
+     * own streaming rate, without the step's small ops. */
+    {
+        const double mbs[] = {105.0, 52.0, 15.7, 5.2};
+        typedef void (*mk)(const uint4 *, int, float *, const float *);
+        struct {
+            const char *name;
+            mk k;
+            int bpsm; /* 0: one block per 8 rows (rows layout), else a resident grid */
+        } ks[] = {
+            {"rows, math", rows_kernel<true, false>, 0},
+            {"rows, fold", rows_kernel<false, false>, 0},
+            {"ring 8, 3/SM, math", ring_kernel<8, true>, 3},
+            {"ring 8, 4/SM, math", ring_kernel<8, true>, 4},
+            {"ring 12, 2/SM, math", ring_kernel<12, true>, 2},
+            {"ring 12, 3/SM, math", ring_kernel<12, true>, 3},
+            {"ring 4, 6/SM, math", ring_kernel<4, true>, 6},
+            {"ring 8, 3/SM, fold", ring_kernel<8, false>, 3},
+        };
+        printf("one matrix back to back (GB/s, %% of copy bandwidth):\n  %-22s", "");
+        for (double mb : mbs)
+            printf(" %10.1f MB", mb);
+        printf("\n");
+        for (auto &kk : ks) {
+            int fit = 0;
+            CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kk.k, THREADS,
+                                                             kk.bpsm ? 0 : lim_smem));
+            printf("  %-22s", kk.name);
+            for (double mb : mbs) {
+                const int rows = (int)(mb * 1e6 / ROWB);
+                const int grid = kk.bpsm ? sms * (kk.bpsm < fit ? kk.bpsm : fit) : (rows + 7) / 8;
+                cudaGraph_t gr;
+                cudaGraphExec_t ge;
+                CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+                for (int r = 0; r < 20; r++)
+                    launch_pdl_ex(kk.k, grid, THREADS, kk.bpsm ? 0 : lim_smem, s,
+                                  (const uint4 *)(w + (size_t)r * 0), rows, sink, (const float *)x);
+                CK(cudaStreamEndCapture(s, &gr));
+                CK(cudaGraphInstantiate(&ge, gr, 0));
+                const float ms = time_graph(ge, s, 5) / 20;
+                CK(cudaGraphExecDestroy(ge));
+                CK(cudaGraphDestroy(gr));
+                const double gbs = (double)rows * ROWB / (ms * 1e-3) / 1e9;
+                printf("  %5.0f %3.0f%%", gbs, 100.0 * gbs / copy_gbs);
+            }
+            printf("   [%d/SM]\n", kk.bpsm ? (kk.bpsm < fit ? kk.bpsm : fit) : fit);
+        }
     }
     cudaFuncAttributes fa;
     CK(cudaFuncGetAttributes(&fa, rows_kernel<true, false>));
