@@ -44,6 +44,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 namespace cg = cooperative_groups;
 
@@ -530,6 +531,182 @@ __global__ void __launch_bounds__((BW + 1) * 32)
     if (tot == 12345.0f) sink[blockIdx.x] = tot;
 }
 
+/* ---- mega: the whole step as one persistent kernel, weights streamed ahead of the dependencies --
+ * One block a multiprocessor: a producer warp streams this block's rows of every stream phase,
+ * in step order, into a ring of STG shared-memory stages with cp.async.bulk (W rows a stage) and
+ * never waits for anything but a free stage: weights do not depend on the step's results. The W
+ * consumer warps take the phases in order: wait until every block has finished the previous
+ * stream (a counter per stream phase, raised by each block with release semantics - not a grid
+ * barrier: only the consumers wait, and the copies already in flight keep coming), do the small
+ * op themselves (the norm of the previous output, into this block's shared memory, as calm's
+ * layer kernel does), then the rows' products against it, and raise the phase's counter. SYNC
+ * false leaves the waits out (the same work without the dependencies: what they cost). */
+__device__ __forceinline__ void bar_consumers(int n) {
+    asm volatile("bar.sync 1, %0;" ::"r"(n) : "memory");
+}
+__device__ __forceinline__ unsigned ld_acquire(const unsigned *p) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+/* x_dot: acc + 8 bf16 weights against 8 floats of x held in registers */
+__device__ __forceinline__ float x_dot(uint4 u, const float *a, float acc) {
+    return acc +
+           (__uint_as_float(u.x << 16) * a[0] + __uint_as_float(u.x & 0xffff0000u) * a[1] +
+            __uint_as_float(u.y << 16) * a[2] + __uint_as_float(u.y & 0xffff0000u) * a[3]) +
+           (__uint_as_float(u.z << 16) * a[4] + __uint_as_float(u.z & 0xffff0000u) * a[5] +
+            __uint_as_float(u.w << 16) * a[6] + __uint_as_float(u.w & 0xffff0000u) * a[7]);
+}
+
+__device__ __forceinline__ void bulk_prefetch_l2(const void *src, unsigned bytes) {
+#if BULK_OK
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
+#endif
+}
+
+/* The producer's walk over this block's stages of every stream phase, in step order. */
+struct stage_iter {
+    const phase *ph;
+    int n_ph, p, r0, r1, ra, W, b, G;
+    __device__ void enter() { /* the first stage at or after phase p */
+        for (; p < n_ph; p++) {
+            if (!ph[p].n16) continue;
+            const int rows = (int)(ph[p].n16 / (ROWB / 16));
+            r0 = (int)((long long)rows * b / G);
+            r1 = (int)((long long)rows * (b + 1) / G);
+            if (r0 < r1) {
+                ra = r0;
+                return;
+            }
+        }
+    }
+    __device__ bool done() const { return p >= n_ph; }
+    __device__ void next() {
+        ra += W;
+        if (ra >= r1) {
+            p++;
+            enter();
+        }
+    }
+};
+
+template <int W, int STG, bool SYNC, bool XR = false, int AHEAD = 0>
+__global__ void __launch_bounds__((W + 1) * 32, 1)
+    mega_kernel(const uint4 *w, const phase *ph, int n_ph, float *buf, unsigned *cnt,
+                unsigned target, float *sink) {
+    extern __shared__ __align__(128) unsigned char ring[]; /* STG stages of W rows */
+    __shared__ uint64_t full[STG], empty[STG];
+    __shared__ __align__(16) float xs[SMALL_N];
+    __shared__ float red[W];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, G = gridDim.x;
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < STG; i++) {
+            mbar_init(&full[i], 1);
+            mbar_init(&empty[i], W);
+        }
+#if BULK_OK
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+    }
+    __syncthreads();
+    if (warp == W) { /* the producer: every stage of every phase, in order */
+        if (lane) return;
+        /* AHEAD > 0: the stages AHEAD ahead of the copies are asked into L2 first
+         * (cp.async.bulk.prefetch.L2), so the ring's copies find them there */
+        stage_iter it = {ph, n_ph, 0, 0, 0, 0, W, (int)blockIdx.x, G}, pf = it;
+        it.enter();
+        pf.enter();
+        for (int a = 0; a < AHEAD && !pf.done(); a++) {
+            bulk_prefetch_l2(w + ph[pf.p].off + (size_t)pf.ra * (ROWB / 16),
+                             min(W, pf.r1 - pf.ra) * ROWB);
+            pf.next();
+        }
+        for (unsigned g = 0; !it.done(); it.next(), g++) {
+            if (AHEAD && !pf.done()) {
+                bulk_prefetch_l2(w + ph[pf.p].off + (size_t)pf.ra * (ROWB / 16),
+                                 min(W, pf.r1 - pf.ra) * ROWB);
+                pf.next();
+            }
+            const int st = g % STG, nr = min(W, it.r1 - it.ra);
+            if (g >= STG) mbar_wait(&empty[st], ((g / STG) - 1) & 1);
+            mbar_expect(&full[st], nr * ROWB);
+            bulk_copy(ring + (size_t)st * W * ROWB, w + ph[it.p].off + (size_t)it.ra * (ROWB / 16),
+                      nr * ROWB, &full[st]);
+        }
+        return;
+    }
+    unsigned g = 0;
+    int sp = 0; /* stream phases done */
+    float tot = 0.0f;
+    for (int p = 0; p < n_ph; p++) {
+        if (!ph[p].n16) continue;
+        float *out = buf + (size_t)(sp & 1) * 32768;
+        const float *prev = buf + (size_t)((sp + 1) & 1) * 32768;
+        if (SYNC && sp > 0) {
+            if (threadIdx.x == 0)
+                while (ld_acquire(&cnt[sp - 1]) < target) {
+                }
+            bar_consumers(W * 32);
+        }
+        /* the small op: x = prev / rms(prev), into shared memory */
+        float ss = 0.0f;
+        for (int j = threadIdx.x; j < SMALL_N; j += W * 32) {
+            const float v = __ldcg(prev + j);
+            xs[j] = v;
+            ss += v * v;
+        }
+        ss = warp_sum(ss);
+        if (lane == 0) red[warp] = ss;
+        bar_consumers(W * 32);
+        ss = 0.0f;
+        for (int i = 0; i < W; i++)
+            ss += red[i];
+        const float inv = rsqrtf(ss / SMALL_N + 1e-6f);
+        for (int j = threadIdx.x; j < SMALL_N; j += W * 32)
+            xs[j] *= inv;
+        bar_consumers(W * 32);
+        /* XR: this lane's 80 floats of x in registers for the phase */
+        float xr[XR ? RCH * 8 : 1];
+        if (XR)
+#pragma unroll
+            for (int c = 0; c < RCH; c++) {
+                const float4 a = *reinterpret_cast<const float4 *>(xs + c * 256 + lane * 8);
+                const float4 b = *reinterpret_cast<const float4 *>(xs + c * 256 + lane * 8 + 4);
+                xr[c * 8 + 0] = a.x, xr[c * 8 + 1] = a.y, xr[c * 8 + 2] = a.z, xr[c * 8 + 3] = a.w;
+                xr[c * 8 + 4] = b.x, xr[c * 8 + 5] = b.y, xr[c * 8 + 6] = b.z, xr[c * 8 + 7] = b.w;
+            }
+        const int rows = (int)(ph[p].n16 / (ROWB / 16));
+        const int r0 = (int)((long long)rows * blockIdx.x / G);
+        const int r1 = (int)((long long)rows * (blockIdx.x + 1) / G);
+        for (int ra = r0; ra < r1; ra += W, g++) {
+            const int st = g % STG, row = ra + warp;
+            mbar_wait(&full[st], (g / STG) & 1);
+            if (row < r1) {
+                const uint4 *q =
+                    reinterpret_cast<const uint4 *>(ring + ((size_t)st * W + warp) * ROWB);
+                float acc = 0.0f;
+#pragma unroll
+                for (int c = 0; c < RCH; c++)
+                    acc = XR ? x_dot(q[c * 32 + lane], xr + c * 8, acc)
+                             : chunk_dot<true, true>(q[c * 32 + lane], xs, c * 256 + lane * 8, acc);
+                acc = warp_sum(acc);
+                if (lane == 0) out[row] = acc * 1e-3f;
+                tot += acc;
+            }
+            __syncwarp();
+            if (lane == 0) mbar_arrive(&empty[st]);
+        }
+        bar_consumers(W * 32); /* the block's outputs of this phase are written */
+        if (SYNC && threadIdx.x == 0) {
+            __threadfence();
+            atomicAdd(&cnt[sp], 1u);
+        }
+        sp++;
+    }
+    if (tot == 12345.0f) sink[blockIdx.x] = tot;
+}
+
 /* The whole step in one kernel of NT-thread blocks. barriers: 0 = stream only. At most 64
  * registers (4 blocks of 256 threads, or one of 1024, a multiprocessor), as the measurements in
  * docs/bench_gpu.md had. */
@@ -616,6 +793,7 @@ static void launch_pdl(void (*k)(KArgs...), int grid, size_t smem, cudaStream_t 
 }
 
 int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each line as it is measured */
     int dev = 0, sms, major;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
@@ -665,8 +843,11 @@ int main(void) {
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_stream, stream_kernel, THREADS, 0));
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_persist, persistent_kernel<THREADS>,
                                                      THREADS, 0));
-    const int reps = 20;
-    for (int bpsm = 2; bpsm <= 8; bpsm *= 2) {
+    /* STEP_SHAPE_ONLY=mega: the mega section alone (STEP_SHAPE_REPS=1 under compute-sanitizer) */
+    const char *only = getenv("STEP_SHAPE_ONLY"), *reps_env = getenv("STEP_SHAPE_REPS");
+    const bool mega_only = only && !strcmp(only, "mega");
+    const int reps = reps_env ? atoi(reps_env) : 20;
+    for (int bpsm = 2; !mega_only && bpsm <= 8; bpsm *= 2) {
         const int grid_stream = sms * (bpsm < per_sm_stream ? bpsm : per_sm_stream);
         /* chain: one graph of PDL launches */
         cudaGraph_t gr;
@@ -701,7 +882,7 @@ int main(void) {
 
     /* calm's shape (zeux/calm, kernel_forward): one block of 1024 threads a multiprocessor, so a
      * grid barrier waits for 132 arrivals, not 264 .. 660. */
-    {
+    if (!mega_only) {
         float pms[2];
         for (int barriers = 0; barriers <= 1; barriers++)
             pms[barriers] = time_persistent((const void *)persistent_kernel<1024>, sms, 1024, w,
@@ -712,6 +893,57 @@ int main(void) {
         printf("  barrier       %.3f ms  %5.1f %%  (%.2f us a boundary over stream)\n", pms[1],
                100.0 * floor_ms / pms[1], 1e3 * (pms[1] - pms[0]) / n_ph);
     }
+
+    /* mega: one persistent kernel, the weights streamed ahead by the copy engine, a counter
+     * per stream phase instead of a grid barrier, the small op done by every block (sm_90). */
+    if (pdl_on) {
+        float *buf;
+        unsigned *cnt;
+        CK(cudaMalloc(&buf, 2 * 32768 * sizeof(float)));
+        CK(cudaMemset(buf, 0, 2 * 32768 * sizeof(float)));
+        CK(cudaMalloc(&cnt, n_ph * sizeof(unsigned)));
+        struct {
+            const char *name;
+            const void *k;
+            int W, STG;
+        } mk[] = {
+            {"16 warps, 2 stages", (const void *)mega_kernel<16, 2, true>, 16, 2},
+            {"16 warps, 2 stages, no waits", (const void *)mega_kernel<16, 2, false>, 16, 2},
+            {"16 warps, 2 stages, L2 2 ahead", (const void *)mega_kernel<16, 2, true, false, 2>, 16,
+             2},
+            {"16 warps, 2 stages, L2 4 ahead", (const void *)mega_kernel<16, 2, true, false, 4>, 16,
+             2},
+            {"16 warps, 2 stages, L2 8 ahead", (const void *)mega_kernel<16, 2, true, false, 8>, 16,
+             2},
+            {"16 warps, 2 stages, L2 16 ahead", (const void *)mega_kernel<16, 2, true, false, 16>,
+             16, 2},
+            {"16 warps, 2 stages, L2 4 ahead, no waits",
+             (const void *)mega_kernel<16, 2, false, false, 4>, 16, 2},
+            {"8 warps, 4 stages, L2 8 ahead", (const void *)mega_kernel<8, 4, true, false, 8>, 8,
+             4},
+        };
+        printf("mega (one persistent kernel, bulk-copy ring, counters, x in shared memory, "
+               "math):\n");
+        for (auto &m : mk) {
+            const int dsm = m.STG * m.W * ROWB;
+            CK(cudaFuncSetAttribute(m.k, cudaFuncAttributeMaxDynamicSharedMemorySize, dsm));
+            /* on the timed stream: a memset on the legacy stream could land in a running step */
+            CK(cudaMemsetAsync(cnt, 0, n_ph * sizeof(unsigned), s));
+            unsigned target = 0;
+            const int nt = (m.W + 1) * 32;
+            const float ms = time_reps(s, reps, [&] {
+                target += (unsigned)sms;
+                void *args[] = {(void *)&w,   (void *)&dph,    (void *)&n_ph, (void *)&buf,
+                                (void *)&cnt, (void *)&target, (void *)&sink};
+                CK(cudaLaunchCooperativeKernel(m.k, sms, nt, args, (size_t)dsm, s));
+            });
+            printf("  %-30s %.3f ms  %5.1f %%\n", m.name, ms, 100.0 * floor_ms / ms);
+        }
+        CK(cudaFree(buf));
+        CK(cudaFree(cnt));
+    }
+
+    if (mega_only) return 0;
 
     /* The chain with product-shaped streams, with the trivial fold or a product's arithmetic
      * (math: bf16 weights against x through L1, as matvec.cu). */

@@ -79,16 +79,14 @@ void k_matvec_multi(cudaStream_t s, const k_mv_seg *segs, int n_segs, int wdtype
  * outside those listed. The lean decode kernel and the persistent grid exist for n = 1 on the
  * vector path with prefetch 0 or 2; other launches run the general kernel, one block per
  * 8 / K rows. */
-enum { K_MV_GENERAL = 0, K_MV_LEAN = 1, K_MV_LEAN8 = 2, K_MV_ROWS = 3 };
+enum { K_MV_GENERAL = 0, K_MV_LEAN = 1, K_MV_LEAN8 = 2 };
 typedef struct {
     int unroll;      /* the column loop's unroll: 4 or 8 (default 8) */
     int prefetch;    /* 16-byte chunks per lane loaded before waiting for the previous kernel:
                         0 (none), 2 (default) or 4 */
     int decode;      /* the n = 1 kernel: K_MV_LEAN (default: matvec1_kernel, the compiler's
                         register count), K_MV_LEAN8 (the same, at most 32 registers: 8 blocks per
-                        multiprocessor), K_MV_GENERAL (matvec_kernel, as for n > 1) or K_MV_ROWS
-                        (matvec_rows_kernel, `rows` rows a warp sharing each load of x, in
-                        launches of at least rows_min_kb; the lean kernel below that) */
+                        multiprocessor) or K_MV_GENERAL (matvec_kernel, as for n > 1) */
     int grid;        /* 0: one block per 8 / K rows (default); -1: persistent grid of
                         multiprocessors x resident blocks; N > 0: persistent, at most N blocks
                         (both run the lean kernel) */

@@ -357,7 +357,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS : MIN
  * a small, latency-bound launch more than the x loads it saves (call 10: the small model's verify
  * over 4 positions 2.0 decode steps instead of 1.5, while E4B's fell from 2.22 to 1.97). E4B's q /
  * k / v, o, gate + up and down are all above it, its per-layer products (1.3 MB) below. */
-template <typename T, int NT, int R, bool PAIR, int PF>
+template <typename T, int NT, int R, bool PAIR>
 __global__ void __launch_bounds__(MV_WARPS * 32)
     matvec_rows_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
                        int n) {
@@ -382,25 +382,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
         w1[r] = (const T *)sg.w + off;
         w2[r] = pair ? (const T *)sg.w_up + off : w1[r];
     }
-    /* The first PF chunks of each of the R rows (and of the up rows), loaded before the wait:
-     * weights never depend on the previous kernel (as matvec1_kernel's first chunks). */
-    constexpr int PFA = PF > 0 ? PF : 1;
-    uint4 f1[R][PFA], f2[PAIR ? R : 1][PFA];
-    auto first = [&]() {
-#pragma unroll
-        for (int r = 0; r < R; r++)
-#pragma unroll
-            for (int ch = 0; ch < PF; ch++)
-                if (ch < nch) {
-                    f1[r][ch] = __ldcs(reinterpret_cast<const uint4 *>(w1[r] + ch * stride));
-                    if (pair)
-                        f2[PAIR ? r : 0][ch] =
-                            __ldcs(reinterpret_cast<const uint4 *>(w2[r] + ch * stride));
-                }
-    };
-    k_launch_next();
-    first();
-    k_wait_only();
+    k_wait_prior();
 
     for (int t0 = 0; t0 < n; t0 += NT) {
         float acc[R][NT], acc_up[R][NT];
@@ -409,9 +391,15 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
 #pragma unroll
             for (int t = 0; t < NT; t++)
                 acc[r][t] = acc_up[r][t] = 0.0f;
-        /* chunk ch of the R rows against each input: one load of x for all R rows */
-        auto chunk = [&](int ch, float(*wf)[V], float(*wf2)[V]) {
+#pragma unroll 4
+        for (int ch = 0; ch < nch; ch++) {
             const int c = ch * stride;
+            float wf[R][V], wf2[R][V];
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w1[r] + c)), wf[r]);
+                if (pair) mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w2[r] + c)), wf2[r]);
+            }
 #pragma unroll
             for (int t = 0; t < NT; t++)
                 if (t0 + t < n) {
@@ -429,31 +417,6 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
                             if (pair) acc_up[r][t] = mv_dot4(wf2[r] + 4 * q, xv[q], acc_up[r][t]);
                         }
                 }
-        };
-        if (t0 > 0) first(); /* the next group of inputs streams the rows again */
-#pragma unroll
-        for (int ch = 0; ch < PF; ch++)
-            if (ch < nch) {
-                float wf[R][V], wf2[R][V];
-#pragma unroll
-                for (int r = 0; r < R; r++) {
-                    mv_unpack<T>(f1[r][ch], wf[r]);
-                    if (pair) mv_unpack<T>(f2[PAIR ? r : 0][ch], wf2[r]);
-                }
-                chunk(ch, wf, wf2);
-            }
-        /* decode keeps fewer chunks in flight per warp: the registers hold 3 blocks */
-        constexpr int UNR = NT == 1 && PF > 0 ? 2 : 4;
-#pragma unroll UNR
-        for (int ch = PF; ch < nch; ch++) {
-            const int c = ch * stride;
-            float wf[R][V], wf2[R][V];
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w1[r] + c)), wf[r]);
-                if (pair) mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w2[r] + c)), wf2[r]);
-            }
-            chunk(ch, wf, wf2);
         }
 #pragma unroll
         for (int r = 0; r < R; r++) {
@@ -622,20 +585,11 @@ static void launch_pair(cudaStream_t s, const mv_launch &L, unsigned blocks, con
 template <typename T>
 static void launch_rows(cudaStream_t s, const mv_launch &L, unsigned blocks, const float *x,
                         int cols, int n, int R, bool pair) {
-    const bool pf = mv_tune.prefetch > 0;
     void (*kernel)(const mv_launch, const float *, int, int) =
-        n == 1 ? (pair     ? (pf ? matvec_rows_kernel<T, 1, 2, true, 1>
-                                 : matvec_rows_kernel<T, 1, 2, true, 0>)
-                  : R == 4 ? (pf ? matvec_rows_kernel<T, 1, 4, false, 1>
-                                 : matvec_rows_kernel<T, 1, 4, false, 0>)
-                           : (pf ? matvec_rows_kernel<T, 1, 2, false, 2>
-                                 : matvec_rows_kernel<T, 1, 2, false, 0>))
-        : pair
-            ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true, 0> : matvec_rows_kernel<T, 8, 2, true, 0>)
-        : R == 4 ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false, 0>
-                           : matvec_rows_kernel<T, 8, 4, false, 0>)
-                 : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false, 0>
-                           : matvec_rows_kernel<T, 8, 2, false, 0>);
+        pair ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true> : matvec_rows_kernel<T, 8, 2, true>)
+        : R == 4
+            ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false> : matvec_rows_kernel<T, 8, 4, false>)
+            : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false> : matvec_rows_kernel<T, 8, 2, false>);
     k_launch(kernel, dim3(blocks), dim3(MV_WARPS * 32), s, L, x, cols, n);
 }
 
@@ -672,8 +626,8 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
         bytes += (double)segs[i].rows * cols * sizeof(T) * (p ? 2 : 1);
         pair = pair || p;
     }
-    const int rows_kernel = vec[0] && (n >= 2 || mv_tune.decode == K_MV_ROWS) && n <= 8 &&
-                            mv_tune.rows > 1 && bytes >= 1024.0 * mv_tune.rows_min_kb;
+    const int rows_kernel =
+        vec[0] && n >= 2 && n <= 8 && mv_tune.rows > 1 && bytes >= 1024.0 * mv_tune.rows_min_kb;
     const int rows_per_warp = !rows_kernel ? 1 : pair ? 2 : mv_tune.rows;
     for (int i = 0; i < n_segs; i++) {
         mv_seg *d = &L.seg[i];
@@ -734,7 +688,7 @@ extern "C" void k_matvec(cudaStream_t s, float *out, const void *w, int wdtype, 
 extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
     if ((t->unroll != 4 && t->unroll != 8) ||
         (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
-        (t->decode < K_MV_GENERAL || t->decode > K_MV_ROWS) || t->grid < -1 || t->split < 0 ||
+        (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0 ||
         (t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0)
         return -1;
     mv_tune = *t;

@@ -190,9 +190,6 @@ static int run_bench_matvec(void) {
         {"split 4", {8, 2, K_MV_LEAN, 0, 4, 2, 4096}},
         {"split 2", {8, 2, K_MV_LEAN, 0, 2, 2, 4096}},
         {"split 8 (rule before)", {8, 2, K_MV_LEAN, 0, 8, 2, 4096}},
-        {"rows 2 (>= 4 MiB)", {8, 2, K_MV_ROWS, 0, 0, 2, 4096}},
-        {"rows 2 (all)", {8, 2, K_MV_ROWS, 0, 0, 2, 0}},
-        {"rows 4 (all)", {8, 2, K_MV_ROWS, 0, 0, 4, 0}},
         {"lean again", {8, 2, K_MV_LEAN, 0, 0, 2, 4096}},
     };
     const int n_tunes = (int)(sizeof tunes / sizeof tunes[0]);

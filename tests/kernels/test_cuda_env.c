@@ -69,8 +69,6 @@ int main(void) {
            sw.mv.decode == K_MV_LEAN8);
     EXPECT(read_with("GEMMA_CUDA_MV_DECODE", "general", &sw, err, sizeof err) == 0 &&
            sw.mv.decode == K_MV_GENERAL);
-    EXPECT(read_with("GEMMA_CUDA_MV_DECODE", "rows", &sw, err, sizeof err) == 0 &&
-           sw.mv.decode == K_MV_ROWS);
     EXPECT(read_with("GEMMA_CUDA_MV_GRID", "persist", &sw, err, sizeof err) == 0 &&
            sw.mv.grid == -1);
     EXPECT(read_with("GEMMA_CUDA_MV_GRID", "264", &sw, err, sizeof err) == 0 && sw.mv.grid == 264);
