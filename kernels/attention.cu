@@ -14,8 +14,6 @@
  *
  * The caches are fp32 rows [len][n_kv_heads][head_dim] used as rings (position p in row
  * p % len); a row attends to max(0, p - window + 1) .. p. */
-#include <cooperative_groups.h>
-
 #include "kcommon.cuh"
 
 #define ATT_WARPS         4
@@ -24,33 +22,6 @@
 #define ATT_MAX_SPLITS    64  /* slices of a (row, head); the merge has a thread per slice */
 #define ATT_MERGE_THREADS 256 /* a thread per output dim of a 256-wide head */
 #define ATT_MERGE_UNROLL  16  /* slices a merge thread loads at once */
-#define ATT_CL_MAX        16  /* slices merged inside a cluster (above 8: a non-portable size) */
-#define ATT_CL_SPAN       64  /* longest slice the cluster path takes, in positions */
-
-namespace cg = cooperative_groups;
-
-/* Launch `kernel` with clusters of `cluster` blocks along x (and programmatic dependent launch as
- * k_launch). Cluster sizes above 8 need the kernel's non-portable attribute, set once. */
-template <typename... KArgs, typename... Args>
-static void att_launch_cluster(void (*kernel)(KArgs...), dim3 grid, int cluster, cudaStream_t s,
-                               Args... args) {
-    if (cluster > 8)
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(ATT_WARPS * 32);
-    cfg.stream = s;
-    cudaLaunchAttribute attr[2];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = k_pdl;
-    attr[1].id = cudaLaunchAttributeClusterDimension;
-    attr[1].val.clusterDim.x = (unsigned)cluster;
-    attr[1].val.clusterDim.y = 1;
-    attr[1].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 2;
-    cudaLaunchKernelEx(&cfg, kernel, ((KArgs)args)...);
-}
 
 __global__ void kv_write_kernel(float *cache, const float *src, int n_tok, int kv_dim,
                                 const int *dpos, int pos0, int len) {
@@ -87,25 +58,29 @@ __device__ __forceinline__ void att_load_kv(float *kr, float *vr, const float *k
     }
 }
 
-/* One slice of one (row t, head h), by a block of ATT_WARPS warps, into dst[0 .. hd + 2) = the
- * slice's unnormalised output, its max, its sum (dst: global memory for the merge kernel, or this
- * block's shared memory for the cluster's merge). PER: dims per lane, head_dim / 32 rounded up to
- * a power of two for heads up to 128 wide, 16 for wider ones. A lane holds PER dims of q, of its
- * accumulator and of two positions' keys and values, so the registers (and with them the blocks a
- * multiprocessor holds) follow the head: compiled for the largest head (512) it took 152
- * registers a thread - 3 blocks per multiprocessor - also for the small model's 32-wide heads (32
- * registers with PER = 1: its decode 3 %, its k = 3 speculation 16 % faster, docs/bench_gpu.md).
- * Wider heads keep PER = 16: E4B's 256-wide layers with PER = 8 (79 registers) measured 0.4 %
- * slower a step. Dims past head_dim were never summed, so every PER gives the same bits. */
+/* One slice of one (row, head). partial: [row][head][split][head_dim + 2] = acc..., max, sum.
+ * PER: dims per lane, head_dim / 32 rounded up to a power of two for heads up to 128 wide, 16
+ * for wider ones. A lane holds PER dims of q,
+ * of its accumulator and of two positions' keys and values, so the registers (and with them
+ * the blocks a multiprocessor holds) follow the head: compiled for the largest head (512) it
+ * took 152 registers a thread - 3 blocks per multiprocessor - also for the small model's
+ * 32-wide heads (32 registers with PER = 1: its decode 3 %, its k = 3 speculation 16 % faster,
+ * docs/bench_gpu.md). Wider heads keep PER = 16: E4B's 256-wide layers with PER = 8 (79
+ * registers) measured 0.4 % slower a step. Dims past head_dim were never summed, so every PER
+ * gives the same bits. */
 template <int PER>
-__device__ __forceinline__ void
-att_slice(float *dst, const float *q, const float *kc, const float *vc, int p, int window, int len,
-          int n_heads, int n_kv_heads, int hd, int split, int n_splits, int h, int t) {
+__global__ void __launch_bounds__(ATT_WARPS * 32)
+    attn_split_kernel(float *partial, const float *q, const float *kc, const float *vc,
+                      const int *dpos, int pos0, int len, int window, int n_heads, int n_kv_heads,
+                      int hd, int n_splits) {
+    k_wait_prior();
     __shared__ float sm_m[ATT_WARPS], sm_l[ATT_WARPS];
     __shared__ float sm_acc[ATT_WARPS][ATT_MAXD];
+    const int split = blockIdx.x, h = blockIdx.y, t = blockIdx.z;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int kvh = h / (n_heads / n_kv_heads);
     const size_t kv_dim = (size_t)n_kv_heads * hd;
+    const int p = step_pos(dpos, pos0) + t;
     const int lo = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
     const int count = p - lo + 1;
     const int per = (count + n_splits - 1) / n_splits;
@@ -162,6 +137,7 @@ att_slice(float *dst, const float *q, const float *kc, const float *vc, int p, i
     float M = -INFINITY;
     for (int w = 0; w < ATT_WARPS; w++)
         M = fmaxf(M, sm_m[w]);
+    float *dst = partial + (((size_t)t * n_heads + h) * n_splits + split) * (hd + 2);
     for (int d = threadIdx.x; d < hd; d += blockDim.x) {
         float a = 0.0f;
         if (M != -INFINITY)
@@ -177,20 +153,6 @@ att_slice(float *dst, const float *q, const float *kc, const float *vc, int p, i
         dst[hd] = M;
         dst[hd + 1] = L;
     }
-}
-
-/* Slice blockIdx.x of (row blockIdx.z, head blockIdx.y) into partial: [row][head][split][hd + 2].
- */
-template <int PER>
-__global__ void __launch_bounds__(ATT_WARPS * 32)
-    attn_split_kernel(float *partial, const float *q, const float *kc, const float *vc,
-                      const int *dpos, int pos0, int len, int window, int n_heads, int n_kv_heads,
-                      int hd, int n_splits) {
-    k_wait_prior();
-    const int split = blockIdx.x, h = blockIdx.y, t = blockIdx.z;
-    float *dst = partial + (((size_t)t * n_heads + h) * n_splits + split) * (hd + 2);
-    att_slice<PER>(dst, q, kc, vc, step_pos(dpos, pos0) + t, window, len, n_heads, n_kv_heads, hd,
-                   split, n_splits, h, t);
 }
 
 /* out[row][head][:] from the slices' partial results. The slices' weights exp(m_s - M) are
@@ -239,97 +201,14 @@ __global__ void attn_merge_kernel(float *out, const float *partial, int n_heads,
     }
 }
 
-/* Split and merge in one kernel (sm_90): the n_splits slices of a (row, head) are the blocks of
- * one thread-block cluster. Each block leaves its slice's result in its own shared memory; after
- * the cluster's barrier every block merges a share of the head's dims, reading the other blocks'
- * results through distributed shared memory - no partial buffer in global memory, and no second
- * kernel, whose launch and memory round trips were 0.12 ms of E4B's 3.45 ms step (docs/
- * bench_gpu.md, session 14). The merge is attn_merge_kernel's: the slices' weights once per
- * block, the sums in slice order. */
-template <int PER>
-__global__ void __launch_bounds__(ATT_WARPS * 32)
-    attn_cluster_kernel(float *out, const float *q, const float *kc, const float *vc,
-                        const int *dpos, int pos0, int len, int window, int n_heads, int n_kv_heads,
-                        int hd, int n_splits) {
-    k_wait_prior();
-    __shared__ float part[ATT_MAXD + 2]; /* this slice's result, read by the whole cluster */
-    const int split = blockIdx.x, h = blockIdx.y, t = blockIdx.z;
-    att_slice<PER>(part, q, kc, vc, step_pos(dpos, pos0) + t, window, len, n_heads, n_kv_heads, hd,
-                   split, n_splits, h, t);
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900 /* clusters: sm_90 and later */
-    __shared__ float sw[ATT_CL_MAX], sl[ATT_CL_MAX], s_inv, red[32];
-    __shared__ float gath[ATT_MAXD + ATT_CL_MAX]; /* n_splits x this block's share of the dims */
-    cg::cluster_group cl = cg::this_cluster();
-    cl.sync(); /* every slice's result is in place (and visible to the cluster) */
-    const int s = threadIdx.x;
-    const float *ps = s < n_splits ? cl.map_shared_rank(part, s) : part;
-    const float ms = s < n_splits ? ps[hd] : -INFINITY;
-    const float ls = s < n_splits ? ps[hd + 1] : 0.0f;
-    const float M = block_max(ms, red);
-    if (s < n_splits) {
-        sw[s] = ms != -INFINITY ? expf(ms - M) : 0.0f;
-        sl[s] = ms != -INFINITY ? ls : 0.0f;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        float L = 0.0f;
-        for (int k = 0; k < n_splits; k++)
-            if (sw[k] != 0.0f) L += sl[k] * sw[k];
-        s_inv = 1.0f / L;
-    }
-    __syncthreads();
-    const float inv = s_inv;
-    /* This block's share of the dims, [d0, d0 + nd): first every slice's values of it, fetched
-     * from the other blocks all at once (one round trip), then each dim summed in slice order. */
-    const int share = (hd + n_splits - 1) / n_splits, d0 = split * share;
-    const int nd = max(0, min(hd, d0 + share) - d0);
-    for (int i = threadIdx.x; i < n_splits * nd; i += blockDim.x) {
-        const int k = i / nd;
-        gath[i] = sw[k] != 0.0f ? cl.map_shared_rank(part, k)[d0 + i % nd] : 0.0f;
-    }
-    __syncthreads();
-    float *oh = out + ((size_t)t * n_heads + h) * hd + d0;
-    for (int d = threadIdx.x; d < nd; d += blockDim.x) {
-        float a = 0.0f;
-        for (int k = 0; k < n_splits; k++)
-            if (sw[k] != 0.0f) a += gath[k * nd + d] * sw[k];
-        oh[d] = a * inv;
-    }
-    cl.sync(); /* no block leaves while another still reads its shared memory */
-#endif
-}
-
-/* The cluster path: on (k_set_att_cluster), and a GPU with clusters (sm_90 and later). */
-static int att_cluster = 1;
-
-extern "C" void k_set_att_cluster(int on) {
-    att_cluster = on;
-}
-
-static int att_cluster_hw(void) {
-    static int hw = -1;
-    if (hw < 0) {
-        int dev = 0, major = 0;
-        hw =
-            cudaGetDevice(&dev) == cudaSuccess &&
-            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-            major >= 9;
-    }
-    return hw;
-}
-
 extern "C" int k_attention_splits(int max_ctx, int n_tok, int n_heads) {
-    /* About 512 blocks per row, no slice shorter than 16 positions, at most 64 slices; with
-     * clusters (att_cluster) at most ATT_CL_MAX, as long as a slice stays within ATT_CL_SPAN
-     * positions (longer contexts keep the split kernel's 64 slices and the merge kernel). The count
-     * does not depend on n_tok, so a row's result (its slices and the order they are summed in) is
-     * the same whether it is decoded alone or inside a prefill / verify chunk: a speculative verify
-     * pass reproduces plain decoding bit for bit. */
+    /* About 512 blocks per row, no slice shorter than 16 positions, at most 64 slices. The
+     * count does not depend on n_tok, so a row's result (its slices and the order they are
+     * summed in) is the same whether it is decoded alone or inside a prefill / verify chunk:
+     * a speculative verify pass reproduces plain decoding bit for bit. */
     (void)n_tok;
     int want = 512 / (n_heads > 0 ? n_heads : 1);
     int most = (max_ctx + 15) / 16;
-    if (att_cluster && att_cluster_hw() && max_ctx <= ATT_CL_MAX * ATT_CL_SPAN && want > ATT_CL_MAX)
-        want = ATT_CL_MAX;
     int s = want < most ? want : most;
     if (s > ATT_MAX_SPLITS) s = ATT_MAX_SPLITS;
     return s < 1 ? 1 : s;
@@ -346,19 +225,6 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
         exit(1);
     }
     dim3 grid(n_splits, n_heads, n_tok);
-    if (att_cluster && att_cluster_hw() && n_splits <= ATT_CL_MAX) {
-        void (*fused)(float *, const float *, const float *, const float *, const int *, int, int,
-                      int, int, int, int, int) = head_dim <= 32   ? attn_cluster_kernel<1>
-                                                 : head_dim <= 64 ? attn_cluster_kernel<2>
-                                                 : head_dim <= 128
-                                                     ? attn_cluster_kernel<4>
-                                                     : attn_cluster_kernel<ATT_PER_LANE>;
-        if (k_skip & (K_SKIP_ATTN_SPLIT | K_SKIP_ATTN_MERGE)) return;
-        att_launch_cluster(fused, grid, n_splits, s, out, q, kc, vc, dpos, pos0, len, window,
-                           n_heads, n_kv_heads, head_dim, n_splits);
-        K_CHECK_LAUNCH();
-        return;
-    }
     void (*split)(float *, const float *, const float *, const float *, const int *, int, int, int,
                   int, int, int, int) = head_dim <= 32    ? attn_split_kernel<1>
                                         : head_dim <= 64  ? attn_split_kernel<2>

@@ -161,9 +161,8 @@ typedef struct {
      * queue of ops not launched yet. */
     int fuse, fuse_mm;
     cuda_fuser *fuser;
-    int pdl;         /* programmatic dependent launch (kernels.h; GEMMA_CUDA_PDL=0 turns it off) */
-    int att_cluster; /* attention as one cluster kernel (kernels.h; GEMMA_CUDA_ATT_CLUSTER=0) */
-    k_mv_tuning mv;  /* the matrix-vector kernel's tuning, set before each op (GEMMA_CUDA_MV_*) */
+    int pdl;        /* programmatic dependent launch (kernels.h; GEMMA_CUDA_PDL=0 turns it off) */
+    k_mv_tuning mv; /* the matrix-vector kernel's tuning, set before each op (GEMMA_CUDA_MV_*) */
 
     /* counters */
     double bytes[F_COUNT];
@@ -399,7 +398,6 @@ static void cu_attention(backend *b, float *out, const float *q, const float *kc
                          int n_tok, int pos0, int len, int window, int n_heads, int n_kv_heads,
                          int head_dim) {
     cuda_state *st = st_flushed(b);
-    k_set_att_cluster(st->att_cluster); /* global to the launchers, as op_begin's settings */
     /* The slices are sized for the longest context this ring can serve, so that the same
      * launch fits every later position (graphs). */
     const int max_ctx = window > 0 && window < len ? window : len;
@@ -715,7 +713,6 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     st->fuse = sw.fuse;
     st->fuse_mm = sw.fuse_mm;
     st->pdl = sw.pdl;
-    st->att_cluster = sw.att_cluster;
     st->mv = sw.mv;
     char grid_name[40] = "blocks";
     if (st->mv.grid < 0)

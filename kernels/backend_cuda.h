@@ -23,9 +23,6 @@
  *                          2 .. 8 inputs (speculative verify): 2 (default; x is loaded once for
  *                          them) or 4 in launches of at least KiB of weights (default 4096), else 1
  *   GEMMA_CUDA_PDL=0       no programmatic dependent launch (it is on for sm_90 and newer)
- *   GEMMA_CUDA_ATT_CLUSTER=0   attention as a split kernel and a merge kernel, also where it
- *                          would be one kernel whose thread-block clusters merge the slices
- *                          (sm_90 and newer, contexts up to 1024 positions: attention.cu)
  *   GEMMA_CUDA_PROFILE=1   time every op per kernel family; the table (calls, ms, bytes,
  *                          GB/s) is printed to stderr when the backend is destroyed
  *   GEMMA_CUDA_GEMM=own|cublas|auto   who multiplies: our kernel everywhere (default), cuBLAS

@@ -121,6 +121,5 @@ int cuda_switches_from_env(cuda_switches *sw, char *err, size_t errlen) {
         return -1;
     }
     sw->pdl = env_flag("GEMMA_CUDA_PDL", 1);
-    sw->att_cluster = env_flag("GEMMA_CUDA_ATT_CLUSTER", 1);
     return mv_tuning_from_env(&sw->mv, err, errlen);
 }

@@ -9,14 +9,13 @@
 #include "kernels.h"
 
 typedef struct {
-    int gemm_mode;   /* GEMMA_CUDA_GEMM: 0 own, 1 cublas for every bf16/f16 product, 2 n > 8 */
-    int use_graphs;  /* GEMMA_CUDA_GRAPHS */
-    int profile;     /* GEMMA_CUDA_PROFILE */
-    int fuse;        /* GEMMA_CUDA_FUSE */
-    int fuse_mm;     /* GEMMA_CUDA_FUSE_MM: CUDA_FUSE_MM_* */
-    int pdl;         /* GEMMA_CUDA_PDL (the backend also needs sm_90 for it) */
-    int att_cluster; /* GEMMA_CUDA_ATT_CLUSTER (attention.cu also needs sm_90 for it) */
-    k_mv_tuning mv;  /* GEMMA_CUDA_MV_UNROLL, _PREFETCH, _DECODE, _GRID, _SPLIT, _ROWS, _ROWS_MIN */
+    int gemm_mode;  /* GEMMA_CUDA_GEMM: 0 own, 1 cublas for every bf16/f16 product, 2 n > 8 */
+    int use_graphs; /* GEMMA_CUDA_GRAPHS */
+    int profile;    /* GEMMA_CUDA_PROFILE */
+    int fuse;       /* GEMMA_CUDA_FUSE */
+    int fuse_mm;    /* GEMMA_CUDA_FUSE_MM: CUDA_FUSE_MM_* */
+    int pdl;        /* GEMMA_CUDA_PDL (the backend also needs sm_90 for it) */
+    k_mv_tuning mv; /* GEMMA_CUDA_MV_UNROLL, _PREFETCH, _DECODE, _GRID, _SPLIT, _ROWS, _ROWS_MIN */
 } cuda_switches;
 
 /* Fill sw from the environment: 0, or -1 with a message naming the variable and its value. */

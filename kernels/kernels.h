@@ -155,11 +155,6 @@ void k_attention(cudaStream_t s, float *out, const float *q, const float *kc, co
                  int n_kv_heads, int head_dim, int n_splits, float *partial);
 /* How many splits k_attention should use for at most max_ctx positions and n_tok rows. */
 int k_attention_splits(int max_ctx, int n_tok, int n_heads);
-/* Split and merge as one kernel, the slices of a (row, head) one thread-block cluster (on by
- * default; only on sm_90 and later, and for at most 16 slices - k_attention_splits keeps to that
- * for contexts up to 1024 positions). Off: the split kernel and the merge kernel. Set before
- * k_attention_splits and k_attention (the backend does, from GEMMA_CUDA_ATT_CLUSTER). */
-void k_set_att_cluster(int on);
 
 /* gelu.cu: out[r][j] = gelu_tanh(gate[r][j]) * up[r * up_stride + j]. out may equal gate. */
 void k_gelu_mul(cudaStream_t s, float *out, const float *gate, const float *up, int rows, int dim,

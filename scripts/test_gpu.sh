@@ -8,8 +8,7 @@
 #   LOG_DIR=DIR                          where the logs go (default: build-gpu/gpu-logs)
 #
 # Steps (each must pass; the script stops at the first failure, exit status non-zero):
-#   1. cuda_ops ops: every op of the CUDA backend against the CPU backend, random inputs (and
-#      with GEMMA_CUDA_ATT_CLUSTER=0 at small shapes, so that both attention paths are tested)
+#   1. cuda_ops ops: every op of the CUDA backend against the CPU backend, random inputs
 #   2. cuda_ops model: whole-model logits GPU vs CPU on the fixtures of tests/engine/fixtures
 #      (prefill, eager / captured / replayed decode steps, greedy tokens, device argmax), also
 #      with the two-rows matvec kernel at every size and with fusion and graphs off
@@ -65,8 +64,6 @@ run_logged() { # name command...: run, tee into LOG_DIR/name.log, fail on non-ze
 if want 1; then
 step "1. ops: CUDA backend vs CPU backend"
 run_logged ops "$CUDA_OPS" ops
-# attention's other path: the split and merge kernels, where sm_90 would use clusters
-GEMMA_CUDA_ATT_CLUSTER=0 run_logged ops_no_cluster "$CUDA_OPS" ops small
 fi
 
 if want 2; then

@@ -10,11 +10,10 @@
 #include "../test_util.h"
 
 static const char *const all_vars[] = {
-    "GEMMA_CUDA_GEMM",        "GEMMA_CUDA_GRAPHS",      "GEMMA_CUDA_PROFILE",
-    "GEMMA_CUDA_FUSE",        "GEMMA_CUDA_FUSE_MM",     "GEMMA_CUDA_PDL",
-    "GEMMA_CUDA_MV_UNROLL",   "GEMMA_CUDA_MV_PREFETCH", "GEMMA_CUDA_MV_DECODE",
-    "GEMMA_CUDA_MV_GRID",     "GEMMA_CUDA_MV_SPLIT",    "GEMMA_CUDA_MV_ROWS",
-    "GEMMA_CUDA_MV_ROWS_MIN", "GEMMA_CUDA_ATT_CLUSTER"};
+    "GEMMA_CUDA_GEMM",       "GEMMA_CUDA_GRAPHS",  "GEMMA_CUDA_PROFILE",   "GEMMA_CUDA_FUSE",
+    "GEMMA_CUDA_FUSE_MM",    "GEMMA_CUDA_PDL",     "GEMMA_CUDA_MV_UNROLL", "GEMMA_CUDA_MV_PREFETCH",
+    "GEMMA_CUDA_MV_DECODE",  "GEMMA_CUDA_MV_GRID", "GEMMA_CUDA_MV_SPLIT",  "GEMMA_CUDA_MV_ROWS",
+    "GEMMA_CUDA_MV_ROWS_MIN"};
 
 static void clear_env(void) {
     for (size_t i = 0; i < sizeof all_vars / sizeof all_vars[0]; i++)
@@ -40,7 +39,7 @@ int main(void) {
     /* defaults */
     EXPECT(read_with(NULL, NULL, &sw, err, sizeof err) == 0, "%s", err);
     EXPECT(sw.gemm_mode == 0 && sw.use_graphs == 1 && sw.profile == 0 && sw.fuse == 1 &&
-           sw.fuse_mm == CUDA_FUSE_MM_ON && sw.pdl == 1 && sw.att_cluster == 1);
+           sw.fuse_mm == CUDA_FUSE_MM_ON && sw.pdl == 1);
     EXPECT(sw.mv.unroll == 8 && sw.mv.prefetch == 2 && sw.mv.decode == K_MV_LEAN &&
            sw.mv.grid == 0 && sw.mv.split == 0 && sw.mv.rows == 2 && sw.mv.rows_min_kb == 4096);
     /* an empty value is the default too */
@@ -55,8 +54,6 @@ int main(void) {
     EXPECT(read_with("GEMMA_CUDA_PROFILE", "1", &sw, err, sizeof err) == 0 && sw.profile == 1);
     EXPECT(read_with("GEMMA_CUDA_FUSE", "0", &sw, err, sizeof err) == 0 && sw.fuse == 0);
     EXPECT(read_with("GEMMA_CUDA_PDL", "0", &sw, err, sizeof err) == 0 && sw.pdl == 0);
-    EXPECT(read_with("GEMMA_CUDA_ATT_CLUSTER", "0", &sw, err, sizeof err) == 0 &&
-           sw.att_cluster == 0);
     EXPECT(read_with("GEMMA_CUDA_FUSE_MM", "0", &sw, err, sizeof err) == 0 &&
            sw.fuse_mm == CUDA_FUSE_MM_OFF);
     EXPECT(read_with("GEMMA_CUDA_FUSE_MM", "auto", &sw, err, sizeof err) == 0 &&
