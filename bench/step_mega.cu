@@ -1,0 +1,313 @@
+/* step_mega.cu: E4B's decode step (bench/step_common.cuh: the same bytes as step_shape.cu) as
+ * one persistent kernel in the shape of a "megakernel" that streams weights ahead of the step's
+ * dependencies - the design that Hazy Research's Llama-1B megakernel and calm's layer kernel
+ * point to, measured before building it into the engine:
+ *
+ *   - one block a multiprocessor; a producer warp streams the block's rows of every stream, in
+ *     step order, into a ring of shared-memory stages with cp.async.bulk (the copy engine), and
+ *     waits for nothing but a free stage (weights never depend on the step's results);
+ *   - W consumer warps take the streams in order: wait until every block has finished the
+ *     previous stream (a counter per stream, raised by each block with release semantics - only
+ *     the consumers wait, the copies in flight keep coming), do the small op themselves (the
+ *     norm of the previous output into shared memory, as calm's kernel does), then the products
+ *     of their rows against it (bf16 weights from the ring, x from shared memory or registers);
+ *   - variants: without the waits (what the dependencies cost), and with the stages ahead of the
+ *     copies asked into L2 first (cp.async.bulk.prefetch.L2).
+ *
+ * Measured on an H200 in docs/bench_gpu.md (session 15): 89 % of copy bandwidth without the
+ * waits, 62 % with them - each of the 252 dependencies costs about 3.4 us of the critical path
+ * (the last block's fence and counter, the poll, the small op's read of x from L2), no better than
+ * the engine's chain of kernels; the L2 prefetch makes it worse (44-52 %).
+ *
+ * sm_90 and later (cp.async.bulk, mbarrier transaction counts); elsewhere it says so and exits.
+ * Built with the rest (build/bench/step_mega), or on the GPU machine:
+ * nvcc -O3 -arch=sm_90 -o step_mega bench/step_mega.cu && ./step_mega
+ * STEP_MEGA_REPS=1 for a run under compute-sanitizer. */
+#include "step_common.cuh"
+
+/* ---- the copy engine and mbarriers (PTX; empty before sm_90, where main refuses to run) ---- */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define BULK_OK 1
+#else
+#define BULK_OK 0
+#endif
+__device__ __forceinline__ unsigned smem_u32(const void *p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void mbar_init(uint64_t *b, unsigned count) {
+#if BULK_OK
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(b)), "r"(count));
+#endif
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t *b) {
+#if BULK_OK
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(b)) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_expect(uint64_t *b, unsigned bytes) {
+#if BULK_OK
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(b)),
+                 "r"(bytes)
+                 : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_wait(uint64_t *b, unsigned parity) {
+#if BULK_OK
+    asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 " @!p bra W;\n}" ::"r"(smem_u32(b)),
+                 "r"(parity)
+                 : "memory");
+#endif
+}
+__device__ __forceinline__ void bulk_copy(void *dst, const void *src, unsigned bytes,
+                                          uint64_t *bar) {
+#if BULK_OK
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
+                 "%2, [%3];" ::"r"(smem_u32(dst)),
+                 "l"(src), "r"(bytes), "r"(smem_u32(bar))
+                 : "memory");
+#endif
+}
+
+/* ---- mega: the whole step as one persistent kernel, weights streamed ahead of the dependencies --
+ * One block a multiprocessor: a producer warp streams this block's rows of every stream phase,
+ * in step order, into a ring of STG shared-memory stages with cp.async.bulk (W rows a stage) and
+ * never waits for anything but a free stage: weights do not depend on the step's results. The W
+ * consumer warps take the phases in order: wait until every block has finished the previous
+ * stream (a counter per stream phase, raised by each block with release semantics - not a grid
+ * barrier: only the consumers wait, and the copies already in flight keep coming), do the small
+ * op themselves (the norm of the previous output, into this block's shared memory, as calm's
+ * layer kernel does), then the rows' products against it, and raise the phase's counter. SYNC
+ * false leaves the waits out (the same work without the dependencies: what they cost). */
+__device__ __forceinline__ void bar_consumers(int n) {
+    asm volatile("bar.sync 1, %0;" ::"r"(n) : "memory");
+}
+__device__ __forceinline__ unsigned ld_acquire(const unsigned *p) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+/* x_dot: acc + 8 bf16 weights against 8 floats of x held in registers */
+__device__ __forceinline__ float x_dot(uint4 u, const float *a, float acc) {
+    return acc +
+           (__uint_as_float(u.x << 16) * a[0] + __uint_as_float(u.x & 0xffff0000u) * a[1] +
+            __uint_as_float(u.y << 16) * a[2] + __uint_as_float(u.y & 0xffff0000u) * a[3]) +
+           (__uint_as_float(u.z << 16) * a[4] + __uint_as_float(u.z & 0xffff0000u) * a[5] +
+            __uint_as_float(u.w << 16) * a[6] + __uint_as_float(u.w & 0xffff0000u) * a[7]);
+}
+
+__device__ __forceinline__ void bulk_prefetch_l2(const void *src, unsigned bytes) {
+#if BULK_OK
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
+#endif
+}
+
+/* The producer's walk over this block's stages of every stream phase, in step order. */
+struct stage_iter {
+    const phase *ph;
+    int n_ph, p, r0, r1, ra, W, b, G;
+    __device__ void enter() { /* the first stage at or after phase p */
+        for (; p < n_ph; p++) {
+            if (!ph[p].n16) continue;
+            const int rows = (int)(ph[p].n16 / (ROWB / 16));
+            r0 = (int)((long long)rows * b / G);
+            r1 = (int)((long long)rows * (b + 1) / G);
+            if (r0 < r1) {
+                ra = r0;
+                return;
+            }
+        }
+    }
+    __device__ bool done() const { return p >= n_ph; }
+    __device__ void next() {
+        ra += W;
+        if (ra >= r1) {
+            p++;
+            enter();
+        }
+    }
+};
+
+template <int W, int STG, bool SYNC, bool XR = false, int AHEAD = 0>
+__global__ void __launch_bounds__((W + 1) * 32, 1)
+    mega_kernel(const uint4 *w, const phase *ph, int n_ph, float *buf, unsigned *cnt,
+                unsigned target, float *sink) {
+    extern __shared__ __align__(128) unsigned char ring[]; /* STG stages of W rows */
+    __shared__ uint64_t full[STG], empty[STG];
+    __shared__ __align__(16) float xs[SMALL_N];
+    __shared__ float red[W];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, G = gridDim.x;
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < STG; i++) {
+            mbar_init(&full[i], 1);
+            mbar_init(&empty[i], W);
+        }
+#if BULK_OK
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+    }
+    __syncthreads();
+    if (warp == W) { /* the producer: every stage of every phase, in order */
+        if (lane) return;
+        /* AHEAD > 0: the stages AHEAD ahead of the copies are asked into L2 first
+         * (cp.async.bulk.prefetch.L2), so the ring's copies find them there */
+        stage_iter it = {ph, n_ph, 0, 0, 0, 0, W, (int)blockIdx.x, G}, pf = it;
+        it.enter();
+        pf.enter();
+        for (int a = 0; a < AHEAD && !pf.done(); a++) {
+            bulk_prefetch_l2(w + ph[pf.p].off + (size_t)pf.ra * (ROWB / 16),
+                             min(W, pf.r1 - pf.ra) * ROWB);
+            pf.next();
+        }
+        for (unsigned g = 0; !it.done(); it.next(), g++) {
+            if (AHEAD && !pf.done()) {
+                bulk_prefetch_l2(w + ph[pf.p].off + (size_t)pf.ra * (ROWB / 16),
+                                 min(W, pf.r1 - pf.ra) * ROWB);
+                pf.next();
+            }
+            const int st = g % STG, nr = min(W, it.r1 - it.ra);
+            if (g >= STG) mbar_wait(&empty[st], ((g / STG) - 1) & 1);
+            mbar_expect(&full[st], nr * ROWB);
+            bulk_copy(ring + (size_t)st * W * ROWB, w + ph[it.p].off + (size_t)it.ra * (ROWB / 16),
+                      nr * ROWB, &full[st]);
+        }
+        return;
+    }
+    unsigned g = 0;
+    int sp = 0; /* stream phases done */
+    float tot = 0.0f;
+    for (int p = 0; p < n_ph; p++) {
+        if (!ph[p].n16) continue;
+        float *out = buf + (size_t)(sp & 1) * 32768;
+        const float *prev = buf + (size_t)((sp + 1) & 1) * 32768;
+        if (SYNC && sp > 0) {
+            if (threadIdx.x == 0)
+                while (ld_acquire(&cnt[sp - 1]) < target) {
+                }
+            bar_consumers(W * 32);
+        }
+        /* the small op: x = prev / rms(prev), into shared memory */
+        float ss = 0.0f;
+        for (int j = threadIdx.x; j < SMALL_N; j += W * 32) {
+            const float v = __ldcg(prev + j);
+            xs[j] = v;
+            ss += v * v;
+        }
+        ss = warp_sum(ss);
+        if (lane == 0) red[warp] = ss;
+        bar_consumers(W * 32);
+        ss = 0.0f;
+        for (int i = 0; i < W; i++)
+            ss += red[i];
+        const float inv = rsqrtf(ss / SMALL_N + 1e-6f);
+        for (int j = threadIdx.x; j < SMALL_N; j += W * 32)
+            xs[j] *= inv;
+        bar_consumers(W * 32);
+        /* XR: this lane's 80 floats of x in registers for the phase */
+        float xr[XR ? RCH * 8 : 1];
+        if (XR)
+#pragma unroll
+            for (int c = 0; c < RCH; c++) {
+                const float4 a = *reinterpret_cast<const float4 *>(xs + c * 256 + lane * 8);
+                const float4 b = *reinterpret_cast<const float4 *>(xs + c * 256 + lane * 8 + 4);
+                xr[c * 8 + 0] = a.x, xr[c * 8 + 1] = a.y, xr[c * 8 + 2] = a.z, xr[c * 8 + 3] = a.w;
+                xr[c * 8 + 4] = b.x, xr[c * 8 + 5] = b.y, xr[c * 8 + 6] = b.z, xr[c * 8 + 7] = b.w;
+            }
+        const int rows = (int)(ph[p].n16 / (ROWB / 16));
+        const int r0 = (int)((long long)rows * blockIdx.x / G);
+        const int r1 = (int)((long long)rows * (blockIdx.x + 1) / G);
+        for (int ra = r0; ra < r1; ra += W, g++) {
+            const int st = g % STG, row = ra + warp;
+            mbar_wait(&full[st], (g / STG) & 1);
+            if (row < r1) {
+                const uint4 *q =
+                    reinterpret_cast<const uint4 *>(ring + ((size_t)st * W + warp) * ROWB);
+                float acc = 0.0f;
+#pragma unroll
+                for (int c = 0; c < RCH; c++)
+                    acc = XR ? x_dot(q[c * 32 + lane], xr + c * 8, acc)
+                             : chunk_dot<true, true>(q[c * 32 + lane], xs, c * 256 + lane * 8, acc);
+                acc = warp_sum(acc);
+                if (lane == 0) out[row] = acc * 1e-3f;
+                tot += acc;
+            }
+            __syncwarp();
+            if (lane == 0) mbar_arrive(&empty[st]);
+        }
+        bar_consumers(W * 32); /* the block's outputs of this phase are written */
+        if (SYNC && threadIdx.x == 0) {
+            __threadfence();
+            atomicAdd(&cnt[sp], 1u);
+        }
+        sp++;
+    }
+    if (tot == 12345.0f) sink[blockIdx.x] = tot;
+}
+
+int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each line as it is measured */
+    step_setup S = step_setup_new();
+    if (!pdl_on) {
+        printf("step_mega needs sm_90 or later (cp.async.bulk): nothing to measure here\n");
+        return 0;
+    }
+    const int sms = S.sms, n_ph = S.n_ph;
+    const uint4 *w = S.w;
+    const phase *dph = S.dph;
+    float *sink = S.sink;
+    const cudaStream_t s = S.s;
+    const double floor_ms = S.floor_ms;
+    const char *reps_env = getenv("STEP_MEGA_REPS");
+    const int reps = reps_env ? atoi(reps_env) : 20;
+    /* mega: one persistent kernel, the weights streamed ahead by the copy engine, a counter
+     * per stream phase instead of a grid barrier, the small op done by every block (sm_90). */
+    {
+        float *buf;
+        unsigned *cnt;
+        CK(cudaMalloc(&buf, 2 * 32768 * sizeof(float)));
+        CK(cudaMemset(buf, 0, 2 * 32768 * sizeof(float)));
+        CK(cudaMalloc(&cnt, n_ph * sizeof(unsigned)));
+        struct {
+            const char *name;
+            const void *k;
+            int W, STG;
+        } mk[] = {
+            {"16 warps, 2 stages", (const void *)mega_kernel<16, 2, true>, 16, 2},
+            {"16 warps, 2 stages, no waits", (const void *)mega_kernel<16, 2, false>, 16, 2},
+            {"16 warps, 2 stages, L2 2 ahead", (const void *)mega_kernel<16, 2, true, false, 2>, 16,
+             2},
+            {"16 warps, 2 stages, L2 4 ahead", (const void *)mega_kernel<16, 2, true, false, 4>, 16,
+             2},
+            {"16 warps, 2 stages, L2 8 ahead", (const void *)mega_kernel<16, 2, true, false, 8>, 16,
+             2},
+            {"16 warps, 2 stages, L2 16 ahead", (const void *)mega_kernel<16, 2, true, false, 16>,
+             16, 2},
+            {"16 warps, 2 stages, L2 4 ahead, no waits",
+             (const void *)mega_kernel<16, 2, false, false, 4>, 16, 2},
+            {"8 warps, 4 stages, L2 8 ahead", (const void *)mega_kernel<8, 4, true, false, 8>, 8,
+             4},
+        };
+        printf("mega (one persistent kernel, bulk-copy ring, counters, x in shared memory, "
+               "math):\n");
+        for (auto &m : mk) {
+            const int dsm = m.STG * m.W * ROWB;
+            CK(cudaFuncSetAttribute(m.k, cudaFuncAttributeMaxDynamicSharedMemorySize, dsm));
+            /* on the timed stream: a memset on the legacy stream could land in a running step */
+            CK(cudaMemsetAsync(cnt, 0, n_ph * sizeof(unsigned), s));
+            unsigned target = 0;
+            const int nt = (m.W + 1) * 32;
+            const float ms = time_reps(s, reps, [&] {
+                target += (unsigned)sms;
+                void *args[] = {(void *)&w,   (void *)&dph,    (void *)&n_ph, (void *)&buf,
+                                (void *)&cnt, (void *)&target, (void *)&sink};
+                CK(cudaLaunchCooperativeKernel(m.k, sms, nt, args, (size_t)dsm, s));
+            });
+            printf("  %-30s %.3f ms  %5.1f %%\n", m.name, ms, 100.0 * floor_ms / ms);
+        }
+        CK(cudaFree(buf));
+        CK(cudaFree(cnt));
+    }
+
+    return 0;
+}
