@@ -728,7 +728,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
              prop.minor);
     fprintf(
         stderr,
-        "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matvec unroll %d prefetch %d decode %s "
+        "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matvec unroll %s prefetch %d decode %s "
         "grid %s, rows a warp at n = 2..8 %d (launches >= %d KiB), matmul %s\n",
         st->device_name, prop.totalGlobalMem / 1e9, st->use_graphs && !st->profile ? "on" : "off",
         !st->fuse                            ? "off"
@@ -736,7 +736,11 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         : st->fuse_mm == CUDA_FUSE_MM_AUTO   ? "on (matmul groups, gate+up pair <= 1 MiB)"
         : st->fuse_mm == CUDA_FUSE_MM_NOPAIR ? "on (matmul groups, no gate+up pair)"
                                              : "on (no matmul groups)",
-        st->pdl ? "on" : "off", st->mv.unroll, st->mv.prefetch,
+        st->pdl ? "on" : "off",
+        st->mv.unroll == 4   ? "4"
+        : st->mv.unroll == 8 ? "8"
+                             : "auto",
+        st->mv.prefetch,
         st->mv.decode == K_MV_LEAN8  ? "lean8"
         : st->mv.decode == K_MV_LEAN ? "lean"
                                      : "general",

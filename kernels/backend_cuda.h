@@ -11,7 +11,8 @@
  *                          the GeLU folded in; (auto) always, but gate and up paired only for
  *                          matrices of at most 1 MiB; or always but with gate and up as two
  *                          plain matrices and the GeLU separate
- *   GEMMA_CUDA_MV_UNROLL=4|8   unroll of the matrix-vector kernel's column loop (default 8)
+ *   GEMMA_CUDA_MV_UNROLL=auto|4|8   unroll of the matrix-vector kernel's column loop (default
+ *                          auto: 4 for a decode launch with the gate + up pair, else 8)
  *   GEMMA_CUDA_MV_PREFETCH=0|2|4   16-byte weight chunks per lane the matrix-vector kernel
  *                          loads before waiting for its predecessor (default 2; kcommon.cuh)
  *   GEMMA_CUDA_MV_DECODE=lean|lean8|general, GEMMA_CUDA_MV_GRID=blocks|persist|N   the n = 1

@@ -17,23 +17,23 @@ static int env_flag(const char *name, int dflt) {
     return strcmp(v, "0") != 0;
 }
 
-/* GEMMA_CUDA_MV_UNROLL=4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4, GEMMA_CUDA_MV_DECODE=lean|lean8|general,
- * GEMMA_CUDA_MV_GRID=blocks|persist|N, GEMMA_CUDA_MV_SPLIT=N, GEMMA_CUDA_MV_ROWS=1|2|4 and
- * GEMMA_CUDA_MV_ROWS_MIN=KiB (kernels.h: k_mv_tuning) into t; -1
- * with a message naming the variable for any other value. */
+/* GEMMA_CUDA_MV_UNROLL=auto|4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4,
+ * GEMMA_CUDA_MV_DECODE=lean|lean8|general, GEMMA_CUDA_MV_GRID=blocks|persist|N,
+ * GEMMA_CUDA_MV_SPLIT=N, GEMMA_CUDA_MV_ROWS=1|2|4 and GEMMA_CUDA_MV_ROWS_MIN=KiB (kernels.h:
+ * k_mv_tuning) into t; -1 with a message naming the variable for any other value. */
 static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
     const char *names[] = {"GEMMA_CUDA_MV_UNROLL",  "GEMMA_CUDA_MV_PREFETCH",
                            "GEMMA_CUDA_MV_DECODE",  "GEMMA_CUDA_MV_GRID",
                            "GEMMA_CUDA_MV_SPLIT",   "GEMMA_CUDA_MV_ROWS",
                            "GEMMA_CUDA_MV_ROWS_MIN"};
-    const char *allowed[] = {"4 or 8",
+    const char *allowed[] = {"auto, 4 or 8",
                              "0, 2 or 4",
                              "lean, lean8 or general",
                              "blocks, persist or a number of blocks from 1 to 1000000",
                              "a number of blocks per multiprocessor from 1 to 64",
                              "1, 2 or 4",
                              "a number of KiB from 0 to 1048576"};
-    *t = (k_mv_tuning){.unroll = 8,
+    *t = (k_mv_tuning){.unroll = 0,
                        .prefetch = 2,
                        .decode = K_MV_LEAN,
                        .grid = 0,
@@ -48,7 +48,7 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
         const int is_num = end != v && *end == 0;
         int ok = 1;
         if (i == 0)
-            ok = is_num && (num == 4 || num == 8);
+            ok = !strcmp(v, "auto") || (is_num && (num == 4 || num == 8));
         else if (i == 1)
             ok = is_num && (num == 0 || num == 2 || num == 4);
         else if (i == 2)
@@ -68,7 +68,7 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
             return -1;
         }
         if (i == 0)
-            t->unroll = (int)num;
+            t->unroll = !strcmp(v, "auto") ? 0 : (int)num;
         else if (i == 1)
             t->prefetch = (int)num;
         else if (i == 2)

@@ -81,7 +81,8 @@ void k_matvec_multi(cudaStream_t s, const k_mv_seg *segs, int n_segs, int wdtype
  * 8 / K rows. */
 enum { K_MV_GENERAL = 0, K_MV_LEAN = 1, K_MV_LEAN8 = 2 };
 typedef struct {
-    int unroll;      /* the column loop's unroll: 4 or 8 (default 8) */
+    int unroll;      /* the column loop's unroll: 4 or 8, or 0 (default): 4 for a decode launch
+                        with the gate + up pair, else 8 */
     int prefetch;    /* 16-byte chunks per lane loaded before waiting for the previous kernel:
                         0 (none), 2 (default) or 4 */
     int decode;      /* the n = 1 kernel: K_MV_LEAN (default: matvec1_kernel, the compiler's

@@ -74,10 +74,11 @@ struct mv_launch {
 };
 
 /* The tuning of the next launches (kernels.h: k_mv_tuning; each backend sets its own before its
- * launches). unroll U: the column loop's unroll (4 or 8); prefetch F: chunks per lane loaded
- * before the wait (2 or 4; 0: none, F = 2 after the wait); decode: the n = 1 kernel; grid 0 (one
- * block per virtual block), -1 (persistent) or N > 0 (persistent, at most N blocks). */
-static k_mv_tuning mv_tune = {8, 2, K_MV_LEAN, 0, 0, 2, 4096};
+ * launches). unroll U: the column loop's unroll (4 or 8; 0: auto, mv_unroll); prefetch F: chunks
+ * per lane loaded before the wait (2 or 4; 0: none, F = 2 after the wait); decode: the n = 1
+ * kernel; grid 0 (one block per virtual block), -1 (persistent) or N > 0 (persistent, at most N
+ * blocks). */
+static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096};
 
 /* Store the finished products of (input t, row) by the segment's epilogue. */
 __device__ __forceinline__ void mv_store(const mv_seg &sg, int t, int row, float v, float v_up) {
@@ -500,6 +501,15 @@ static int split_for(int rows, int cols, int per_pass) {
     return k;
 }
 
+/* The column loop's unroll for a launch: mv_tune.unroll, or by default (0) as many 16-byte loads
+ * an unrolled pass as without the pair - 4 chunks when a decode warp streams a gate and an up
+ * row, 8 otherwise (s15 call 16 measured it on E4B's step, docs/bench_gpu.md). The unroll
+ * never changes a row's summation order. */
+static int mv_unroll(bool pair, int n) {
+    if (mv_tune.unroll) return mv_tune.unroll;
+    return pair && n == 1 ? 4 : 8;
+}
+
 /* Blocks of `kernel` resident on one multiprocessor (asked once per kernel). */
 static int resident_blocks(const void *kernel) {
     static struct {
@@ -526,8 +536,8 @@ static int resident_blocks(const void *kernel) {
 template <typename T, bool PAIR, int MINB, bool P>
 static void launch1(cudaStream_t s, const mv_launch &L, const float *x, int cols, int pf) {
     void (*kernel)(const mv_launch, const float *, int, int) =
-        mv_tune.unroll == 4 ? matvec1_kernel<T, 4, PAIR, MINB, P>
-                            : matvec1_kernel<T, 8, PAIR, MINB, P>;
+        mv_unroll(PAIR, 1) == 4 ? matvec1_kernel<T, 4, PAIR, MINB, P>
+                                : matvec1_kernel<T, 8, PAIR, MINB, P>;
     long grid = L.blocks;
     if (P) {
         const long cap = mv_tune.grid > 0
@@ -560,11 +570,11 @@ static void launch_nt(cudaStream_t s, const mv_launch &L, unsigned blocks, const
     else if (NT == 1 && mv_tune.prefetch != 4 && (mv_tune.decode != K_MV_GENERAL || mv_tune.grid))
         launch_n1<T, PAIR>(s, L, x, cols, pf);
     else if (NT == 1 && mv_tune.prefetch == 4)
-        mv_tune.unroll == 4
+        mv_unroll(PAIR, NT) == 4
             ? k_launch(matvec_kernel<T, NT, true, 4, PAIR, 4>, grid, block, s, L, x, cols, n, pf)
             : k_launch(matvec_kernel<T, NT, true, 8, PAIR, 4>, grid, block, s, L, x, cols, n, pf);
     else
-        mv_tune.unroll == 4
+        mv_unroll(PAIR, NT) == 4
             ? k_launch(matvec_kernel<T, NT, true, 4, PAIR, 2>, grid, block, s, L, x, cols, n, pf)
             : k_launch(matvec_kernel<T, NT, true, 8, PAIR, 2>, grid, block, s, L, x, cols, n, pf);
 }
@@ -686,7 +696,7 @@ extern "C" void k_matvec(cudaStream_t s, float *out, const void *w, int wdtype, 
 }
 
 extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
-    if ((t->unroll != 4 && t->unroll != 8) ||
+    if ((t->unroll != 0 && t->unroll != 4 && t->unroll != 8) ||
         (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
         (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0 ||
         (t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0)

@@ -182,7 +182,8 @@ static int run_bench_matvec(void) {
         const char *label;
         k_mv_tuning t;
     } tunes[] = {
-        {"lean (default)", {8, 2, K_MV_LEAN, 0, 0, 2, 4096}},
+        {"lean (default)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096}},
+        {"lean u8", {8, 2, K_MV_LEAN, 0, 0, 2, 4096}},
         {"general", {8, 2, K_MV_GENERAL, 0, 0, 2, 4096}},
         {"lean8", {8, 2, K_MV_LEAN8, 0, 0, 2, 4096}},
         {"lean u4", {4, 2, K_MV_LEAN, 0, 0, 2, 4096}},
@@ -190,7 +191,7 @@ static int run_bench_matvec(void) {
         {"split 4", {8, 2, K_MV_LEAN, 0, 4, 2, 4096}},
         {"split 2", {8, 2, K_MV_LEAN, 0, 2, 2, 4096}},
         {"split 8 (rule before)", {8, 2, K_MV_LEAN, 0, 8, 2, 4096}},
-        {"lean again", {8, 2, K_MV_LEAN, 0, 0, 2, 4096}},
+        {"lean again", {0, 2, K_MV_LEAN, 0, 0, 2, 4096}},
     };
     const int n_tunes = (int)(sizeof tunes / sizeof tunes[0]);
     const struct {
@@ -252,7 +253,7 @@ static int run_bench_matvec(void) {
             CUDA_OK(cudaFree(w[c]));
         free(w);
     }
-    const k_mv_tuning dflt = {8, 2, K_MV_LEAN, 0, 0, 2, 4096};
+    const k_mv_tuning dflt = {0, 2, K_MV_LEAN, 0, 0, 2, 4096};
     k_matvec_set_tuning(&dflt);
     CUDA_OK(cudaFree(x));
     CUDA_OK(cudaFree(out));
@@ -453,6 +454,7 @@ static int run_decode_profile(const char *dir, int prompt, int steps) {
         {"graphs_auto_pair", "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=auto"},
         {"graphs_groups_no_pair", "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=nopair"},
         {"graphs_unroll4", "1", "0", "1", "1", "GEMMA_CUDA_MV_UNROLL=4"},
+        {"graphs_unroll8", "1", "0", "1", "1", "GEMMA_CUDA_MV_UNROLL=8"},
         {"graphs_no_prefetch", "1", "0", "1", "1", "GEMMA_CUDA_MV_PREFETCH=0"},
         {"graphs_prefetch4", "1", "0", "1", "1", "GEMMA_CUDA_MV_PREFETCH=4"},
         {"graphs_general", "1", "0", "1", "1", "GEMMA_CUDA_MV_DECODE=general"},

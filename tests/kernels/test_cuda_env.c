@@ -40,7 +40,7 @@ int main(void) {
     EXPECT(read_with(NULL, NULL, &sw, err, sizeof err) == 0, "%s", err);
     EXPECT(sw.gemm_mode == 0 && sw.use_graphs == 1 && sw.profile == 0 && sw.fuse == 1 &&
            sw.fuse_mm == CUDA_FUSE_MM_ON && sw.pdl == 1);
-    EXPECT(sw.mv.unroll == 8 && sw.mv.prefetch == 2 && sw.mv.decode == K_MV_LEAN &&
+    EXPECT(sw.mv.unroll == 0 && sw.mv.prefetch == 2 && sw.mv.decode == K_MV_LEAN &&
            sw.mv.grid == 0 && sw.mv.split == 0 && sw.mv.rows == 2 && sw.mv.rows_min_kb == 4096);
     /* an empty value is the default too */
     EXPECT(read_with("GEMMA_CUDA_FUSE_MM", "", &sw, err, sizeof err) == 0 &&
@@ -61,6 +61,9 @@ int main(void) {
     EXPECT(read_with("GEMMA_CUDA_FUSE_MM", "nopair", &sw, err, sizeof err) == 0 &&
            sw.fuse_mm == CUDA_FUSE_MM_NOPAIR);
     EXPECT(read_with("GEMMA_CUDA_MV_UNROLL", "4", &sw, err, sizeof err) == 0 && sw.mv.unroll == 4);
+    EXPECT(read_with("GEMMA_CUDA_MV_UNROLL", "8", &sw, err, sizeof err) == 0 && sw.mv.unroll == 8);
+    EXPECT(read_with("GEMMA_CUDA_MV_UNROLL", "auto", &sw, err, sizeof err) == 0 &&
+           sw.mv.unroll == 0);
     EXPECT(read_with("GEMMA_CUDA_MV_PREFETCH", "0", &sw, err, sizeof err) == 0 &&
            sw.mv.prefetch == 0);
     EXPECT(read_with("GEMMA_CUDA_MV_PREFETCH", "4", &sw, err, sizeof err) == 0 &&
