@@ -7,8 +7,9 @@
  * inputs (prefill, teacher forcing, speculative verify) the loaded weights are dotted with up
  * to 8 inputs before moving on, so the row is read from memory once per 8 inputs.
  *
- * Keeping the memory busy. The column loop is unrolled U times (4 or 8), so the compiler
- * issues that many loads before their products; registers stay few (48 at n = 1), so a
+ * Keeping the memory busy. The column loop is unrolled U times (4 or 8; by default 4 for a decode
+ * launch with the gate + up pair, whose pass loads two rows, else 8), so the compiler issues that
+ * many loads before their products; registers stay few (48 at n = 1), so a
  * multiprocessor holds 5 blocks of 8 warps. The first F chunks (2 or 4) of every lane are
  * loaded BEFORE the kernel waits for its predecessor (kcommon.cuh: programmatic dependent
  * launch) - weights never depend on an earlier kernel - so the stream of the next matrix
