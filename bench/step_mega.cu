@@ -12,7 +12,11 @@
  *     norm of the previous output into shared memory, as calm's kernel does), then the products
  *     of their rows against it (bf16 weights from the ring, x from shared memory or registers);
  *   - variants: without the waits (what the dependencies cost), and with the stages ahead of the
- *     copies asked into L2 first (cp.async.bulk.prefetch.L2).
+ *     copies asked into L2 first (cp.async.bulk.prefetch.L2);
+ *   - one more step of the first two variants traced (trace_mark: %globaltimer per phase and
+ *     block at release, x ready, rows written, counter raised), printed as where a dependency's
+ *     time goes: waiting for the slowest block, the poll, the small op, the rows, the fence and
+ *     counter (added after the session-15 runs: not yet run).
  *
  * Measured on an H200 in docs/bench_gpu.md (session 15): 89 % of copy bandwidth without the
  * waits, 62 % with them - each of the 252 dependencies costs about 3.4 us of the critical path
@@ -129,10 +133,20 @@ struct stage_iter {
     }
 };
 
+/* trace (null when timing): per stream phase and block, thread 0's %globaltimer (ns, one clock
+ * for the whole GPU) when the block is released (0), has x (1), has written its rows (2), and has
+ * raised the phase's counter (3): where a dependency's 3.4 us go. */
+__device__ __forceinline__ void trace_mark(unsigned long long *trace, int sp, int k) {
+    if (!trace || threadIdx.x) return;
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    trace[((size_t)sp * gridDim.x + blockIdx.x) * 4 + k] = t;
+}
+
 template <int W, int STG, bool SYNC, bool XR = false, int AHEAD = 0>
 __global__ void __launch_bounds__((W + 1) * 32, 1)
     mega_kernel(const uint4 *w, const phase *ph, int n_ph, float *buf, unsigned *cnt,
-                unsigned target, float *sink) {
+                unsigned target, float *sink, unsigned long long *trace) {
     extern __shared__ __align__(128) unsigned char ring[]; /* STG stages of W rows */
     __shared__ uint64_t full[STG], empty[STG];
     __shared__ __align__(16) float xs[SMALL_N];
@@ -187,6 +201,7 @@ __global__ void __launch_bounds__((W + 1) * 32, 1)
                 }
             bar_consumers(W * 32);
         }
+        trace_mark(trace, sp, 0);
         /* the small op: x = prev / rms(prev), into shared memory */
         float ss = 0.0f;
         for (int j = threadIdx.x; j < SMALL_N; j += W * 32) {
@@ -204,6 +219,7 @@ __global__ void __launch_bounds__((W + 1) * 32, 1)
         for (int j = threadIdx.x; j < SMALL_N; j += W * 32)
             xs[j] *= inv;
         bar_consumers(W * 32);
+        trace_mark(trace, sp, 1);
         /* XR: this lane's 80 floats of x in registers for the phase */
         float xr[XR ? RCH * 8 : 1];
         if (XR)
@@ -236,13 +252,51 @@ __global__ void __launch_bounds__((W + 1) * 32, 1)
             if (lane == 0) mbar_arrive(&empty[st]);
         }
         bar_consumers(W * 32); /* the block's outputs of this phase are written */
+        trace_mark(trace, sp, 2);
         if (SYNC && threadIdx.x == 0) {
             __threadfence();
             atomicAdd(&cnt[sp], 1u);
         }
+        trace_mark(trace, sp, 3);
         sp++;
     }
     if (tot == 12345.0f) sink[blockIdx.x] = tot;
+}
+
+/* The traced step's dependencies, averaged over the stream phases after the first and over the
+ * blocks (us): how long a block that has raised its counter waits for the last block to raise
+ * it, how long after that last raise it is released (the poll), then its small op, its rows, and
+ * its fence and counter increment. */
+static void print_trace(const unsigned long long *dtr, int n_stream, int G) {
+    const size_t n = (size_t)n_stream * G * 4;
+    unsigned long long *t = (unsigned long long *)malloc(n * sizeof *t);
+    CK(cudaMemcpy(t, dtr, n * sizeof *t, cudaMemcpyDeviceToHost));
+    double slowest = 0, poll = 0, small = 0, rows = 0, raise = 0;
+    long cnt = 0;
+    for (int sp = 1; sp < n_stream; sp++) {
+        unsigned long long last = 0;
+        for (int b = 0; b < G; b++) {
+            const unsigned long long r = t[((size_t)(sp - 1) * G + b) * 4 + 3];
+            if (r > last) last = r;
+        }
+        for (int b = 0; b < G; b++) {
+            const unsigned long long *e = t + ((size_t)sp * G + b) * 4;
+            const unsigned long long mine = t[((size_t)(sp - 1) * G + b) * 4 + 3];
+            slowest += (double)(last - mine);
+            poll += (double)e[0] - (double)last;
+            small += (double)(e[1] - e[0]);
+            rows += (double)(e[2] - e[1]);
+            raise += (double)(e[3] - e[2]);
+            cnt++;
+        }
+    }
+    printf(
+        "    traced, a dependency on average: waiting for the last block %.2f us, released %.2f us "
+        "after its raise, small op %.2f us, rows %.2f us, fence + counter %.2f us "
+        "(%%globaltimer)\n",
+        slowest / cnt / 1e3, poll / cnt / 1e3, small / cnt / 1e3, rows / cnt / 1e3,
+        raise / cnt / 1e3);
+    free(t);
 }
 
 int main(void) {
@@ -268,25 +322,27 @@ int main(void) {
         CK(cudaMalloc(&buf, 2 * 32768 * sizeof(float)));
         CK(cudaMemset(buf, 0, 2 * 32768 * sizeof(float)));
         CK(cudaMalloc(&cnt, n_ph * sizeof(unsigned)));
+        const size_t trace_bytes = (size_t)S.n_stream * sms * 4 * sizeof(unsigned long long);
         struct {
             const char *name;
             const void *k;
             int W, STG;
+            bool trace; /* also run one step traced (trace_mark) */
         } mk[] = {
-            {"16 warps, 2 stages", (const void *)mega_kernel<16, 2, true>, 16, 2},
-            {"16 warps, 2 stages, no waits", (const void *)mega_kernel<16, 2, false>, 16, 2},
+            {"16 warps, 2 stages", (const void *)mega_kernel<16, 2, true>, 16, 2, true},
+            {"16 warps, 2 stages, no waits", (const void *)mega_kernel<16, 2, false>, 16, 2, true},
             {"16 warps, 2 stages, L2 2 ahead", (const void *)mega_kernel<16, 2, true, false, 2>, 16,
-             2},
+             2, false},
             {"16 warps, 2 stages, L2 4 ahead", (const void *)mega_kernel<16, 2, true, false, 4>, 16,
-             2},
+             2, false},
             {"16 warps, 2 stages, L2 8 ahead", (const void *)mega_kernel<16, 2, true, false, 8>, 16,
-             2},
+             2, false},
             {"16 warps, 2 stages, L2 16 ahead", (const void *)mega_kernel<16, 2, true, false, 16>,
-             16, 2},
+             16, 2, false},
             {"16 warps, 2 stages, L2 4 ahead, no waits",
-             (const void *)mega_kernel<16, 2, false, false, 4>, 16, 2},
-            {"8 warps, 4 stages, L2 8 ahead", (const void *)mega_kernel<8, 4, true, false, 8>, 8,
-             4},
+             (const void *)mega_kernel<16, 2, false, false, 4>, 16, 2, false},
+            {"8 warps, 4 stages, L2 8 ahead", (const void *)mega_kernel<8, 4, true, false, 8>, 8, 4,
+             false},
         };
         printf("mega (one persistent kernel, bulk-copy ring, counters, x in shared memory, "
                "math):\n");
@@ -297,13 +353,23 @@ int main(void) {
             CK(cudaMemsetAsync(cnt, 0, n_ph * sizeof(unsigned), s));
             unsigned target = 0;
             const int nt = (m.W + 1) * 32;
-            const float ms = time_reps(s, reps, [&] {
+            unsigned long long *tr = NULL;
+            auto launch = [&] {
                 target += (unsigned)sms;
                 void *args[] = {(void *)&w,   (void *)&dph,    (void *)&n_ph, (void *)&buf,
-                                (void *)&cnt, (void *)&target, (void *)&sink};
+                                (void *)&cnt, (void *)&target, (void *)&sink, (void *)&tr};
                 CK(cudaLaunchCooperativeKernel(m.k, sms, nt, args, (size_t)dsm, s));
-            });
+            };
+            const float ms = time_reps(s, reps, launch);
             printf("  %-30s %.3f ms  %5.1f %%\n", m.name, ms, 100.0 * floor_ms / ms);
+            if (m.trace) { /* one more step, traced */
+                CK(cudaMalloc(&tr, trace_bytes));
+                launch();
+                CK(cudaStreamSynchronize(s));
+                print_trace(tr, S.n_stream, sms);
+                CK(cudaFree(tr));
+                tr = NULL;
+            }
         }
         CK(cudaFree(buf));
         CK(cudaFree(cnt));

@@ -37,7 +37,8 @@
  *   rows      size as split_for picks it, with 2, 5 or 10 chunks a lane loaded before the wait.
  *
  * Last, one matrix at a time launched back to back (105, 52, 15.7, 5.2 MB), with and without the
- * arithmetic: a kernel's own streaming rate, apart from the step. bench/step_mega.cu (same bytes,
+ * arithmetic, and with the arithmetic against x loaded once (not yet run: the x loads' share): a
+ * kernel's own streaming rate, apart from the step. bench/step_mega.cu (same bytes,
  * step_common.cuh) runs the step as one persistent kernel that streams the weights ahead.
  *
  * Measured on an H200 in docs/bench_gpu.md (sessions 14 and 15).
@@ -93,7 +94,9 @@ __global__ void __launch_bounds__(THREADS) small_kernel(float *x) {
 /* matvec.cu's decode layout: warp per row, block per 8 rows, 2 chunks a lane before the wait. */
 /* XS: x is copied into shared memory after the wait, and the dot products read it there (as
  * calm's kernels do). */
-template <bool MATH, bool XS>
+/* X1: every chunk against the same 8 floats of x (wrong sums, the same arithmetic): the x loads
+ * leave the loop, so the row's time without them is what they cost. */
+template <bool MATH, bool XS, bool X1 = false>
 __global__ void __launch_bounds__(THREADS)
     rows_kernel(const uint4 *w, int rows, float *sink, const float *__restrict__ x) {
     extern __shared__ float
@@ -110,10 +113,10 @@ __global__ void __launch_bounds__(THREADS)
         x = limiter;
     }
     float acc = chunk_dot<MATH, XS>(f0, x, lane * 8, 0.0f);
-    acc = chunk_dot<MATH, XS>(f1, x, 256 + lane * 8, acc);
+    acc = chunk_dot<MATH, XS>(f1, x, (X1 ? 0 : 256) + lane * 8, acc);
 #pragma unroll 8
     for (int c = 2; c < RCH; c++)
-        acc = chunk_dot<MATH, XS>(__ldcs(p + 32 * c), x, c * 256 + lane * 8, acc);
+        acc = chunk_dot<MATH, XS>(__ldcs(p + 32 * c), x, (X1 ? 0 : c * 256) + lane * 8, acc);
     acc = warp_sum(acc);
     if (live && acc == 12345.0f) sink[row] = acc + limiter[0];
 }
@@ -482,7 +485,8 @@ int main(void) {
             const char *name;
             void (*k)(const uint4 *, int, float *, const float *);
         } ks[] = {{"rows, math", rows_kernel<true, false>},
-                  {"rows, fold", rows_kernel<false, false>}};
+                  {"rows, fold", rows_kernel<false, false>},
+                  {"rows, math, x once", rows_kernel<true, false, true>}};
         printf("one matrix back to back (GB/s, %% of copy bandwidth):\n  %-22s", "");
         for (double mb : mbs)
             printf(" %10.1f MB", mb);
