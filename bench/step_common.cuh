@@ -165,60 +165,41 @@ static inline step_setup step_setup_new(void) {
     CK(cudaDeviceGetAttribute(&S.sms, cudaDevAttrMultiProcessorCount, dev));
     CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     pdl_on = major >= 9;
-    const int n_ph = NL * NSTEPS;
-    phase *ph = (phase *)malloc(n_ph * sizeof *ph);
-    size_t words = 0;
-    int n_small = 0, n_stream = 0;
+    S.n_ph = NL * NSTEPS;
+    S.ph = (phase *)malloc(S.n_ph * sizeof *S.ph);
     for (int l = 0; l < NL; l++)
         for (int i = 0; i < NSTEPS; i++) {
             const size_t n16 = (size_t)(LAYER[i] * 1e6 / 16);
-            ph[l * NSTEPS + i] = (phase){words, n16};
-            words += n16;
-            n_small += !n16;
-            n_stream += !!n16;
+            S.ph[l * NSTEPS + i] = (phase){S.words, n16};
+            S.words += n16;
+            S.n_small += !n16;
+            S.n_stream += !!n16;
         }
-    const double bytes = 16.0 * words;
-    uint4 *w;
-    float *x, *sink;
-    phase *dph;
-    CK(cudaMalloc(&w, words * 16));
-    CK(cudaMemset(w, 0x3c, words * 16));
-    CK(cudaMalloc(&x, SMALL_N * sizeof(float)));
-    CK(cudaMemset(x, 0, SMALL_N * sizeof(float)));
-    CK(cudaMalloc(&sink, (size_t)64 << 20));
-    CK(cudaMalloc(&dph, n_ph * sizeof *ph));
-    CK(cudaMemcpy(dph, ph, n_ph * sizeof *ph, cudaMemcpyHostToDevice));
-    cudaStream_t s;
-    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    S.bytes = 16.0 * S.words;
+    CK(cudaMalloc(&S.w, S.words * 16));
+    CK(cudaMemset(S.w, 0x3c, S.words * 16));
+    CK(cudaMalloc(&S.x, SMALL_N * sizeof(float)));
+    CK(cudaMemset(S.x, 0, SMALL_N * sizeof(float)));
+    CK(cudaMalloc(&S.sink, (size_t)64 << 20));
+    CK(cudaMalloc(&S.dph, S.n_ph * sizeof *S.ph));
+    CK(cudaMemcpy(S.dph, S.ph, S.n_ph * sizeof *S.ph, cudaMemcpyHostToDevice));
+    CK(cudaStreamCreateWithFlags(&S.s, cudaStreamNonBlocking));
 
     /* copy bandwidth, as bench_gpu.sh measures the floor: device-to-device, 1 GiB */
     const size_t cb = (size_t)1 << 30;
     void *c0, *c1;
     CK(cudaMalloc(&c0, cb));
     CK(cudaMalloc(&c1, cb));
+    const cudaStream_t s = S.s;
     const float cms =
         time_reps(s, 10, [&] { CK(cudaMemcpyAsync(c1, c0, cb, cudaMemcpyDeviceToDevice, s)); });
-    const double copy_gbs = 2.0 * cb / (cms * 1e-3) / 1e9;
+    S.copy_gbs = 2.0 * cb / (cms * 1e-3) / 1e9;
     CK(cudaFree(c0));
     CK(cudaFree(c1));
-    const double floor_ms = bytes / (copy_gbs * 1e9) * 1e3;
+    S.floor_ms = S.bytes / (S.copy_gbs * 1e9) * 1e3;
     printf("device: %d SMs, copy bandwidth %.0f GB/s; one step streams %.3f GB in %d streams with "
            "%d small ops: floor %.3f ms\n",
-           S.sms, copy_gbs, bytes / 1e9, n_stream, n_small, floor_ms);
-
-    S.n_ph = n_ph;
-    S.n_small = n_small;
-    S.n_stream = n_stream;
-    S.ph = ph;
-    S.dph = dph;
-    S.words = words;
-    S.w = w;
-    S.x = x;
-    S.sink = sink;
-    S.s = s;
-    S.bytes = bytes;
-    S.copy_gbs = copy_gbs;
-    S.floor_ms = floor_ms;
+           S.sms, S.copy_gbs, S.bytes / 1e9, S.n_stream, S.n_small, S.floor_ms);
     return S;
 }
 
