@@ -95,8 +95,10 @@ __global__ void __launch_bounds__(THREADS) small_kernel(float *x) {
 /* XS: x is copied into shared memory after the wait, and the dot products read it there (as
  * calm's kernels do). */
 /* X1: every chunk against the same 8 floats of x (wrong sums, the same arithmetic): the x loads
- * leave the loop, so the row's time without them is what they cost. */
-template <bool MATH, bool XS, bool X1 = false>
+ * leave the loop, so the row's time without them is what they cost. XF (with the fold): x is
+ * loaded for every chunk as the arithmetic would, and only added in: the x loads without the
+ * products. */
+template <bool MATH, bool XS, bool X1 = false, bool XF = false>
 __global__ void __launch_bounds__(THREADS)
     rows_kernel(const uint4 *w, int rows, float *sink, const float *__restrict__ x) {
     extern __shared__ float
@@ -112,11 +114,19 @@ __global__ void __launch_bounds__(THREADS)
         __syncthreads();
         x = limiter;
     }
-    float acc = chunk_dot<MATH, XS>(f0, x, lane * 8, 0.0f);
-    acc = chunk_dot<MATH, XS>(f1, x, (X1 ? 0 : 256) + lane * 8, acc);
+    /* the fold plus this chunk's x loads (XF) */
+    auto xfold = [&](uint4 u, int col, float a) {
+        const float4 *xp = reinterpret_cast<const float4 *>(x + col);
+        const float4 xa = __ldg(xp), xb = __ldg(xp + 1);
+        return a + fold(u) + (xa.x + xb.w);
+    };
+    float acc = XF ? xfold(f0, lane * 8, 0.0f) : chunk_dot<MATH, XS>(f0, x, lane * 8, 0.0f);
+    acc = XF ? xfold(f1, 256 + lane * 8, acc)
+             : chunk_dot<MATH, XS>(f1, x, (X1 ? 0 : 256) + lane * 8, acc);
 #pragma unroll 8
     for (int c = 2; c < RCH; c++)
-        acc = chunk_dot<MATH, XS>(__ldcs(p + 32 * c), x, (X1 ? 0 : c * 256) + lane * 8, acc);
+        acc = XF ? xfold(__ldcs(p + 32 * c), c * 256 + lane * 8, acc)
+                 : chunk_dot<MATH, XS>(__ldcs(p + 32 * c), x, (X1 ? 0 : c * 256) + lane * 8, acc);
     acc = warp_sum(acc);
     if (live && acc == 12345.0f) sink[row] = acc + limiter[0];
 }
@@ -317,6 +327,49 @@ static float time_persistent(const void *k, int grid, int nt, const uint4 *w, co
     return time_reps(s, reps, [&] { CK(cudaLaunchCooperativeKernel(k, grid, nt, args, 0, s)); });
 }
 
+/* One matrix at a time, launched back to back (20 launches in a graph, PDL): the kernel's own
+ * streaming rate, without the step's small ops - what the arithmetic costs apart from the step's
+ * structure. STEP_SHAPE_MB=N: only the matrix of N MB (for a profiler). */
+static void one_matrix(const uint4 *w, const float *x, float *sink, cudaStream_t s, double copy_gbs,
+                       int lim_smem) {
+    const char *only = getenv("STEP_SHAPE_MB");
+
+    const double mbs[] = {105.0, 52.0, 15.7, 5.2};
+    const struct {
+        const char *name;
+        void (*k)(const uint4 *, int, float *, const float *);
+    } ks[] = {{"rows, math", rows_kernel<true, false>},
+              {"rows, fold", rows_kernel<false, false>},
+              {"rows, math, x once", rows_kernel<true, false, true>},
+              {"rows, fold, x loads", rows_kernel<false, false, false, true>},
+              {"rows, math, x in shared", rows_kernel<true, true>}};
+    printf("one matrix back to back (GB/s, %% of copy bandwidth):\n  %-22s", "");
+    for (double mb : mbs)
+        if (!only || atof(only) == mb) printf(" %10.1f MB", mb);
+    printf("\n");
+    for (auto &kk : ks) {
+        printf("  %-22s", kk.name);
+        for (double mb : mbs) {
+            if (only && atof(only) != mb) continue;
+            const int rows = (int)(mb * 1e6 / ROWB);
+            cudaGraph_t gr;
+            cudaGraphExec_t ge;
+            CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+            for (int r = 0; r < 20; r++)
+                launch_pdl(kk.k, (rows + 7) / 8, lim_smem, s, (const uint4 *)w, rows, sink,
+                           (const float *)x);
+            CK(cudaStreamEndCapture(s, &gr));
+            CK(cudaGraphInstantiate(&ge, gr, 0));
+            const float ms = time_graph(ge, s, 5) / 20;
+            CK(cudaGraphExecDestroy(ge));
+            CK(cudaGraphDestroy(gr));
+            const double gbs = (double)rows * ROWB / (ms * 1e-3) / 1e9;
+            printf("  %5.0f %3.0f%%", gbs, 100.0 * gbs / copy_gbs);
+        }
+        printf("\n");
+    }
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0); /* each line as it is measured */
     step_setup S = step_setup_new();
@@ -326,6 +379,11 @@ int main(void) {
     float *x = S.x, *sink = S.sink;
     const cudaStream_t s = S.s;
     const double floor_ms = S.floor_ms, copy_gbs = S.copy_gbs;
+    const int lim_smem = 31 * 1024; /* 7 blocks a multiprocessor: 6 of a kernel + 1 of the next */
+    if (getenv("STEP_SHAPE_ONE")) { /* STEP_SHAPE_ONE=1: the one-matrix table alone */
+        one_matrix(w, x, sink, s, copy_gbs, lim_smem);
+        return 0;
+    }
 
     int per_sm_stream = 0, per_sm_persist = 0;
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_stream, stream_kernel, THREADS, 0));
@@ -382,7 +440,6 @@ int main(void) {
     /* The chain with product-shaped streams, with the trivial fold or a product's arithmetic
      * (math: bf16 weights against x through L1, as matvec.cu). */
     const size_t rowsw = ROWB / 16;
-    const int lim_smem = 31 * 1024; /* 7 blocks a multiprocessor: 6 of a kernel + 1 of the next */
     void (*const rows_k[3])(const uint4 *, int, float *, const float *) = {
         rows_kernel<false, false>, rows_kernel<true, false>, rows_kernel<true, true>};
     for (int m = 0; m < 3; m++)
@@ -476,42 +533,7 @@ int main(void) {
         printf("  chain, %-30s %.3f ms  %5.1f %%  (%.3f of rows)%s\n", shapes[v].name, ms,
                100.0 * floor_ms / ms, ms / base, grid_note);
     }
-    /* One matrix at a time, launched back to back (20 launches in a graph, PDL): the kernel's
-     * own streaming rate, without the step's small ops - what the arithmetic costs apart from the
-     * step's structure. */
-    {
-        const double mbs[] = {105.0, 52.0, 15.7, 5.2};
-        const struct {
-            const char *name;
-            void (*k)(const uint4 *, int, float *, const float *);
-        } ks[] = {{"rows, math", rows_kernel<true, false>},
-                  {"rows, fold", rows_kernel<false, false>},
-                  {"rows, math, x once", rows_kernel<true, false, true>}};
-        printf("one matrix back to back (GB/s, %% of copy bandwidth):\n  %-22s", "");
-        for (double mb : mbs)
-            printf(" %10.1f MB", mb);
-        printf("\n");
-        for (auto &kk : ks) {
-            printf("  %-22s", kk.name);
-            for (double mb : mbs) {
-                const int rows = (int)(mb * 1e6 / ROWB);
-                cudaGraph_t gr;
-                cudaGraphExec_t ge;
-                CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-                for (int r = 0; r < 20; r++)
-                    launch_pdl(kk.k, (rows + 7) / 8, lim_smem, s, (const uint4 *)w, rows, sink,
-                               (const float *)x);
-                CK(cudaStreamEndCapture(s, &gr));
-                CK(cudaGraphInstantiate(&ge, gr, 0));
-                const float ms = time_graph(ge, s, 5) / 20;
-                CK(cudaGraphExecDestroy(ge));
-                CK(cudaGraphDestroy(gr));
-                const double gbs = (double)rows * ROWB / (ms * 1e-3) / 1e9;
-                printf("  %5.0f %3.0f%%", gbs, 100.0 * gbs / copy_gbs);
-            }
-            printf("\n");
-        }
-    }
+    one_matrix(w, x, sink, s, copy_gbs, lim_smem);
     cudaFuncAttributes fa;
     CK(cudaFuncGetAttributes(&fa, rows_kernel<true, false>));
     printf("registers: rows math %d", fa.numRegs);
