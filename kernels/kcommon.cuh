@@ -141,15 +141,13 @@ __device__ __forceinline__ float gelu_tanh(float x) {
     return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
 }
 
-/* Launch with programmatic dependent launch as k_pdl says, and smem bytes of dynamic shared
- * memory a block. */
 template <typename... KArgs, typename... Args>
-static void k_launch_smem(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
-                          cudaStream_t s, Args... args) {
+static void k_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t s,
+                     Args... args) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
-    cfg.dynamicSmemBytes = smem;
+    cfg.dynamicSmemBytes = 0;
     cfg.stream = s;
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -157,23 +155,6 @@ static void k_launch_smem(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_
     cfg.attrs = attr;
     cfg.numAttrs = 1;
     cudaLaunchKernelEx(&cfg, kernel, ((KArgs)args)...);
-}
-
-template <typename... KArgs, typename... Args>
-static void k_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t s,
-                     Args... args) {
-    k_launch_smem(kernel, grid, block, 0, s, args...);
-}
-
-/* 16 bytes global -> shared without registers (cp.async, sm_80 and later; .cg: through L2 only),
- * and the wait for all of this thread's copies. */
-__device__ __forceinline__ void k_cp_async16(void *smem, const void *gmem) {
-    const unsigned sa = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(gmem));
-}
-
-__device__ __forceinline__ void k_cp_async_wait_all() {
-    asm volatile("cp.async.commit_group;\ncp.async.wait_all;\n" ::: "memory");
 }
 
 static inline unsigned k_blocks(size_t n, unsigned threads) {

@@ -99,9 +99,6 @@ typedef struct {
     int rows;        /* rows a warp takes at n = 2 .. 8: 2 (default: matvec_rows_kernel loads x once
                         for them), 4 (2 with the gate + up pair) or 1 (the general kernel) */
     int rows_min_kb; /* ... more than 1 only in launches of at least this many KiB (4096) */
-    int xs;          /* n = 1: x read through L1 (0), or staged in shared memory (1; 2: with the
-                        row's next chunks in flight during the copy), in launches of ... */
-    int xs_min_kb;   /* ... at least this many KiB of weights */
 } k_mv_tuning;
 int k_matvec_set_tuning(const k_mv_tuning *t);
 

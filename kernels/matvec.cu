@@ -79,7 +79,7 @@ struct mv_launch {
  * per lane loaded before the wait (2 or 4; 0: none, F = 2 after the wait); decode: the n = 1
  * kernel; grid 0 (one block per virtual block), -1 (persistent) or N > 0 (persistent, at most N
  * blocks). */
-static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 0, 0};
+static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096};
 
 /* Store the finished products of (input t, row) by the segment's epilogue. */
 __device__ __forceinline__ void mv_store(const mv_seg &sg, int t, int row, float v, float v_up) {
@@ -101,14 +101,13 @@ __device__ __forceinline__ float mv_dot4(const float *wf, const float4 xv, float
 }
 
 /* acc + the dot product of 16 bytes of weights (already fp32 in wf) with x[c .. c + V), four
- * products at a time; x in global memory (through L1), or in shared memory when XS. */
-template <int V, bool XS = false>
+ * products at a time. */
+template <int V>
 __device__ __forceinline__ float mv_dot16(const float *wf, const float *__restrict__ xp,
                                           float acc) {
-    const float4 *x4 = reinterpret_cast<const float4 *>(xp);
 #pragma unroll
     for (int q = 0; q < V / 4; q++)
-        acc = mv_dot4(wf + 4 * q, XS ? x4[q] : __ldg(x4 + q), acc);
+        acc = mv_dot4(wf + 4 * q, __ldg(reinterpret_cast<const float4 *>(xp) + q), acc);
     return acc;
 }
 
@@ -254,14 +253,12 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
  * reducing the current one (else only b). Vector path only (16-byte loads); the first 2 chunks
  * come before the wait when prefetch. L is __grid_constant__: indexed by a segment number in
  * place, not copied. */
-template <typename T, int U, bool PAIR, int MINB, bool P, int XS>
+template <typename T, int U, bool PAIR, int MINB, bool P>
 __global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS : MINB)
     matvec1_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
                    int prefetch) {
-    static_assert(!(P && XS), "x is staged in shared memory by one-pass blocks only");
     constexpr int V = vec16<T>::n, F = 2; /* F: chunks loaded first */
     __shared__ float part[MV_WARPS], part_up[MV_WARPS];
-    extern __shared__ float4 mv_xs[]; /* XS: x, cols floats */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int vb = blockIdx.x;
     /* Where virtual block b puts this warp: segment si (found with compile-time indices; L is
@@ -292,71 +289,30 @@ __global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS : MIN
     mv_first<T, F>(f1, f2, w1, w2, nch, K * 32 * V, pr);
     if (prefetch) k_wait_only();
 
-    /* XS: x is copied into shared memory (cp.async, no registers) and read there, not through
-     * L1 - the x loads are what a product's arithmetic costs against a plain read of the weights
-     * (bench/step_shape.cu, one matrix: 89 % of copy bandwidth with x through L1, 97 % in shared
-     * memory, 102 % with the x loads taken out; docs/bench_gpu.md, session 16). XS == 2 also
-     * loads the next G chunks of the row before the block meets, so the copy's latency is
-     * spent with weights in flight. Same values, same order: the same bits as through L1. */
-    constexpr int G = XS == 2 ? U : 1;
-    uint4 g1[G], g2[PAIR ? G : 1];
-    int ch0 = F; /* the first chunk the loop below loads */
-    const float *xb = x;
-    if (XS) {
-        float *xs = reinterpret_cast<float *>(mv_xs);
-        for (int i = threadIdx.x * 4; i < cols; i += MV_WARPS * 32 * 4)
-            k_cp_async16(xs + i, x + i);
-        if (XS == 2) {
-#pragma unroll
-            for (int u = 0; u < G; u++)
-                if (F + u < nch) {
-                    g1[u] = __ldcs(reinterpret_cast<const uint4 *>(w1 + (F + u) * K * 32 * V));
-                    if (pr)
-                        g2[u] = __ldcs(reinterpret_cast<const uint4 *>(w2 + (F + u) * K * 32 * V));
-                }
-            ch0 = F + G;
-        }
-        k_cp_async_wait_all();
-        __syncthreads();
-        xb = xs;
-    }
-
     for (;;) {
         const mv_seg &sg = L.seg[si];
         const bool pair = pr, live = row < sg.rows;
         const int stride = K * 32 * V, slice = warp % K, r = row;
-        const float *xp = xb + (slice * 32 + lane) * V;
+        const float *xp = x + (slice * 32 + lane) * V;
         float acc = 0.0f, acc_up = 0.0f, wf[V], wf2[V];
 #pragma unroll
         for (int ch = 0; ch < F; ch++)
             if (ch < nch) {
                 mv_unpack<T>(f1[ch], wf);
-                acc = mv_dot16<V, XS != 0>(wf, xp + ch * stride, acc);
+                acc = mv_dot16<V>(wf, xp + ch * stride, acc);
                 if (pair) {
                     mv_unpack<T>(f2[ch], wf2);
-                    acc_up = mv_dot16<V, XS != 0>(wf2, xp + ch * stride, acc_up);
+                    acc_up = mv_dot16<V>(wf2, xp + ch * stride, acc_up);
                 }
             }
-        if (XS == 2)
-#pragma unroll
-            for (int u = 0; u < G; u++)
-                if (F + u < nch) {
-                    const int c = (F + u) * stride;
-                    mv_unpack<T>(g1[u], wf);
-                    acc = mv_dot16<V, true>(wf, xp + c, acc);
-                    if (pair) {
-                        mv_unpack<T>(g2[u], wf2);
-                        acc_up = mv_dot16<V, true>(wf2, xp + c, acc_up);
-                    }
-                }
 #pragma unroll U
-        for (int ch = ch0; ch < nch; ch++) {
+        for (int ch = F; ch < nch; ch++) {
             const int c = ch * stride;
             mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w1 + c)), wf);
-            acc = mv_dot16<V, XS != 0>(wf, xp + c, acc);
+            acc = mv_dot16<V>(wf, xp + c, acc);
             if (pair) {
                 mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w2 + c)), wf2);
-                acc_up = mv_dot16<V, XS != 0>(wf2, xp + c, acc_up);
+                acc_up = mv_dot16<V>(wf2, xp + c, acc_up);
             }
         }
         /* The row is read: the next one starts streaming before this one is reduced. */
@@ -576,38 +532,13 @@ static int resident_blocks(const void *kernel) {
     return nb;
 }
 
-/* How a decode launch reads x (matvec1_kernel XS): mv_tune.xs (1: staged in shared memory, 2:
- * staged with the next chunks in flight) in launches of at least mv_tune.xs_min_kb KiB of weights
- * whose x fits the 48 KiB of shared memory a block gets without asking; else 0 (through L1). */
-static int mv_xs_for(const mv_launch &L, int cols, size_t elem) {
-    if (!mv_tune.xs || (size_t)cols * sizeof(float) > 48 * 1024) return 0;
-    double kb = 0;
-    for (int i = 0; i < L.n_segs; i++)
-        kb += (double)L.seg[i].rows * cols * elem * (L.seg[i].epilogue == K_MV_GELU_PAIR ? 2 : 1) /
-              1024.0;
-    return kb >= mv_tune.xs_min_kb ? mv_tune.xs : 0;
-}
-
-typedef void (*mv1_fn)(const mv_launch, const float *, int, int);
-
-/* The lean kernel for unroll U and x staging xs (one-pass blocks of the compiler's registers
- * only: the persistent and lean8 forms read x through L1). */
-template <typename T, int U, bool PAIR, int MINB, bool P> static mv1_fn mv1_pick(int xs) {
-    if constexpr (P || MINB != 0)
-        return matvec1_kernel<T, U, PAIR, MINB, P, 0>;
-    else
-        return xs == 2   ? matvec1_kernel<T, U, PAIR, MINB, P, 2>
-               : xs == 1 ? matvec1_kernel<T, U, PAIR, MINB, P, 1>
-                         : matvec1_kernel<T, U, PAIR, MINB, P, 0>;
-}
-
 /* n = 1 through matvec1_kernel: one block per virtual block, or a persistent grid of at most
  * multiprocessors x resident blocks (mv_tune.grid -1), or of at most mv_tune.grid blocks. */
 template <typename T, bool PAIR, int MINB, bool P>
 static void launch1(cudaStream_t s, const mv_launch &L, const float *x, int cols, int pf) {
-    const int xs = P || MINB ? 0 : mv_xs_for(L, cols, sizeof(T));
-    const mv1_fn kernel = mv_unroll(PAIR, 1) == 4 ? mv1_pick<T, 4, PAIR, MINB, P>(xs)
-                                                  : mv1_pick<T, 8, PAIR, MINB, P>(xs);
+    void (*kernel)(const mv_launch, const float *, int, int) =
+        mv_unroll(PAIR, 1) == 4 ? matvec1_kernel<T, 4, PAIR, MINB, P>
+                                : matvec1_kernel<T, 8, PAIR, MINB, P>;
     long grid = L.blocks;
     if (P) {
         const long cap = mv_tune.grid > 0
@@ -615,8 +546,7 @@ static void launch1(cudaStream_t s, const mv_launch &L, const float *x, int cols
                              : (long)resident_blocks((const void *)kernel) * sm_count();
         if (grid > cap) grid = cap;
     }
-    k_launch_smem(kernel, dim3((unsigned)grid), dim3(MV_WARPS * 32),
-                  xs ? (size_t)cols * sizeof(float) : 0, s, L, x, cols, pf);
+    k_launch(kernel, dim3((unsigned)grid), dim3(MV_WARPS * 32), s, L, x, cols, pf);
 }
 
 template <typename T, bool PAIR>
@@ -770,8 +700,7 @@ extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
     if ((t->unroll != 0 && t->unroll != 4 && t->unroll != 8) ||
         (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
         (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0 ||
-        (t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0 || t->xs < 0 ||
-        t->xs > 2 || t->xs_min_kb < 0)
+        (t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0)
         return -1;
     mv_tune = *t;
     return 0;
