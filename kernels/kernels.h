@@ -99,6 +99,8 @@ typedef struct {
     int rows;        /* rows a warp takes at n = 2 .. 8: 2 (default: matvec_rows_kernel loads x once
                         for them), 4 (2 with the gate + up pair) or 1 (the general kernel) */
     int rows_min_kb; /* ... more than 1 only in launches of at least this many KiB (4096) */
+    int group;       /* n = 1: 1 loads a row's chunks in explicit groups of `unroll` (all loads of
+                        a group, then their products), 0 leaves the loop to the compiler */
 } k_mv_tuning;
 int k_matvec_set_tuning(const k_mv_tuning *t);
 

@@ -79,7 +79,7 @@ struct mv_launch {
  * per lane loaded before the wait (2 or 4; 0: none, F = 2 after the wait); decode: the n = 1
  * kernel; grid 0 (one block per virtual block), -1 (persistent) or N > 0 (persistent, at most N
  * blocks). */
-static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096};
+static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 0};
 
 /* Store the finished products of (input t, row) by the segment's epilogue. */
 __device__ __forceinline__ void mv_store(const mv_seg &sg, int t, int row, float v, float v_up) {
@@ -253,7 +253,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
  * reducing the current one (else only b). Vector path only (16-byte loads); the first 2 chunks
  * come before the wait when prefetch. L is __grid_constant__: indexed by a segment number in
  * place, not copied. */
-template <typename T, int U, bool PAIR, int MINB, bool P>
+template <typename T, int U, bool PAIR, int MINB, bool P, bool GRP>
 __global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS : MINB)
     matvec1_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
                    int prefetch) {
@@ -305,14 +305,43 @@ __global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS : MIN
                     acc_up = mv_dot16<V>(wf2, xp + ch * stride, acc_up);
                 }
             }
+        if (GRP) {
+            /* GRP: the chunks in explicit groups of U - all loads of a group issued (predicated),
+             * then their products - so that a row whose remaining chunks are fewer than U (or
+             * not a multiple of U) does not end in a loop that waits for one load at a time,
+             * which is what the compiler makes of the unrolled loop's remainder. Same order. */
+            for (int ch0 = F; ch0 < nch; ch0 += U) {
+                uint4 g1[U], g2[PAIR ? U : 1];
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (ch0 + u < nch) {
+                        g1[u] = __ldcs(reinterpret_cast<const uint4 *>(w1 + (ch0 + u) * stride));
+                        if (pair)
+                            g2[u] =
+                                __ldcs(reinterpret_cast<const uint4 *>(w2 + (ch0 + u) * stride));
+                    }
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (ch0 + u < nch) {
+                        const int c = (ch0 + u) * stride;
+                        mv_unpack<T>(g1[u], wf);
+                        acc = mv_dot16<V>(wf, xp + c, acc);
+                        if (pair) {
+                            mv_unpack<T>(g2[u], wf2);
+                            acc_up = mv_dot16<V>(wf2, xp + c, acc_up);
+                        }
+                    }
+            }
+        } else {
 #pragma unroll U
-        for (int ch = F; ch < nch; ch++) {
-            const int c = ch * stride;
-            mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w1 + c)), wf);
-            acc = mv_dot16<V>(wf, xp + c, acc);
-            if (pair) {
-                mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w2 + c)), wf2);
-                acc_up = mv_dot16<V>(wf2, xp + c, acc_up);
+            for (int ch = F; ch < nch; ch++) {
+                const int c = ch * stride;
+                mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w1 + c)), wf);
+                acc = mv_dot16<V>(wf, xp + c, acc);
+                if (pair) {
+                    mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w2 + c)), wf2);
+                    acc_up = mv_dot16<V>(wf2, xp + c, acc_up);
+                }
             }
         }
         /* The row is read: the next one starts streaming before this one is reduced. */
@@ -534,11 +563,22 @@ static int resident_blocks(const void *kernel) {
 
 /* n = 1 through matvec1_kernel: one block per virtual block, or a persistent grid of at most
  * multiprocessors x resident blocks (mv_tune.grid -1), or of at most mv_tune.grid blocks. */
+typedef void (*mv1_fn)(const mv_launch, const float *, int, int);
+
+/* The lean kernel for unroll U, in explicit groups when mv_tune.group (one-pass blocks of the
+ * compiler's registers only: the persistent and lean8 forms keep the unrolled loop). */
+template <typename T, int U, bool PAIR, int MINB, bool P> static mv1_fn mv1_pick(void) {
+    if constexpr (P || MINB != 0)
+        return matvec1_kernel<T, U, PAIR, MINB, P, false>;
+    else
+        return mv_tune.group ? matvec1_kernel<T, U, PAIR, MINB, P, true>
+                             : matvec1_kernel<T, U, PAIR, MINB, P, false>;
+}
+
 template <typename T, bool PAIR, int MINB, bool P>
 static void launch1(cudaStream_t s, const mv_launch &L, const float *x, int cols, int pf) {
-    void (*kernel)(const mv_launch, const float *, int, int) =
-        mv_unroll(PAIR, 1) == 4 ? matvec1_kernel<T, 4, PAIR, MINB, P>
-                                : matvec1_kernel<T, 8, PAIR, MINB, P>;
+    const mv1_fn kernel =
+        mv_unroll(PAIR, 1) == 4 ? mv1_pick<T, 4, PAIR, MINB, P>() : mv1_pick<T, 8, PAIR, MINB, P>();
     long grid = L.blocks;
     if (P) {
         const long cap = mv_tune.grid > 0
@@ -700,7 +740,8 @@ extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
     if ((t->unroll != 0 && t->unroll != 4 && t->unroll != 8) ||
         (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
         (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0 ||
-        (t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0)
+        (t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0 ||
+        (t->group != 0 && t->group != 1))
         return -1;
     mv_tune = *t;
     return 0;

@@ -182,16 +182,15 @@ static int run_bench_matvec(void) {
         const char *label;
         k_mv_tuning t;
     } tunes[] = {
-        {"lean (default)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096}},
-        {"lean u8", {8, 2, K_MV_LEAN, 0, 0, 2, 4096}},
-        {"general", {8, 2, K_MV_GENERAL, 0, 0, 2, 4096}},
-        {"lean8", {8, 2, K_MV_LEAN8, 0, 0, 2, 4096}},
-        {"lean u4", {4, 2, K_MV_LEAN, 0, 0, 2, 4096}},
-        {"persist", {8, 2, K_MV_LEAN, -1, 0, 2, 4096}},
-        {"split 4", {8, 2, K_MV_LEAN, 0, 4, 2, 4096}},
-        {"split 2", {8, 2, K_MV_LEAN, 0, 2, 2, 4096}},
-        {"split 8 (rule before)", {8, 2, K_MV_LEAN, 0, 8, 2, 4096}},
-        {"lean again", {0, 2, K_MV_LEAN, 0, 0, 2, 4096}},
+        {"lean (default)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 0}},
+        {"groups", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 1}},
+        {"groups u4", {4, 2, K_MV_LEAN, 0, 0, 2, 4096, 1}},
+        {"groups u8", {8, 2, K_MV_LEAN, 0, 0, 2, 4096, 1}},
+        {"lean u8", {8, 2, K_MV_LEAN, 0, 0, 2, 4096, 0}},
+        {"lean u4", {4, 2, K_MV_LEAN, 0, 0, 2, 4096, 0}},
+        {"general", {8, 2, K_MV_GENERAL, 0, 0, 2, 4096, 0}},
+        {"split 8 (rule before)", {8, 2, K_MV_LEAN, 0, 8, 2, 4096, 0}},
+        {"lean again", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 0}},
     };
     const int n_tunes = (int)(sizeof tunes / sizeof tunes[0]);
     const struct {
@@ -253,7 +252,7 @@ static int run_bench_matvec(void) {
             CUDA_OK(cudaFree(w[c]));
         free(w);
     }
-    const k_mv_tuning dflt = {0, 2, K_MV_LEAN, 0, 0, 2, 4096};
+    const k_mv_tuning dflt = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 0};
     k_matvec_set_tuning(&dflt);
     CUDA_OK(cudaFree(x));
     CUDA_OK(cudaFree(out));

@@ -10,10 +10,11 @@
 #include "../test_util.h"
 
 static const char *const all_vars[] = {
-    "GEMMA_CUDA_GEMM",       "GEMMA_CUDA_GRAPHS",  "GEMMA_CUDA_PROFILE",   "GEMMA_CUDA_FUSE",
-    "GEMMA_CUDA_FUSE_MM",    "GEMMA_CUDA_PDL",     "GEMMA_CUDA_MV_UNROLL", "GEMMA_CUDA_MV_PREFETCH",
-    "GEMMA_CUDA_MV_DECODE",  "GEMMA_CUDA_MV_GRID", "GEMMA_CUDA_MV_SPLIT",  "GEMMA_CUDA_MV_ROWS",
-    "GEMMA_CUDA_MV_ROWS_MIN"};
+    "GEMMA_CUDA_GEMM",        "GEMMA_CUDA_GRAPHS",      "GEMMA_CUDA_PROFILE",
+    "GEMMA_CUDA_FUSE",        "GEMMA_CUDA_FUSE_MM",     "GEMMA_CUDA_PDL",
+    "GEMMA_CUDA_MV_UNROLL",   "GEMMA_CUDA_MV_PREFETCH", "GEMMA_CUDA_MV_DECODE",
+    "GEMMA_CUDA_MV_GRID",     "GEMMA_CUDA_MV_SPLIT",    "GEMMA_CUDA_MV_ROWS",
+    "GEMMA_CUDA_MV_ROWS_MIN", "GEMMA_CUDA_MV_GROUP"};
 
 static void clear_env(void) {
     for (size_t i = 0; i < sizeof all_vars / sizeof all_vars[0]; i++)
@@ -85,6 +86,8 @@ int main(void) {
            sw.mv.rows_min_kb == 0);
     EXPECT(read_with("GEMMA_CUDA_MV_ROWS_MIN", "1048576", &sw, err, sizeof err) == 0 &&
            sw.mv.rows_min_kb == 1048576);
+    EXPECT(read_with("GEMMA_CUDA_MV_GROUP", "1", &sw, err, sizeof err) == 0 && sw.mv.group == 1);
+    EXPECT(read_with("GEMMA_CUDA_MV_GROUP", "0", &sw, err, sizeof err) == 0 && sw.mv.group == 0);
 
     /* anything else is refused, naming the variable and the value */
     const struct {
@@ -99,7 +102,8 @@ int main(void) {
         {"GEMMA_CUDA_MV_SPLIT", "wave"},    {"GEMMA_CUDA_MV_ROWS", "0"},
         {"GEMMA_CUDA_MV_ROWS", "3"},        {"GEMMA_CUDA_MV_ROWS", "two"},
         {"GEMMA_CUDA_MV_ROWS_MIN", "-1"},   {"GEMMA_CUDA_MV_ROWS_MIN", "1048577"},
-        {"GEMMA_CUDA_MV_ROWS_MIN", "4M"},
+        {"GEMMA_CUDA_MV_ROWS_MIN", "4M"},   {"GEMMA_CUDA_MV_GROUP", "2"},
+        {"GEMMA_CUDA_MV_GROUP", "on"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const int rc = read_with(bad[i].name, bad[i].value, &sw, err, sizeof err);
