@@ -120,10 +120,13 @@ static int run_bench_matmul(void) {
 /* Launches of k_matvec_multi at n = 1 (bf16 weights), captured into a CUDA graph with
  * programmatic dependent launch as a decode step has it, replayed: microseconds per launch.
  * The launches cycle through enough copies of the weights (at least 160 MB, over three times
- * the H200's L2) that every launch streams its weights from memory, as in a decode step. */
+ * the H200's L2) that every launch streams its weights from memory, as in a decode step.
+ * small: after every product a one-block RMSNorm of its output into x, which the next product
+ * reads - a decode step's order (a product starts after a small kernel, not after another
+ * product, whose tail its own start would overlap); the time is then the pair's. */
 static double time_mv_variant(const k_mv_tuning *tune, int n_segs, const int *rows, int cols,
                               char **w_copies, int copies, size_t copy_bytes, float *x, float *out,
-                              int reps) {
+                              int reps, int small) {
     CHECK(k_matvec_set_tuning(tune) == 0);
     cudaStream_t s;
     CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -149,6 +152,7 @@ static double time_mv_variant(const k_mv_tuning *tune, int n_segs, const int *ro
         }
         CHECK(off <= copy_bytes);
         k_matvec_multi(s, segs, n_segs, KDT_BF16, x, cols, 1);
+        if (small) k_rmsnorm(s, x, out, NULL, KDT_F32, 1, cols, 1e-6f);
     }
     CUDA_OK(cudaStreamEndCapture(s, &graph));
     CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
@@ -173,8 +177,12 @@ static double time_mv_variant(const k_mv_tuning *tune, int n_segs, const int *ro
 }
 
 /* One row per E4B shape (or grouped launch), one column per tuning: us per launch and GB/s
- * of weights. The first and last columns are the default, to show the run-to-run spread. */
+ * of weights. The first and last columns are the default, to show the run-to-run spread.
+ * BENCH_MATVEC_SMALL=1: each product followed by a small kernel, as in a step (time_mv_variant);
+ * the first line then gives the small kernel's own time in such a chain. */
 static int run_bench_matvec(void) {
+    const char *small_env = getenv("BENCH_MATVEC_SMALL");
+    const int small = small_env && !strcmp(small_env, "1");
     struct cudaDeviceProp prop;
     CUDA_OK(cudaGetDeviceProperties(&prop, 0));
     k_set_pdl(prop.major >= 9);
@@ -185,10 +193,10 @@ static int run_bench_matvec(void) {
         {"lean (default)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 0}},
         {"groups", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 1}},
         {"groups u4", {4, 2, K_MV_LEAN, 0, 0, 2, 4096, 1}},
-        {"groups u8", {8, 2, K_MV_LEAN, 0, 0, 2, 4096, 1}},
         {"lean u8", {8, 2, K_MV_LEAN, 0, 0, 2, 4096, 0}},
         {"lean u4", {4, 2, K_MV_LEAN, 0, 0, 2, 4096, 0}},
-        {"general", {8, 2, K_MV_GENERAL, 0, 0, 2, 4096, 0}},
+        {"no prefetch", {0, 0, K_MV_LEAN, 0, 0, 2, 4096, 0}},
+        {"general, prefetch 4", {8, 4, K_MV_GENERAL, 0, 0, 2, 4096, 0}},
         {"split 8 (rule before)", {8, 2, K_MV_LEAN, 0, 8, 2, 4096, 0}},
         {"lean again", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 0}},
     };
@@ -208,10 +216,15 @@ static int run_bench_matvec(void) {
         {"per-layer proj", 1, {2560}, 256},
         {"per-layer input proj", 1, {10752}, 2560},
         {"lm_head", 1, {262144}, 2560},
+        {"(no product: the small kernel alone)", 1, {0}, 2560},
     };
-    printf("matvec decode variants on %s (bf16, n = 1, CUDA graph of back-to-back launches, PDL "
+    printf("matvec decode variants on %s (bf16, n = 1, CUDA graph of %s, PDL "
            "%s): us per launch (GB/s of weights)\n\n| matrix | rows x cols |",
-           prop.name, prop.major >= 9 ? "on" : "off");
+           prop.name,
+           small ? "launches each followed by a one-block RMSNorm of its output into x (the time "
+                   "is the pair's)"
+                 : "back-to-back launches",
+           prop.major >= 9 ? "on" : "off");
     for (int v = 0; v < n_tunes; v++)
         printf(" %s |", tunes[v].label);
     printf("\n|---|---|");
@@ -231,19 +244,23 @@ static int run_bench_matvec(void) {
             bytes += (size_t)shapes[i].rows[k] * shapes[i].cols * 2;
             total_rows += shapes[i].rows[k];
         }
-        const int copies =
-            bytes >= ((size_t)160 << 20) ? 1 : (int)((((size_t)160 << 20) + bytes - 1) / bytes);
+        if (!bytes && !small) continue; /* the last row is for the chain only */
+        const int copies = !bytes ? 1
+                           : bytes >= ((size_t)160 << 20)
+                               ? 1
+                               : (int)((((size_t)160 << 20) + bytes - 1) / bytes);
         char **w = xmalloc((size_t)copies * sizeof(char *));
         for (int c = 0; c < copies; c++) {
-            CUDA_OK(cudaMalloc((void **)&w[c], bytes));
+            CUDA_OK(cudaMalloc((void **)&w[c], bytes ? bytes : 16));
             /* bf16 0x3c3c (about 0.0115) everywhere: any value streams the same */
-            CUDA_OK(cudaMemset(w[c], 0x3c, bytes));
+            CUDA_OK(cudaMemset(w[c], 0x3c, bytes ? bytes : 16));
         }
         const int reps = bytes > ((size_t)512 << 20) ? 10 : copies > 40 ? copies : 40;
         printf("| %s | %d x %d |", shapes[i].name, total_rows, shapes[i].cols);
         for (int v = 0; v < n_tunes; v++) {
-            const double us = time_mv_variant(&tunes[v].t, shapes[i].n_segs, shapes[i].rows,
-                                              shapes[i].cols, w, copies, bytes, x, out, reps);
+            const double us =
+                time_mv_variant(&tunes[v].t, shapes[i].n_segs, shapes[i].rows, shapes[i].cols, w,
+                                copies, bytes, x, out, reps, small);
             printf(" %.1f (%.0f) |", us, bytes / us / 1e3);
             fflush(stdout);
         }
