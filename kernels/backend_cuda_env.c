@@ -18,7 +18,7 @@ static int env_flag(const char *name, int dflt) {
 }
 
 /* GEMMA_CUDA_MV_UNROLL=auto|4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4,
- * GEMMA_CUDA_MV_DECODE=lean|lean8|general, GEMMA_CUDA_MV_GRID=blocks|persist|N,
+ * GEMMA_CUDA_MV_DECODE=lean|lean8|lean6|general, GEMMA_CUDA_MV_GRID=blocks|persist|N,
  * GEMMA_CUDA_MV_SPLIT=N, GEMMA_CUDA_MV_ROWS=1|2|4, GEMMA_CUDA_MV_ROWS_MIN=KiB and
  * GEMMA_CUDA_MV_GROUP=0|1 (kernels.h: k_mv_tuning) into t; -1 with a message naming the
  * variable for any other value. */
@@ -29,7 +29,7 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
                            "GEMMA_CUDA_MV_ROWS_MIN", "GEMMA_CUDA_MV_GROUP"};
     const char *allowed[] = {"auto, 4 or 8",
                              "0, 2 or 4",
-                             "lean, lean8 or general",
+                             "lean, lean8, lean6 or general",
                              "blocks, persist or a number of blocks from 1 to 1000000",
                              "a number of blocks per multiprocessor from 1 to 64",
                              "1, 2 or 4",
@@ -55,7 +55,8 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
         else if (i == 1)
             ok = is_num && (num == 0 || num == 2 || num == 4);
         else if (i == 2)
-            ok = !strcmp(v, "general") || !strcmp(v, "lean") || !strcmp(v, "lean8");
+            ok = !strcmp(v, "general") || !strcmp(v, "lean") || !strcmp(v, "lean8") ||
+                 !strcmp(v, "lean6");
         else if (i == 3)
             ok = !strcmp(v, "blocks") || !strcmp(v, "persist") ||
                  (is_num && num >= 1 && num <= 1000000);
@@ -78,6 +79,7 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
             t->prefetch = (int)num;
         else if (i == 2)
             t->decode = !strcmp(v, "lean8")     ? K_MV_LEAN8
+                        : !strcmp(v, "lean6")   ? K_MV_LEAN6
                         : !strcmp(v, "general") ? K_MV_GENERAL
                                                 : K_MV_LEAN;
         else if (i == 3)

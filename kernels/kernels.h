@@ -79,7 +79,7 @@ void k_matvec_multi(cudaStream_t s, const k_mv_seg *segs, int n_segs, int wdtype
  * outside those listed. The lean decode kernel and the persistent grid exist for n = 1 on the
  * vector path with prefetch 0 or 2; other launches run the general kernel, one block per
  * 8 / K rows. */
-enum { K_MV_GENERAL = 0, K_MV_LEAN = 1, K_MV_LEAN8 = 2 };
+enum { K_MV_GENERAL = 0, K_MV_LEAN = 1, K_MV_LEAN8 = 2, K_MV_LEAN6 = 3 };
 typedef struct {
     int unroll;      /* the column loop's unroll: 4 or 8, or 0 (default): 4 for a decode launch
                         with the gate + up pair, else 8 */
@@ -87,7 +87,8 @@ typedef struct {
                         0 (none), 2 (default) or 4 */
     int decode;      /* the n = 1 kernel: K_MV_LEAN (default: matvec1_kernel, the compiler's
                         register count), K_MV_LEAN8 (the same, at most 32 registers: 8 blocks per
-                        multiprocessor) or K_MV_GENERAL (matvec_kernel, as for n > 1) */
+                        multiprocessor), K_MV_LEAN6 (at most 40: 6 blocks; one-pass blocks only,
+                        grid ignored) or K_MV_GENERAL (matvec_kernel, as for n > 1) */
     int grid;        /* 0: one block per 8 / K rows (default); -1: persistent grid of
                         multiprocessors x resident blocks; N > 0: persistent, at most N blocks
                         (both run the lean kernel) */

@@ -568,7 +568,7 @@ typedef void (*mv1_fn)(const mv_launch, const float *, int, int);
 /* The lean kernel for unroll U, in explicit groups when mv_tune.group (one-pass blocks of the
  * compiler's registers only: the persistent and lean8 forms keep the unrolled loop). */
 template <typename T, int U, bool PAIR, int MINB, bool P> static mv1_fn mv1_pick(void) {
-    if constexpr (P || MINB != 0)
+    if constexpr (P || MINB == 8)
         return matvec1_kernel<T, U, PAIR, MINB, P, false>;
     else
         return mv_tune.group ? matvec1_kernel<T, U, PAIR, MINB, P, true>
@@ -594,6 +594,8 @@ static void launch_n1(cudaStream_t s, const mv_launch &L, const float *x, int co
     if (mv_tune.decode == K_MV_LEAN8)
         mv_tune.grid ? launch1<T, PAIR, 8, true>(s, L, x, cols, pf)
                      : launch1<T, PAIR, 8, false>(s, L, x, cols, pf);
+    else if (mv_tune.decode == K_MV_LEAN6)
+        launch1<T, PAIR, 6, false>(s, L, x, cols, pf);
     else
         mv_tune.grid ? launch1<T, PAIR, 0, true>(s, L, x, cols, pf)
                      : launch1<T, PAIR, 0, false>(s, L, x, cols, pf);
@@ -739,7 +741,7 @@ extern "C" void k_matvec(cudaStream_t s, float *out, const void *w, int wdtype, 
 extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
     if ((t->unroll != 0 && t->unroll != 4 && t->unroll != 8) ||
         (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
-        (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0 ||
+        (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN6) || t->grid < -1 || t->split < 0 ||
         (t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0 ||
         (t->group != 0 && t->group != 1))
         return -1;

@@ -127,6 +127,8 @@ static int run_bench_matmul(void) {
 static double time_mv_variant(const k_mv_tuning *tune, int n_segs, const int *rows, int cols,
                               char **w_copies, int copies, size_t copy_bytes, float *x, float *out,
                               int reps, int small) {
+    const int pair = n_segs < 0; /* -1: one gate + up pair with the GeLU epilogue */
+    if (pair) n_segs = 1;
     CHECK(k_matvec_set_tuning(tune) == 0);
     cudaStream_t s;
     CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -149,6 +151,13 @@ static double time_mv_variant(const k_mv_tuning *tune, int n_segs, const int *ro
             segs[i].epilogue = K_MV_PLAIN;
             off += (size_t)rows[i] * cols * 2;
             out_off += (size_t)rows[i];
+            if (pair) { /* the up matrix follows the gate */
+                segs[i].epilogue = K_MV_GELU_PAIR;
+                segs[i].w_up = w + off;
+                segs[i].out_up = out + out_off;
+                off += (size_t)rows[i] * cols * 2;
+                out_off += (size_t)rows[i];
+            }
         }
         CHECK(off <= copy_bytes);
         k_matvec_multi(s, segs, n_segs, KDT_BF16, x, cols, 1);
@@ -191,13 +200,13 @@ static int run_bench_matvec(void) {
         k_mv_tuning t;
     } tunes[] = {
         {"lean (default)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 0}},
-        {"groups", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 1}},
+        {"lean6", {0, 2, K_MV_LEAN6, 0, 0, 2, 4096, 0}},
+        {"lean6 u4", {4, 2, K_MV_LEAN6, 0, 0, 2, 4096, 0}},
+        {"lean6 groups u4", {4, 2, K_MV_LEAN6, 0, 0, 2, 4096, 1}},
         {"groups u4", {4, 2, K_MV_LEAN, 0, 0, 2, 4096, 1}},
-        {"lean u8", {8, 2, K_MV_LEAN, 0, 0, 2, 4096, 0}},
+        {"groups", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 1}},
         {"lean u4", {4, 2, K_MV_LEAN, 0, 0, 2, 4096, 0}},
-        {"no prefetch", {0, 0, K_MV_LEAN, 0, 0, 2, 4096, 0}},
-        {"general, prefetch 4", {8, 4, K_MV_GENERAL, 0, 0, 2, 4096, 0}},
-        {"split 8 (rule before)", {8, 2, K_MV_LEAN, 0, 8, 2, 4096, 0}},
+        {"lean u8", {8, 2, K_MV_LEAN, 0, 0, 2, 4096, 0}},
         {"lean again", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 0}},
     };
     const int n_tunes = (int)(sizeof tunes / sizeof tunes[0]);
@@ -211,6 +220,7 @@ static int run_bench_matvec(void) {
         {"o_proj", 1, {2560}, 2048},
         {"mlp gate / up", 1, {10240}, 2560},
         {"gate + up (one launch)", 2, {10240, 10240}, 2560},
+        {"gate + up pair, GeLU epilogue (decode)", -1, {10240}, 2560},
         {"mlp down", 1, {2560}, 10240},
         {"per-layer gate", 1, {256}, 2560},
         {"per-layer proj", 1, {2560}, 256},
@@ -240,9 +250,10 @@ static int run_bench_matvec(void) {
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         size_t bytes = 0;
         int total_rows = 0;
-        for (int k = 0; k < shapes[i].n_segs; k++) {
-            bytes += (size_t)shapes[i].rows[k] * shapes[i].cols * 2;
-            total_rows += shapes[i].rows[k];
+        for (int k = 0; k < (shapes[i].n_segs < 0 ? 1 : shapes[i].n_segs); k++) {
+            bytes +=
+                (size_t)shapes[i].rows[k] * shapes[i].cols * 2 * (shapes[i].n_segs < 0 ? 2 : 1);
+            total_rows += shapes[i].rows[k] * (shapes[i].n_segs < 0 ? 2 : 1);
         }
         if (!bytes && !small) continue; /* the last row is for the chain only */
         const int copies = !bytes ? 1

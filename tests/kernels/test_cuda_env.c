@@ -71,6 +71,8 @@ int main(void) {
            sw.mv.prefetch == 4);
     EXPECT(read_with("GEMMA_CUDA_MV_DECODE", "lean8", &sw, err, sizeof err) == 0 &&
            sw.mv.decode == K_MV_LEAN8);
+    EXPECT(read_with("GEMMA_CUDA_MV_DECODE", "lean6", &sw, err, sizeof err) == 0 &&
+           sw.mv.decode == K_MV_LEAN6);
     EXPECT(read_with("GEMMA_CUDA_MV_DECODE", "general", &sw, err, sizeof err) == 0 &&
            sw.mv.decode == K_MV_GENERAL);
     EXPECT(read_with("GEMMA_CUDA_MV_GRID", "persist", &sw, err, sizeof err) == 0 &&
