@@ -18,9 +18,9 @@ static int env_flag(const char *name, int dflt) {
 }
 
 /* GEMMA_CUDA_MV_UNROLL=auto|4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4,
- * GEMMA_CUDA_MV_DECODE=lean|lean8|lean6|general, GEMMA_CUDA_MV_GRID=blocks|persist|N,
+ * GEMMA_CUDA_MV_DECODE=lean|lean8|general, GEMMA_CUDA_MV_GRID=blocks|persist|N,
  * GEMMA_CUDA_MV_SPLIT=N, GEMMA_CUDA_MV_ROWS=1|2|4, GEMMA_CUDA_MV_ROWS_MIN=KiB and
- * GEMMA_CUDA_MV_GROUP=0|1 (kernels.h: k_mv_tuning) into t; -1 with a message naming the
+ * GEMMA_CUDA_MV_GROUP=auto|0|1 (kernels.h: k_mv_tuning) into t; -1 with a message naming the
  * variable for any other value. */
 static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
     const char *names[] = {"GEMMA_CUDA_MV_UNROLL",   "GEMMA_CUDA_MV_PREFETCH",
@@ -29,12 +29,12 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
                            "GEMMA_CUDA_MV_ROWS_MIN", "GEMMA_CUDA_MV_GROUP"};
     const char *allowed[] = {"auto, 4 or 8",
                              "0, 2 or 4",
-                             "lean, lean8, lean6 or general",
+                             "lean, lean8 or general",
                              "blocks, persist or a number of blocks from 1 to 1000000",
                              "a number of blocks per multiprocessor from 1 to 64",
                              "1, 2 or 4",
                              "a number of KiB from 0 to 1048576",
-                             "0 or 1"};
+                             "auto, 0 or 1"};
     *t = (k_mv_tuning){.unroll = 0,
                        .prefetch = 2,
                        .decode = K_MV_LEAN,
@@ -42,7 +42,7 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
                        .split = 0,
                        .rows = 2,
                        .rows_min_kb = 4096,
-                       .group = 0};
+                       .group = 2};
     for (int i = 0; i < 8; i++) {
         const char *v = getenv(names[i]);
         if (!v || !*v) continue;
@@ -55,8 +55,7 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
         else if (i == 1)
             ok = is_num && (num == 0 || num == 2 || num == 4);
         else if (i == 2)
-            ok = !strcmp(v, "general") || !strcmp(v, "lean") || !strcmp(v, "lean8") ||
-                 !strcmp(v, "lean6");
+            ok = !strcmp(v, "general") || !strcmp(v, "lean") || !strcmp(v, "lean8");
         else if (i == 3)
             ok = !strcmp(v, "blocks") || !strcmp(v, "persist") ||
                  (is_num && num >= 1 && num <= 1000000);
@@ -67,7 +66,7 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
         else if (i == 6)
             ok = is_num && num >= 0 && num <= 1048576;
         else
-            ok = is_num && (num == 0 || num == 1);
+            ok = !strcmp(v, "auto") || (is_num && (num == 0 || num == 1));
         if (!ok) {
             snprintf(err, errlen, "environment variable %s: \"%s\" is not %s", names[i], v,
                      allowed[i]);
@@ -79,7 +78,6 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
             t->prefetch = (int)num;
         else if (i == 2)
             t->decode = !strcmp(v, "lean8")     ? K_MV_LEAN8
-                        : !strcmp(v, "lean6")   ? K_MV_LEAN6
                         : !strcmp(v, "general") ? K_MV_GENERAL
                                                 : K_MV_LEAN;
         else if (i == 3)
@@ -91,7 +89,7 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
         else if (i == 6)
             t->rows_min_kb = (int)num;
         else
-            t->group = (int)num;
+            t->group = !strcmp(v, "auto") ? 2 : (int)num;
     }
     CHECK(k_matvec_set_tuning(t) == 0);
     return 0;

@@ -79,7 +79,7 @@ void k_matvec_multi(cudaStream_t s, const k_mv_seg *segs, int n_segs, int wdtype
  * outside those listed. The lean decode kernel and the persistent grid exist for n = 1 on the
  * vector path with prefetch 0 or 2; other launches run the general kernel, one block per
  * 8 / K rows. */
-enum { K_MV_GENERAL = 0, K_MV_LEAN = 1, K_MV_LEAN8 = 2, K_MV_LEAN6 = 3 };
+enum { K_MV_GENERAL = 0, K_MV_LEAN = 1, K_MV_LEAN8 = 2 };
 typedef struct {
     int unroll;      /* the column loop's unroll: 4 or 8, or 0 (default): 4 for a decode launch
                         with the gate + up pair, else 8 */
@@ -87,8 +87,7 @@ typedef struct {
                         0 (none), 2 (default) or 4 */
     int decode;      /* the n = 1 kernel: K_MV_LEAN (default: matvec1_kernel, the compiler's
                         register count), K_MV_LEAN8 (the same, at most 32 registers: 8 blocks per
-                        multiprocessor), K_MV_LEAN6 (at most 40: 6 blocks; one-pass blocks only,
-                        grid ignored) or K_MV_GENERAL (matvec_kernel, as for n > 1) */
+                        multiprocessor) or K_MV_GENERAL (matvec_kernel, as for n > 1) */
     int grid;        /* 0: one block per 8 / K rows (default); -1: persistent grid of
                         multiprocessors x resident blocks; N > 0: persistent, at most N blocks
                         (both run the lean kernel) */
@@ -100,8 +99,10 @@ typedef struct {
     int rows;        /* rows a warp takes at n = 2 .. 8: 2 (default: matvec_rows_kernel loads x once
                         for them), 4 (2 with the gate + up pair) or 1 (the general kernel) */
     int rows_min_kb; /* ... more than 1 only in launches of at least this many KiB (4096) */
-    int group;       /* n = 1: 1 loads a row's chunks in explicit groups of `unroll` (all loads of
-                        a group, then their products), 0 leaves the loop to the compiler */
+    int group;       /* n = 1: a row's chunks in explicit groups of `unroll` (all loads of a
+                        group, then their products) - 1 always, 0 never (the compiler's unrolled
+                        loop), 2 auto (default: groups of 4 in launches of one wave or of many;
+                        matvec.cu mv_groups) */
 } k_mv_tuning;
 int k_matvec_set_tuning(const k_mv_tuning *t);
 

@@ -79,7 +79,7 @@ struct mv_launch {
  * per lane loaded before the wait (2 or 4; 0: none, F = 2 after the wait); decode: the n = 1
  * kernel; grid 0 (one block per virtual block), -1 (persistent) or N > 0 (persistent, at most N
  * blocks). */
-static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 0};
+static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2};
 
 /* Store the finished products of (input t, row) by the segment's epilogue. */
 __device__ __forceinline__ void mv_store(const mv_seg &sg, int t, int row, float v, float v_up) {
@@ -565,20 +565,43 @@ static int resident_blocks(const void *kernel) {
  * multiprocessors x resident blocks (mv_tune.grid -1), or of at most mv_tune.grid blocks. */
 typedef void (*mv1_fn)(const mv_launch, const float *, int, int);
 
-/* The lean kernel for unroll U, in explicit groups when mv_tune.group (one-pass blocks of the
- * compiler's registers only: the persistent and lean8 forms keep the unrolled loop). */
-template <typename T, int U, bool PAIR, int MINB, bool P> static mv1_fn mv1_pick(void) {
-    if constexpr (P || MINB == 8)
+/* The lean kernel for unroll U, in explicit groups when grp (one-pass blocks of the compiler's
+ * registers only: the persistent and lean8 forms keep the unrolled loop). */
+template <typename T, int U, bool PAIR, int MINB, bool P> static mv1_fn mv1_pick(bool grp) {
+    if constexpr (P || MINB != 0)
         return matvec1_kernel<T, U, PAIR, MINB, P, false>;
     else
-        return mv_tune.group ? matvec1_kernel<T, U, PAIR, MINB, P, true>
-                             : matvec1_kernel<T, U, PAIR, MINB, P, false>;
+        return grp ? matvec1_kernel<T, U, PAIR, MINB, P, true>
+                   : matvec1_kernel<T, U, PAIR, MINB, P, false>;
+}
+
+/* Whether a one-pass decode launch of `blocks` blocks takes the explicit groups, and their
+ * unroll (mv_tune.group: 0 never, 1 always, 2 auto). Auto: groups of 4 (unless the unroll is
+ * set) when the launch fits one wave of the group kernel or runs many (at least 8) of them.
+ * The groups need more registers (48 instead of 34 a thread: 5 blocks a multiprocessor instead
+ * of 6) and keep more loads in flight; that pays where the wave count does not change - a
+ * launch that fits one wave either way (o, the per-layer products: 640 blocks and fewer on the
+ * H200), or one of so many waves that a sixth of them hardly matters (the head, 32768 blocks) -
+ * and loses where 6 blocks a multiprocessor would save a wave (q + k + v 1536, gate + up 1280,
+ * the per-layer input projection 1344): s16 calls 3-5, docs/bench_gpu.md. */
+template <typename T, bool PAIR, int MINB, bool P> static bool mv_groups(int blocks, int *unroll) {
+    if (P || MINB != 0 || !mv_tune.group) return false;
+    if (mv_tune.group == 1) return true;
+    const int u = mv_tune.unroll ? mv_tune.unroll : 4;
+    const mv1_fn g =
+        u == 4 ? mv1_pick<T, 4, PAIR, MINB, P>(true) : mv1_pick<T, 8, PAIR, MINB, P>(true);
+    const long wave = (long)resident_blocks((const void *)g) * sm_count();
+    if (blocks > wave && blocks < 8 * wave) return false;
+    *unroll = u;
+    return true;
 }
 
 template <typename T, bool PAIR, int MINB, bool P>
 static void launch1(cudaStream_t s, const mv_launch &L, const float *x, int cols, int pf) {
+    int u = mv_unroll(PAIR, 1);
+    const bool grp = mv_groups<T, PAIR, MINB, P>(L.blocks, &u);
     const mv1_fn kernel =
-        mv_unroll(PAIR, 1) == 4 ? mv1_pick<T, 4, PAIR, MINB, P>() : mv1_pick<T, 8, PAIR, MINB, P>();
+        u == 4 ? mv1_pick<T, 4, PAIR, MINB, P>(grp) : mv1_pick<T, 8, PAIR, MINB, P>(grp);
     long grid = L.blocks;
     if (P) {
         const long cap = mv_tune.grid > 0
@@ -594,8 +617,6 @@ static void launch_n1(cudaStream_t s, const mv_launch &L, const float *x, int co
     if (mv_tune.decode == K_MV_LEAN8)
         mv_tune.grid ? launch1<T, PAIR, 8, true>(s, L, x, cols, pf)
                      : launch1<T, PAIR, 8, false>(s, L, x, cols, pf);
-    else if (mv_tune.decode == K_MV_LEAN6)
-        launch1<T, PAIR, 6, false>(s, L, x, cols, pf);
     else
         mv_tune.grid ? launch1<T, PAIR, 0, true>(s, L, x, cols, pf)
                      : launch1<T, PAIR, 0, false>(s, L, x, cols, pf);
@@ -741,9 +762,9 @@ extern "C" void k_matvec(cudaStream_t s, float *out, const void *w, int wdtype, 
 extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
     if ((t->unroll != 0 && t->unroll != 4 && t->unroll != 8) ||
         (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
-        (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN6) || t->grid < -1 || t->split < 0 ||
-        (t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0 ||
-        (t->group != 0 && t->group != 1))
+        (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0 ||
+        (t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0 || t->group < 0 ||
+        t->group > 2)
         return -1;
     mv_tune = *t;
     return 0;

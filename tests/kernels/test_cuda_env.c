@@ -42,7 +42,8 @@ int main(void) {
     EXPECT(sw.gemm_mode == 0 && sw.use_graphs == 1 && sw.profile == 0 && sw.fuse == 1 &&
            sw.fuse_mm == CUDA_FUSE_MM_ON && sw.pdl == 1);
     EXPECT(sw.mv.unroll == 0 && sw.mv.prefetch == 2 && sw.mv.decode == K_MV_LEAN &&
-           sw.mv.grid == 0 && sw.mv.split == 0 && sw.mv.rows == 2 && sw.mv.rows_min_kb == 4096);
+           sw.mv.grid == 0 && sw.mv.split == 0 && sw.mv.rows == 2 && sw.mv.rows_min_kb == 4096 &&
+           sw.mv.group == 2);
     /* an empty value is the default too */
     EXPECT(read_with("GEMMA_CUDA_FUSE_MM", "", &sw, err, sizeof err) == 0 &&
            sw.fuse_mm == CUDA_FUSE_MM_ON);
@@ -71,8 +72,6 @@ int main(void) {
            sw.mv.prefetch == 4);
     EXPECT(read_with("GEMMA_CUDA_MV_DECODE", "lean8", &sw, err, sizeof err) == 0 &&
            sw.mv.decode == K_MV_LEAN8);
-    EXPECT(read_with("GEMMA_CUDA_MV_DECODE", "lean6", &sw, err, sizeof err) == 0 &&
-           sw.mv.decode == K_MV_LEAN6);
     EXPECT(read_with("GEMMA_CUDA_MV_DECODE", "general", &sw, err, sizeof err) == 0 &&
            sw.mv.decode == K_MV_GENERAL);
     EXPECT(read_with("GEMMA_CUDA_MV_GRID", "persist", &sw, err, sizeof err) == 0 &&
@@ -90,6 +89,7 @@ int main(void) {
            sw.mv.rows_min_kb == 1048576);
     EXPECT(read_with("GEMMA_CUDA_MV_GROUP", "1", &sw, err, sizeof err) == 0 && sw.mv.group == 1);
     EXPECT(read_with("GEMMA_CUDA_MV_GROUP", "0", &sw, err, sizeof err) == 0 && sw.mv.group == 0);
+    EXPECT(read_with("GEMMA_CUDA_MV_GROUP", "auto", &sw, err, sizeof err) == 0 && sw.mv.group == 2);
 
     /* anything else is refused, naming the variable and the value */
     const struct {
