@@ -41,7 +41,7 @@ echo "=== copy bandwidth"
 echo "=== matvec: own kernel vs cuBLAS"
 "$CUDA_OPS" bench-matmul | tee "$RES/matmul_raw.txt"
 grep '^|' "$RES/matmul_raw.txt" >"$RES/matmul.md"
-echo "=== matvec: decode variants (GEMMA_CUDA_MV_DECODE / _GRID / _UNROLL)"
+echo "=== matvec: decode variants (GEMMA_CUDA_MV_DECODE / _GRID / _UNROLL / _GROUP)"
 "$CUDA_OPS" bench-matvec | tee "$RES/matvec_variants_raw.txt"
 grep '^|' "$RES/matvec_variants_raw.txt" >"$RES/matvec_variants.md"
 
@@ -135,7 +135,9 @@ def model_section(title, bench_file, prof_file, hf=None):
          for k, what in [("graphs_no_matmul_groups", "fusion without the grouped matrix products (GEMMA_CUDA_FUSE_MM=0)"),
                          ("graphs_auto_pair", "gate and up paired only for matrices of at most 1 MiB (GEMMA_CUDA_FUSE_MM=auto, the default before the lean kernel)"),
                          ("graphs_groups_no_pair", "every matrix product grouped, gate and up without the GeLU pair epilogue (GEMMA_CUDA_FUSE_MM=nopair)"),
-                         ("graphs_unroll4", "4 instead of 8 weight loads in flight per lane (GEMMA_CUDA_MV_UNROLL=4)"),
+                         ("graphs_unroll4", "the column loop unrolled 4 times everywhere, not 4 with the gate + up pair and 8 else (GEMMA_CUDA_MV_UNROLL=4)"),
+                         ("graphs_unroll8", "the column loop unrolled 8 times everywhere (GEMMA_CUDA_MV_UNROLL=8, the default before session 15)"),
+                         ("graphs_no_groups", "no explicit load groups in the decode products (GEMMA_CUDA_MV_GROUP=0, the kernels before session 16)"),
                          ("graphs_no_prefetch", "matvec waits before its first weight loads (GEMMA_CUDA_MV_PREFETCH=0)"),
                          ("graphs_prefetch4", "matvec loads 4 chunks per lane before the wait, not 2 (GEMMA_CUDA_MV_PREFETCH=4: the general kernel)"),
                          ("graphs_general", "n = 1 products by the general kernel, not the lean one (GEMMA_CUDA_MV_DECODE=general)"),

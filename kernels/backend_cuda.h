@@ -13,6 +13,9 @@
  *                          plain matrices and the GeLU separate
  *   GEMMA_CUDA_MV_UNROLL=auto|4|8   unroll of the matrix-vector kernel's column loop (default
  *                          auto: 4 for a decode launch with the gate + up pair, else 8)
+ *   GEMMA_CUDA_MV_GROUP=auto|0|1   a decode row's chunks in explicit groups (all loads of a
+ *                          group, then their products): auto (default) groups of 4 in launches
+ *                          of one wave or of many (matvec.cu mv_groups), never, or always
  *   GEMMA_CUDA_MV_PREFETCH=0|2|4   16-byte weight chunks per lane the matrix-vector kernel
  *                          loads before waiting for its predecessor (default 2; kcommon.cuh)
  *   GEMMA_CUDA_MV_DECODE=lean|lean8|general, GEMMA_CUDA_MV_GRID=blocks|persist|N   the n = 1

@@ -483,6 +483,7 @@ static int run_decode_profile(const char *dir, int prompt, int steps) {
         {"graphs_auto_pair", "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=auto"},
         {"graphs_groups_no_pair", "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=nopair"},
         {"graphs_unroll4", "1", "0", "1", "1", "GEMMA_CUDA_MV_UNROLL=4"},
+        {"graphs_no_groups", "1", "0", "1", "1", "GEMMA_CUDA_MV_GROUP=0"},
         {"graphs_unroll8", "1", "0", "1", "1", "GEMMA_CUDA_MV_UNROLL=8"},
         {"graphs_no_prefetch", "1", "0", "1", "1", "GEMMA_CUDA_MV_PREFETCH=0"},
         {"graphs_prefetch4", "1", "0", "1", "1", "GEMMA_CUDA_MV_PREFETCH=4"},
