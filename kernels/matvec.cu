@@ -10,7 +10,8 @@
  * Keeping the memory busy. The column loop is unrolled U times (4 or 8; by default 4 for a decode
  * launch with the gate + up pair, whose pass loads two rows, else 8), so the compiler issues that
  * many loads before their products; registers stay few (48 at n = 1), so a
- * multiprocessor holds 5 blocks of 8 warps. The first F chunks (2 or 4) of every lane are
+ * multiprocessor holds 5 blocks of 8 warps. At n = 1 a launch of one wave or of many takes the
+ * row in explicit groups of 4 instead (mv_groups: all loads of a group, then their products). The first F chunks (2 or 4) of every lane are
  * loaded BEFORE the kernel waits for its predecessor (kcommon.cuh: programmatic dependent
  * launch) - weights never depend on an earlier kernel - so the stream of the next matrix
  * starts while the previous kernel drains; x is read, and out written, only after the wait.
