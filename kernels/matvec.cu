@@ -11,12 +11,13 @@
  * launch with the gate + up pair, whose pass loads two rows, else 8), so the compiler issues that
  * many loads before their products; registers stay few (48 at n = 1), so a
  * multiprocessor holds 5 blocks of 8 warps. At n = 1 a launch of one wave or of many takes the
- * row in explicit groups of 4 instead (mv_groups: all loads of a group, then their products). The first F chunks (2 or 4) of every lane are
- * loaded BEFORE the kernel waits for its predecessor (kcommon.cuh: programmatic dependent
- * launch) - weights never depend on an earlier kernel - so the stream of the next matrix
- * starts while the previous kernel drains; x is read, and out written, only after the wait.
- * (A first version kept a ring of U loads in flight per lane: twice the registers, a third of
- * the blocks per multiprocessor, and up to 2x slower on the small matrices - measured.)
+ * row in explicit groups of 4 instead (mv_groups: all loads of a group, then their products).
+ * The first F chunks (2 or 4) of every lane are loaded BEFORE the kernel waits for its predecessor
+ * (kcommon.cuh: programmatic dependent launch) - weights never depend on an earlier kernel - so the
+ * stream of the next matrix starts while the previous kernel drains; x is read, and out written,
+ * only after the wait. (A first version kept a ring of U loads in flight per lane: twice the
+ * registers, a third of the blocks per multiprocessor, and up to 2x slower on the small matrices -
+ * measured.)
  *
  * One launch, several matrices. The backend (backend_cuda_fuse.c) hands over up to K_MV_SEGS
  * matrices that read the same x (q, k and v; gate and up) as one launch: blocks are dealt to
@@ -309,8 +310,9 @@ __global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS : MIN
         if (GRP) {
             /* GRP: the chunks in explicit groups of U - all loads of a group issued (predicated),
              * then their products - so that a row whose remaining chunks are fewer than U (or
-             * not a multiple of U) does not end in a loop that waits for one load at a time,
-             * which is what the compiler makes of the unrolled loop's remainder. Same order. */
+             * not a multiple of U) cannot end in a loop that waits for one load at a time, as
+             * the unrolled loop's remainder may (its 34 registers cannot hold U loads in
+             * flight). Same order. */
             for (int ch0 = F; ch0 < nch; ch0 += U) {
                 uint4 g1[U], g2[PAIR ? U : 1];
 #pragma unroll
@@ -562,8 +564,6 @@ static int resident_blocks(const void *kernel) {
     return nb;
 }
 
-/* n = 1 through matvec1_kernel: one block per virtual block, or a persistent grid of at most
- * multiprocessors x resident blocks (mv_tune.grid -1), or of at most mv_tune.grid blocks. */
 typedef void (*mv1_fn)(const mv_launch, const float *, int, int);
 
 /* The lean kernel for unroll U, in explicit groups when grp (one-pass blocks of the compiler's
@@ -597,6 +597,8 @@ template <typename T, bool PAIR, int MINB, bool P> static bool mv_groups(int blo
     return true;
 }
 
+/* n = 1 through matvec1_kernel: one block per virtual block, or a persistent grid of at most
+ * multiprocessors x resident blocks (mv_tune.grid -1), or of at most mv_tune.grid blocks. */
 template <typename T, bool PAIR, int MINB, bool P>
 static void launch1(cudaStream_t s, const mv_launch &L, const float *x, int cols, int pf) {
     int u = mv_unroll(PAIR, 1);
