@@ -13,10 +13,11 @@
  *     of their rows against it (bf16 weights from the ring, x from shared memory or registers);
  *   - variants: without the waits (what the dependencies cost), and with the stages ahead of the
  *     copies asked into L2 first (cp.async.bulk.prefetch.L2);
- *   - one more step of the first two variants traced (trace_mark: %globaltimer per phase and
- *     block at release, x ready, rows written, counter raised), printed as where a dependency's
- *     time goes: waiting for the slowest block, the poll, the small op, the rows, the fence and
- *     counter (added after the session-15 runs: not yet run).
+ *   - one more step of the first variants traced (trace_mark: %globaltimer per phase and block
+ *     at release, x ready, rows written, counter raised), printed as where a dependency's time
+ *     goes: waiting for the slowest block, the poll, the small op, the rows, the fence and
+ *     counter (session 16: 1.0, 0.5, 1.2, 7.0 and 1.8 us);
+ *   - the signal itself three ways (signal_done): a full fence, an acq_rel fence, a release add.
  *
  * Measured on an H200 in docs/bench_gpu.md (session 15): 89 % of copy bandwidth without the
  * waits, 62 % with them - each of the 252 dependencies costs about 3.4 us of the critical path
@@ -143,7 +144,23 @@ __device__ __forceinline__ void trace_mark(unsigned long long *trace, int sp, in
     trace[((size_t)sp * gridDim.x + blockIdx.x) * 4 + k] = t;
 }
 
-template <int W, int STG, bool SYNC, bool XR = false, int AHEAD = 0>
+/* A block's "this stream is done" signal: count + 1 at gpu scope, ordered after the block's
+ * outputs (the consumers' bar.sync before it makes them this thread's to release). SIG 0:
+ * __threadfence() (fence.sc.gpu) and a relaxed atomic add, as session 15 measured; 1:
+ * fence.acq_rel.gpu and a relaxed add; 2: one red.release.gpu add, no separate fence. */
+template <int SIG> __device__ __forceinline__ void signal_done(unsigned *c) {
+    if (SIG == 0) {
+        __threadfence();
+        atomicAdd(c, 1u);
+    } else if (SIG == 1) {
+        asm volatile("fence.acq_rel.gpu;\nred.relaxed.gpu.global.add.u32 [%0], 1;" ::"l"(c)
+                     : "memory");
+    } else {
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(c) : "memory");
+    }
+}
+
+template <int W, int STG, bool SYNC, bool XR = false, int AHEAD = 0, int SIG = 0>
 __global__ void __launch_bounds__((W + 1) * 32, 1)
     mega_kernel(const uint4 *w, const phase *ph, int n_ph, float *buf, unsigned *cnt,
                 unsigned target, float *sink, unsigned long long *trace) {
@@ -253,10 +270,7 @@ __global__ void __launch_bounds__((W + 1) * 32, 1)
         }
         bar_consumers(W * 32); /* the block's outputs of this phase are written */
         trace_mark(trace, sp, 2);
-        if (SYNC && threadIdx.x == 0) {
-            __threadfence();
-            atomicAdd(&cnt[sp], 1u);
-        }
+        if (SYNC && threadIdx.x == 0) signal_done<SIG>(&cnt[sp]);
         trace_mark(trace, sp, 3);
         sp++;
     }
@@ -331,6 +345,10 @@ int main(void) {
         } mk[] = {
             {"16 warps, 2 stages", (const void *)mega_kernel<16, 2, true>, 16, 2, true},
             {"16 warps, 2 stages, no waits", (const void *)mega_kernel<16, 2, false>, 16, 2, true},
+            {"16 warps, 2 stages, acq_rel fence",
+             (const void *)mega_kernel<16, 2, true, false, 0, 1>, 16, 2, true},
+            {"16 warps, 2 stages, red.release", (const void *)mega_kernel<16, 2, true, false, 0, 2>,
+             16, 2, true},
             {"16 warps, 2 stages, L2 2 ahead", (const void *)mega_kernel<16, 2, true, false, 2>, 16,
              2, false},
             {"16 warps, 2 stages, L2 4 ahead", (const void *)mega_kernel<16, 2, true, false, 4>, 16,
