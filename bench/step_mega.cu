@@ -18,7 +18,7 @@
  *     goes: waiting for the slowest block, the poll, the small op, the rows, the fence and
  *     counter (session 16: 1.0, 0.5, 1.2, 7.0 and 1.8 us);
  *   - the signal itself three ways (signal_done): a full fence, an acq_rel fence, a release add
- *     (session 16: all 1.83-1.87 us - the block's stores draining, not the fence's kind).
+ *     (session 16: all 1.83-1.87 us - not the fence's kind; most likely the stores draining).
  *
  * Measured on an H200 in docs/bench_gpu.md (session 15): 89 % of copy bandwidth without the
  * waits, 62 % with them - each of the 252 dependencies costs about 3.4 us of the critical path
