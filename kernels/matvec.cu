@@ -83,6 +83,16 @@ struct mv_launch {
  * blocks). */
 static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2};
 
+/* The segment of a launch that virtual block b belongs to (segments are dealt blocks in order;
+ * compile-time indices, so that L stays in parameter space). */
+__device__ __forceinline__ int mv_seg_of(const mv_launch &L, int b) {
+    int si = 0;
+#pragma unroll
+    for (int i = 1; i < K_MV_SEGS; i++)
+        if (i < L.n_segs && b >= L.seg[i].block0) si = i;
+    return si;
+}
+
 /* Store the finished products of (input t, row) by the segment's epilogue. */
 __device__ __forceinline__ void mv_store(const mv_seg &sg, int t, int row, float v, float v_up) {
     const size_t o = (size_t)t * sg.rows + row;
@@ -269,10 +279,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS : MIN
     bool pr; /* a gate + up pair */
     const T *w1, *w2;
     auto locate = [&](int b) {
-        si = 0;
-#pragma unroll
-        for (int i = 1; i < K_MV_SEGS; i++)
-            if (i < L.n_segs && b >= L.seg[i].block0) si = i;
+        si = mv_seg_of(L, b);
         const mv_seg &sg = L.seg[si];
         K = sg.k;
         row = (b - sg.block0) * (MV_WARPS / K) + warp / K;
@@ -395,11 +402,7 @@ template <typename T, int NT, int R, bool PAIR>
 __global__ void __launch_bounds__(MV_WARPS * 32)
     matvec_rows_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
                        int n) {
-    int si = 0;
-#pragma unroll
-    for (int i = 1; i < K_MV_SEGS; i++)
-        if (i < L.n_segs && (int)blockIdx.x >= L.seg[i].block0) si = i;
-    const mv_seg &sg = L.seg[si];
+    const mv_seg &sg = L.seg[mv_seg_of(L, (int)blockIdx.x)];
     __shared__ float part[R][MV_WARPS][NT], part_up[R][MV_WARPS][NT];
     constexpr int V = vec16<T>::n;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
