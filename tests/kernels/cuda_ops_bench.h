@@ -188,7 +188,7 @@ static double time_mv_variant(const k_mv_tuning *tune, int n_segs, const int *ro
 /* One row per E4B shape (or grouped launch), one column per tuning: us per launch and GB/s
  * of weights. The first and last columns are the default, to show the run-to-run spread.
  * BENCH_MATVEC_SMALL=1: each product followed by a small kernel, as in a step (time_mv_variant);
- * the first line then gives the small kernel's own time in such a chain. */
+ * the last line then gives the small kernel's own time in such a chain. */
 static int run_bench_matvec(void) {
     const char *small_env = getenv("BENCH_MATVEC_SMALL");
     const int small = small_env && !strcmp(small_env, "1");
@@ -252,10 +252,10 @@ static int run_bench_matvec(void) {
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         size_t bytes = 0;
         int total_rows = 0;
-        for (int k = 0; k < (shapes[i].n_segs < 0 ? 1 : shapes[i].n_segs); k++) {
-            bytes +=
-                (size_t)shapes[i].rows[k] * shapes[i].cols * 2 * (shapes[i].n_segs < 0 ? 2 : 1);
-            total_rows += shapes[i].rows[k] * (shapes[i].n_segs < 0 ? 2 : 1);
+        const int pair = shapes[i].n_segs < 0; /* one segment, gate and up: two matrices */
+        for (int k = 0; k < (pair ? 1 : shapes[i].n_segs); k++) {
+            bytes += (size_t)shapes[i].rows[k] * shapes[i].cols * 2 * (pair ? 2 : 1);
+            total_rows += shapes[i].rows[k] * (pair ? 2 : 1);
         }
         if (!bytes && !small) continue; /* the last row is for the chain only */
         const int copies = !bytes ? 1
