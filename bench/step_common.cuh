@@ -102,6 +102,24 @@ __device__ __forceinline__ float chunk_dot(uint4 u, const float *__restrict__ x,
            (w[4] * b.x + w[5] * b.y + w[6] * b.z + w[7] * b.w);
 }
 
+/* The same arithmetic with x in bf16 (XB): one 16-byte load of x a chunk instead of two, and
+ * x's 8 values unpacked like the weights'. */
+__device__ __forceinline__ float chunk_dot_xb(uint4 u, const float *__restrict__ x, int col,
+                                              float acc) {
+    const uint4 v =
+        __ldg(reinterpret_cast<const uint4 *>(reinterpret_cast<const uint16_t *>(x) + col));
+    const float w[8] = {__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u),
+                        __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u),
+                        __uint_as_float(u.z << 16), __uint_as_float(u.z & 0xffff0000u),
+                        __uint_as_float(u.w << 16), __uint_as_float(u.w & 0xffff0000u)};
+    const float a[8] = {__uint_as_float(v.x << 16), __uint_as_float(v.x & 0xffff0000u),
+                        __uint_as_float(v.y << 16), __uint_as_float(v.y & 0xffff0000u),
+                        __uint_as_float(v.z << 16), __uint_as_float(v.z & 0xffff0000u),
+                        __uint_as_float(v.w << 16), __uint_as_float(v.w & 0xffff0000u)};
+    return acc + (w[0] * a[0] + w[1] * a[1] + w[2] * a[2] + w[3] * a[3]) +
+           (w[4] * a[4] + w[5] * a[5] + w[6] * a[6] + w[7] * a[7]);
+}
+
 /* ms per call of launch(): one call to warm up, then reps timed with events on stream s. */
 template <typename F> static float time_reps(cudaStream_t s, int reps, F launch) {
     cudaEvent_t e0, e1;

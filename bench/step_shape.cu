@@ -98,9 +98,15 @@ __global__ void __launch_bounds__(THREADS) small_kernel(float *x) {
  * leave the loop, so the row's time without them is what they cost. XF (with the fold): x is
  * loaded for every chunk as the arithmetic would, and only added in: the x loads without the
  * products. */
-template <bool MATH, bool XS, bool X1 = false, bool XF = false>
-__global__ void __launch_bounds__(THREADS)
-    rows_kernel(const uint4 *w, int rows, float *sink, const float *__restrict__ x) {
+/* XB: x in bf16 (16 bytes of x for 16 of weights instead of 32), the lever session 16 named. */
+/* TICKET: the block stores its rows, and the last block of the launch to finish (a fence and
+ * a counter, as a kernel that folds its successor into its epilogue must) runs the small op
+ * that follows - one kernel boundary fewer. */
+template <bool MATH, bool XS, bool X1 = false, bool XF = false, bool XB = false,
+          bool TICKET = false>
+__device__ __forceinline__ void rows_body(const uint4 *w, int rows, float *sink,
+                                          const float *__restrict__ x, float *small_x,
+                                          unsigned *ticket) {
     extern __shared__ float
         limiter[]; /* dynamic shared memory caps the blocks a multiprocessor holds */
     const int lane = threadIdx.x & 31, row = blockIdx.x * 8 + (threadIdx.x >> 5);
@@ -120,15 +126,47 @@ __global__ void __launch_bounds__(THREADS)
         const float4 xa = __ldg(xp), xb = __ldg(xp + 1);
         return a + fold(u) + (xa.x + xb.w);
     };
-    float acc = XF ? xfold(f0, lane * 8, 0.0f) : chunk_dot<MATH, XS>(f0, x, lane * 8, 0.0f);
-    acc = XF ? xfold(f1, 256 + lane * 8, acc)
-             : chunk_dot<MATH, XS>(f1, x, (X1 ? 0 : 256) + lane * 8, acc);
+    auto dot = [&](uint4 u, int col, float a) {
+        return XF   ? xfold(u, col, a)
+               : XB ? chunk_dot_xb(u, x, X1 ? col % 256 : col, a)
+                    : chunk_dot<MATH, XS>(u, x, X1 ? col % 256 : col, a);
+    };
+    float acc = dot(f0, lane * 8, 0.0f);
+    acc = dot(f1, 256 + lane * 8, acc);
 #pragma unroll 8
     for (int c = 2; c < RCH; c++)
-        acc = XF ? xfold(__ldcs(p + 32 * c), c * 256 + lane * 8, acc)
-                 : chunk_dot<MATH, XS>(__ldcs(p + 32 * c), x, (X1 ? 0 : c * 256) + lane * 8, acc);
+        acc = dot(__ldcs(p + 32 * c), c * 256 + lane * 8, acc);
     acc = warp_sum(acc);
-    if (live && acc == 12345.0f) sink[row] = acc + limiter[0];
+    if (TICKET) {
+        __shared__ bool last;
+        if (live && lane == 0) sink[row] = acc;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence();
+            last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+        }
+        __syncthreads();
+        if (last) {
+            __threadfence();
+            small_op(small_x);
+            if (threadIdx.x == 0) *ticket = 0;
+        }
+    } else if (live && acc == 12345.0f) {
+        sink[row] = acc + limiter[0];
+    }
+}
+
+template <bool MATH, bool XS, bool X1 = false, bool XF = false, bool XB = false>
+__global__ void __launch_bounds__(THREADS)
+    rows_kernel(const uint4 *w, int rows, float *sink, const float *__restrict__ x) {
+    rows_body<MATH, XS, X1, XF, XB>(w, rows, sink, x, nullptr, nullptr);
+}
+
+template <bool XB>
+__global__ void __launch_bounds__(THREADS)
+    rows_ticket_kernel(const uint4 *w, int rows, float *sink, const float *__restrict__ x,
+                       float *small_x, unsigned *ticket) {
+    rows_body<true, false, false, false, XB, true>(w, rows, sink, x, small_x, ticket);
 }
 
 /* The rows dealt evenly, `per` rows to a warp: STRIDED, warp g of W takes rows g, g + W,
@@ -342,7 +380,8 @@ static void one_matrix(const uint4 *w, const float *x, float *sink, cudaStream_t
               {"rows, fold", rows_kernel<false, false>},
               {"rows, math, x once", rows_kernel<true, false, true>},
               {"rows, fold, x loads", rows_kernel<false, false, false, true>},
-              {"rows, math, x in shared", rows_kernel<true, true>}};
+              {"rows, math, x in shared", rows_kernel<true, true>},
+              {"rows, math, x bf16", rows_kernel<true, false, false, false, true>}};
     printf("one matrix back to back (GB/s, %% of copy bandwidth):\n  %-22s", "");
     for (double mb : mbs)
         if (!only || atof(only) == mb) printf(" %10.1f MB", mb);
@@ -440,10 +479,18 @@ int main(void) {
     /* The chain with product-shaped streams, with the trivial fold or a product's arithmetic
      * (math: bf16 weights against x through L1, as matvec.cu). */
     const size_t rowsw = ROWB / 16;
-    void (*const rows_k[3])(const uint4 *, int, float *, const float *) = {
-        rows_kernel<false, false>, rows_kernel<true, false>, rows_kernel<true, true>};
-    for (int m = 0; m < 3; m++)
+    void (*const rows_k[4])(const uint4 *, int, float *, const float *) = {
+        rows_kernel<false, false>, rows_kernel<true, false>, rows_kernel<true, true>,
+        rows_kernel<true, false, false, false, true>};
+    for (int m = 0; m < 4; m++)
         CK(cudaFuncSetAttribute(rows_k[m], cudaFuncAttributeMaxDynamicSharedMemorySize, lim_smem));
+    CK(cudaFuncSetAttribute(rows_ticket_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            lim_smem));
+    CK(cudaFuncSetAttribute(rows_ticket_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            lim_smem));
+    unsigned *ticket;
+    CK(cudaMalloc(&ticket, sizeof *ticket));
+    CK(cudaMemset(ticket, 0, sizeof *ticket));
     CK(cudaFuncSetAttribute(rowsk_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                             lim_smem));
     CK(cudaFuncSetAttribute(rowsk_kernel<5>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -454,14 +501,18 @@ int main(void) {
     struct {
         const char *name;
         int kind, bpsm, uu; /* kind 0: rows, 1: even runs, 2: even strided, 3: split, 5: split-K
-                               rows (bpsm: its chunks first) */
-        int math;           /* 0: the fold, 1: a product's arithmetic, 2: the same, x in shared */
-        split_fn k;         /* split: the kernel */
+                               rows (bpsm: its chunks first), 6: rows whose last block runs the
+                               small op that follows (TICKET) */
+        int math; /* 0: the fold, 1: a product's arithmetic, 2: the same, x in shared, 3: x bf16 */
+        split_fn k; /* split: the kernel */
         int threads;
     } shapes[] = {
         {"rows (matvec.cu layout)", 0, 0, 0, 0, NULL, 0},
         {"rows, math", 0, 0, 0, 1, NULL, 0},
         {"rows, math, x in shared memory", 0, 0, 0, 2, NULL, 0},
+        {"rows, math, x bf16", 0, 0, 0, 3, NULL, 0},
+        {"rows, math, small op in last block", 6, 0, 0, 1, NULL, 0},
+        {"rows, math, x bf16, small op in last", 6, 0, 0, 3, NULL, 0},
         {"even runs, 3 blocks/SM, 8 first", 1, 3, 8, 0, NULL, 0},
         {"strided, 3 blocks/SM, 8 first", 2, 3, 8, 0, NULL, 0},
         {"split 10 warps, 8 rows", 3, 4, 0, 0, split_kernel<10, 8, false>, 320},
@@ -497,6 +548,16 @@ int main(void) {
             const uint4 *wp = w + ph[p].off;
             if (!ph[p].n16) {
                 launch_pdl(small_kernel, 1, 0, s, x);
+            } else if (shapes[v].kind == 6) {
+                const bool fold_next = p + 1 < n_ph && !ph[p + 1].n16;
+                if (fold_next)
+                    launch_pdl(
+                        shapes[v].math == 3 ? rows_ticket_kernel<true> : rows_ticket_kernel<false>,
+                        (rows + 7) / 8, lim_smem, s, wp, rows, sink, (const float *)x, x, ticket);
+                else
+                    launch_pdl(rows_k[shapes[v].math], (rows + 7) / 8, lim_smem, s, wp, rows, sink,
+                               (const float *)x);
+                p += fold_next; /* the small op ran in the last block */
             } else if (shapes[v].kind == 0) {
                 launch_pdl(rows_k[shapes[v].math], (rows + 7) / 8, lim_smem, s, wp, rows, sink,
                            (const float *)x);
