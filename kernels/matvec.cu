@@ -27,7 +27,7 @@
  *
  * Decode (n = 1): the lean kernel (GEMMA_CUDA_MV_DECODE, GEMMA_CUDA_MV_GRID; measured in
  * docs/bench_gpu.md). matvec1_kernel is the same arithmetic for one input without the input
- * groups: 34 registers a thread instead of 48 (the gate + up pair 40 instead of 74), so 6
+ * groups: at most 40 registers a thread instead of 48 (the gate + up pair 46 instead of 74), so 6
  * blocks of 8 warps fit a multiprocessor instead of 5 (3 with the pair). It is the default
  * for n = 1: on the H200, E4B's step 1.4-2 % faster, the q / k / v and per-layer products up
  * to 20 % and the head 9 %, the 52 MB MLP matrices unchanged. Two more ways were measured
@@ -50,6 +50,8 @@
  * occupancy or the grid, on the rows a warp takes, or on the other matrices of a launch: a verify
  * pass reproduces the decode steps it stands for bit for bit, fused or not. The order differs from
  * the CPU backend's, so the two agree to rounding. */
+#include <type_traits>
+
 #include "kcommon.cuh"
 
 #define MV_WARPS 8 /* warps per block */
@@ -140,6 +142,18 @@ template <typename T> __device__ __forceinline__ void mv_unpack(const uint4 &u, 
 #pragma unroll
     for (int i = 0; i < vec16<T>::n; i++)
         f[i] = to_f32(e[i]);
+}
+
+/* bf16 is the top half of an fp32: one shift or one mask per value, where the cvt of to_f32 first
+ * moves each half into a 16-bit register (the lean kernels: 2-7 % fewer SASS instructions).
+ * The same values, bit for bit. */
+template <> __device__ __forceinline__ void mv_unpack<__nv_bfloat16>(const uint4 &u, float *f) {
+    const unsigned w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        f[2 * i] = __uint_as_float(w[i] << 16);
+        f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    }
 }
 
 /* Rows of every segment for inputs t0 .. t0 + NT - 1 (those below n) per pass over the row.
@@ -258,15 +272,33 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
     }
 }
 
+/* The blocks a multiprocessor must hold of matvec1_kernel (its launch bounds). The plain one-pass
+ * bf16 kernel at unroll 8, not persistent (no gate + up pair, no explicit groups: every decode
+ * launch but the pair and those mv_groups picks) is held to 6, as many as the lean kernel has
+ * always fitted. Since the bf16 weights are unpacked by shift and mask (mv_unpack), the
+ * compiler's own choice for it is 46 registers, 5 blocks, and q + k + v (1536 blocks) and the
+ * per-layer input projection (1344) each need a third wave: 9.1 and 21.3 us against 8.0 and
+ * 17.9 bounded (bench-matvec after a small kernel, s17 call 4). Bounded it spills nothing. The
+ * other forms keep the compiler's choice, as a bound of 40 registers spills there (unroll 4:
+ * 36 bytes; persistent: 32; the pair and the groups: lean6, s16 call 5). */
+template <typename T>
+__host__ __device__ constexpr int mv1_min_blocks(int minb, int unroll, bool pair, bool grp,
+                                                 bool persist) {
+    const bool plain_bf16 =
+        std::is_same<T, __nv_bfloat16>::value && unroll == 8 && !pair && !grp && !persist;
+    return minb == 8 ? MV_MAX_BLOCKS : minb != 0 ? minb : plain_bf16 ? 6 : 0;
+}
+
 /* The general kernel's arithmetic for one input (decode), lean: no input groups, one row per
  * warp slice at a time. MINB: blocks per multiprocessor the registers must allow (0: the
- * compiler's choice; 8: as many as the threads allow, MV_MAX_BLOCKS). P: persistent - block b
+ * default - 6 for the plain one-pass kernel, mv1_min_blocks, else the compiler's choice; 8: as
+ * many as the threads allow, MV_MAX_BLOCKS). P: persistent - block b
  * does the virtual blocks b, b + grid, ... and loads the first 2 chunks of its next row before
  * reducing the current one (else only b). Vector path only (16-byte loads); the first 2 chunks
  * come before the wait when prefetch. L is __grid_constant__: indexed by a segment number in
  * place, not copied. */
 template <typename T, int U, bool PAIR, int MINB, bool P, bool GRP>
-__global__ void __launch_bounds__(MV_WARPS * 32, MINB == 8 ? MV_MAX_BLOCKS : MINB)
+__global__ void __launch_bounds__(MV_WARPS * 32, mv1_min_blocks<T>(MINB, U, PAIR, GRP, P))
     matvec1_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
                    int prefetch) {
     constexpr int V = vec16<T>::n, F = 2; /* F: chunks loaded first */
