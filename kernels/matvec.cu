@@ -137,25 +137,6 @@ __device__ __forceinline__ void mv_first(uint4 *f1, uint4 *f2, const T *w1, cons
         }
 }
 
-template <typename T> __device__ __forceinline__ void mv_unpack(const uint4 &u, float *f) {
-    const T *e = reinterpret_cast<const T *>(&u);
-#pragma unroll
-    for (int i = 0; i < vec16<T>::n; i++)
-        f[i] = to_f32(e[i]);
-}
-
-/* bf16 is the top half of an fp32: one shift or one mask per value, where the cvt of to_f32 first
- * moves each half into a 16-bit register (the lean kernels: 2-7 % fewer SASS instructions).
- * The same values, bit for bit. */
-template <> __device__ __forceinline__ void mv_unpack<__nv_bfloat16>(const uint4 &u, float *f) {
-    const unsigned w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        f[2 * i] = __uint_as_float(w[i] << 16);
-        f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-    }
-}
-
 /* Rows of every segment for inputs t0 .. t0 + NT - 1 (those below n) per pass over the row.
  * VEC: 16-byte loads (cols a multiple of the vector width, matrices and x 16-byte aligned),
  * else one element per lane (no prefetch: odd shapes only). U: the column loop's unroll (the
@@ -205,8 +186,8 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
 #pragma unroll
             for (int ch = 0; ch < F; ch++)
                 if (ch < nch) {
-                    mv_unpack<T>(f1[ch], wf);
-                    if (pair) mv_unpack<T>(f2[ch], wf2);
+                    unpack16<T>(f1[ch], wf);
+                    if (pair) unpack16<T>(f2[ch], wf2);
 #pragma unroll
                     for (int t = 0; t < NT; t++)
                         if (t0 + t < n) {
@@ -218,8 +199,8 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
 #pragma unroll U
             for (int ch = F; ch < nch; ch++) {
                 const int c = ch * stride;
-                mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w1 + c)), wf);
-                if (pair) mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w2 + c)), wf2);
+                unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w1 + c)), wf);
+                if (pair) unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w2 + c)), wf2);
 #pragma unroll
                 for (int t = 0; t < NT; t++)
                     if (t0 + t < n) {
@@ -275,7 +256,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
 /* The blocks a multiprocessor must hold of matvec1_kernel (its launch bounds). The plain one-pass
  * bf16 kernel at unroll 8, not persistent (no gate + up pair, no explicit groups: every decode
  * launch but the pair and those mv_groups picks) is held to 6, as many as the lean kernel has
- * always fitted. Since the bf16 weights are unpacked by shift and mask (mv_unpack), the
+ * always fitted. Since the bf16 weights are unpacked by shift and mask (kcommon.cuh unpack16), the
  * compiler's own choice for it is 46 registers, 5 blocks, and q + k + v (1536 blocks) and the
  * per-layer input projection (1344) each need a third wave: 9.1 and 21.3 us against 8.0 and
  * 17.9 bounded (bench-matvec after a small kernel, s17 call 4). Bounded it spills nothing. The
@@ -339,10 +320,10 @@ __global__ void __launch_bounds__(MV_WARPS * 32, mv1_min_blocks<T>(MINB, U, PAIR
 #pragma unroll
         for (int ch = 0; ch < F; ch++)
             if (ch < nch) {
-                mv_unpack<T>(f1[ch], wf);
+                unpack16<T>(f1[ch], wf);
                 acc = mv_dot16<V>(wf, xp + ch * stride, acc);
                 if (pair) {
-                    mv_unpack<T>(f2[ch], wf2);
+                    unpack16<T>(f2[ch], wf2);
                     acc_up = mv_dot16<V>(wf2, xp + ch * stride, acc_up);
                 }
             }
@@ -366,10 +347,10 @@ __global__ void __launch_bounds__(MV_WARPS * 32, mv1_min_blocks<T>(MINB, U, PAIR
                 for (int u = 0; u < U; u++)
                     if (ch0 + u < nch) {
                         const int c = (ch0 + u) * stride;
-                        mv_unpack<T>(g1[u], wf);
+                        unpack16<T>(g1[u], wf);
                         acc = mv_dot16<V>(wf, xp + c, acc);
                         if (pair) {
-                            mv_unpack<T>(g2[u], wf2);
+                            unpack16<T>(g2[u], wf2);
                             acc_up = mv_dot16<V>(wf2, xp + c, acc_up);
                         }
                     }
@@ -378,10 +359,10 @@ __global__ void __launch_bounds__(MV_WARPS * 32, mv1_min_blocks<T>(MINB, U, PAIR
 #pragma unroll U
             for (int ch = F; ch < nch; ch++) {
                 const int c = ch * stride;
-                mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w1 + c)), wf);
+                unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w1 + c)), wf);
                 acc = mv_dot16<V>(wf, xp + c, acc);
                 if (pair) {
-                    mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w2 + c)), wf2);
+                    unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w2 + c)), wf2);
                     acc_up = mv_dot16<V>(wf2, xp + c, acc_up);
                 }
             }
@@ -466,8 +447,8 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
             float wf[R][V], wf2[R][V];
 #pragma unroll
             for (int r = 0; r < R; r++) {
-                mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w1[r] + c)), wf[r]);
-                if (pair) mv_unpack<T>(__ldcs(reinterpret_cast<const uint4 *>(w2[r] + c)), wf2[r]);
+                unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w1[r] + c)), wf[r]);
+                if (pair) unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w2[r] + c)), wf2[r]);
             }
 #pragma unroll
             for (int t = 0; t < NT; t++)
