@@ -36,12 +36,17 @@
  *   split-K   matvec.cu's lean decode kernel more closely: K warps a row, K from the launch's
  *   rows      size as split_for picks it, with 2, 5 or 10 chunks a lane loaded before the wait.
  *
+ * Two more chain rows: "x bf16", the arithmetic with x in bf16 (one 16-byte load of x a chunk
+ * instead of two), and "small op in last block", where the last block of a product to finish
+ * (a fence and a counter) runs the small op that follows, one kernel boundary fewer (a ticket).
+ *
  * Last, one matrix at a time launched back to back (105, 52, 15.7, 5.2 MB), with and without the
- * arithmetic, and with the arithmetic against x loaded once (not yet run: the x loads' share): a
- * kernel's own streaming rate, apart from the step. bench/step_mega.cu (same bytes,
+ * arithmetic, with the arithmetic against x loaded once (wrong sums: the x loads' share), with
+ * the fold plus the x loads, x in shared memory, and x in bf16: a kernel's own streaming rate,
+ * apart from the step. bench/step_mega.cu (same bytes,
  * step_common.cuh) runs the step as one persistent kernel that streams the weights ahead.
  *
- * Measured on an H200 in docs/bench_gpu.md (sessions 14 and 15).
+ * Measured on an H200 in docs/bench_gpu.md (sessions 14-17).
  *
  * Built with the rest (build/bench/step_shape) wherever nvcc exists, or by hand on the GPU machine:
  * nvcc -O3 -arch=sm_90 -o step_shape bench/step_shape.cu && ./step_shape
