@@ -1,0 +1,829 @@
+/* matvec.cu: matrix-vector and small matrix products, weights in their file dtype.
+ *
+ * Decoding reads every weight once per token, so this kernel decides the speed of a step.
+ * Each warp owns one weight row (or a 1/K slice of it, split-K) and streams it with 16-byte
+ * loads (8 bf16 per lane, 512 bytes per warp per load), converting to fp32 in registers; the
+ * input x (a few KB) is read through L1, where every warp of the block finds it. For n > 1
+ * inputs (prefill, teacher forcing, speculative verify) the loaded weights are dotted with up
+ * to 8 inputs before moving on, so the row is read from memory once per 8 inputs.
+ *
+ * Keeping the memory busy. The column loop is unrolled U times (4 or 8; by default 4 for a decode
+ * launch with the gate + up pair, whose pass loads two rows, else 8), so the compiler issues that
+ * many loads before their products; registers stay few (48 at n = 1), so a
+ * multiprocessor holds 5 blocks of 8 warps. At n = 1 a launch of one wave or of many takes the
+ * row in explicit groups of 4 instead (mv_groups: all loads of a group, then their products).
+ * The first F chunks (2 or 4) of every lane are loaded BEFORE the kernel waits for its predecessor
+ * (kcommon.cuh: programmatic dependent launch) - weights never depend on an earlier kernel - so the
+ * stream of the next matrix starts while the previous kernel drains; x is read, and out written,
+ * only after the wait. (A first version kept a ring of U loads in flight per lane: twice the
+ * registers, a third of the blocks per multiprocessor, and up to 2x slower on the small matrices -
+ * measured.)
+ *
+ * One launch, several matrices. The backend (backend_cuda_fuse.c) hands over up to K_MV_SEGS
+ * matrices that read the same x (q, k and v; gate and up) as one launch: blocks are dealt to
+ * the matrices in order. Two epilogues save a kernel and a round trip each: K_MV_GELU_PAIR
+ * gives a warp row r of the gate AND of the up matrix and stores gelu_tanh(g) * u (and u),
+ * K_MV_GELU_MUL multiplies gelu_tanh(g) by a vector already in memory (the per-layer input).
+ *
+ * Decode (n = 1): the lean kernel (GEMMA_CUDA_MV_DECODE, GEMMA_CUDA_MV_GRID; measured in
+ * docs/bench_gpu.md). matvec1_kernel is the same arithmetic for one input without the input
+ * groups: at most 40 registers a thread instead of 48 (the gate + up pair 46 instead of 74), so 6
+ * blocks of 8 warps fit a multiprocessor instead of 5 (3 with the pair). It is the default
+ * for n = 1: on the H200, E4B's step 1.4-2 % faster, the q / k / v and per-layer products up
+ * to 20 % and the head 9 %, the 52 MB MLP matrices unchanged. Two more ways were measured
+ * and kept as switches, both slower on E4B: "lean8", the same compiled for 8 blocks (at most
+ * 32 registers, a few spilled: the MLP products lose 12 %), and a persistent grid - about
+ * (multiprocessors x resident blocks) blocks, each walking the launch's "virtual blocks"
+ * (groups of 8 / K rows, dealt to the matrices in order) with a stride of the grid and loading
+ * the first chunks of its next row before reducing the current one (+7 % a step: its blocks
+ * never retire, so the next kernel's blocks cannot start early under PDL, and it needs 54
+ * registers). Staging a block's rows in shared memory with cp.async before the wait was slower
+ * still (+45 %) and was taken out.
+ *
+ * Two to eight inputs (speculative verify). The general kernel loads 32 bytes of x per input for
+ * every 16 bytes of weights and stalls on L1; in launches of 4 MiB and more, matvec_rows_kernel
+ * gives a warp two rows and loads each chunk of x once for both (below).
+ *
+ * Reproducibility. The accumulation order of a row - each lane's chunks in column order into
+ * one fma chain, the warp sum, then the K slices added in a fixed order - depends only on the
+ * matrix's shape (K is chosen from rows and cols), never on n, on U, on prefetching, on the
+ * occupancy or the grid, on the rows a warp takes, or on the other matrices of a launch: a verify
+ * pass reproduces the decode steps it stands for bit for bit, fused or not. The order differs from
+ * the CPU backend's, so the two agree to rounding. */
+#include <type_traits>
+
+#include "kcommon.cuh"
+
+#define MV_WARPS 8 /* warps per block */
+
+/* Blocks of MV_WARPS warps that fit a multiprocessor by its thread count: 2048 threads on
+ * sm_80 and sm_90, 1536 on sm_86 / sm_87 / sm_89. The lean8 kernel asks for this many. */
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 890)
+#define MV_MAX_BLOCKS 6
+#else
+#define MV_MAX_BLOCKS 8
+#endif
+
+
+/* EXPERIMENT (s17 call 6, not committed): weight loads with an L2 prefetch-size hint, and the
+ * dot product as one fma chain. */
+#ifdef MV_EXP_L2_256
+__device__ __forceinline__ uint4 mv_ldw(const void *p) {
+    uint4 v;
+    asm("ld.global.cs.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p));
+    return v;
+}
+#else
+__device__ __forceinline__ uint4 mv_ldw(const void *p) {
+    return __ldcs(reinterpret_cast<const uint4 *>(p));
+}
+#endif
+
+/* One matrix of a launch, as the kernel sees it: k warps per row, blocks from block0. */
+struct mv_seg {
+    float *out, *out_up;
+    const void *w, *w_up;
+    const float *mul;
+    int rows, epilogue, mul_stride, k, block0;
+};
+
+struct mv_launch {
+    mv_seg seg[K_MV_SEGS];
+    int n_segs;
+    int blocks; /* virtual blocks of all segments (the grid, unless it is persistent) */
+};
+
+/* The tuning of the next launches (kernels.h: k_mv_tuning; each backend sets its own before its
+ * launches). unroll U: the column loop's unroll (4 or 8; 0: auto, mv_unroll); prefetch F: chunks
+ * per lane loaded before the wait (2 or 4; 0: none, F = 2 after the wait); decode: the n = 1
+ * kernel; grid 0 (one block per virtual block), -1 (persistent) or N > 0 (persistent, at most N
+ * blocks). */
+static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2};
+
+/* The segment of a launch that virtual block b belongs to (segments are dealt blocks in order;
+ * compile-time indices, so that L stays in parameter space). */
+__device__ __forceinline__ int mv_seg_of(const mv_launch &L, int b) {
+    int si = 0;
+#pragma unroll
+    for (int i = 1; i < K_MV_SEGS; i++)
+        if (i < L.n_segs && b >= L.seg[i].block0) si = i;
+    return si;
+}
+
+/* Store the finished products of (input t, row) by the segment's epilogue. */
+__device__ __forceinline__ void mv_store(const mv_seg &sg, int t, int row, float v, float v_up) {
+    const size_t o = (size_t)t * sg.rows + row;
+    if (sg.epilogue == K_MV_GELU_PAIR) {
+        sg.out_up[o] = v_up;
+        sg.out[o] = gelu_tanh(v) * v_up;
+    } else if (sg.epilogue == K_MV_GELU_MUL) {
+        sg.out[o] = gelu_tanh(v) * sg.mul[(size_t)t * sg.mul_stride + row];
+    } else {
+        sg.out[o] = v;
+    }
+}
+
+/* acc + the dot product of four weights with four inputs: the one expression every kernel
+ * here sums with, so that all of them round alike (the reproducibility rule above). */
+#ifdef MV_EXP_FMA
+__device__ __forceinline__ float mv_dot4(const float *wf, const float4 xv, float acc) {
+    acc = fmaf(wf[0], xv.x, acc);
+    acc = fmaf(wf[1], xv.y, acc);
+    acc = fmaf(wf[2], xv.z, acc);
+    return fmaf(wf[3], xv.w, acc);
+}
+#else
+__device__ __forceinline__ float mv_dot4(const float *wf, const float4 xv, float acc) {
+    return acc + (wf[0] * xv.x + wf[1] * xv.y + wf[2] * xv.z + wf[3] * xv.w);
+}
+#endif
+
+/* acc + the dot product of 16 bytes of weights (already fp32 in wf) with x[c .. c + V), four
+ * products at a time. */
+template <int V>
+__device__ __forceinline__ float mv_dot16(const float *wf, const float *__restrict__ xp,
+                                          float acc) {
+#pragma unroll
+    for (int q = 0; q < V / 4; q++)
+        acc = mv_dot4(wf + 4 * q, __ldg(reinterpret_cast<const float4 *>(xp) + q), acc);
+    return acc;
+}
+
+/* Chunks 0 .. F - 1 of a lane's row (and of the up matrix's when pair). */
+template <typename T, int F>
+__device__ __forceinline__ void mv_first(uint4 *f1, uint4 *f2, const T *w1, const T *w2, int nch,
+                                         int stride, bool pair) {
+#pragma unroll
+    for (int ch = 0; ch < F; ch++)
+        if (ch < nch) {
+            f1[ch] = mv_ldw(w1 + ch * stride);
+            if (pair) f2[ch] = mv_ldw(w2 + ch * stride);
+        }
+}
+
+/* Rows of every segment for inputs t0 .. t0 + NT - 1 (those below n) per pass over the row.
+ * VEC: 16-byte loads (cols a multiple of the vector width, matrices and x 16-byte aligned),
+ * else one element per lane (no prefetch: odd shapes only). U: the column loop's unroll (the
+ * compiler issues that many loads before their products). PAIR: some segment has a
+ * K_MV_GELU_PAIR epilogue (the second matrix's loads exist only then). F: chunks per lane
+ * loaded first, before the wait when prefetch is set. */
+template <typename T, int NT, bool VEC, int U, bool PAIR, int F>
+__global__ void __launch_bounds__(MV_WARPS * 32)
+    matvec_kernel(const mv_launch L, const float *__restrict__ x, int cols, int n, int prefetch) {
+    /* This block's segment (compile-time indices: the launch struct stays in parameter space). */
+    mv_seg sg = L.seg[0];
+#pragma unroll
+    for (int i = 1; i < K_MV_SEGS; i++)
+        if (i < L.n_segs && (int)blockIdx.x >= L.seg[i].block0) sg = L.seg[i];
+    __shared__ float part[MV_WARPS][NT], part_up[MV_WARPS][NT];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int K = sg.k, slice = warp % K;
+    const int row = ((int)blockIdx.x - sg.block0) * (MV_WARPS / K) + warp / K;
+    const bool live = row < sg.rows; /* no early return: the block meets at barriers below */
+    const bool pair = PAIR && sg.epilogue == K_MV_GELU_PAIR;
+    const size_t roff = (size_t)(live ? row : 0) * cols;
+
+    constexpr int V = VEC ? vec16<T>::n : 1;
+    const int stride = K * 32 * V;          /* columns between a lane's chunks */
+    const int c0 = (slice * 32 + lane) * V; /* this lane's first column */
+    const int nch = live && c0 < cols ? (cols - c0 + stride - 1) / stride : 0;
+    const T *w1 = (const T *)sg.w + roff + c0;
+    const T *w2 = pair ? (const T *)sg.w_up + roff + c0 : w1;
+
+    /* The first F chunks of the row: loaded before waiting for the previous kernel (weights
+     * never depend on it), unless prefetching is off. */
+    uint4 f1[F], f2[PAIR ? F : 1];
+    k_launch_next();
+    if (!prefetch || !VEC) k_wait_only();
+    if (VEC) mv_first<T, F>(f1, f2, w1, w2, nch, stride, pair);
+    if (prefetch && VEC) k_wait_only();
+
+    for (int t0 = 0; t0 < n; t0 += NT) {
+        float acc[NT], acc_up[NT];
+#pragma unroll
+        for (int t = 0; t < NT; t++)
+            acc[t] = acc_up[t] = 0.0f;
+        if (VEC) {
+            /* the next group of inputs streams the row again */
+            if (t0 > 0) mv_first<T, F>(f1, f2, w1, w2, nch, stride, pair);
+            float wf[V], wf2[V];
+#pragma unroll
+            for (int ch = 0; ch < F; ch++)
+                if (ch < nch) {
+                    unpack16<T>(f1[ch], wf);
+                    if (pair) unpack16<T>(f2[ch], wf2);
+#pragma unroll
+                    for (int t = 0; t < NT; t++)
+                        if (t0 + t < n) {
+                            const float *xp = x + (size_t)(t0 + t) * cols + c0 + ch * stride;
+                            acc[t] = mv_dot16<V>(wf, xp, acc[t]);
+                            if (pair) acc_up[t] = mv_dot16<V>(wf2, xp, acc_up[t]);
+                        }
+                }
+#pragma unroll U
+            for (int ch = F; ch < nch; ch++) {
+                const int c = ch * stride;
+                unpack16<T>(mv_ldw(w1 + c), wf);
+                if (pair) unpack16<T>(mv_ldw(w2 + c), wf2);
+#pragma unroll
+                for (int t = 0; t < NT; t++)
+                    if (t0 + t < n) {
+                        const float *xp = x + (size_t)(t0 + t) * cols + c0 + c;
+                        acc[t] = mv_dot16<V>(wf, xp, acc[t]);
+                        if (pair) acc_up[t] = mv_dot16<V>(wf2, xp, acc_up[t]);
+                    }
+            }
+        } else if (!VEC && live) {
+            for (int c = c0; c < cols; c += stride) {
+                const float wv = to_f32(w1[c - c0]), wv2 = pair ? to_f32(w2[c - c0]) : 0.0f;
+#pragma unroll
+                for (int t = 0; t < NT; t++)
+                    if (t0 + t < n) {
+                        const float xv = x[(size_t)(t0 + t) * cols + c];
+                        acc[t] += wv * xv;
+                        if (pair) acc_up[t] += wv2 * xv;
+                    }
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < NT; t++) {
+            acc[t] = warp_sum(acc[t]);
+            if (pair) acc_up[t] = warp_sum(acc_up[t]);
+        }
+        if (K == 1) {
+#pragma unroll
+            for (int t = 0; t < NT; t++)
+                if (live && lane == 0 && t0 + t < n) mv_store(sg, t0 + t, row, acc[t], acc_up[t]);
+        } else { /* uniform over the block: K is the segment's, and a block has one segment */
+            if (lane == 0)
+#pragma unroll
+                for (int t = 0; t < NT; t++) {
+                    part[warp][t] = acc[t];
+                    part_up[warp][t] = acc_up[t];
+                }
+            __syncthreads();
+            if (live && lane == 0 && slice == 0)
+#pragma unroll
+                for (int t = 0; t < NT; t++) {
+                    float v = 0.0f, vu = 0.0f;
+                    for (int k = 0; k < K; k++) {
+                        v += part[warp + k][t];
+                        vu += part_up[warp + k][t];
+                    }
+                    if (t0 + t < n) mv_store(sg, t0 + t, row, v, vu);
+                }
+            __syncthreads(); /* part is reused by the next group of inputs */
+        }
+    }
+}
+
+/* The blocks a multiprocessor must hold of matvec1_kernel (its launch bounds). The plain one-pass
+ * bf16 kernel at unroll 8, not persistent (no gate + up pair, no explicit groups: every decode
+ * launch but the pair and those mv_groups picks) is held to 6, as many as the lean kernel has
+ * always fitted. Since the bf16 weights are unpacked by shift and mask (kcommon.cuh unpack16), the
+ * compiler's own choice for it is 46 registers, 5 blocks, and q + k + v (1536 blocks) and the
+ * per-layer input projection (1344) each need a third wave: 9.1 and 21.3 us against 8.0 and
+ * 17.9 bounded (bench-matvec after a small kernel, s17 call 4). Bounded it spills nothing. The
+ * other forms keep the compiler's choice, as a bound of 40 registers spills there (unroll 4:
+ * 36 bytes; persistent: 32; the pair and the groups: lean6, s16 call 5). */
+template <typename T>
+__host__ __device__ constexpr int mv1_min_blocks(int minb, int unroll, bool pair, bool grp,
+                                                 bool persist) {
+    const bool plain_bf16 =
+        std::is_same<T, __nv_bfloat16>::value && unroll == 8 && !pair && !grp && !persist;
+    return minb == 8 ? MV_MAX_BLOCKS : minb != 0 ? minb : plain_bf16 ? 6 : 0;
+}
+
+/* The general kernel's arithmetic for one input (decode), lean: no input groups, one row per
+ * warp slice at a time. MINB: blocks per multiprocessor the registers must allow (0: the
+ * default - 6 for the plain one-pass kernel, mv1_min_blocks, else the compiler's choice; 8: as
+ * many as the threads allow, MV_MAX_BLOCKS). P: persistent - block b
+ * does the virtual blocks b, b + grid, ... and loads the first 2 chunks of its next row before
+ * reducing the current one (else only b). Vector path only (16-byte loads); the first 2 chunks
+ * come before the wait when prefetch. L is __grid_constant__: indexed by a segment number in
+ * place, not copied. */
+template <typename T, int U, bool PAIR, int MINB, bool P, bool GRP>
+__global__ void __launch_bounds__(MV_WARPS * 32, mv1_min_blocks<T>(MINB, U, PAIR, GRP, P))
+    matvec1_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
+                   int prefetch) {
+    constexpr int V = vec16<T>::n, F = 2; /* F: chunks loaded first */
+    __shared__ float part[MV_WARPS], part_up[MV_WARPS];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int vb = blockIdx.x;
+    /* Where virtual block b puts this warp: segment si (found with compile-time indices; L is
+     * __grid_constant__, so L.seg[si] is read from parameter space in place), row, chunks. */
+    int si, row, nch, K;
+    bool pr; /* a gate + up pair */
+    const T *w1, *w2;
+    auto locate = [&](int b) {
+        si = mv_seg_of(L, b);
+        const mv_seg &sg = L.seg[si];
+        K = sg.k;
+        row = (b - sg.block0) * (MV_WARPS / K) + warp / K;
+        const int c0 = ((warp % K) * 32 + lane) * V, stride = K * 32 * V;
+        const bool live = row < sg.rows;
+        nch = live && c0 < cols ? (cols - c0 + stride - 1) / stride : 0;
+        const size_t off = (size_t)(live ? row : 0) * cols + c0;
+        w1 = (const T *)sg.w + off;
+        pr = PAIR && sg.epilogue == K_MV_GELU_PAIR;
+        w2 = pr ? (const T *)sg.w_up + off : w1;
+    };
+    locate(vb);
+    uint4 f1[F], f2[PAIR ? F : 1];
+    k_launch_next();
+    if (!prefetch) k_wait_only();
+    mv_first<T, F>(f1, f2, w1, w2, nch, K * 32 * V, pr);
+    if (prefetch) k_wait_only();
+
+    for (;;) {
+        const mv_seg &sg = L.seg[si];
+        const bool pair = pr, live = row < sg.rows;
+        const int stride = K * 32 * V, slice = warp % K, r = row;
+        const float *xp = x + (slice * 32 + lane) * V;
+        float acc = 0.0f, acc_up = 0.0f, wf[V], wf2[V];
+#pragma unroll
+        for (int ch = 0; ch < F; ch++)
+            if (ch < nch) {
+                unpack16<T>(f1[ch], wf);
+                acc = mv_dot16<V>(wf, xp + ch * stride, acc);
+                if (pair) {
+                    unpack16<T>(f2[ch], wf2);
+                    acc_up = mv_dot16<V>(wf2, xp + ch * stride, acc_up);
+                }
+            }
+        if (GRP) {
+            /* GRP: the chunks in explicit groups of U - all loads of a group issued (predicated),
+             * then their products - so that a row whose remaining chunks are fewer than U (or
+             * not a multiple of U) cannot end in a loop that waits for one load at a time, as
+             * the unrolled loop's remainder may (its 34 registers cannot hold U loads in
+             * flight). Same order. */
+            for (int ch0 = F; ch0 < nch; ch0 += U) {
+                uint4 g1[U], g2[PAIR ? U : 1];
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (ch0 + u < nch) {
+                        g1[u] = mv_ldw(w1 + (ch0 + u) * stride);
+                        if (pair)
+                            g2[u] =
+                                mv_ldw(w2 + (ch0 + u) * stride);
+                    }
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (ch0 + u < nch) {
+                        const int c = (ch0 + u) * stride;
+                        unpack16<T>(g1[u], wf);
+                        acc = mv_dot16<V>(wf, xp + c, acc);
+                        if (pair) {
+                            unpack16<T>(g2[u], wf2);
+                            acc_up = mv_dot16<V>(wf2, xp + c, acc_up);
+                        }
+                    }
+            }
+        } else {
+#pragma unroll U
+            for (int ch = F; ch < nch; ch++) {
+                const int c = ch * stride;
+                unpack16<T>(mv_ldw(w1 + c), wf);
+                acc = mv_dot16<V>(wf, xp + c, acc);
+                if (pair) {
+                    unpack16<T>(mv_ldw(w2 + c), wf2);
+                    acc_up = mv_dot16<V>(wf2, xp + c, acc_up);
+                }
+            }
+        }
+        /* The row is read: the next one starts streaming before this one is reduced. */
+        const int next = vb + (int)gridDim.x;
+        const bool more = P && next < L.blocks;
+        if (more) {
+            locate(next);
+            mv_first<T, F>(f1, f2, w1, w2, nch, K * 32 * V, pr);
+        }
+        acc = warp_sum(acc);
+        if (pair) acc_up = warp_sum(acc_up);
+        if (sg.k == 1) {
+            if (live && lane == 0) mv_store(sg, 0, r, acc, acc_up);
+        } else { /* uniform over the block: a virtual block has one segment */
+            if (lane == 0) {
+                part[warp] = acc;
+                part_up[warp] = acc_up;
+            }
+            __syncthreads();
+            if (live && lane == 0 && slice == 0) {
+                float v = 0.0f, vu = 0.0f;
+                for (int k = 0; k < sg.k; k++) {
+                    v += part[warp + k];
+                    vu += part_up[warp + k];
+                }
+                mv_store(sg, 0, r, v, vu);
+            }
+            __syncthreads(); /* part is reused by the next row */
+        }
+        if (!more) break;
+        vb = next;
+    }
+}
+
+/* Two to eight inputs (a speculative verify, a short chunk), R rows per warp. The general
+ * kernel loads 32 bytes of x per input for every 16 bytes of weights, and at n = 4 on E4B that
+ * stalls it on L1 (docs/gpu_logs/s13/call9: o_proj at 19 % of DRAM bandwidth, L1 79 % busy; a
+ * verify over 4 positions cost 2.2 decode steps). Here a warp loads each chunk of x once for R
+ * rows: warp w takes slice w % K of rows r, r + 8 / K, ... of its block. A row's sum is the
+ * general kernel's - the lane's chunks in column order, the warp sum, the K slices in order -
+ * so verify and decode still agree bit for bit. Inputs NT at a time (more inputs would pass
+ * over the rows again); the vector path only (16-byte loads), no weights before the wait. Used in
+ * launches of at least mv_tune.rows_min_kb KiB of weights (default 4096): halving the blocks costs
+ * a small, latency-bound launch more than the x loads it saves (call 10: the small model's verify
+ * over 4 positions 2.0 decode steps instead of 1.5, while E4B's fell from 2.22 to 1.97). E4B's q /
+ * k / v, o, gate + up and down are all above it, its per-layer products (1.3 MB) below. */
+template <typename T, int NT, int R, bool PAIR>
+__global__ void __launch_bounds__(MV_WARPS * 32)
+    matvec_rows_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
+                       int n) {
+    const mv_seg &sg = L.seg[mv_seg_of(L, (int)blockIdx.x)];
+    __shared__ float part[R][MV_WARPS][NT], part_up[R][MV_WARPS][NT];
+    constexpr int V = vec16<T>::n;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int K = sg.k, slice = warp % K, per = MV_WARPS / K; /* rows of one pass of the block */
+    const int row0 = ((int)blockIdx.x - sg.block0) * (R * per) + warp / K;
+    const int stride = K * 32 * V, c0 = (slice * 32 + lane) * V;
+    const int nch = c0 < cols ? (cols - c0 + stride - 1) / stride : 0;
+    const bool pair = PAIR && sg.epilogue == K_MV_GELU_PAIR;
+    const T *w1[R], *w2[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int row = row0 + r * per;
+        const size_t off = (size_t)(row < sg.rows ? row : 0) * cols + c0; /* dead rows: row 0 */
+        w1[r] = (const T *)sg.w + off;
+        w2[r] = pair ? (const T *)sg.w_up + off : w1[r];
+    }
+    k_wait_prior();
+
+    for (int t0 = 0; t0 < n; t0 += NT) {
+        float acc[R][NT], acc_up[R][NT];
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int t = 0; t < NT; t++)
+                acc[r][t] = acc_up[r][t] = 0.0f;
+#pragma unroll 4
+        for (int ch = 0; ch < nch; ch++) {
+            const int c = ch * stride;
+            float wf[R][V], wf2[R][V];
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                unpack16<T>(mv_ldw(w1[r] + c), wf[r]);
+                if (pair) unpack16<T>(mv_ldw(w2[r] + c), wf2[r]);
+            }
+#pragma unroll
+            for (int t = 0; t < NT; t++)
+                if (t0 + t < n) {
+                    const float4 *xp =
+                        reinterpret_cast<const float4 *>(x + (size_t)(t0 + t) * cols + c0 + c);
+                    float4 xv[V / 4];
+#pragma unroll
+                    for (int q = 0; q < V / 4; q++)
+                        xv[q] = __ldg(xp + q);
+#pragma unroll
+                    for (int r = 0; r < R; r++)
+#pragma unroll
+                        for (int q = 0; q < V / 4; q++) {
+                            acc[r][t] = mv_dot4(wf[r] + 4 * q, xv[q], acc[r][t]);
+                            if (pair) acc_up[r][t] = mv_dot4(wf2[r] + 4 * q, xv[q], acc_up[r][t]);
+                        }
+                }
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const int row = row0 + r * per;
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                acc[r][t] = warp_sum(acc[r][t]);
+                if (pair) acc_up[r][t] = warp_sum(acc_up[r][t]);
+            }
+            if (K == 1) {
+#pragma unroll
+                for (int t = 0; t < NT; t++)
+                    if (row < sg.rows && lane == 0 && t0 + t < n)
+                        mv_store(sg, t0 + t, row, acc[r][t], acc_up[r][t]);
+            } else if (lane == 0) {
+#pragma unroll
+                for (int t = 0; t < NT; t++) {
+                    part[r][warp][t] = acc[r][t];
+                    part_up[r][warp][t] = acc_up[r][t];
+                }
+            }
+        }
+        if (K > 1) { /* uniform over the block: K is the segment's, and a block has one */
+            __syncthreads();
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const int row = row0 + r * per;
+                if (row < sg.rows && lane == 0 && slice == 0)
+#pragma unroll
+                    for (int t = 0; t < NT; t++) {
+                        float v = 0.0f, vu = 0.0f;
+                        for (int k = 0; k < K; k++) {
+                            v += part[r][warp + k][t];
+                            vu += part_up[r][warp + k][t];
+                        }
+                        if (t0 + t < n) mv_store(sg, t0 + t, row, v, vu);
+                    }
+            }
+            __syncthreads(); /* part is reused by the next group of inputs */
+        }
+    }
+}
+
+/* Multiprocessors of the current device (read once). */
+static int sm_count(void) {
+    static int sms = 0;
+    if (!sms) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+            sms = 100;
+    }
+    return sms;
+}
+
+/* Blocks of MV_WARPS warps of the lean decode kernel that one multiprocessor holds (34
+ * registers a thread: 6 on sm_86 / sm_89 / sm_90, by threads or by registers). */
+#define MV_WAVE_BLOCKS 6
+
+/* Warps per row (split-K), a function of the shape alone. Splitting gives a row's bytes to
+ * more warps, so more loads are in flight at once; but every doubling doubles the blocks, and a
+ * launch of more blocks than the GPU holds at once runs in waves, each with its ramp and tail.
+ * So K doubles while the doubled launch still fits one wave (MV_WAVE_BLOCKS per
+ * multiprocessor) and every warp still gets a full pass of 32 lanes' loads. Measured on E4B's
+ * shapes (docs/bench_gpu.md): q 2048 x 2560, o 2560 x 2048 and down 2560 x 10240 go from K = 8,
+ * 4, 4 to 2 (4.8 against 6.4, 4.3 against 5.4 and 15.3 against 16.3 us a launch on the H200).
+ * mv_tune.split = N > 0 instead splits until there are about N blocks per multiprocessor, the
+ * rule before (N = 8). */
+static int split_for(int rows, int cols, int per_pass) {
+    int k = 1;
+    if (mv_tune.split > 0) {
+        const long target = (long)mv_tune.split * sm_count();
+        while (k < MV_WARPS && (long)rows * k / MV_WARPS < target && cols >= 2 * k * per_pass)
+            k *= 2;
+        return k;
+    }
+    const long wave = (long)MV_WAVE_BLOCKS * sm_count();
+    while (k < MV_WARPS && ((long)rows * 2 * k + MV_WARPS - 1) / MV_WARPS <= wave &&
+           cols >= 2 * k * per_pass)
+        k *= 2;
+    return k;
+}
+
+/* The column loop's unroll for a launch: mv_tune.unroll, or by default (0) as many 16-byte loads
+ * an unrolled pass as without the pair - 4 chunks when a decode warp streams a gate and an up
+ * row, 8 otherwise (s15 call 16 measured it on E4B's step, docs/bench_gpu.md). The unroll
+ * never changes a row's summation order. */
+static int mv_unroll(bool pair, int n) {
+    if (mv_tune.unroll) return mv_tune.unroll;
+    return pair && n == 1 ? 4 : 8;
+}
+
+/* Blocks of `kernel` resident on one multiprocessor (asked once per kernel). */
+static int resident_blocks(const void *kernel) {
+    static struct {
+        const void *kernel;
+        int blocks;
+    } seen[32];
+    static int n_seen = 0;
+    for (int i = 0; i < n_seen; i++)
+        if (seen[i].kernel == kernel) return seen[i].blocks;
+    int nb = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kernel, MV_WARPS * 32, 0) !=
+            cudaSuccess ||
+        nb < 1)
+        nb = 1;
+    if (n_seen < 32) {
+        seen[n_seen].kernel = kernel;
+        seen[n_seen++].blocks = nb;
+    }
+    return nb;
+}
+
+typedef void (*mv1_fn)(const mv_launch, const float *, int, int);
+
+/* The lean kernel for unroll U, in explicit groups when grp (one-pass blocks of the compiler's
+ * registers only: the persistent and lean8 forms keep the unrolled loop). */
+template <typename T, int U, bool PAIR, int MINB, bool P> static mv1_fn mv1_pick(bool grp) {
+    if constexpr (P || MINB != 0)
+        return matvec1_kernel<T, U, PAIR, MINB, P, false>;
+    else
+        return grp ? matvec1_kernel<T, U, PAIR, MINB, P, true>
+                   : matvec1_kernel<T, U, PAIR, MINB, P, false>;
+}
+
+/* Whether a one-pass decode launch of `blocks` blocks takes the explicit groups, and their
+ * unroll (mv_tune.group: 0 never, 1 always, 2 auto). Auto: groups of 4 (unless the unroll is
+ * set) when the launch fits one wave of the group kernel or runs many (at least 8) of them.
+ * The groups need more registers (48 instead of 34 a thread: 5 blocks a multiprocessor instead
+ * of 6) and keep more loads in flight; that pays where the wave count does not change - a
+ * launch that fits one wave either way (o, the per-layer products: 640 blocks and fewer on the
+ * H200), or one of so many waves that a sixth of them hardly matters (the head, 32768 blocks) -
+ * and loses where 6 blocks a multiprocessor would save a wave (q + k + v 1536, gate + up 1280,
+ * the per-layer input projection 1344): s16 calls 3-5, docs/bench_gpu.md. */
+template <typename T, bool PAIR, int MINB, bool P> static bool mv_groups(int blocks, int *unroll) {
+    if (P || MINB != 0 || !mv_tune.group) return false;
+    if (mv_tune.group == 1) return true;
+    const int u = mv_tune.unroll ? mv_tune.unroll : 4;
+    const mv1_fn g =
+        u == 4 ? mv1_pick<T, 4, PAIR, MINB, P>(true) : mv1_pick<T, 8, PAIR, MINB, P>(true);
+    const long wave = (long)resident_blocks((const void *)g) * sm_count();
+    if (blocks > wave && blocks < 8 * wave) return false;
+    *unroll = u;
+    return true;
+}
+
+/* n = 1 through matvec1_kernel: one block per virtual block, or a persistent grid of at most
+ * multiprocessors x resident blocks (mv_tune.grid -1), or of at most mv_tune.grid blocks. */
+template <typename T, bool PAIR, int MINB, bool P>
+static void launch1(cudaStream_t s, const mv_launch &L, const float *x, int cols, int pf) {
+    int u = mv_unroll(PAIR, 1);
+    const bool grp = mv_groups<T, PAIR, MINB, P>(L.blocks, &u);
+    const mv1_fn kernel =
+        u == 4 ? mv1_pick<T, 4, PAIR, MINB, P>(grp) : mv1_pick<T, 8, PAIR, MINB, P>(grp);
+    long grid = L.blocks;
+    if (P) {
+        const long cap = mv_tune.grid > 0
+                             ? mv_tune.grid
+                             : (long)resident_blocks((const void *)kernel) * sm_count();
+        if (grid > cap) grid = cap;
+    }
+    k_launch(kernel, dim3((unsigned)grid), dim3(MV_WARPS * 32), s, L, x, cols, pf);
+}
+
+template <typename T, bool PAIR>
+static void launch_n1(cudaStream_t s, const mv_launch &L, const float *x, int cols, int pf) {
+    if (mv_tune.decode == K_MV_LEAN8)
+        mv_tune.grid ? launch1<T, PAIR, 8, true>(s, L, x, cols, pf)
+                     : launch1<T, PAIR, 8, false>(s, L, x, cols, pf);
+    else
+        mv_tune.grid ? launch1<T, PAIR, 0, true>(s, L, x, cols, pf)
+                     : launch1<T, PAIR, 0, false>(s, L, x, cols, pf);
+}
+
+template <typename T, int NT, bool VEC, bool PAIR>
+static void launch_nt(cudaStream_t s, const mv_launch &L, unsigned blocks, const float *x, int cols,
+                      int n) {
+    const dim3 grid(blocks), block(MV_WARPS * 32);
+    const int pf = mv_tune.prefetch > 0;
+    /* More chunks first only pays at n = 1 (decode); wider inputs keep F = 2. At n = 1 the lean
+     * kernel runs unless the general one is asked for (or 4 chunks first, which only it has). */
+    if (!VEC)
+        k_launch(matvec_kernel<T, NT, false, 1, PAIR, 1>, grid, block, s, L, x, cols, n, 0);
+    else if (NT == 1 && mv_tune.prefetch != 4 && (mv_tune.decode != K_MV_GENERAL || mv_tune.grid))
+        launch_n1<T, PAIR>(s, L, x, cols, pf);
+    else if (NT == 1 && mv_tune.prefetch == 4)
+        mv_unroll(PAIR, NT) == 4
+            ? k_launch(matvec_kernel<T, NT, true, 4, PAIR, 4>, grid, block, s, L, x, cols, n, pf)
+            : k_launch(matvec_kernel<T, NT, true, 8, PAIR, 4>, grid, block, s, L, x, cols, n, pf);
+    else
+        mv_unroll(PAIR, NT) == 4
+            ? k_launch(matvec_kernel<T, NT, true, 4, PAIR, 2>, grid, block, s, L, x, cols, n, pf)
+            : k_launch(matvec_kernel<T, NT, true, 8, PAIR, 2>, grid, block, s, L, x, cols, n, pf);
+}
+
+template <typename T, int NT>
+static void launch_pair(cudaStream_t s, const mv_launch &L, unsigned blocks, const float *x,
+                        int cols, int n, bool vec, bool pair) {
+    if (vec)
+        pair ? launch_nt<T, NT, true, true>(s, L, blocks, x, cols, n)
+             : launch_nt<T, NT, true, false>(s, L, blocks, x, cols, n);
+    else
+        pair ? launch_nt<T, NT, false, true>(s, L, blocks, x, cols, n)
+             : launch_nt<T, NT, false, false>(s, L, blocks, x, cols, n);
+}
+
+/* matvec_rows_kernel: inputs 4 or 8 at a time (one pass over the rows for up to 8), R rows a
+ * warp (2, or 4 without the pair). */
+template <typename T>
+static void launch_rows(cudaStream_t s, const mv_launch &L, unsigned blocks, const float *x,
+                        int cols, int n, int R, bool pair) {
+    void (*kernel)(const mv_launch, const float *, int, int) =
+        pair ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true> : matvec_rows_kernel<T, 8, 2, true>)
+        : R == 4
+            ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false> : matvec_rows_kernel<T, 8, 4, false>)
+            : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false> : matvec_rows_kernel<T, 8, 2, false>);
+    k_launch(kernel, dim3(blocks), dim3(MV_WARPS * 32), s, L, x, cols, n);
+}
+
+static int aligned16(const void *p) {
+    return ((uintptr_t)p & 15) == 0;
+}
+
+template <typename T>
+static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float *x, int cols,
+                   int n) {
+    /* The vector path for a matrix depends on its own alignment; matrices that would take
+     * different paths are not launched together (each row's result must not depend on its
+     * neighbours in the launch). */
+    int vec[K_MV_SEGS] = {0};
+    for (int i = 0; i < n_segs; i++)
+        vec[i] = cols % vec16<T>::n == 0 && aligned16(x) && aligned16(segs[i].w) &&
+                 (segs[i].epilogue != K_MV_GELU_PAIR || aligned16(segs[i].w_up));
+    for (int i = 1; i < n_segs; i++)
+        if (vec[i] != vec[0]) {
+            for (int j = 0; j < n_segs; j++)
+                launch<T>(s, segs + j, 1, x, cols, n);
+            return;
+        }
+    mv_launch L = {};
+    L.n_segs = n_segs;
+    unsigned blocks = 0;
+    const int per_pass = 32 * (vec[0] ? vec16<T>::n : 1);
+    /* 2 .. 8 inputs on the vector path, a launch of at least rows_min_kb: mv_tune.rows rows a
+     * warp (matvec_rows_kernel; at most 2 with the gate + up pair), unless it is 1 */
+    double bytes = 0;
+    bool pair = false;
+    for (int i = 0; i < n_segs; i++) {
+        const bool p = segs[i].epilogue == K_MV_GELU_PAIR;
+        bytes += (double)segs[i].rows * cols * sizeof(T) * (p ? 2 : 1);
+        pair = pair || p;
+    }
+    const int rows_kernel =
+        vec[0] && n >= 2 && n <= 8 && mv_tune.rows > 1 && bytes >= 1024.0 * mv_tune.rows_min_kb;
+    const int rows_per_warp = !rows_kernel ? 1 : pair ? 2 : mv_tune.rows;
+    for (int i = 0; i < n_segs; i++) {
+        mv_seg *d = &L.seg[i];
+        d->out = segs[i].out;
+        d->out_up = segs[i].out_up;
+        d->w = segs[i].w;
+        d->w_up = segs[i].w_up;
+        d->mul = segs[i].mul;
+        d->rows = segs[i].rows;
+        d->epilogue = segs[i].epilogue;
+        d->mul_stride = segs[i].mul_stride;
+        d->k = split_for(segs[i].rows, cols, per_pass);
+        d->block0 = (int)blocks;
+        blocks += k_blocks((size_t)segs[i].rows, (unsigned)(rows_per_warp * MV_WARPS / d->k));
+    }
+    L.blocks = (int)blocks;
+    if (rows_kernel)
+        launch_rows<T>(s, L, blocks, x, cols, n, rows_per_warp, pair);
+    else if (n == 1)
+        launch_pair<T, 1>(s, L, blocks, x, cols, n, vec[0], pair);
+    else if (n <= 4)
+        launch_pair<T, 4>(s, L, blocks, x, cols, n, vec[0], pair);
+    else
+        launch_pair<T, 8>(s, L, blocks, x, cols, n, vec[0], pair);
+    K_CHECK_LAUNCH();
+}
+
+extern "C" void k_matvec_multi(cudaStream_t s, const k_mv_seg *segs, int n_segs, int wdtype,
+                               const float *x, int cols, int n) {
+    if (n_segs < 1 || n_segs > K_MV_SEGS) {
+        fprintf(stderr, "%s:%d: k_matvec_multi: %d matrices (1 .. %d)\n", __FILE__, __LINE__,
+                n_segs, K_MV_SEGS);
+        exit(1);
+    }
+    k_mv_seg live[K_MV_SEGS];
+    int m = 0;
+    for (int i = 0; i < n_segs; i++)
+        if (segs[i].rows > 0) live[m++] = segs[i];
+    if (!m || n <= 0 || (k_skip & K_SKIP_MATVEC)) return;
+    if (wdtype == KDT_BF16)
+        launch<__nv_bfloat16>(s, live, m, x, cols, n);
+    else if (wdtype == KDT_F16)
+        launch<__half>(s, live, m, x, cols, n);
+    else
+        launch<float>(s, live, m, x, cols, n);
+}
+
+extern "C" void k_matvec(cudaStream_t s, float *out, const void *w, int wdtype, const float *x,
+                         int rows, int cols, int n) {
+    k_mv_seg seg = {};
+    seg.out = out;
+    seg.w = w;
+    seg.rows = rows;
+    seg.epilogue = K_MV_PLAIN;
+    k_matvec_multi(s, &seg, 1, wdtype, x, cols, n);
+}
+
+extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
+    if ((t->unroll != 0 && t->unroll != 4 && t->unroll != 8) ||
+        (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
+        (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0 ||
+        (t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0 || t->group < 0 ||
+        t->group > 2)
+        return -1;
+    mv_tune = *t;
+    return 0;
+}
+
+/* kcommon.cuh: programmatic dependent launch on or off for every launcher. */
+int k_pdl = 0;
+
+extern "C" void k_set_pdl(int on) {
+    k_pdl = on;
+}
+
+unsigned k_skip = 0;
+
+extern "C" void k_set_skip(unsigned mask) {
+    k_skip = mask;
+}
