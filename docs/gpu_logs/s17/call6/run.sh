@@ -1,5 +1,5 @@
 # session 17, call 6: two more instruction-level variants of matvec.cu, timing only (never
-# committed; the source is docs/gpu_logs/s17/call6/mv_exp.cu): l2 - every weight load with the
+# committed; docs/gpu_logs/s17/call6/mv_exp.patch applied to kernels/matvec.cu, then #define MV_EXP_L2_256 or MV_EXP_FMA at its top): l2 - every weight load with the
 # L2::256B prefetch-size hint (ld.global.cs.L2::256B); fma - mv_dot4 as one fma chain (4 FMAs
 # where the tree form has a multiply, 3 FMAs and an add; changes the rounding). Against the
 # final kernels of call 5 (base): E4B and small-model steps alternating by process,
