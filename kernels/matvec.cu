@@ -600,12 +600,14 @@ template <typename T, int U, bool PAIR, int MINB, bool P> static mv1_fn mv1_pick
 /* Whether a one-pass decode launch of `blocks` blocks takes the explicit groups, and their
  * unroll (mv_tune.group: 0 never, 1 always, 2 auto). Auto: groups of 4 (unless the unroll is
  * set) when the launch fits one wave of the group kernel or runs many (at least 8) of them.
- * The groups need more registers (48 instead of 34 a thread: 5 blocks a multiprocessor instead
- * of 6) and keep more loads in flight; that pays where the wave count does not change - a
+ * The groups need more registers (47-48 instead of 40 a thread: 5 blocks a multiprocessor
+ * instead of 6) and keep more loads in flight; that pays where the wave count does not change - a
  * launch that fits one wave either way (o, the per-layer products: 640 blocks and fewer on the
  * H200), or one of so many waves that a sixth of them hardly matters (the head, 32768 blocks) -
  * and loses where 6 blocks a multiprocessor would save a wave (q + k + v 1536, gate + up 1280,
- * the per-layer input projection 1344): s16 calls 3-5, docs/bench_gpu.md. */
+ * the per-layer input projection 1344): s16 calls 3-5, docs/bench_gpu.md. Since the unpack by
+ * shift and mask and the fma-chain dot product (session 17) the E4B step is the same with or
+ * without them (call 8: 0.002 ms apart); they change no bit, and stay the default. */
 template <typename T, bool PAIR, int MINB, bool P> static bool mv_groups(int blocks, int *unroll) {
     if (P || MINB != 0 || !mv_tune.group) return false;
     if (mv_tune.group == 1) return true;
