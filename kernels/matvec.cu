@@ -336,7 +336,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32, mv1_min_blocks<T>(MINB, U, PAIR
             /* GRP: the chunks in explicit groups of U - all loads of a group issued (predicated),
              * then their products - so that a row whose remaining chunks are fewer than U (or
              * not a multiple of U) cannot end in a loop that waits for one load at a time, as
-             * the unrolled loop's remainder may (its 34 registers cannot hold U loads in
+             * the unrolled loop's remainder may (its 34-40 registers cannot hold U loads in
              * flight). Same order. */
             for (int ch0 = F; ch0 < nch; ch0 += U) {
                 uint4 g1[U], g2[PAIR ? U : 1];
