@@ -264,9 +264,10 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
  * always fitted. Since the bf16 weights are unpacked by shift and mask (kcommon.cuh unpack16), the
  * compiler's own choice for it is 46 registers, 5 blocks, and q + k + v (1536 blocks) and the
  * per-layer input projection (1344) each need a third wave: 9.1 and 21.3 us against 8.0 and
- * 17.9 bounded (bench-matvec after a small kernel, s17 call 4). Bounded it spills nothing. The
- * other forms keep the compiler's choice, as a bound of 40 registers spills there (unroll 4:
- * 36 bytes; persistent: 32; the pair and the groups: lean6, s16 call 5). */
+ * 17.9 bounded (bench-matvec after a small kernel, s17 call 4). Bounded it spills 4 bytes (none
+ * before the fma chain of mv_dot4; both measured). The other forms keep the compiler's choice, as a
+ * bound of 40 registers spills there (unroll 4: 36 bytes; persistent: 32; the pair and the groups:
+ * lean6, s16 call 5). */
 template <typename T>
 __host__ __device__ constexpr int mv1_min_blocks(int minb, int unroll, bool pair, bool grp,
                                                  bool persist) {
