@@ -85,6 +85,17 @@ static int pdl_on; /* the device is sm_90 or later */
 #define ROWB 5120
 #define RCH  (ROWB / 512) /* a warp's 512-byte chunks per row */
 
+/* Eight bf16 as fp32: the top half of a word by mask, the bottom half by shift (as
+ * kernels/kcommon.cuh unpack16). */
+__device__ __forceinline__ void bf16x8(uint4 u, float *f) {
+    const unsigned v[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        f[2 * i] = __uint_as_float(v[i] << 16);
+        f[2 * i + 1] = __uint_as_float(v[i] & 0xffff0000u);
+    }
+}
+
 /* The arithmetic of a matrix-vector product on one chunk (MATH): 8 bf16 weights against the
  * lane's 8 floats of x (two 16-byte loads through L1, as matvec.cu's kernels do); else the
  * trivial fold. */
@@ -94,10 +105,8 @@ __device__ __forceinline__ float chunk_dot(uint4 u, const float *__restrict__ x,
     if (!MATH) return acc + fold(u);
     const float4 *xp = reinterpret_cast<const float4 *>(x + col);
     const float4 a = XS ? xp[0] : __ldg(xp), b = XS ? xp[1] : __ldg(xp + 1); /* XS: shared */
-    const float w[8] = {__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u),
-                        __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u),
-                        __uint_as_float(u.z << 16), __uint_as_float(u.z & 0xffff0000u),
-                        __uint_as_float(u.w << 16), __uint_as_float(u.w & 0xffff0000u)};
+    float w[8];
+    bf16x8(u, w);
     return acc + (w[0] * a.x + w[1] * a.y + w[2] * a.z + w[3] * a.w) +
            (w[4] * b.x + w[5] * b.y + w[6] * b.z + w[7] * b.w);
 }
@@ -106,16 +115,9 @@ __device__ __forceinline__ float chunk_dot(uint4 u, const float *__restrict__ x,
  * x's 8 values unpacked like the weights'. */
 __device__ __forceinline__ float chunk_dot_xb(uint4 u, const float *__restrict__ x, int col,
                                               float acc) {
-    const uint4 v =
-        __ldg(reinterpret_cast<const uint4 *>(reinterpret_cast<const uint16_t *>(x) + col));
-    const float w[8] = {__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u),
-                        __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u),
-                        __uint_as_float(u.z << 16), __uint_as_float(u.z & 0xffff0000u),
-                        __uint_as_float(u.w << 16), __uint_as_float(u.w & 0xffff0000u)};
-    const float a[8] = {__uint_as_float(v.x << 16), __uint_as_float(v.x & 0xffff0000u),
-                        __uint_as_float(v.y << 16), __uint_as_float(v.y & 0xffff0000u),
-                        __uint_as_float(v.z << 16), __uint_as_float(v.z & 0xffff0000u),
-                        __uint_as_float(v.w << 16), __uint_as_float(v.w & 0xffff0000u)};
+    float w[8], a[8];
+    bf16x8(u, w);
+    bf16x8(__ldg(reinterpret_cast<const uint4 *>(reinterpret_cast<const uint16_t *>(x) + col)), a);
     return acc + (w[0] * a[0] + w[1] * a[1] + w[2] * a[2] + w[3] * a[3]) +
            (w[4] * a[4] + w[5] * a[5] + w[6] * a[6] + w[7] * a[7]);
 }

@@ -102,9 +102,9 @@ __global__ void __launch_bounds__(THREADS) small_kernel(float *x) {
 /* X1: every chunk against the same 8 floats of x (wrong sums, the same arithmetic): the x loads
  * leave the loop, so the row's time without them is what they cost. XF (with the fold): x is
  * loaded for every chunk as the arithmetic would, and only added in: the x loads without the
- * products. */
-/* XB: x in bf16 (16 bytes of x for 16 of weights instead of 32), the lever session 16 named. */
-/* TICKET: the block stores its rows, and the last block of the launch to finish (a fence and
+ * products.
+ * XB: x in bf16 (16 bytes of x for 16 of weights instead of 32), the lever session 16 named.
+ * TICKET: the block stores its rows, and the last block of the launch to finish (a fence and
  * a counter, as a kernel that folds its successor into its epilogue must) runs the small op
  * that follows - one kernel boundary fewer. */
 template <bool MATH, bool XS, bool X1 = false, bool XF = false, bool XB = false,

@@ -27,7 +27,7 @@
  *
  * Decode (n = 1): the lean kernel (GEMMA_CUDA_MV_DECODE, GEMMA_CUDA_MV_GRID; measured in
  * docs/bench_gpu.md). matvec1_kernel is the same arithmetic for one input without the input
- * groups: at most 40 registers a thread instead of 48 (the gate + up pair 46 instead of 74), so 6
+ * groups: at most 40 registers a thread instead of 48 (the gate + up pair 44 instead of 74), so 6
  * blocks of 8 warps fit a multiprocessor instead of 5 (3 with the pair). It is the default
  * for n = 1: on the H200, E4B's step 1.4-2 % faster, the q / k / v and per-layer products up
  * to 20 % and the head 9 %, the 52 MB MLP matrices unchanged. Two more ways were measured
