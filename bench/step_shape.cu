@@ -27,7 +27,7 @@
  *   rows      matvec.cu's decode layout: a warp per row, a block per 8 rows, as many blocks as
  *             that makes (several waves for the large matrices), 2 chunks per lane loaded
  *             before the PDL wait, at most 6 blocks of a kernel per multiprocessor (the lean
- *             kernel's 34 registers), so that one block of the next kernel fits beside them;
+ *             kernel's 34-40 registers), so that one block of the next kernel fits beside them;
  *   even      the rows dealt evenly to the warps of B blocks per multiprocessor, each warp a
  *             run of consecutive rows ("runs") or, warp g of W, rows g, g + W, ... ("strided"),
  *             its first U chunks loaded before the wait;

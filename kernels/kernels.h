@@ -85,9 +85,11 @@ typedef struct {
                         with the gate + up pair, else 8 */
     int prefetch;    /* 16-byte chunks per lane loaded before waiting for the previous kernel:
                         0 (none), 2 (default) or 4 */
-    int decode;      /* the n = 1 kernel: K_MV_LEAN (default: matvec1_kernel, the compiler's
-                        register count), K_MV_LEAN8 (the same, at most 32 registers: 8 blocks per
-                        multiprocessor) or K_MV_GENERAL (matvec_kernel, as for n > 1) */
+    int decode;      /* the n = 1 kernel: K_MV_LEAN (default: matvec1_kernel, at least 6 blocks
+                        a multiprocessor in its plain bf16 form, matvec.cu mv1_min_blocks, else
+                        the compiler's register count), K_MV_LEAN8 (the same, at most 32
+                        registers: 8 blocks per multiprocessor) or K_MV_GENERAL (matvec_kernel,
+                        as for n > 1) */
     int grid;        /* 0: one block per 8 / K rows (default); -1: persistent grid of
                         multiprocessors x resident blocks; N > 0: persistent, at most N blocks
                         (both run the lean kernel) */
