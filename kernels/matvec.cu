@@ -53,6 +53,7 @@
 #include <type_traits>
 
 #include "kcommon.cuh"
+#include "matvec.cuh"
 
 #define MV_WARPS 8 /* warps per block */
 
@@ -64,49 +65,12 @@
 #define MV_MAX_BLOCKS 8
 #endif
 
-/* One matrix of a launch, as the kernel sees it: k warps per row, blocks from block0. */
-struct mv_seg {
-    float *out, *out_up;
-    const void *w, *w_up;
-    const float *mul;
-    int rows, epilogue, mul_stride, k, block0;
-};
-
-struct mv_launch {
-    mv_seg seg[K_MV_SEGS];
-    int n_segs;
-    int blocks; /* virtual blocks of all segments (the grid, unless it is persistent) */
-};
-
 /* The tuning of the next launches (kernels.h: k_mv_tuning; each backend sets its own before its
  * launches). unroll U: the column loop's unroll (4 or 8; 0: auto, mv_unroll); prefetch F: chunks
  * per lane loaded before the wait (2 or 4; 0: none, F = 2 after the wait); decode: the n = 1
  * kernel; grid 0 (one block per virtual block), -1 (persistent) or N > 0 (persistent, at most N
  * blocks). */
-static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2};
-
-/* The segment of a launch that virtual block b belongs to (segments are dealt blocks in order;
- * compile-time indices, so that L stays in parameter space). */
-__device__ __forceinline__ int mv_seg_of(const mv_launch &L, int b) {
-    int si = 0;
-#pragma unroll
-    for (int i = 1; i < K_MV_SEGS; i++)
-        if (i < L.n_segs && b >= L.seg[i].block0) si = i;
-    return si;
-}
-
-/* Store the finished products of (input t, row) by the segment's epilogue. */
-__device__ __forceinline__ void mv_store(const mv_seg &sg, int t, int row, float v, float v_up) {
-    const size_t o = (size_t)t * sg.rows + row;
-    if (sg.epilogue == K_MV_GELU_PAIR) {
-        sg.out_up[o] = v_up;
-        sg.out[o] = gelu_tanh(v) * v_up;
-    } else if (sg.epilogue == K_MV_GELU_MUL) {
-        sg.out[o] = gelu_tanh(v) * sg.mul[(size_t)t * sg.mul_stride + row];
-    } else {
-        sg.out[o] = v;
-    }
-}
+static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0};
 
 /* acc + the dot product of four weights with four inputs: the one expression every kernel
  * here sums with, so that all of them round alike (the reproducibility rule above). One fma
@@ -714,6 +678,13 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
                 launch<T>(s, segs + j, 1, x, cols, n);
             return;
         }
+    /* bf16 on the tensor cores when asked (matvec_mma.cu: 16-byte aligned, 32-column steps) */
+    if constexpr (std::is_same<T, __nv_bfloat16>::value)
+        if (mv_tune.mma && vec[0] && cols % 32 == 0) {
+            mv_mma_launch(s, segs, n_segs, x, cols, n, mv_tune.prefetch > 0, sm_count());
+            K_CHECK_LAUNCH();
+            return;
+        }
     mv_launch L = {};
     L.n_segs = n_segs;
     unsigned blocks = 0;
@@ -791,7 +762,7 @@ extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
         (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
         (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0 ||
         (t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0 || t->group < 0 ||
-        t->group > 2)
+        t->group > 2 || (t->mma != 0 && t->mma != 1))
         return -1;
     mv_tune = *t;
     return 0;

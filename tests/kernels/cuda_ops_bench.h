@@ -199,17 +199,18 @@ static int run_bench_matvec(void) {
         const char *label;
         k_mv_tuning t;
     } tunes[] = {
-        {"lean (default: groups auto)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2}},
-        {"no groups", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 0}},
-        {"groups u4", {4, 2, K_MV_LEAN, 0, 0, 2, 4096, 1}},
-        {"groups u8", {8, 2, K_MV_LEAN, 0, 0, 2, 4096, 1}},
-        {"lean u4", {4, 2, K_MV_LEAN, 0, 0, 2, 4096, 0}},
-        {"lean u8", {8, 2, K_MV_LEAN, 0, 0, 2, 4096, 0}},
-        {"general", {8, 2, K_MV_GENERAL, 0, 0, 2, 4096, 0}},
-        {"lean8", {8, 2, K_MV_LEAN8, 0, 0, 2, 4096, 0}},
-        {"persist", {8, 2, K_MV_LEAN, -1, 0, 2, 4096, 0}},
-        {"split 8 (rule before)", {8, 2, K_MV_LEAN, 0, 8, 2, 4096, 0}},
-        {"default again", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2}},
+        {"lean (default: groups auto)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0}},
+        {"no groups", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 0, 0}},
+        {"groups u4", {4, 2, K_MV_LEAN, 0, 0, 2, 4096, 1, 0}},
+        {"groups u8", {8, 2, K_MV_LEAN, 0, 0, 2, 4096, 1, 0}},
+        {"lean u4", {4, 2, K_MV_LEAN, 0, 0, 2, 4096, 0, 0}},
+        {"lean u8", {8, 2, K_MV_LEAN, 0, 0, 2, 4096, 0, 0}},
+        {"general", {8, 2, K_MV_GENERAL, 0, 0, 2, 4096, 0, 0}},
+        {"lean8", {8, 2, K_MV_LEAN8, 0, 0, 2, 4096, 0, 0}},
+        {"persist", {8, 2, K_MV_LEAN, -1, 0, 2, 4096, 0, 0}},
+        {"split 8 (rule before)", {8, 2, K_MV_LEAN, 0, 8, 2, 4096, 0, 0}},
+        {"tensor cores (mma)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 1}},
+        {"default again", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0}},
     };
     const int n_tunes = (int)(sizeof tunes / sizeof tunes[0]);
     const struct {
@@ -282,7 +283,7 @@ static int run_bench_matvec(void) {
             CUDA_OK(cudaFree(w[c]));
         free(w);
     }
-    const k_mv_tuning dflt = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2};
+    const k_mv_tuning dflt = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0};
     k_matvec_set_tuning(&dflt);
     CUDA_OK(cudaFree(x));
     CUDA_OK(cudaFree(out));

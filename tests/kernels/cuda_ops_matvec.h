@@ -21,6 +21,9 @@
  *     row (K = 1 needs more rows than 8 blocks x the multiprocessors: only without "small");
  *   - a grid of a few blocks (GEMMA_CUDA_MV_GRID=3 / 7), so every block walks many rows and
  *     segments, and the prefetch of the next row crosses from one matrix to the next;
+ *   - the tensor cores (GEMMA_CUDA_MV_MMA=1, with and without the prefetch): against the CPU
+ *     within the same bound (x is split into two bf16: 16 significant bits), and their lone
+ *     products against their own grouped ones, bit for bit (their sums are not the default's);
  * Bad values of the two switches are refused with the variable's name (test_mv_bad_values). */
 
 /* Products at n = 1 of three matrices that read one x (grouped into one launch), on backend b;
@@ -45,8 +48,10 @@ static void mv_lone_run(backend *b, tensor *w, const float *xh, float *h) {
     b->release(b, out);
 }
 
-/* The variant backend alt against the default backend gpu, bit for bit, at n = 1. */
-static void mv_same_bits(backend *alt, const char *name) {
+/* The variant backend alt against the default backend gpu, bit for bit, at n = 1; or, for a
+ * variant whose sums differ from the default's (own_bits: the tensor cores), its lone products
+ * against its own grouped ones. */
+static void mv_same_bits(backend *alt, const char *name, int own_bits) {
     const weight_dtype dts[] = {DT_F32, DT_BF16, DT_F16};
     /* rows: K = 8 at 2560 cols (few rows), K = 2, and K = 1 (more than 8 blocks per
      * multiprocessor of 8 rows; 132 multiprocessors on an H200: 8448) */
@@ -61,7 +66,7 @@ static void mv_same_bits(backend *alt, const char *name) {
             const int total = w[0].rows + w[1].rows + w[2].rows;
             float *xh = rand_vec((size_t)cols), *want = xmalloc((size_t)total * sizeof(float)),
                   *got = xmalloc((size_t)total * sizeof(float));
-            mv_group_run(gpu, w, xh, want);
+            mv_group_run(own_bits ? alt : gpu, w, xh, want);
             mv_group_run(alt, w, xh, got);
             size_t i = 0;
             while (i < (size_t)total && !memcmp(&got[i], &want[i], sizeof(float)))
@@ -73,8 +78,8 @@ static void mv_same_bits(backend *alt, const char *name) {
                    i < (size_t)total ? got[i] : 0.0, i < (size_t)total ? want[i] : 0.0);
             mv_lone_run(alt, &w[0], xh, got);
             EXPECT(!memcmp(got, want, (size_t)w[0].rows * sizeof(float)),
-                   "%s: a lone product (dtype %d, %d x %d) differs from the default's grouped one",
-                   name, dts[di], w[0].rows, cols);
+                   "%s: a lone product (dtype %d, %d x %d) differs from the %s grouped one",
+                   name, dts[di], w[0].rows, cols, own_bits ? "variant's" : "default's");
             free(xh);
             free(want);
             free(got);
@@ -110,14 +115,18 @@ static void test_matvec_variants(void) {
         {"GEMMA_CUDA_MV_ROWS", "1", NULL, NULL},
         {"GEMMA_CUDA_MV_ROWS_MIN", "0", NULL, NULL},
         {"GEMMA_CUDA_MV_ROWS", "4", "GEMMA_CUDA_MV_ROWS_MIN", "0"},
+        {"GEMMA_CUDA_MV_MMA", "1", NULL, NULL},
+        {"GEMMA_CUDA_MV_MMA", "1", "GEMMA_CUDA_MV_PREFETCH", "0"},
     };
     const int n_variants = (int)(sizeof variants / sizeof variants[0]);
     for (int v = 0; v < n_variants; v++) {
-        /* Under the sanitizers ("small") six variants cover every kernel and path: the
+        /* Under the sanitizers ("small") eight variants cover every kernel and path: the
          * general kernel (0), lean8 with the persistent grid (3), a grid of 3 without
          * prefetch (5), the general kernel for 2 .. 8 inputs (6), two and four rows a warp at
-         * every size (7, 8). */
-        if (small_shapes && v != 0 && v != 3 && v != 5 && v != 6 && v != 7 && v != 8) continue;
+         * every size (7, 8), the tensor cores with and without the prefetch (9, 10). */
+        const int mma = !strcmp(variants[v][0], "GEMMA_CUDA_MV_MMA");
+        if (small_shapes && v != 0 && v != 3 && v != 5 && v != 6 && v != 7 && v != 8 && !mma)
+            continue;
         char name[160];
         snprintf(name, sizeof name, "%s=%s%s%s%s%s", variants[v][0], variants[v][1],
                  variants[v][2] ? " " : "", variants[v][2] ? variants[v][2] : "",
@@ -137,7 +146,7 @@ static void test_matvec_variants(void) {
         gpu = alt; /* the fused checks run on the variant; pair buffers are made there */
         test_fused_mlp();
         gpu = save;
-        mv_same_bits(alt, name);
+        mv_same_bits(alt, name, mma);
         printf("matvec variant %s: %s\n", name, failures == before ? "ok" : "FAILED");
         alt->destroy(alt);
     }

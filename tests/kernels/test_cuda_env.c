@@ -14,7 +14,7 @@ static const char *const all_vars[] = {
     "GEMMA_CUDA_FUSE",        "GEMMA_CUDA_FUSE_MM",     "GEMMA_CUDA_PDL",
     "GEMMA_CUDA_MV_UNROLL",   "GEMMA_CUDA_MV_PREFETCH", "GEMMA_CUDA_MV_DECODE",
     "GEMMA_CUDA_MV_GRID",     "GEMMA_CUDA_MV_SPLIT",    "GEMMA_CUDA_MV_ROWS",
-    "GEMMA_CUDA_MV_ROWS_MIN", "GEMMA_CUDA_MV_GROUP"};
+    "GEMMA_CUDA_MV_ROWS_MIN", "GEMMA_CUDA_MV_GROUP",    "GEMMA_CUDA_MV_MMA"};
 
 static void clear_env(void) {
     for (size_t i = 0; i < sizeof all_vars / sizeof all_vars[0]; i++)
@@ -43,7 +43,7 @@ int main(void) {
            sw.fuse_mm == CUDA_FUSE_MM_ON && sw.pdl == 1);
     EXPECT(sw.mv.unroll == 0 && sw.mv.prefetch == 2 && sw.mv.decode == K_MV_LEAN &&
            sw.mv.grid == 0 && sw.mv.split == 0 && sw.mv.rows == 2 && sw.mv.rows_min_kb == 4096 &&
-           sw.mv.group == 2);
+           sw.mv.group == 2 && sw.mv.mma == 0);
     /* an empty value is the default too */
     EXPECT(read_with("GEMMA_CUDA_FUSE_MM", "", &sw, err, sizeof err) == 0 &&
            sw.fuse_mm == CUDA_FUSE_MM_ON);
@@ -90,6 +90,8 @@ int main(void) {
     EXPECT(read_with("GEMMA_CUDA_MV_GROUP", "1", &sw, err, sizeof err) == 0 && sw.mv.group == 1);
     EXPECT(read_with("GEMMA_CUDA_MV_GROUP", "0", &sw, err, sizeof err) == 0 && sw.mv.group == 0);
     EXPECT(read_with("GEMMA_CUDA_MV_GROUP", "auto", &sw, err, sizeof err) == 0 && sw.mv.group == 2);
+    EXPECT(read_with("GEMMA_CUDA_MV_MMA", "1", &sw, err, sizeof err) == 0 && sw.mv.mma == 1);
+    EXPECT(read_with("GEMMA_CUDA_MV_MMA", "0", &sw, err, sizeof err) == 0 && sw.mv.mma == 0);
 
     /* anything else is refused, naming the variable and the value */
     const struct {
@@ -105,7 +107,8 @@ int main(void) {
         {"GEMMA_CUDA_MV_ROWS", "3"},        {"GEMMA_CUDA_MV_ROWS", "two"},
         {"GEMMA_CUDA_MV_ROWS_MIN", "-1"},   {"GEMMA_CUDA_MV_ROWS_MIN", "1048577"},
         {"GEMMA_CUDA_MV_ROWS_MIN", "4M"},   {"GEMMA_CUDA_MV_GROUP", "2"},
-        {"GEMMA_CUDA_MV_GROUP", "on"},
+        {"GEMMA_CUDA_MV_GROUP", "on"},      {"GEMMA_CUDA_MV_MMA", "2"},
+        {"GEMMA_CUDA_MV_MMA", "tensor"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const int rc = read_with(bad[i].name, bad[i].value, &sw, err, sizeof err);

@@ -1,0 +1,52 @@
+/* matvec.cuh: what the two matrix-vector kernel files share - a launch's matrices as the kernels
+ * see them, the epilogue that stores a finished row, and the tensor-core launcher that matvec.cu
+ * hands bf16 products to (matvec_mma.cu). Device and launcher code; included by those two
+ * .cu files only. */
+#ifndef MATVEC_CUH
+#define MATVEC_CUH
+
+#include "kcommon.cuh"
+
+/* One matrix of a launch, as the kernel sees it: k warps per row, blocks from block0. */
+struct mv_seg {
+    float *out, *out_up;
+    const void *w, *w_up;
+    const float *mul;
+    int rows, epilogue, mul_stride, k, block0;
+};
+
+struct mv_launch {
+    mv_seg seg[K_MV_SEGS];
+    int n_segs;
+    int blocks; /* virtual blocks of all segments (the grid, unless it is persistent) */
+};
+
+/* The segment of a launch that virtual block b belongs to (segments are dealt blocks in order;
+ * compile-time indices, so that L stays in parameter space). */
+__device__ __forceinline__ int mv_seg_of(const mv_launch &L, int b) {
+    int si = 0;
+#pragma unroll
+    for (int i = 1; i < K_MV_SEGS; i++)
+        if (i < L.n_segs && b >= L.seg[i].block0) si = i;
+    return si;
+}
+
+/* Store the finished products of (input t, row) by the segment's epilogue. */
+__device__ __forceinline__ void mv_store(const mv_seg &sg, int t, int row, float v, float v_up) {
+    const size_t o = (size_t)t * sg.rows + row;
+    if (sg.epilogue == K_MV_GELU_PAIR) {
+        sg.out_up[o] = v_up;
+        sg.out[o] = gelu_tanh(v) * v_up;
+    } else if (sg.epilogue == K_MV_GELU_MUL) {
+        sg.out[o] = gelu_tanh(v) * sg.mul[(size_t)t * sg.mul_stride + row];
+    } else {
+        sg.out[o] = v;
+    }
+}
+
+/* matvec_mma.cu: the products of segs (bf16 weights, every matrix and x 16-byte aligned, cols a
+ * multiple of 32) on the tensor cores; prefetch as k_mv_tuning's, sms the multiprocessors. */
+void mv_mma_launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float *x, int cols,
+                   int n, int prefetch, int sms);
+
+#endif
