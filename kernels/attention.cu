@@ -73,19 +73,31 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
     attn_split_kernel(float *partial, const float *q, const float *kc, const float *vc,
                       const int *dpos, int pos0, int len, int window, int n_heads, int n_kv_heads,
                       int hd, int n_splits) {
-    k_wait_prior();
+    k_launch_next();
     __shared__ float sm_m[ATT_WARPS], sm_l[ATT_WARPS];
     __shared__ float sm_acc[ATT_WARPS][ATT_MAXD];
     const int split = blockIdx.x, h = blockIdx.y, t = blockIdx.z;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int kvh = h / (n_heads / n_kv_heads);
     const size_t kv_dim = (size_t)n_kv_heads * hd;
-    const int p = step_pos(dpos, pos0) + t;
+    const int p0 = step_pos(dpos, pos0), p = p0 + t; /* the word is written before the step */
     const int lo = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
     const int count = p - lo + 1;
     const int per = (count + n_splits - 1) / n_splits;
     const int j0 = lo + split * per;
     const int j1 = min(p + 1, j0 + per); /* exclusive */
+
+    /* The warp's first key and value rows. A position before p0 was stored by an earlier step;
+     * this step's stores (positions p0 .. p0 + n_tok - 1) land in ring rows that none of its rows
+     * attends to (decoder.c sizes a sliding ring window + chunk - 1), so a position before p0
+     * that a row attends to reads the same before and after them. Its rows are therefore loaded
+     * before waiting for the previous kernel, and the wait overlaps that round trip. Same
+     * values, same bits. */
+    float kr[PER], vr[PER], kn[PER], vn[PER];
+    const bool early = j0 + warp < p0;
+    if (early) att_load_kv<PER>(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane);
+    k_wait_only();
+    if (!early) att_load_kv<PER>(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane);
 
     float qr[PER], acc[PER];
     const float *qh = q + ((size_t)t * n_heads + h) * hd;
@@ -100,8 +112,6 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
      * before the current one is scored, so a position costs its arithmetic, not a memory
      * round trip (the loads never depend on a score). The arithmetic and its order are those
      * of the plain loop. */
-    float kr[PER], vr[PER], kn[PER], vn[PER];
-    att_load_kv<PER>(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane);
     for (int j = j0 + warp; j < j1; j += ATT_WARPS) {
         att_load_kv<PER>(kn, vn, kc, vc, j + ATT_WARPS, j1, len, kv_dim, kvh, hd, lane);
         float sdot = 0.0f;
