@@ -71,7 +71,7 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
         else if (i == 7)
             ok = !strcmp(v, "auto") || (is_num && (num == 0 || num == 1));
         else
-            ok = is_num && num >= 0 && num <= 7; /* EXPERIMENT s18: bits 2 smem B, 4 fake layout */
+            ok = is_num && (num == 0 || num == 1);
         if (!ok) {
             snprintf(err, errlen, "environment variable %s: \"%s\" is not %s", names[i], v,
                      allowed[i]);

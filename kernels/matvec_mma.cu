@@ -36,8 +36,11 @@
 #include "matvec.cuh"
 
 #define MMA_WARPS 8       /* warps per block */
-#define MMA_WAVE_BLOCKS 2 /* blocks a multiprocessor mma_split plans for: what every form of the
-                             kernel fits (fixed: K must not depend on which form runs) */
+#define MMA_WAVE_BLOCKS 3 /* blocks a multiprocessor mma_split plans for (fixed: K must not depend
+                             on which form of the kernel runs) */
+/* blocks a multiprocessor each form is compiled for: 80 registers without the pair (a few bytes
+ * of spill), 128 with it (at 80 the pair forms spill 256-480 bytes) */
+#define MMA_MIN_BLOCKS(pair) ((pair) ? 2 : 3)
 #define MMA_INPUTS 4      /* inputs per pass over B: a column each for hi and lo */
 
 /* d += A B, m16n8k16, bf16 operands, fp32 accumulators (the fragment layouts of the PTX ISA). */
@@ -97,25 +100,6 @@ __device__ __forceinline__ void mma_load(uint4 *a, uint4 *b, uint4 *u, uint4 *v,
         }
 }
 
-/* The mmas of those steps: d[j] (and du[j], the up matrix) += A B for each pass j over B, B
- * from x at xp[j] + step x cstride columns. */
-template <int S, int NB, bool PAIR>
-__device__ __forceinline__ void mma_steps(float (*d)[4], float (*du)[4], const uint4 *a,
-                                          const uint4 *b, const uint4 *u, const uint4 *v,
-                                          const float *const *xp, const bool *live, bool lo, int s0,
-                                          int nst, int cstride, bool pair) {
-#pragma unroll
-    for (int i = 0; i < S; i++)
-        if (s0 + i < nst)
-#pragma unroll
-            for (int j = 0; j < NB; j++) {
-                unsigned bx[4];
-                mma_b(xp[j] + (size_t)(s0 + i) * cstride, lo, live[j], bx);
-                mma_step(d[j], a[i], b[i], bx);
-                if (PAIR && pair) mma_step(du[j], u[i], v[i], bx);
-            }
-}
-
 /* The block's row tiles for inputs t0 .. t0 + MMA_INPUTS x NB - 1 (those below n): each warp's
  * accumulators through shared memory, then a thread per (tile, input, row) adds its slices in
  * order - hi + lo of each - and stores the row by the segment's epilogue. */
@@ -158,12 +142,15 @@ __device__ __forceinline__ void mma_finish(float (*part)[16][8 * NB], float (*pa
 }
 
 /* Tiles of 16 rows of every segment for inputs 0 .. n - 1, MMA_INPUTS a pass over B (NB passes
- * over B share each load of A: NB = 2 runs up to 8 inputs a pass over the rows). U: steps a warp
- * loads at once (a group: all loads, then their mmas). F: steps loaded before waiting for the
- * previous kernel when prefetch (weights never depend on it). PAIR: some segment is a gate + up
- * pair (the up matrix's loads exist only then). */
+ * over B share each load of A: NB = 2 takes up to 8 inputs a pass over the rows). U: steps a
+ * warp loads at once - a full group's loads, then its mmas, with no branch between them (the
+ * remainder of a row, fewer than U steps, goes one step at a time): a first form with a
+ * predicate per step left each step's x load and conversion in front of its mma, and was 16 %
+ * slower on the E4B step (s18 calls 1-2). F: steps loaded before waiting for the previous
+ * kernel when prefetch (weights never depend on it). PAIR: some segment is a gate + up pair
+ * (the up matrix's loads exist only then). */
 template <bool PAIR, int U, int NB>
-__global__ void __launch_bounds__(MMA_WARPS * 32, PAIR || NB > 1 ? 2 : 3)
+__global__ void __launch_bounds__(MMA_WARPS * 32, MMA_MIN_BLOCKS(PAIR))
     matvec_mma_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
                       int n, int prefetch) {
     constexpr int F = 2;
@@ -171,11 +158,11 @@ __global__ void __launch_bounds__(MMA_WARPS * 32, PAIR || NB > 1 ? 2 : 3)
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const mv_seg &sg = L.seg[mv_seg_of(L, (int)blockIdx.x)];
     const int K = sg.k, slice = warp % K, per = MMA_WARPS / K; /* per: tiles a block */
-    const int tile0 = ((int)blockIdx.x - sg.block0) * per;
-    const int r0 = (tile0 + warp / K) * 16 + g;
+    const int tile0 = ((int)blockIdx.x - sg.block0) * per, tile = tile0 + warp / K;
+    const int r0 = tile * 16 + g;
     const bool pair = PAIR && sg.epilogue == K_MV_GELU_PAIR;
     const int steps = cols >> 5;
-    const int nst = r0 - g < sg.rows && slice < steps ? (steps - slice + K - 1) / K : 0;
+    const int nst = tile * 16 < sg.rows && slice < steps ? (steps - slice + K - 1) / K : 0;
     /* rows past the end read row 0, and are never stored */
     const size_t ca = (size_t)slice * 32 + t * 8;
     const size_t oa = (size_t)(r0 < sg.rows ? r0 : 0) * cols + ca,
@@ -206,118 +193,35 @@ __global__ void __launch_bounds__(MMA_WARPS * 32, PAIR || NB > 1 ? 2 : 3)
             live[j] = in < n;
             xp[j] = x + (size_t)(live[j] ? in : t0) * cols + ca;
         }
-        mma_steps<F, NB, PAIR>(d, du, fa, fb, fu, fv, xp, live, g & 1, 0, nst, K * 32, pair);
-        for (int s0 = F; s0 < nst; s0 += U) {
+        /* step s's mmas, every pass over B */
+        auto mma_at = [&](int s, const uint4 &a, const uint4 &b, const uint4 &u, const uint4 &v) {
+#pragma unroll
+            for (int j = 0; j < NB; j++) {
+                unsigned bx[4];
+                mma_b(xp[j] + (size_t)s * K * 32, g & 1, live[j], bx);
+                mma_step(d[j], a, b, bx);
+                if (PAIR && pair) mma_step(du[j], u, v, bx);
+            }
+        };
+#pragma unroll
+        for (int s = 0; s < F; s++)
+            if (s < nst) mma_at(s, fa[s], fb[s], fu[s], fv[s]);
+        int s = F;
+        for (; s + U <= nst; s += U) {
             uint4 ga[U], gb[U], gu[U], gv[U];
-            mma_load<U>(ga, gb, gu, gv, pa, pb, qa, qb, s0, nst, ss, pair);
-            mma_steps<U, NB, PAIR>(d, du, ga, gb, gu, gv, xp, live, g & 1, s0, nst, K * 32, pair);
+            mma_load<U>(ga, gb, gu, gv, pa, pb, qa, qb, s, s + U, ss, pair);
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                mma_at(s + u, ga[u], gb[u], gu[u], gv[u]);
         }
-
+        for (; s < nst; s++) {
+            uint4 a, b, u, v;
+            mma_load<1>(&a, &b, &u, &v, pa, pb, qa, qb, s, s + 1, ss, pair);
+            mma_at(s, a, b, u, v);
+        }
         mma_finish<NB, PAIR>(part, part_up, d, du, sg, warp, g, t, K, per, tile0, t0, n);
         __syncthreads(); /* part is reused by the next inputs */
     }
-}
-
-/* MMA_SMEM_COLS: the widest x whose B operands a block of matvec_mma1_kernel keeps in shared
- * memory (an uint4 of hi and one of lo per 8 columns: 4 bytes a column). */
-#define MMA_SMEM_COLS 10240
-
-/* One input (decode). The same operands and the same mma order per row as matvec_mma_kernel at
- * n = 1 (so the same bits); SMEM: B made once per block in shared memory after the wait,
- * instead of by each lane at every step; the steps in full groups of U, then one at a time;
- * fake (experiment): weights read as if stored tile by tile (wrong sums). */
-template <bool PAIR, int U, bool SMEM>
-__global__ void __launch_bounds__(MMA_WARPS * 32, PAIR ? 2 : 3)
-    matvec_mma1_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
-                       int prefetch, int fake) {
-    constexpr int F = 2;
-    __shared__ float part[MMA_WARPS][16][8], part_up[PAIR ? MMA_WARPS : 1][16][8];
-    __shared__ uint4 xs[SMEM ? MMA_SMEM_COLS / 4 : 1];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-    const mv_seg &sg = L.seg[mv_seg_of(L, (int)blockIdx.x)];
-    const int K = sg.k, slice = warp % K, per = MMA_WARPS / K;
-    const int tile0 = ((int)blockIdx.x - sg.block0) * per, tile = tile0 + warp / K;
-    const int r0 = tile * 16 + g;
-    const bool pair = PAIR && sg.epilogue == K_MV_GELU_PAIR;
-    const int steps = cols >> 5;
-    const int nst = tile * 16 < sg.rows && slice < steps ? (steps - slice + K - 1) / K : 0;
-    const size_t ca = (size_t)slice * 32 + t * 8;
-    size_t oa = (size_t)(r0 < sg.rows ? r0 : 0) * cols + ca,
-           ob = (size_t)(r0 + 8 < sg.rows ? r0 + 8 : 0) * cols + ca;
-    int ss = K * 4;
-    if (fake) {
-        oa = (size_t)tile * 16 * cols + (size_t)slice * 512 + lane * 8;
-        ob = oa + 256;
-        ss = K * 64;
-    }
-    const __nv_bfloat16 *w = (const __nv_bfloat16 *)sg.w, *wu = (const __nv_bfloat16 *)sg.w_up;
-    const uint4 *pa = reinterpret_cast<const uint4 *>(w + oa),
-                *pb = reinterpret_cast<const uint4 *>(w + ob);
-    const uint4 *qa = pair ? reinterpret_cast<const uint4 *>(wu + oa) : pa,
-                *qb = pair ? reinterpret_cast<const uint4 *>(wu + ob) : pb;
-
-    uint4 fa[F], fb[F], fu[F], fv[F];
-    k_launch_next();
-    if (!prefetch) k_wait_only();
-    mma_load<F>(fa, fb, fu, fv, pa, pb, qa, qb, 0, nst, ss, pair);
-    if (prefetch) k_wait_only();
-    if (SMEM) {
-        for (int c8 = threadIdx.x; c8 < cols / 8; c8 += MMA_WARPS * 32) {
-            unsigned h[4], l[4];
-            mma_b(x + (size_t)c8 * 8, false, true, h);
-            mma_b(x + (size_t)c8 * 8, true, true, l);
-            xs[2 * c8] = make_uint4(h[0], h[1], h[2], h[3]);
-            xs[2 * c8 + 1] = make_uint4(l[0], l[1], l[2], l[3]);
-        }
-        __syncthreads();
-    }
-    const bool live = g < 2, lo = g & 1;
-    float d[1][4] = {}, du[1][4] = {};
-    /* step s: this lane's 8 columns are chunk (slice + s K) 4 + t of x */
-    auto mma_at = [&](int s, const uint4 &a, const uint4 &b, const uint4 &u, const uint4 &v) {
-        const int c8 = (slice + s * K) * 4 + t;
-        unsigned bx[4];
-        if (SMEM) {
-            const uint4 q = xs[2 * c8 + lo];
-            bx[0] = live ? q.x : 0u;
-            bx[1] = live ? q.y : 0u;
-            bx[2] = live ? q.z : 0u;
-            bx[3] = live ? q.w : 0u;
-        } else {
-            mma_b(x + (size_t)c8 * 8, lo, live, bx);
-        }
-        mma_step(d[0], a, b, bx);
-        if (PAIR && pair) mma_step(du[0], u, v, bx);
-    };
-#pragma unroll
-    for (int s = 0; s < F; s++)
-        if (s < nst) mma_at(s, fa[s], fb[s], fu[s], fv[s]);
-    int s = F;
-    for (; s + U <= nst; s += U) {
-        uint4 ga[U], gb[U], gu[U], gv[U];
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            ga[u] = __ldcs(pa + (s + u) * ss);
-            gb[u] = __ldcs(pb + (s + u) * ss);
-            if (pair) {
-                gu[u] = __ldcs(qa + (s + u) * ss);
-                gv[u] = __ldcs(qb + (s + u) * ss);
-            }
-        }
-#pragma unroll
-        for (int u = 0; u < U; u++)
-            mma_at(s + u, ga[u], gb[u], gu[u], gv[u]);
-    }
-    for (; s < nst; s++) {
-        const uint4 a = __ldcs(pa + s * ss), b = __ldcs(pb + s * ss);
-        uint4 u = a, v = b;
-        if (pair) {
-            u = __ldcs(qa + s * ss);
-            v = __ldcs(qb + s * ss);
-        }
-        mma_at(s, a, b, u, v);
-    }
-    mma_finish<1, PAIR>(part, part_up, d, du, sg, warp, g, t, K, per, tile0, 0, 1);
 }
 
 /* Warps per row tile (split-K), a function of the shape alone (and of the multiprocessors). */
@@ -333,7 +237,7 @@ static int mma_split(int rows, int cols, int sms) {
 typedef void (*mma_fn)(const mv_launch, const float *, int, int, int);
 
 void mv_mma_launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float *x, int cols,
-                   int n, int prefetch, int sms, int mode) {
+                   int n, int prefetch, int sms) {
     mv_launch L = {};
     L.n_segs = n_segs;
     int blocks = 0;
@@ -356,20 +260,6 @@ void mv_mma_launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
     }
     L.blocks = blocks;
     /* U: 4 KB of weights a warp in flight either way (a pair step loads two matrices) */
-    if (n == 1) {
-        bool fake = (mode & 4) != 0;
-        for (int i = 0; i < n_segs; i++)
-            fake = fake && segs[i].rows % 16 == 0;
-        const bool sm = (mode & 2) && cols <= MMA_SMEM_COLS;
-        typedef void (*mma1_fn)(const mv_launch, const float *, int, int, int);
-        const mma1_fn k1 = pair ? (sm ? matvec_mma1_kernel<true, 2, true>
-                                      : matvec_mma1_kernel<true, 2, false>)
-                                : (sm ? matvec_mma1_kernel<false, 4, true>
-                                      : matvec_mma1_kernel<false, 4, false>);
-        k_launch(k1, dim3((unsigned)blocks), dim3(MMA_WARPS * 32), s, L, x, cols, prefetch,
-                 (int)fake);
-        return;
-    }
     const bool wide = n > MMA_INPUTS;
     const mma_fn kernel = pair ? (wide ? matvec_mma_kernel<true, 2, 2> : matvec_mma_kernel<true, 2, 1>)
                                : (wide ? matvec_mma_kernel<false, 4, 2>

@@ -200,10 +200,16 @@ static int run_bench_matvec(void) {
         k_mv_tuning t;
     } tunes[] = {
         {"lean (default: groups auto)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0}},
-        {"mma, B by lane", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 1}},
-        {"mma, B in smem", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 3}},
-        {"mma, B by lane, tile layout (fake)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 5}},
-        {"mma, B in smem, tile layout (fake)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 7}},
+        {"no groups", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 0, 0}},
+        {"groups u4", {4, 2, K_MV_LEAN, 0, 0, 2, 4096, 1, 0}},
+        {"groups u8", {8, 2, K_MV_LEAN, 0, 0, 2, 4096, 1, 0}},
+        {"lean u4", {4, 2, K_MV_LEAN, 0, 0, 2, 4096, 0, 0}},
+        {"lean u8", {8, 2, K_MV_LEAN, 0, 0, 2, 4096, 0, 0}},
+        {"general", {8, 2, K_MV_GENERAL, 0, 0, 2, 4096, 0, 0}},
+        {"lean8", {8, 2, K_MV_LEAN8, 0, 0, 2, 4096, 0, 0}},
+        {"persist", {8, 2, K_MV_LEAN, -1, 0, 2, 4096, 0, 0}},
+        {"split 8 (rule before)", {8, 2, K_MV_LEAN, 0, 8, 2, 4096, 0, 0}},
+        {"tensor cores (mma)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 1}},
         {"default again", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0}},
     };
     const int n_tunes = (int)(sizeof tunes / sizeof tunes[0]);
