@@ -20,14 +20,13 @@ static int env_flag(const char *name, int dflt) {
 /* GEMMA_CUDA_MV_UNROLL=auto|4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4,
  * GEMMA_CUDA_MV_DECODE=lean|lean8|general, GEMMA_CUDA_MV_GRID=blocks|persist|N,
  * GEMMA_CUDA_MV_SPLIT=N, GEMMA_CUDA_MV_ROWS=1|2|4, GEMMA_CUDA_MV_ROWS_MIN=KiB and
- * GEMMA_CUDA_MV_GROUP=auto|0|1 and GEMMA_CUDA_MV_MMA=0|1 (kernels.h: k_mv_tuning) into t; -1 with a message naming the
- * variable for any other value. */
+ * GEMMA_CUDA_MV_GROUP=auto|0|1 and GEMMA_CUDA_MV_MMA=0|1 (kernels.h: k_mv_tuning) into t; -1 with a
+ * message naming the variable for any other value. */
 static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
-    const char *names[] = {"GEMMA_CUDA_MV_UNROLL",   "GEMMA_CUDA_MV_PREFETCH",
-                           "GEMMA_CUDA_MV_DECODE",   "GEMMA_CUDA_MV_GRID",
-                           "GEMMA_CUDA_MV_SPLIT",    "GEMMA_CUDA_MV_ROWS",
-                           "GEMMA_CUDA_MV_ROWS_MIN", "GEMMA_CUDA_MV_GROUP",
-                           "GEMMA_CUDA_MV_MMA"};
+    const char *names[] = {
+        "GEMMA_CUDA_MV_UNROLL",   "GEMMA_CUDA_MV_PREFETCH", "GEMMA_CUDA_MV_DECODE",
+        "GEMMA_CUDA_MV_GRID",     "GEMMA_CUDA_MV_SPLIT",    "GEMMA_CUDA_MV_ROWS",
+        "GEMMA_CUDA_MV_ROWS_MIN", "GEMMA_CUDA_MV_GROUP",    "GEMMA_CUDA_MV_MMA"};
     const char *allowed[] = {"auto, 4 or 8",
                              "0, 2 or 4",
                              "lean, lean8 or general",

@@ -1,12 +1,17 @@
 /* matvec_mma.cu: bf16 matrix-vector products on the tensor cores (GEMMA_CUDA_MV_MMA=1).
  *
- * Why. matvec.cu's kernels multiply on the CUDA cores: for every 16 bytes of weights a lane
- * loads 32 bytes of fp32 x through L1, once per row. Those x loads, not the conversions and the
- * fmas, are what keeps a product below copy bandwidth (docs/bench_gpu.md, session 16: the same
- * arithmetic with x loaded once streams at 94-102 % of copy on E4B's large matrices, against
- * 84-89 %). Here a warp owns a tile of 16 rows and multiplies with mma.sync m16n8k16: one load
- * of x serves the tile's 16 rows, and the weights go from the load into the mma's A operand
- * with no conversion at all.
+ * What it is for: speculative verify passes. matvec.cu's kernels multiply on the CUDA cores, and
+ * for every 16 bytes of weights a lane loads 32 bytes of fp32 x through L1 - once per input
+ * and row, so a verify over 8 positions costs 3.2 decode steps on an E4B-sized model. Here a
+ * warp owns a tile of 16 rows and multiplies with mma.sync m16n8k16: the weights go from the
+ * load into the mma's A operand with no conversion, one load of x serves the tile's 16 rows,
+ * and up to 4 inputs ride in B's 8 columns for the price of one. On the H200 (s18 calls 3-5,
+ * docs/bench_gpu.md) a verify over 8 positions of E4B costs 5.6 ms instead of 10.7, over 4
+ * 4.9 instead of 6.4 - but a plain decode step 3.85 ms instead of 3.35: a tile of 16 rows
+ * gives a launch 16 times fewer warps to spread over the GPU (a small launch is latency-bound,
+ * the gate + up pair holds 2 blocks a multiprocessor), and its loads read 64 bytes from each
+ * of 8 rows instead of 512 from one. So it is a switch (and a knob of the GPU search spaces),
+ * off by default: on when most steps are verify passes.
  *
  * The layout. Lane (g, t) (g = lane / 4, t = lane % 4) loads 16 bytes - 8 columns - of rows g
  * and g + 8 of its tile at column c + 8 t of a 32-column step; those 2 x 4 words are the A
@@ -35,13 +40,11 @@
  * a function of the shape and the model, the same for decode and verify). */
 #include "matvec.cuh"
 
-#define MMA_WARPS 8       /* warps per block */
-#define MMA_WAVE_BLOCKS 3 /* blocks a multiprocessor mma_split plans for (fixed: K must not depend
-                             on which form of the kernel runs) */
-/* blocks a multiprocessor each form is compiled for: 80 registers without the pair (a few bytes
- * of spill), 128 with it (at 80 the pair forms spill 256-480 bytes) */
-#define MMA_MIN_BLOCKS(pair) ((pair) ? 2 : 3)
-#define MMA_INPUTS 4      /* inputs per pass over B: a column each for hi and lo */
+#define MMA_WARPS 8 /* warps per block */
+#define MMA_WAVE_BLOCKS                                                                            \
+    2                /* blocks a multiprocessor mma_split plans for: what every form of the        \
+                        kernel fits (fixed: K must not depend on which form runs) */
+#define MMA_INPUTS 4 /* inputs per pass over B: a column each for hi and lo */
 
 /* d += A B, m16n8k16, bf16 operands, fp32 accumulators (the fragment layouts of the PTX ISA). */
 __device__ __forceinline__ void mma_bf16(float d[4], unsigned a0, unsigned a1, unsigned a2,
@@ -100,14 +103,33 @@ __device__ __forceinline__ void mma_load(uint4 *a, uint4 *b, uint4 *u, uint4 *v,
         }
 }
 
+/* The mmas of those steps: d[j] (and du[j], the up matrix) += A B for each pass j over B, B
+ * from x at xp[j] + step x cstride columns. */
+template <int S, int NB, bool PAIR>
+__device__ __forceinline__ void mma_steps(float (*d)[4], float (*du)[4], const uint4 *a,
+                                          const uint4 *b, const uint4 *u, const uint4 *v,
+                                          const float *const *xp, const bool *live, bool lo, int s0,
+                                          int nst, int cstride, bool pair) {
+#pragma unroll
+    for (int i = 0; i < S; i++)
+        if (s0 + i < nst)
+#pragma unroll
+            for (int j = 0; j < NB; j++) {
+                unsigned bx[4];
+                mma_b(xp[j] + (size_t)(s0 + i) * cstride, lo, live[j], bx);
+                mma_step(d[j], a[i], b[i], bx);
+                if (PAIR && pair) mma_step(du[j], u[i], v[i], bx);
+            }
+}
+
 /* The block's row tiles for inputs t0 .. t0 + MMA_INPUTS x NB - 1 (those below n): each warp's
  * accumulators through shared memory, then a thread per (tile, input, row) adds its slices in
  * order - hi + lo of each - and stores the row by the segment's epilogue. */
 template <int NB, bool PAIR>
 __device__ __forceinline__ void mma_finish(float (*part)[16][8 * NB], float (*part_up)[16][8 * NB],
                                            const float (*d)[4], const float (*du)[4],
-                                           const mv_seg &sg, int warp, int g, int t, int K,
-                                           int per, int tile0, int t0, int n) {
+                                           const mv_seg &sg, int warp, int g, int t, int K, int per,
+                                           int tile0, int t0, int n) {
     /* Lane (g, t) holds D[g][2t], D[g][2t + 1], D[g + 8][2t], D[g + 8][2t + 1]: input
      * t0 + j * MMA_INPUTS + t's hi and lo products of rows g and g + 8. */
 #pragma unroll
@@ -117,40 +139,36 @@ __device__ __forceinline__ void mma_finish(float (*part)[16][8 * NB], float (*pa
         part[warp][g + 8][j * 8 + 2 * t] = d[j][2];
         part[warp][g + 8][j * 8 + 2 * t + 1] = d[j][3];
         if (PAIR) {
-        part_up[warp][g][j * 8 + 2 * t] = du[j][0];
-        part_up[warp][g][j * 8 + 2 * t + 1] = du[j][1];
-        part_up[warp][g + 8][j * 8 + 2 * t] = du[j][2];
-        part_up[warp][g + 8][j * 8 + 2 * t + 1] = du[j][3];
+            part_up[warp][g][j * 8 + 2 * t] = du[j][0];
+            part_up[warp][g][j * 8 + 2 * t + 1] = du[j][1];
+            part_up[warp][g + 8][j * 8 + 2 * t] = du[j][2];
+            part_up[warp][g + 8][j * 8 + 2 * t + 1] = du[j][3];
         }
     }
     __syncthreads();
     /* (tile, input, row) with the row fastest, so that neighbouring threads store
      * neighbouring rows; a row's value is hi + lo of each slice, slices in order. */
     for (int i = threadIdx.x; i < per * MMA_INPUTS * NB * 16; i += MMA_WARPS * 32) {
-        const int rr = i & 15, in = (i >> 4) % (MMA_INPUTS * NB),
-              tl = (i >> 4) / (MMA_INPUTS * NB);
+        const int rr = i & 15, in = (i >> 4) % (MMA_INPUTS * NB), tl = (i >> 4) / (MMA_INPUTS * NB);
         const int row = (tile0 + tl) * 16 + rr, c = in / MMA_INPUTS * 8 + 2 * (in % MMA_INPUTS);
         if (row >= sg.rows || t0 + in >= n) continue;
         float v = 0.0f, vu = 0.0f;
         for (int k = 0; k < K; k++) {
-        const int wk = tl * K + k;
-        v += part[wk][rr][c] + part[wk][rr][c + 1];
-        if (PAIR) vu += part_up[wk][rr][c] + part_up[wk][rr][c + 1];
+            const int wk = tl * K + k;
+            v += part[wk][rr][c] + part[wk][rr][c + 1];
+            if (PAIR) vu += part_up[wk][rr][c] + part_up[wk][rr][c + 1];
         }
         mv_store(sg, t0 + in, row, v, vu);
     }
 }
 
 /* Tiles of 16 rows of every segment for inputs 0 .. n - 1, MMA_INPUTS a pass over B (NB passes
- * over B share each load of A: NB = 2 takes up to 8 inputs a pass over the rows). U: steps a
- * warp loads at once - a full group's loads, then its mmas, with no branch between them (the
- * remainder of a row, fewer than U steps, goes one step at a time): a first form with a
- * predicate per step left each step's x load and conversion in front of its mma, and was 16 %
- * slower on the E4B step (s18 calls 1-2). F: steps loaded before waiting for the previous
- * kernel when prefetch (weights never depend on it). PAIR: some segment is a gate + up pair
- * (the up matrix's loads exist only then). */
+ * over B share each load of A: NB = 2 runs up to 8 inputs a pass over the rows). U: steps a warp
+ * loads at once (a group: all loads, then their mmas). F: steps loaded before waiting for the
+ * previous kernel when prefetch (weights never depend on it). PAIR: some segment is a gate + up
+ * pair (the up matrix's loads exist only then). */
 template <bool PAIR, int U, int NB>
-__global__ void __launch_bounds__(MMA_WARPS * 32, MMA_MIN_BLOCKS(PAIR))
+__global__ void __launch_bounds__(MMA_WARPS * 32, PAIR || NB > 1 ? 2 : 3)
     matvec_mma_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
                       int n, int prefetch) {
     constexpr int F = 2;
@@ -158,11 +176,11 @@ __global__ void __launch_bounds__(MMA_WARPS * 32, MMA_MIN_BLOCKS(PAIR))
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const mv_seg &sg = L.seg[mv_seg_of(L, (int)blockIdx.x)];
     const int K = sg.k, slice = warp % K, per = MMA_WARPS / K; /* per: tiles a block */
-    const int tile0 = ((int)blockIdx.x - sg.block0) * per, tile = tile0 + warp / K;
-    const int r0 = tile * 16 + g;
+    const int tile0 = ((int)blockIdx.x - sg.block0) * per;
+    const int r0 = (tile0 + warp / K) * 16 + g;
     const bool pair = PAIR && sg.epilogue == K_MV_GELU_PAIR;
     const int steps = cols >> 5;
-    const int nst = tile * 16 < sg.rows && slice < steps ? (steps - slice + K - 1) / K : 0;
+    const int nst = r0 - g < sg.rows && slice < steps ? (steps - slice + K - 1) / K : 0;
     /* rows past the end read row 0, and are never stored */
     const size_t ca = (size_t)slice * 32 + t * 8;
     const size_t oa = (size_t)(r0 < sg.rows ? r0 : 0) * cols + ca,
@@ -193,35 +211,91 @@ __global__ void __launch_bounds__(MMA_WARPS * 32, MMA_MIN_BLOCKS(PAIR))
             live[j] = in < n;
             xp[j] = x + (size_t)(live[j] ? in : t0) * cols + ca;
         }
-        /* step s's mmas, every pass over B */
-        auto mma_at = [&](int s, const uint4 &a, const uint4 &b, const uint4 &u, const uint4 &v) {
-#pragma unroll
-            for (int j = 0; j < NB; j++) {
-                unsigned bx[4];
-                mma_b(xp[j] + (size_t)s * K * 32, g & 1, live[j], bx);
-                mma_step(d[j], a, b, bx);
-                if (PAIR && pair) mma_step(du[j], u, v, bx);
-            }
-        };
-#pragma unroll
-        for (int s = 0; s < F; s++)
-            if (s < nst) mma_at(s, fa[s], fb[s], fu[s], fv[s]);
-        int s = F;
-        for (; s + U <= nst; s += U) {
+        mma_steps<F, NB, PAIR>(d, du, fa, fb, fu, fv, xp, live, g & 1, 0, nst, K * 32, pair);
+        for (int s0 = F; s0 < nst; s0 += U) {
             uint4 ga[U], gb[U], gu[U], gv[U];
-            mma_load<U>(ga, gb, gu, gv, pa, pb, qa, qb, s, s + U, ss, pair);
-#pragma unroll
-            for (int u = 0; u < U; u++)
-                mma_at(s + u, ga[u], gb[u], gu[u], gv[u]);
+            mma_load<U>(ga, gb, gu, gv, pa, pb, qa, qb, s0, nst, ss, pair);
+            mma_steps<U, NB, PAIR>(d, du, ga, gb, gu, gv, xp, live, g & 1, s0, nst, K * 32, pair);
         }
-        for (; s < nst; s++) {
-            uint4 a, b, u, v;
-            mma_load<1>(&a, &b, &u, &v, pa, pb, qa, qb, s, s + 1, ss, pair);
-            mma_at(s, a, b, u, v);
-        }
+
         mma_finish<NB, PAIR>(part, part_up, d, du, sg, warp, g, t, K, per, tile0, t0, n);
         __syncthreads(); /* part is reused by the next inputs */
     }
+}
+
+/* One input (decode): the same operands and the same mma order per row as matvec_mma_kernel
+ * at n = 1 (so the same bits), the steps in full groups of U with no branch between a group's
+ * loads and its mmas, then one at a time. matvec_mma_kernel's form for one input, with a
+ * predicate per step, left each step's x load and conversion in front of its mma: E4B step
+ * 4.45 ms against 3.85 (s18 calls 1-2). */
+template <bool PAIR, int U>
+__global__ void __launch_bounds__(MMA_WARPS * 32, PAIR ? 2 : 3)
+    matvec_mma1_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
+                       int prefetch) {
+    constexpr int F = 2;
+    __shared__ float part[MMA_WARPS][16][8], part_up[PAIR ? MMA_WARPS : 1][16][8];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const mv_seg &sg = L.seg[mv_seg_of(L, (int)blockIdx.x)];
+    const int K = sg.k, slice = warp % K, per = MMA_WARPS / K;
+    const int tile0 = ((int)blockIdx.x - sg.block0) * per, tile = tile0 + warp / K;
+    const int r0 = tile * 16 + g;
+    const bool pair = PAIR && sg.epilogue == K_MV_GELU_PAIR;
+    const int steps = cols >> 5;
+    const int nst = tile * 16 < sg.rows && slice < steps ? (steps - slice + K - 1) / K : 0;
+    const size_t ca = (size_t)slice * 32 + t * 8;
+    const size_t oa = (size_t)(r0 < sg.rows ? r0 : 0) * cols + ca,
+                 ob = (size_t)(r0 + 8 < sg.rows ? r0 + 8 : 0) * cols + ca;
+    const int ss = K * 4;
+    const __nv_bfloat16 *w = (const __nv_bfloat16 *)sg.w, *wu = (const __nv_bfloat16 *)sg.w_up;
+    const uint4 *pa = reinterpret_cast<const uint4 *>(w + oa),
+                *pb = reinterpret_cast<const uint4 *>(w + ob);
+    const uint4 *qa = pair ? reinterpret_cast<const uint4 *>(wu + oa) : pa,
+                *qb = pair ? reinterpret_cast<const uint4 *>(wu + ob) : pb;
+
+    uint4 fa[F], fb[F], fu[F], fv[F];
+    k_launch_next();
+    if (!prefetch) k_wait_only();
+    mma_load<F>(fa, fb, fu, fv, pa, pb, qa, qb, 0, nst, ss, pair);
+    if (prefetch) k_wait_only();
+    const bool live = g < 2, lo = g & 1;
+    float d[1][4] = {}, du[1][4] = {};
+    /* step s: this lane's 8 columns are chunk (slice + s K) 4 + t of x */
+    auto mma_at = [&](int s, const uint4 &a, const uint4 &b, const uint4 &u, const uint4 &v) {
+        const int c8 = (slice + s * K) * 4 + t;
+        unsigned bx[4];
+        mma_b(x + (size_t)c8 * 8, lo, live, bx);
+        mma_step(d[0], a, b, bx);
+        if (PAIR && pair) mma_step(du[0], u, v, bx);
+    };
+#pragma unroll
+    for (int s = 0; s < F; s++)
+        if (s < nst) mma_at(s, fa[s], fb[s], fu[s], fv[s]);
+    int s = F;
+    for (; s + U <= nst; s += U) {
+        uint4 ga[U], gb[U], gu[U], gv[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            ga[u] = __ldcs(pa + (s + u) * ss);
+            gb[u] = __ldcs(pb + (s + u) * ss);
+            if (pair) {
+                gu[u] = __ldcs(qa + (s + u) * ss);
+                gv[u] = __ldcs(qb + (s + u) * ss);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            mma_at(s + u, ga[u], gb[u], gu[u], gv[u]);
+    }
+    for (; s < nst; s++) {
+        const uint4 a = __ldcs(pa + s * ss), b = __ldcs(pb + s * ss);
+        uint4 u = a, v = b;
+        if (pair) {
+            u = __ldcs(qa + s * ss);
+            v = __ldcs(qb + s * ss);
+        }
+        mma_at(s, a, b, u, v);
+    }
+    mma_finish<1, PAIR>(part, part_up, d, du, sg, warp, g, t, K, per, tile0, 0, 1);
 }
 
 /* Warps per row tile (split-K), a function of the shape alone (and of the multiprocessors). */
@@ -260,9 +334,15 @@ void mv_mma_launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
     }
     L.blocks = blocks;
     /* U: 4 KB of weights a warp in flight either way (a pair step loads two matrices) */
+    if (n == 1) {
+        typedef void (*mma1_fn)(const mv_launch, const float *, int, int);
+        const mma1_fn k1 = pair ? matvec_mma1_kernel<true, 2> : matvec_mma1_kernel<false, 4>;
+        k_launch(k1, dim3((unsigned)blocks), dim3(MMA_WARPS * 32), s, L, x, cols, prefetch);
+        return;
+    }
     const bool wide = n > MMA_INPUTS;
-    const mma_fn kernel = pair ? (wide ? matvec_mma_kernel<true, 2, 2> : matvec_mma_kernel<true, 2, 1>)
-                               : (wide ? matvec_mma_kernel<false, 4, 2>
-                                       : matvec_mma_kernel<false, 4, 1>);
+    const mma_fn kernel =
+        pair ? (wide ? matvec_mma_kernel<true, 2, 2> : matvec_mma_kernel<true, 2, 1>)
+             : (wide ? matvec_mma_kernel<false, 4, 2> : matvec_mma_kernel<false, 4, 1>);
     k_launch(kernel, dim3((unsigned)blocks), dim3(MMA_WARPS * 32), s, L, x, cols, n, prefetch);
 }

@@ -78,8 +78,8 @@ static void mv_same_bits(backend *alt, const char *name, int own_bits) {
                    i < (size_t)total ? got[i] : 0.0, i < (size_t)total ? want[i] : 0.0);
             mv_lone_run(alt, &w[0], xh, got);
             EXPECT(!memcmp(got, want, (size_t)w[0].rows * sizeof(float)),
-                   "%s: a lone product (dtype %d, %d x %d) differs from the %s grouped one",
-                   name, dts[di], w[0].rows, cols, own_bits ? "variant's" : "default's");
+                   "%s: a lone product (dtype %d, %d x %d) differs from the %s grouped one", name,
+                   dts[di], w[0].rows, cols, own_bits ? "variant's" : "default's");
             free(xh);
             free(want);
             free(got);
