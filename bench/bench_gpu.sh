@@ -11,7 +11,9 @@
 #       prompts, 512 new tokens: `engine bench` (batch 1, no speculation), bytes read per
 #       token, the floor (bandwidth / bytes per token) and our share of it, transformers' own
 #       decode speed on the same model, and the step time split by kernel family (CUDA events,
-#       graphs off) and, where ncu exists, one replayed step kernel by kernel (ncu).
+#       graphs off) and, where ncu exists, one replayed step kernel by kernel (ncu);
+#   for both models, what a speculative verify pass over 2 .. 8 positions costs in decode steps,
+#   with the products on the CUDA cores (default) and on the tensor cores (GEMMA_CUDA_MV_MMA=1).
 # Results: RESULTS_DIR/bench_gpu.md (committed as docs/bench_gpu.md) plus the raw logs.
 #
 #   bench/bench_gpu.sh [RESULTS_DIR]      (default build-gpu/bench)
@@ -54,6 +56,8 @@ if [[ -f $TINY/config.json && -f $TINY/eval/prompts_tune.jsonl ]]; then
     >"$RES/tiny_bench.out" 2>"$RES/tiny_bench.err"; then
     tail -n 1 "$RES/tiny_bench.out"
     "$CUDA_OPS" decode-profile "$TINY" 256 512 | tee "$RES/tiny_profile.txt" || echo "bench_gpu: (a) profile FAILED"
+    DECODE_PROFILE_VERIFY="2 3 4 5 8" DECODE_PROFILE_CUSTOM="cuda_cores:;tensor_cores:GEMMA_CUDA_MV_MMA=1" \
+      "$CUDA_OPS" decode-profile "$TINY" 256 512 | tee "$RES/tiny_verify.txt" || echo "bench_gpu: (a) verify FAILED"
   else
     tail -n 5 "$RES/tiny_bench.err"; echo "bench_gpu: (a) engine bench FAILED"; rm -f "$RES/tiny_bench.out"
   fi
@@ -72,6 +76,9 @@ ENGINE_DEVICE=cuda WARMUP_NUM_PROMPTS=1 MAX_NEW_TOKENS=512 "$ENGINE" bench "$WOR
 tail -n 1 "$RES/e4b_bench.out"
 echo "=== (b) decode-step profile"
 "$CUDA_OPS" decode-profile "$WORK/model" 256 128 | tee "$RES/e4b_profile.txt"
+echo "=== (b) speculative verify passes: CUDA cores against tensor cores"
+DECODE_PROFILE_VERIFY="2 3 4 5 8" DECODE_PROFILE_CUSTOM="cuda_cores:;tensor_cores:GEMMA_CUDA_MV_MMA=1" \
+  "$CUDA_OPS" decode-profile "$WORK/model" 256 128 | tee "$RES/e4b_verify.txt"
 # Where ncu exists: one replayed decode step, every kernel timed on its own (caches warm, clocks
 # left alone), split by role (bench/ncu_step_split.py). A failure here costs the report this
 # table only.
@@ -149,6 +156,25 @@ def model_section(title, bench_file, prof_file, hf=None):
     if hf:
         out.append(f"| transformers {hf['transformers']} decode tps, same model and GPU ({hf['attn_implementation']}, {hf['new_tokens']} new tokens after {hf['prompt_tokens']}: prefill excluded) | {hf['decode_tps']:.1f} |")
         out.append(f"| our decode speed / transformers' | {b['decode_tps'] / hf['decode_tps']:.1f}x |")
+    vf = prof_file.replace("_profile.txt", "_verify.txt")
+    if os.path.exists(os.path.join(res, vf)):
+        steps, verify = {}, {}
+        for line in rd(vf).splitlines():
+            if line.startswith("{"):
+                j = json.loads(line)
+                if "ms_per_step" in j: steps[j["run"]] = j["ms_per_step"]
+                else: verify.setdefault(j["run"], {})[j["verify_rows"]] = j["ms_per_verify"]
+        ns = sorted(next(iter(verify.values()), {}))
+        out.extend(["", "What a speculative verify pass costs (decode-profile with DECODE_PROFILE_VERIFY: graph-captured "
+                    "passes over n positions, ms, and in decode steps of the CUDA-core default); GEMMA_CUDA_MV_MMA=1 puts "
+                    "every bf16 product on the tensor cores (kernels/matvec_mma.cu), decode and verify alike:", "",
+                    "| products | decode step | " + " | ".join(f"verify n = {n}" for n in ns) + " |",
+                    "|---|---|" + "---|" * len(ns)])
+        base = steps.get("cuda_cores")
+        for run, what in [("cuda_cores", "CUDA cores (default)"), ("tensor_cores", "tensor cores (GEMMA_CUDA_MV_MMA=1)")]:
+            if run in steps and base:
+                out.append(f"| {what} | {steps[run]:.3f} ms ({steps[run] / base:.2f}) | " +
+                           " | ".join(f"{verify[run][n]:.3f} ms ({verify[run][n] / base:.2f})" for n in ns) + " |")
     out.extend(["", "Step time by kernel family (profiled run: every op timed with CUDA events and graphs off, so the total is above the graph run's step time; shares are what matter):", "", "```"] + table + ["```", ""])
 
 if os.path.exists(os.path.join(res, "tiny_bench.out")) and os.path.exists(os.path.join(res, "tiny_profile.txt")):

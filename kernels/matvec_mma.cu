@@ -223,17 +223,17 @@ __global__ void __launch_bounds__(MMA_WARPS * 32, PAIR || NB > 1 ? 2 : 3)
     }
 }
 
-/* One input (decode): the same operands and the same mma order per row as matvec_mma_kernel
- * at n = 1 (so the same bits), the steps in full groups of U with no branch between a group's
- * loads and its mmas, then one at a time. matvec_mma_kernel's form for one input, with a
- * predicate per step, left each step's x load and conversion in front of its mma: E4B step
- * 4.45 ms against 3.85 (s18 calls 1-2). */
-template <bool PAIR, int U>
-__global__ void __launch_bounds__(MMA_WARPS * 32, PAIR ? 2 : 3)
-    matvec_mma1_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
-                       int prefetch) {
+/* Up to MMA_INPUTS x NB inputs in one pass over the rows (decode: one; a verify: up to 8): the
+ * same operands and the same mma order per row as matvec_mma_kernel (so the same bits), the
+ * steps in full groups of U with no branch between a group's loads and its mmas, then one at a
+ * time. matvec_mma_kernel's form, with a predicate per step, leaves each step's x load and
+ * conversion in front of its mma: E4B step 4.45 ms against 3.85 (s18 calls 1-2). */
+template <bool PAIR, int U, int NB>
+__global__ void __launch_bounds__(MMA_WARPS * 32, PAIR || NB > 1 ? 2 : 3)
+    matvec_mma_pass_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x,
+                           int cols, int n, int prefetch) {
     constexpr int F = 2;
-    __shared__ float part[MMA_WARPS][16][8], part_up[PAIR ? MMA_WARPS : 1][16][8];
+    __shared__ float part[MMA_WARPS][16][8 * NB], part_up[PAIR ? MMA_WARPS : 1][16][8 * NB];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const mv_seg &sg = L.seg[mv_seg_of(L, (int)blockIdx.x)];
     const int K = sg.k, slice = warp % K, per = MMA_WARPS / K;
@@ -257,15 +257,27 @@ __global__ void __launch_bounds__(MMA_WARPS * 32, PAIR ? 2 : 3)
     if (!prefetch) k_wait_only();
     mma_load<F>(fa, fb, fu, fv, pa, pb, qa, qb, 0, nst, ss, pair);
     if (prefetch) k_wait_only();
-    const bool live = g < 2, lo = g & 1;
-    float d[1][4] = {}, du[1][4] = {};
+    /* this lane's input in pass j over B: j * MMA_INPUTS + g / 2 (hi for even g, lo for odd) */
+    const bool lo = g & 1;
+    bool live[NB];
+    const float *xj[NB];
+#pragma unroll
+    for (int j = 0; j < NB; j++) {
+        const int in = j * MMA_INPUTS + g / 2;
+        live[j] = in < n;
+        xj[j] = x + (size_t)(live[j] ? in : 0) * cols;
+    }
+    float d[NB][4] = {}, du[NB][4] = {};
     /* step s: this lane's 8 columns are chunk (slice + s K) 4 + t of x */
     auto mma_at = [&](int s, const uint4 &a, const uint4 &b, const uint4 &u, const uint4 &v) {
         const int c8 = (slice + s * K) * 4 + t;
-        unsigned bx[4];
-        mma_b(x + (size_t)c8 * 8, lo, live, bx);
-        mma_step(d[0], a, b, bx);
-        if (PAIR && pair) mma_step(du[0], u, v, bx);
+#pragma unroll
+        for (int j = 0; j < NB; j++) {
+            unsigned bx[4];
+            mma_b(xj[j] + (size_t)c8 * 8, lo, live[j], bx);
+            mma_step(d[j], a, b, bx);
+            if (PAIR && pair) mma_step(du[j], u, v, bx);
+        }
     };
 #pragma unroll
     for (int s = 0; s < F; s++)
@@ -295,7 +307,7 @@ __global__ void __launch_bounds__(MMA_WARPS * 32, PAIR ? 2 : 3)
         }
         mma_at(s, a, b, u, v);
     }
-    mma_finish<1, PAIR>(part, part_up, d, du, sg, warp, g, t, K, per, tile0, 0, 1);
+    mma_finish<NB, PAIR>(part, part_up, d, du, sg, warp, g, t, K, per, tile0, 0, n);
 }
 
 /* Warps per row tile (split-K), a function of the shape alone (and of the multiprocessors). */
@@ -334,15 +346,11 @@ void mv_mma_launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
     }
     L.blocks = blocks;
     /* U: 4 KB of weights a warp in flight either way (a pair step loads two matrices) */
-    if (n == 1) {
-        typedef void (*mma1_fn)(const mv_launch, const float *, int, int);
-        const mma1_fn k1 = pair ? matvec_mma1_kernel<true, 2> : matvec_mma1_kernel<false, 4>;
-        k_launch(k1, dim3((unsigned)blocks), dim3(MMA_WARPS * 32), s, L, x, cols, prefetch);
-        return;
-    }
+    /* up to 8 inputs (decode, verify) in one pass over the rows; more (prefill) 8 a pass */
     const bool wide = n > MMA_INPUTS;
     const mma_fn kernel =
-        pair ? (wide ? matvec_mma_kernel<true, 2, 2> : matvec_mma_kernel<true, 2, 1>)
-             : (wide ? matvec_mma_kernel<false, 4, 2> : matvec_mma_kernel<false, 4, 1>);
+        n > 2 * MMA_INPUTS ? (pair ? matvec_mma_kernel<true, 2, 2> : matvec_mma_kernel<false, 4, 2>)
+        : pair ? (wide ? matvec_mma_pass_kernel<true, 2, 2> : matvec_mma_pass_kernel<true, 2, 1>)
+               : (wide ? matvec_mma_pass_kernel<false, 4, 2> : matvec_mma_pass_kernel<false, 4, 1>);
     k_launch(kernel, dim3((unsigned)blocks), dim3(MMA_WARPS * 32), s, L, x, cols, n, prefetch);
 }
