@@ -78,11 +78,18 @@ __device__ __forceinline__ void mma_b(const float *xp, bool lo, bool live, unsig
     }
 }
 
-/* d += the step's 16 x 32 weights (wa: rows g, wb: rows g + 8) times B. */
+/* d += the step's 16 x 32 weights (wa: rows g, wb: rows g + 8) times B. The step's two mmas
+ * sum from zero and their result is added to d on the CUDA cores: the tensor cores' own
+ * accumulation keeps fewer bits than fp32 (CHECK s18 call 9), so a row's running sum never
+ * passes through it. */
 __device__ __forceinline__ void mma_step(float d[4], const uint4 &wa, const uint4 &wb,
                                          const unsigned b[4]) {
-    mma_bf16(d, wa.x, wb.x, wa.y, wb.y, b[0], b[1]);
-    mma_bf16(d, wa.z, wb.z, wa.w, wb.w, b[2], b[3]);
+    float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    mma_bf16(p, wa.x, wb.x, wa.y, wb.y, b[0], b[1]);
+    mma_bf16(p, wa.z, wb.z, wa.w, wb.w, b[2], b[3]);
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        d[i] += p[i];
 }
 
 /* Steps s0 .. s0 + S - 1 (those below nst) of a lane's rows: rows g (a) and g + 8 (b) of the
