@@ -16,8 +16,10 @@
  * What it costs in numbers: the logits of the bf16 fixtures are 1-5e-3 from the CPU's (the
  * CUDA cores: about 1e-4), inside test_gpu.sh's tolerance, 2e-3 x (1 + max |logit|), but
  * enough to flip a near-tie: in one of five runs one of 24 greedy steps of a random-weight
- * fixture differed from the CPU's (s18 call 9). Speculation with the switch on stays lossless
- * against plain decoding with it on: decode and verify are the same kernels and bits.
+ * fixture differed from the CPU's (s18 call 9). The distance is presumably x's split into 16
+ * bits: the tensor cores' accumulator was ruled out (mma_step). Speculation with the switch on
+ * stays lossless against plain decoding with it on: decode and verify are the same kernels and
+ * bits.
  *
  * The layout. Lane (g, t) (g = lane / 4, t = lane % 4) loads 16 bytes - 8 columns - of rows g
  * and g + 8 of its tile at column c + 8 t of a 32-column step; those 2 x 4 words are the A
@@ -84,20 +86,13 @@ __device__ __forceinline__ void mma_b(const float *xp, bool lo, bool live, unsig
     }
 }
 
-/* d += the step's 16 x 32 weights (wa: rows g, wb: rows g + 8) times B. The step's two mmas
- * sum from zero and their result is added to d on the CUDA cores, so that a row's running sum
- * never passes through the tensor cores' accumulator, which may keep fewer bits than fp32 (as
- * Hopper's does for fp8). On the fixtures the logits' distance to the CPU's went from 2.7-4.7e-3
- * to 0.9-2.2e-3 (s18 calls 6 and 9, different random inputs), and the step's time did not move:
- * the rest is presumably x's split (16 bits; not measured apart). */
+/* d += the step's 16 x 32 weights (wa: rows g, wb: rows g + 8) times B. (Summing each step from
+ * zero and adding it to d on the CUDA cores, in case the tensor cores' accumulator keeps fewer
+ * bits than fp32, did not bring the logits closer to the CPU's: s18 call 9.) */
 __device__ __forceinline__ void mma_step(float d[4], const uint4 &wa, const uint4 &wb,
                                          const unsigned b[4]) {
-    float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    mma_bf16(p, wa.x, wb.x, wa.y, wb.y, b[0], b[1]);
-    mma_bf16(p, wa.z, wb.z, wa.w, wb.w, b[2], b[3]);
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-        d[i] += p[i];
+    mma_bf16(d, wa.x, wb.x, wa.y, wb.y, b[0], b[1]);
+    mma_bf16(d, wa.z, wb.z, wa.w, wb.w, b[2], b[3]);
 }
 
 /* Steps s0 .. s0 + S - 1 (those below nst) of a lane's rows: rows g (a) and g + 8 (b) of the
