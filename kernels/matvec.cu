@@ -702,18 +702,9 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
         vec[0] && n >= 2 && n <= 8 && mv_tune.rows > 1 && bytes >= 1024.0 * mv_tune.rows_min_kb;
     const int rows_per_warp = !rows_kernel ? 1 : pair ? 2 : mv_tune.rows;
     for (int i = 0; i < n_segs; i++) {
-        mv_seg *d = &L.seg[i];
-        d->out = segs[i].out;
-        d->out_up = segs[i].out_up;
-        d->w = segs[i].w;
-        d->w_up = segs[i].w_up;
-        d->mul = segs[i].mul;
-        d->rows = segs[i].rows;
-        d->epilogue = segs[i].epilogue;
-        d->mul_stride = segs[i].mul_stride;
-        d->k = split_for(segs[i].rows, cols, per_pass);
-        d->block0 = (int)blocks;
-        blocks += k_blocks((size_t)segs[i].rows, (unsigned)(rows_per_warp * MV_WARPS / d->k));
+        const int k = split_for(segs[i].rows, cols, per_pass);
+        L.seg[i] = mv_seg_make(segs[i], k, (int)blocks);
+        blocks += k_blocks((size_t)segs[i].rows, (unsigned)(rows_per_warp * MV_WARPS / k));
     }
     L.blocks = (int)blocks;
     if (rows_kernel)

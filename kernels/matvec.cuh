@@ -21,6 +21,22 @@ struct mv_launch {
     int blocks; /* virtual blocks of all segments (the grid, unless it is persistent) */
 };
 
+/* The kernels' view of a launcher's matrix: k warps per row (or row tile), blocks from block0. */
+static inline mv_seg mv_seg_make(const k_mv_seg &s, int k, int block0) {
+    mv_seg d;
+    d.out = s.out;
+    d.out_up = s.out_up;
+    d.w = s.w;
+    d.w_up = s.w_up;
+    d.mul = s.mul;
+    d.rows = s.rows;
+    d.epilogue = s.epilogue;
+    d.mul_stride = s.mul_stride;
+    d.k = k;
+    d.block0 = block0;
+    return d;
+}
+
 /* The segment of a launch that virtual block b belongs to (segments are dealt blocks in order;
  * compile-time indices, so that L stays in parameter space). */
 __device__ __forceinline__ int mv_seg_of(const mv_launch &L, int b) {

@@ -339,24 +339,14 @@ void mv_mma_launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
     int blocks = 0;
     bool pair = false;
     for (int i = 0; i < n_segs; i++) {
-        mv_seg *d = &L.seg[i];
-        d->out = segs[i].out;
-        d->out_up = segs[i].out_up;
-        d->w = segs[i].w;
-        d->w_up = segs[i].w_up;
-        d->mul = segs[i].mul;
-        d->rows = segs[i].rows;
-        d->epilogue = segs[i].epilogue;
-        d->mul_stride = segs[i].mul_stride;
-        d->k = mma_split(segs[i].rows, cols, sms);
-        d->block0 = blocks;
-        const int tiles = (segs[i].rows + 15) / 16, per = MMA_WARPS / d->k;
-        blocks += (tiles + per - 1) / per;
+        const int k = mma_split(segs[i].rows, cols, sms), per = MMA_WARPS / k;
+        L.seg[i] = mv_seg_make(segs[i], k, blocks);
+        blocks += ((segs[i].rows + 15) / 16 + per - 1) / per; /* tiles of 16 rows, per a block */
         pair = pair || segs[i].epilogue == K_MV_GELU_PAIR;
     }
     L.blocks = blocks;
-    /* U: 4 KB of weights a warp in flight either way (a pair step loads two matrices) */
-    /* up to 8 inputs (decode, verify) in one pass over the rows; more (prefill) 8 a pass */
+    /* Up to 8 inputs (decode, verify) in one pass over the rows, more (prefill) 8 a pass. U:
+     * 4 KB of weights a warp in flight either way (a pair step loads two matrices). */
     const bool wide = n > MMA_INPUTS;
     const mma_fn kernel =
         n > 2 * MMA_INPUTS ? (pair ? matvec_mma_kernel<true, 2, 2> : matvec_mma_kernel<false, 4, 2>)
