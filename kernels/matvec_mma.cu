@@ -48,11 +48,11 @@
  * a function of the shape and the model, the same for decode and verify). */
 #include "matvec.cuh"
 
-#define MMA_WARPS 8 /* warps per block */
-#define MMA_WAVE_BLOCKS                                                                            \
-    2                /* blocks a multiprocessor mma_split plans for: what every form of the        \
-                        kernel fits (fixed: K must not depend on which form runs) */
+#define MMA_WARPS  8 /* warps per block */
 #define MMA_INPUTS 4 /* inputs per pass over B: a column each for hi and lo */
+/* Blocks a multiprocessor mma_split plans for: what every form of the kernel fits (fixed: K must
+ * not depend on which form runs). */
+#define MMA_WAVE_BLOCKS 2
 
 /* d += A B, m16n8k16, bf16 operands, fp32 accumulators (the fragment layouts of the PTX ISA). */
 __device__ __forceinline__ void mma_bf16(float d[4], unsigned a0, unsigned a1, unsigned a2,
