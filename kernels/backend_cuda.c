@@ -42,7 +42,8 @@
  * GEMMA_CUDA_MV_UNROLL=4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4, GEMMA_CUDA_MV_DECODE=lean|lean8|
  * general and GEMMA_CUDA_MV_GRID=blocks|persist|N tune the matrix-vector kernel (kernels.h:
  * k_mv_tuning; none of them changes a result bit), and GEMMA_CUDA_MV_SPLIT=N picks the old
- * split-K rule (about N blocks per multiprocessor; a row's sum order changes with it). All
+ * split-K rule (about N blocks per multiprocessor; a row's sum order changes with it);
+ * GEMMA_CUDA_MV_MMA=1 puts the bf16 products on the tensor cores (matvec_mma.cu). All
  * switches are read by backend_cuda_env.c (tested without a GPU) and listed in backend_cuda.h.
  *
  * Profiling. GEMMA_CUDA_PROFILE=1 times every op with a pair of cudaEvents (graphs are off
