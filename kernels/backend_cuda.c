@@ -730,7 +730,8 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     fprintf(
         stderr,
         "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matvec unroll %s prefetch %d decode %s "
-        "grid %s, rows a warp at n = 2..8 %d (launches >= %d KiB), matmul %s\n",
+        "grid %s, rows a warp at n = 2..8 %d (launches >= %d KiB), matmul %s, bf16 on the %s "
+        "cores\n",
         st->device_name, prop.totalGlobalMem / 1e9, st->use_graphs && !st->profile ? "on" : "off",
         !st->fuse                            ? "off"
         : st->fuse_mm == CUDA_FUSE_MM_ON     ? "on (all matmul groups)"
@@ -748,7 +749,8 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         grid_name, st->mv.rows, st->mv.rows_min_kb,
         gemm_mode == 0   ? "own kernel"
         : gemm_mode == 1 ? "cuBLAS"
-                         : "own (n <= 8), cuBLAS");
+                         : "own (n <= 8), cuBLAS",
+        st->mv.mma ? "tensor" : "CUDA");
     CU(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     CUBLAS(cublasCreate(&st->cublas));
     CUBLAS(cublasSetStream(st->cublas, st->stream));
