@@ -107,6 +107,8 @@ gpu = rd("gpu.txt").strip().splitlines()[-1]
 out = ["# GPU benchmark (issue 7)", "",
        "Made by `bench/bench_gpu.sh` (see its header); raw logs beside this file in the run's results folder.",
        "", f"GPU: {gpu}", "",
+       "Engine switches in the environment of the whole run: " +
+       (", ".join(f"`{k}={v}`" for k, v in sorted(os.environ.items()) if k.startswith("GEMMA_")) or "none (the defaults)") + ".", "",
        f"Measured device copy bandwidth (device-to-device copy of 2 GiB, bytes read + written per second): **{bw:.0f} GB/s**.",
        "The floor of a decode step is bytes read per token / this bandwidth.", ""]
 

@@ -28,7 +28,8 @@ warmup=${WARMUP:-2}
 out=${OUT:-docs/bench_spec_gpu.md}
 model=models/gemma4-tiny
 command_line="bench/bench_spec_gpu.sh${*:+ $*}"
-for v in GPU_BIN_DIR NEW_TOKENS PROMPTS REPEATS WARMUP; do
+# The engine's own switches (GEMMA_CUDA_MV_MMA=1, ...) change what is measured: named too.
+for v in GPU_BIN_DIR NEW_TOKENS PROMPTS REPEATS WARMUP $(compgen -e | grep '^GEMMA_' | sort); do
     if [ -n "${!v:-}" ]; then command_line="$v=${!v} $command_line"; fi
 done
 [ -d "$model" ] && [ -d "$model-assistant" ] || {
