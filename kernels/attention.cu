@@ -92,7 +92,11 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
      * attends to (decoder.c sizes a sliding ring window + chunk - 1), so a position before p0
      * that a row attends to reads the same before and after them. Its rows are therefore loaded
      * before waiting for the previous kernel, and the wait overlaps that round trip. Same
-     * values, same bits. */
+     * values, same bits. This rests on the earlier steps being complete when this one starts:
+     * under PDL a kernel may start before kernels two or more back have finished, but every
+     * step (and every draft loop) begins with a plain stream copy of its ids / position word
+     * (backend_cuda.c), which waits for all of them. A path that chained steps on the device
+     * without one would have to load these rows after the wait. */
     float kr[PER], vr[PER], kn[PER], vn[PER];
     const bool early = j0 + warp < p0;
     if (early) att_load_kv<PER>(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane);

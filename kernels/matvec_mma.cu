@@ -71,7 +71,9 @@ __device__ __forceinline__ unsigned bf16x2_rn(float lo, float hi) {
 
 /* This lane's B operands for one step: x[c .. c + 8) of its input (xp), as hi or as lo, b[i]
  * holding columns 2i and 2i + 1; zeros when !live (an input that does not exist: xp then points
- * at one that does, so that no lane branches before the warp-wide mma). */
+ * at one that does, so that no lane branches before the warp-wide mma). An infinite x (or one
+ * beyond bf16's range) gives a NaN lo, so the row is NaN where the CUDA cores give an infinity:
+ * either way the model has already overflowed. */
 __device__ __forceinline__ void mma_b(const float *xp, bool lo, bool live, unsigned b[4]) {
     const float4 p = __ldg(reinterpret_cast<const float4 *>(xp)),
                  q = __ldg(reinterpret_cast<const float4 *>(xp) + 1);

@@ -141,7 +141,9 @@ static void test_matvec_variants(void) {
         unsetenv("GEMMA_CUDA_FUSE_MM");
         if (!alt) die("%s", err);
         const int before = failures;
-        test_matmul(alt, 1e-5, name);
+        /* the tensor cores carry x as hi + lo bf16: at most 2^-16 (1.5e-5) of sum |w x| off,
+         * where the CUDA cores' fp32 sums stay well inside 1e-5 */
+        test_matmul(alt, mma ? 2e-5 : 1e-5, name);
         backend *save = gpu;
         gpu = alt; /* the fused checks run on the variant; pair buffers are made there */
         test_fused_mlp();
