@@ -161,10 +161,39 @@ template <int SIG> __device__ __forceinline__ void signal_done(unsigned *c) {
     }
 }
 
-template <int W, int STG, bool SYNC, bool XR = false, int AHEAD = 0, int SIG = 0>
+/* LL ("low latency", as NCCL's protocol of that name): an output is one 64-bit store of its
+ * value and the step's epoch, so the data is its own signal - no fence, no counter, no poll of
+ * a counter before the reads of x: the small op reads the previous phase's outputs and reads
+ * again those whose epoch is not yet this step's. Each stream phase has its own buffer (ll +
+ * sp x 32768), so no later phase overwrites one a slower block still reads: here a block waits
+ * only for the outputs it reads (the first SMALL_N), not for every block, so unlike the
+ * counters nothing else holds a fast block back. */
+__device__ __forceinline__ void st_relaxed_u64(unsigned long long *p, unsigned long long v) {
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ unsigned long long ld_relaxed_u64(const unsigned long long *p) {
+    unsigned long long v;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+/* x[j] of the previous stream phase (rows prev_rows; sp: this one) once it carries epoch */
+template <bool LL>
+__device__ __forceinline__ float prev_x(const float *prev, const unsigned long long *ll, int sp,
+                                        int j, int prev_rows, unsigned epoch) {
+    if (!LL) return __ldcg(prev + j);
+    if (sp == 0 || j >= prev_rows) return 1e-3f * (float)(j & 7);
+    const unsigned long long *q = ll + (size_t)(sp - 1) * 32768 + j;
+    unsigned long long u = ld_relaxed_u64(q);
+    while ((unsigned)(u >> 32) != epoch)
+        u = ld_relaxed_u64(q);
+    return __uint_as_float((unsigned)u);
+}
+
+template <int W, int STG, bool SYNC, bool XR = false, int AHEAD = 0, int SIG = 0, bool LL = false>
 __global__ void __launch_bounds__((W + 1) * 32, 1)
     mega_kernel(const uint4 *w, const phase *ph, int n_ph, float *buf, unsigned *cnt,
-                unsigned target, float *sink, unsigned long long *trace) {
+                unsigned target, float *sink, unsigned long long *trace, unsigned long long *ll,
+                unsigned epoch) {
     extern __shared__ __align__(128) unsigned char ring[]; /* STG stages of W rows */
     __shared__ uint64_t full[STG], empty[STG];
     __shared__ __align__(16) float xs[SMALL_N];
@@ -207,13 +236,13 @@ __global__ void __launch_bounds__((W + 1) * 32, 1)
         return;
     }
     unsigned g = 0;
-    int sp = 0; /* stream phases done */
+    int sp = 0, prev_rows = 0; /* stream phases done, the last one's rows */
     float tot = 0.0f;
     for (int p = 0; p < n_ph; p++) {
         if (!ph[p].n16) continue;
         float *out = buf + (size_t)(sp & 1) * 32768;
         const float *prev = buf + (size_t)((sp + 1) & 1) * 32768;
-        if (SYNC && sp > 0) {
+        if (SYNC && !LL && sp > 0) {
             if (threadIdx.x == 0)
                 while (ld_acquire(&cnt[sp - 1]) < target) {
                 }
@@ -223,7 +252,7 @@ __global__ void __launch_bounds__((W + 1) * 32, 1)
         /* the small op: x = prev / rms(prev), into shared memory */
         float ss = 0.0f;
         for (int j = threadIdx.x; j < SMALL_N; j += W * 32) {
-            const float v = __ldcg(prev + j);
+            const float v = prev_x<LL>(prev, ll, sp, j, prev_rows, epoch);
             xs[j] = v;
             ss += v * v;
         }
@@ -263,7 +292,11 @@ __global__ void __launch_bounds__((W + 1) * 32, 1)
                     acc = XR ? x_dot(q[c * 32 + lane], xr + c * 8, acc)
                              : chunk_dot<true, true>(q[c * 32 + lane], xs, c * 256 + lane * 8, acc);
                 acc = warp_sum(acc);
-                if (lane == 0) out[row] = acc * 1e-3f;
+                if (lane == 0 && LL)
+                    st_relaxed_u64(ll + (size_t)sp * 32768 + row,
+                                   (unsigned long long)epoch << 32 | __float_as_uint(acc * 1e-3f));
+                else if (lane == 0)
+                    out[row] = acc * 1e-3f;
                 tot += acc;
             }
             __syncwarp();
@@ -271,9 +304,10 @@ __global__ void __launch_bounds__((W + 1) * 32, 1)
         }
         bar_consumers(W * 32); /* the block's outputs of this phase are written */
         trace_mark(trace, sp, 2);
-        if (SYNC && threadIdx.x == 0) signal_done<SIG>(&cnt[sp]);
+        if (SYNC && !LL && threadIdx.x == 0) signal_done<SIG>(&cnt[sp]);
         trace_mark(trace, sp, 3);
         sp++;
+        prev_rows = rows;
     }
     if (tot == 12345.0f) sink[blockIdx.x] = tot;
 }
@@ -334,6 +368,11 @@ int main(void) {
     {
         float *buf;
         unsigned *cnt;
+        unsigned long long *ll; /* LL: a buffer of 32768 outputs a stream phase */
+        const size_t ll_bytes = (size_t)S.n_stream * 32768 * sizeof(unsigned long long);
+        CK(cudaMalloc(&ll, ll_bytes));
+        CK(cudaMemset(ll, 0, ll_bytes));
+        unsigned epoch = 0; /* LL: one a launch, never 0 */
         CK(cudaMalloc(&buf, 2 * 32768 * sizeof(float)));
         CK(cudaMemset(buf, 0, 2 * 32768 * sizeof(float)));
         CK(cudaMalloc(&cnt, n_ph * sizeof(unsigned)));
@@ -345,6 +384,12 @@ int main(void) {
             bool trace; /* also run one step traced (trace_mark) */
         } mk[] = {
             {"16 warps, 2 stages", (const void *)mega_kernel<16, 2, true>, 16, 2, true},
+            {"16 warps, 2 stages, LL outputs",
+             (const void *)mega_kernel<16, 2, true, false, 0, 0, true>, 16, 2, true},
+            {"12 warps, 3 stages, LL outputs",
+             (const void *)mega_kernel<12, 3, true, false, 0, 0, true>, 12, 3, false},
+            {"16 warps, 2 stages, x in registers, LL outputs",
+             (const void *)mega_kernel<16, 2, true, true, 0, 0, true>, 16, 2, false},
             {"16 warps, 2 stages, no waits", (const void *)mega_kernel<16, 2, false>, 16, 2, true},
             {"16 warps, 2 stages, acq_rel fence",
              (const void *)mega_kernel<16, 2, true, false, 0, 1>, 16, 2, true},
@@ -375,8 +420,10 @@ int main(void) {
             unsigned long long *tr = NULL;
             auto launch = [&] {
                 target += (unsigned)sms;
+                epoch++;
                 void *args[] = {(void *)&w,   (void *)&dph,    (void *)&n_ph, (void *)&buf,
-                                (void *)&cnt, (void *)&target, (void *)&sink, (void *)&tr};
+                                (void *)&cnt, (void *)&target, (void *)&sink, (void *)&tr,
+                                (void *)&ll,  (void *)&epoch};
                 CK(cudaLaunchCooperativeKernel(m.k, sms, nt, args, (size_t)dsm, s));
             };
             const float ms = time_reps(s, reps, launch);
@@ -392,6 +439,7 @@ int main(void) {
         }
         CK(cudaFree(buf));
         CK(cudaFree(cnt));
+        CK(cudaFree(ll));
     }
 
     return 0;

@@ -105,8 +105,9 @@ typedef struct {
                         group, then their products) - 1 always, 0 never (the compiler's unrolled
                         loop), 2 auto (default: groups of 4 in launches of one wave or of many;
                         matvec.cu mv_groups) */
-    int mma;         /* 1: bf16 products on the tensor cores (matvec_mma.cu: x split into two bf16,
-                        so the results differ from the CUDA-core kernels' in the last bits; every
+    int mma;         /* 1: bf16 products on the tensor cores (matvec_mma.cu: x split exactly into
+                        three bf16, summed in another order, so the results differ from the
+                        CUDA-core kernels' in the last bits; every
                         bf16 product with 16-byte aligned rows and cols a multiple of 32 takes it,
                         decode and verify alike); 0 (default): matvec.cu's kernels */
 } k_mv_tuning;

@@ -5,7 +5,7 @@
  * and row, so a verify over 8 positions costs 3.2 decode steps on an E4B-sized model. Here a
  * warp owns a tile of 16 rows and multiplies with mma.sync m16n8k16: the weights go from the
  * load into the mma's A operand with no conversion, one load of x serves the tile's 16 rows,
- * and up to 4 inputs ride in B's 8 columns for the price of one. On the H200 (s18 call 8,
+ * and two inputs ride in B's 8 columns for the price of one. On the H200 (s18 call 8,
  * docs/bench_gpu.md) a verify over 8 positions of E4B costs 5.1 ms instead of 10.7, over 4
  * 4.2 instead of 6.4 - but a plain decode step 3.91 ms instead of 3.36: a tile of 16 rows
  * gives a launch 16 times fewer warps to spread over the GPU (a small launch is latency-bound,
@@ -13,13 +13,12 @@
  * of 8 rows instead of 512 from one. So it is a switch (and a knob of the GPU search spaces),
  * off by default: on when most steps are verify passes.
  *
- * What it costs in numbers: the logits of the bf16 fixtures are 1-5e-3 from the CPU's (the
- * CUDA cores: about 1e-4), inside test_gpu.sh's tolerance, 2e-3 x (1 + max |logit|), but
- * enough to flip a near-tie: in one of five runs one of 24 greedy steps of a random-weight
- * fixture differed from the CPU's (s18 call 9). The distance is presumably x's split into 16
- * bits: the tensor cores' accumulator was ruled out (mma_step). Speculation with the switch on
- * stays lossless against plain decoding with it on: decode and verify are the same kernels and
- * bits.
+ * Numbers. x is split into three bf16 that sum to it exactly (mma_b), so a product differs from
+ * the CUDA cores' only in its summation order. Session 18's split into two (16 significant bits
+ * of x, four inputs a pass over B) left the bf16 fixtures' logits 1-5e-3 from the CPU's (the
+ * CUDA cores: about 1e-4) and flipped a greedy near-tie in one of five runs (s18 call 9).
+ * Speculation with the switch on stays lossless against plain decoding with it on: decode and
+ * verify are the same kernels and bits.
  *
  * The layout. Lane (g, t) (g = lane / 4, t = lane % 4) loads 16 bytes - 8 columns - of rows g
  * and g + 8 of its tile at column c + 8 t of a 32-column step; those 2 x 4 words are the A
@@ -27,13 +26,13 @@
  * for columns c + 8t .. c + 8t + 3 in the first mma and c + 8t + 4 .. c + 8t + 7 in the second:
  * a permutation of the step's columns, the same for A and B).
  *
- * x is fp32, the mma takes bf16. x = hi + lo, hi = bf16(x), lo = bf16(x - hi): 16 significant
- * bits (a relative error of at most 2^-16 an element against fp32's 2^-24; the products are
- * exact in the tensor cores and summed in fp32). B is [16 k][8 columns] and a decode step has
- * one input, so the split costs no extra mma: column 2i holds input i's hi and column 2i + 1 its
- * lo - lane (g, t) gives column g - and the row's result is D[row][2i] + D[row][2i + 1], both in
- * the lane of t = i. Four inputs a pass (a verify pass of up to 8 runs two passes over B with
- * the same A registers); lanes of inputs that do not exist give zeros.
+ * x is fp32, the mma takes bf16. x = hi + mid + lo, hi = bf16(x), mid = bf16(x - hi), lo =
+ * bf16(x - hi - mid), exactly (the products are exact in the tensor cores and summed in fp32).
+ * B is [16 k][8 columns] and a decode step has one input, so the split costs no extra mma:
+ * columns 3i, 3i + 1 and 3i + 2 hold input i's hi, mid and lo - lane (g, t) gives column g -
+ * and the row's result is D[row][3i] + (D[row][3i + 1] + D[row][3i + 2]). Two inputs a pass
+ * over B (a verify pass of up to 8 runs two or four passes with the same A registers); columns
+ * 6 and 7, and inputs that do not exist, are zeros.
  *
  * Split-K. A tile's 32-column steps are dealt to K warps of a block: warp slice k takes steps
  * k, k + K, ... (at any moment the K warps read K x 64 adjacent bytes of each row). K doubles
@@ -49,7 +48,7 @@
 #include "matvec.cuh"
 
 #define MMA_WARPS  8 /* warps per block */
-#define MMA_INPUTS 4 /* inputs per pass over B: a column each for hi and lo */
+#define MMA_INPUTS 2 /* inputs per pass over B: a column each for hi, mid and lo (6 of 8) */
 /* Blocks a multiprocessor mma_split plans for: what every form of the kernel fits (fixed: K must
  * not depend on which form runs). */
 #define MMA_WAVE_BLOCKS 2
@@ -69,22 +68,27 @@ __device__ __forceinline__ unsigned bf16x2_rn(float lo, float hi) {
     return *reinterpret_cast<const unsigned *>(&v);
 }
 
-/* This lane's B operands for one step: x[c .. c + 8) of its input (xp), as hi or as lo, b[i]
- * holding columns 2i and 2i + 1; zeros when !live (an input that does not exist: xp then points
- * at one that does, so that no lane branches before the warp-wide mma). An infinite x (or one
- * beyond bf16's range) gives a NaN lo, so the row is NaN where the CUDA cores give an infinity:
- * either way the model has already overflowed. */
-__device__ __forceinline__ void mma_b(const float *xp, bool lo, bool live, unsigned b[4]) {
+/* This lane's B operands for one step: x[c .. c + 8) of its input (xp) as its part of the split
+ * (0 hi, 1 mid, 2 lo), b[i] holding k = 2i and 2i + 1; zeros when !live (a column no input
+ * uses, or an input that does not exist: xp then points at one that does, so that no lane
+ * branches before the warp-wide mma). x = hi + mid + lo exactly: x - hi has at most 16
+ * significant bits and is exact in fp32, its rest after mid at most 8, which bf16 holds. An
+ * infinite x (or one beyond bf16's range) gives a NaN mid, so the row is NaN where the CUDA
+ * cores give an infinity: either way the model has already overflowed. */
+__device__ __forceinline__ void mma_b(const float *xp, int part, bool live, unsigned b[4]) {
     const float4 p = __ldg(reinterpret_cast<const float4 *>(xp)),
                  q = __ldg(reinterpret_cast<const float4 *>(xp) + 1);
     const float v[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
 #pragma unroll
     for (int i = 0; i < 4; i++) {
+        /* a bf16 pair's two values by shift and mask (kcommon.cuh unpack16) */
         const unsigned h = bf16x2_rn(v[2 * i], v[2 * i + 1]);
-        /* x - hi is exact in fp32; hi's two values by shift and mask (kcommon.cuh unpack16) */
-        const unsigned l = bf16x2_rn(v[2 * i] - __uint_as_float(h << 16),
-                                     v[2 * i + 1] - __uint_as_float(h & 0xffff0000u));
-        b[i] = !live ? 0u : lo ? l : h;
+        const float r0 = v[2 * i] - __uint_as_float(h << 16),
+                    r1 = v[2 * i + 1] - __uint_as_float(h & 0xffff0000u);
+        const unsigned m = bf16x2_rn(r0, r1);
+        const unsigned l =
+            bf16x2_rn(r0 - __uint_as_float(m << 16), r1 - __uint_as_float(m & 0xffff0000u));
+        b[i] = !live ? 0u : part == 0 ? h : part == 1 ? m : l;
     }
 }
 
@@ -120,15 +124,15 @@ __device__ __forceinline__ void mma_load(uint4 *a, uint4 *b, uint4 *u, uint4 *v,
 template <int S, int NB, bool PAIR>
 __device__ __forceinline__ void mma_steps(float (*d)[4], float (*du)[4], const uint4 *a,
                                           const uint4 *b, const uint4 *u, const uint4 *v,
-                                          const float *const *xp, const bool *live, bool lo, int s0,
-                                          int nst, int cstride, bool pair) {
+                                          const float *const *xp, const bool *live, int part,
+                                          int s0, int nst, int cstride, bool pair) {
 #pragma unroll
     for (int i = 0; i < S; i++)
         if (s0 + i < nst)
 #pragma unroll
             for (int j = 0; j < NB; j++) {
                 unsigned bx[4];
-                mma_b(xp[j] + (size_t)(s0 + i) * cstride, lo, live[j], bx);
+                mma_b(xp[j] + (size_t)(s0 + i) * cstride, part, live[j], bx);
                 mma_step(d[j], a[i], b[i], bx);
                 if (PAIR && pair) mma_step(du[j], u[i], v[i], bx);
             }
@@ -136,14 +140,15 @@ __device__ __forceinline__ void mma_steps(float (*d)[4], float (*du)[4], const u
 
 /* The block's row tiles for inputs t0 .. t0 + MMA_INPUTS x NB - 1 (those below n): each warp's
  * accumulators through shared memory, then a thread per (tile, input, row) adds its slices in
- * order - hi + lo of each - and stores the row by the segment's epilogue. */
+ * order - hi + (mid + lo) of each - and stores the row by the segment's epilogue. */
 template <int NB, bool PAIR>
 __device__ __forceinline__ void mma_finish(float (*part)[16][8 * NB], float (*part_up)[16][8 * NB],
                                            const float (*d)[4], const float (*du)[4],
                                            const mv_seg &sg, int warp, int g, int t, int K, int per,
                                            int tile0, int t0, int n) {
-    /* Lane (g, t) holds D[g][2t], D[g][2t + 1], D[g + 8][2t], D[g + 8][2t + 1]: input
-     * t0 + j * MMA_INPUTS + t's hi and lo products of rows g and g + 8. */
+    /* Lane (g, t) holds D[g][2t], D[g][2t + 1], D[g + 8][2t], D[g + 8][2t + 1]: columns 2t
+     * and 2t + 1 of rows g and g + 8 in pass j (column 3i + p: input t0 + j * MMA_INPUTS + i's
+     * part p). */
 #pragma unroll
     for (int j = 0; j < NB; j++) {
         part[warp][g][j * 8 + 2 * t] = d[j][0];
@@ -159,23 +164,23 @@ __device__ __forceinline__ void mma_finish(float (*part)[16][8 * NB], float (*pa
     }
     __syncthreads();
     /* (tile, input, row) with the row fastest, so that neighbouring threads store
-     * neighbouring rows; a row's value is hi + lo of each slice, slices in order. */
+     * neighbouring rows; a row's value is hi + (mid + lo) of each slice, slices in order. */
     for (int i = threadIdx.x; i < per * MMA_INPUTS * NB * 16; i += MMA_WARPS * 32) {
         const int rr = i & 15, in = (i >> 4) % (MMA_INPUTS * NB), tl = (i >> 4) / (MMA_INPUTS * NB);
-        const int row = (tile0 + tl) * 16 + rr, c = in / MMA_INPUTS * 8 + 2 * (in % MMA_INPUTS);
+        const int row = (tile0 + tl) * 16 + rr, c = in / MMA_INPUTS * 8 + 3 * (in % MMA_INPUTS);
         if (row >= sg.rows || t0 + in >= n) continue;
         float v = 0.0f, vu = 0.0f;
         for (int k = 0; k < K; k++) {
             const int wk = tl * K + k;
-            v += part[wk][rr][c] + part[wk][rr][c + 1];
-            if (PAIR) vu += part_up[wk][rr][c] + part_up[wk][rr][c + 1];
+            v += part[wk][rr][c] + (part[wk][rr][c + 1] + part[wk][rr][c + 2]);
+            if (PAIR) vu += part_up[wk][rr][c] + (part_up[wk][rr][c + 1] + part_up[wk][rr][c + 2]);
         }
         mv_store(sg, t0 + in, row, v, vu);
     }
 }
 
 /* Tiles of 16 rows of every segment for inputs 0 .. n - 1, MMA_INPUTS a pass over B (NB passes
- * over B share each load of A: NB = 2 runs up to 8 inputs a pass over the rows). U: steps a warp
+ * over B share each load of A: NB = 4 runs up to 8 inputs a pass over the rows). U: steps a warp
  * loads at once (a group: all loads, then their mmas). F: steps loaded before waiting for the
  * previous kernel when prefetch (weights never depend on it). PAIR: some segment is a gate + up
  * pair (the up matrix's loads exist only then). */
@@ -214,20 +219,21 @@ __global__ void __launch_bounds__(MMA_WARPS * 32, PAIR || NB > 1 ? 2 : 3)
         /* the next inputs stream the rows again */
         if (t0 > 0) mma_load<F>(fa, fb, fu, fv, pa, pb, qa, qb, 0, nst, ss, pair);
         float d[NB][4] = {}, du[NB][4] = {};
-        /* this lane's input in pass j: t0 + j * MMA_INPUTS + g / 2 (hi for even g, lo for odd) */
+        /* this lane's input in pass j: t0 + j * MMA_INPUTS + g / 3, its part g % 3 (g 6 and 7:
+         * B's unused columns) */
         const float *xp[NB];
         bool live[NB];
 #pragma unroll
         for (int j = 0; j < NB; j++) {
-            const int in = t0 + j * MMA_INPUTS + g / 2;
-            live[j] = in < n;
+            const int in = t0 + j * MMA_INPUTS + g / 3;
+            live[j] = g < 3 * MMA_INPUTS && in < n;
             xp[j] = x + (size_t)(live[j] ? in : t0) * cols + ca;
         }
-        mma_steps<F, NB, PAIR>(d, du, fa, fb, fu, fv, xp, live, g & 1, 0, nst, K * 32, pair);
+        mma_steps<F, NB, PAIR>(d, du, fa, fb, fu, fv, xp, live, g % 3, 0, nst, K * 32, pair);
         for (int s0 = F; s0 < nst; s0 += U) {
             uint4 ga[U], gb[U], gu[U], gv[U];
             mma_load<U>(ga, gb, gu, gv, pa, pb, qa, qb, s0, nst, ss, pair);
-            mma_steps<U, NB, PAIR>(d, du, ga, gb, gu, gv, xp, live, g & 1, s0, nst, K * 32, pair);
+            mma_steps<U, NB, PAIR>(d, du, ga, gb, gu, gv, xp, live, g % 3, s0, nst, K * 32, pair);
         }
 
         mma_finish<NB, PAIR>(part, part_up, d, du, sg, warp, g, t, K, per, tile0, t0, n);
@@ -269,14 +275,14 @@ __global__ void __launch_bounds__(MMA_WARPS * 32, PAIR || NB > 1 ? 2 : 3)
     if (!prefetch) k_wait_only();
     mma_load<F>(fa, fb, fu, fv, pa, pb, qa, qb, 0, nst, ss, pair);
     if (prefetch) k_wait_only();
-    /* this lane's input in pass j over B: j * MMA_INPUTS + g / 2 (hi for even g, lo for odd) */
-    const bool lo = g & 1;
+    /* this lane's input in pass j over B: j * MMA_INPUTS + g / 3, its part g % 3 */
+    const int xpart = g % 3;
     bool live[NB];
     const float *xj[NB];
 #pragma unroll
     for (int j = 0; j < NB; j++) {
-        const int in = j * MMA_INPUTS + g / 2;
-        live[j] = in < n;
+        const int in = j * MMA_INPUTS + g / 3;
+        live[j] = g < 3 * MMA_INPUTS && in < n;
         xj[j] = x + (size_t)(live[j] ? in : 0) * cols;
     }
     float d[NB][4] = {}, du[NB][4] = {};
@@ -286,7 +292,7 @@ __global__ void __launch_bounds__(MMA_WARPS * 32, PAIR || NB > 1 ? 2 : 3)
 #pragma unroll
         for (int j = 0; j < NB; j++) {
             unsigned bx[4];
-            mma_b(xj[j] + (size_t)c8 * 8, lo, live[j], bx);
+            mma_b(xj[j] + (size_t)c8 * 8, xpart, live[j], bx);
             mma_step(d[j], a, b, bx);
             if (PAIR && pair) mma_step(du[j], u, v, bx);
         }
@@ -347,12 +353,16 @@ void mv_mma_launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
         pair = pair || segs[i].epilogue == K_MV_GELU_PAIR;
     }
     L.blocks = blocks;
-    /* Up to 8 inputs (decode, verify) in one pass over the rows, more (prefill) 8 a pass. U:
-     * 4 KB of weights a warp in flight either way (a pair step loads two matrices). */
-    const bool wide = n > MMA_INPUTS;
+    /* Up to 8 inputs (decode, verify) in one pass over the rows with 1, 2 or 4 passes over B,
+     * more (prefill) 8 a pass. U: 4 KB of weights a warp in flight (a pair step loads two
+     * matrices); 2 KB for a pair with four passes over B, whose accumulators take the registers
+     * (128 without spilling). */
     const mma_fn kernel =
-        n > 2 * MMA_INPUTS ? (pair ? matvec_mma_kernel<true, 2, 2> : matvec_mma_kernel<false, 4, 2>)
-        : pair ? (wide ? matvec_mma_pass_kernel<true, 2, 2> : matvec_mma_pass_kernel<true, 2, 1>)
-               : (wide ? matvec_mma_pass_kernel<false, 4, 2> : matvec_mma_pass_kernel<false, 4, 1>);
+        n > 4 * MMA_INPUTS ? (pair ? matvec_mma_kernel<true, 1, 4> : matvec_mma_kernel<false, 4, 4>)
+        : n > 2 * MMA_INPUTS
+            ? (pair ? matvec_mma_pass_kernel<true, 1, 4> : matvec_mma_pass_kernel<false, 4, 4>)
+        : n > MMA_INPUTS
+            ? (pair ? matvec_mma_pass_kernel<true, 2, 2> : matvec_mma_pass_kernel<false, 4, 2>)
+            : (pair ? matvec_mma_pass_kernel<true, 2, 1> : matvec_mma_pass_kernel<false, 4, 1>);
     k_launch(kernel, dim3((unsigned)blocks), dim3(MMA_WARPS * 32), s, L, x, cols, n, prefetch);
 }

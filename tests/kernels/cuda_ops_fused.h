@@ -42,12 +42,13 @@ static int odd_size(int base, int spread) { /* base + something, never a multipl
 
 static void test_fused_mlp(void) {
     const weight_dtype dts[] = {DT_F32, DT_BF16, DT_F16};
-    /* n = 3 and 6 take the 4- and 8-input passes of the two-rows kernel where it runs; the
-     * small shapes' aligned cols (512) split rows over 2 warps, so the sanitizers see the
-     * kernels' shared-memory sum of slices */
-    const int ns[] = {1, 3, 6, 9};
+    /* n = 3 and 6 take the 4- and 8-input passes of the two-rows kernel where it runs; with the
+     * tensor cores n = 2, 3, 6 and 9 take one, two and four passes over B and the prefill
+     * kernel; the small shapes' aligned cols (512) split rows over 2 warps, so the sanitizers
+     * see the kernels' shared-memory sum of slices */
+    const int ns[] = {1, 2, 3, 6, 9};
     for (int di = 0; di < 3; di++)
-        for (int ni = 0; ni < 4; ni++)
+        for (int ni = 0; ni < 5; ni++)
             for (int odd = 0; odd < 2; odd++) {
                 const int n = ns[ni], rows = odd_size(small_shapes ? 20 : 300, 500);
                 const int cols = (small_shapes ? (odd ? 64 : 512) : 256 * (1 + rng_int(4))) +
