@@ -189,7 +189,11 @@ __device__ __forceinline__ float prev_x(const float *prev, const unsigned long l
     return __uint_as_float((unsigned)u);
 }
 
-template <int W, int STG, bool SYNC, bool XR = false, int AHEAD = 0, int SIG = 0, bool LL = false>
+/* FOLD: the consumers' products replaced by a fold of the weights (no x, wrong sums): consumers
+ * well faster than memory, as tensor cores would make them - does the ring then absorb the
+ * waits? */
+template <int W, int STG, bool SYNC, bool XR = false, int AHEAD = 0, int SIG = 0, bool LL = false,
+          bool FOLD = false>
 __global__ void __launch_bounds__((W + 1) * 32, 1)
     mega_kernel(const uint4 *w, const phase *ph, int n_ph, float *buf, unsigned *cnt,
                 unsigned target, float *sink, unsigned long long *trace, unsigned long long *ll,
@@ -289,7 +293,9 @@ __global__ void __launch_bounds__((W + 1) * 32, 1)
                 float acc = 0.0f;
 #pragma unroll
                 for (int c = 0; c < RCH; c++)
-                    acc = XR ? x_dot(q[c * 32 + lane], xr + c * 8, acc)
+                    acc =
+                        FOLD ? acc + fold(q[c * 32 + lane])
+                        : XR ? x_dot(q[c * 32 + lane], xr + c * 8, acc)
                              : chunk_dot<true, true>(q[c * 32 + lane], xs, c * 256 + lane * 8, acc);
                 acc = warp_sum(acc);
                 if (lane == 0 && LL)
@@ -390,6 +396,14 @@ int main(void) {
              (const void *)mega_kernel<12, 3, true, false, 0, 0, true>, 12, 3, false},
             {"16 warps, 2 stages, x in registers, LL outputs",
              (const void *)mega_kernel<16, 2, true, true, 0, 0, true>, 16, 2, false},
+            {"16 warps, 2 stages, fold",
+             (const void *)mega_kernel<16, 2, true, false, 0, 0, false, true>, 16, 2, true},
+            {"16 warps, 2 stages, LL outputs, fold",
+             (const void *)mega_kernel<16, 2, true, false, 0, 0, true, true>, 16, 2, true},
+            {"16 warps, 2 stages, no waits, fold",
+             (const void *)mega_kernel<16, 2, false, false, 0, 0, false, true>, 16, 2, false},
+            {"8 warps, 4 stages, LL outputs, fold",
+             (const void *)mega_kernel<8, 4, true, false, 0, 0, true, true>, 8, 4, false},
             {"16 warps, 2 stages, no waits", (const void *)mega_kernel<16, 2, false>, 16, 2, true},
             {"16 warps, 2 stages, acq_rel fence",
              (const void *)mega_kernel<16, 2, true, false, 0, 1>, 16, 2, true},

@@ -750,7 +750,9 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         gemm_mode == 0   ? "own kernel"
         : gemm_mode == 1 ? "cuBLAS"
                          : "own (n <= 8), cuBLAS",
-        st->mv.mma ? "tensor" : "CUDA");
+        st->mv.mma == 1   ? "tensor cores (x exact)"
+        : st->mv.mma == 2 ? "tensor cores (x to 16 bits)"
+                          : "CUDA cores");
     CU(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     CUBLAS(cublasCreate(&st->cublas));
     CUBLAS(cublasSetStream(st->cublas, st->stream));

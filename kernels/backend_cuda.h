@@ -26,9 +26,11 @@
  *   GEMMA_CUDA_MV_ROWS=1|2|4, GEMMA_CUDA_MV_ROWS_MIN=KiB   rows a warp takes in products of
  *                          2 .. 8 inputs (speculative verify): 2 (default; x is loaded once for
  *                          them) or 4 in launches of at least KiB of weights (default 4096), else 1
- *   GEMMA_CUDA_MV_MMA=0|1  bf16 products on the tensor cores (matvec_mma.cu; x split exactly
- *                          into three bf16, summed in another order, so results differ from
- *                          the default's in the last bits) or on the CUDA cores (0, the default)
+ *   GEMMA_CUDA_MV_MMA=0|1|2  bf16 products on the tensor cores (matvec_mma.cu): 1 with x split
+ *                          exactly into three bf16, 2 into two (x to 16 bits: faster verify
+ *                          passes, results further from the CPU's); summed in another order,
+ *                          so results differ from the default's in the last bits; 0 (the
+ *                          default): on the CUDA cores
  *   GEMMA_CUDA_PDL=0       no programmatic dependent launch (it is on for sm_90 and newer)
  *   GEMMA_CUDA_PROFILE=1   time every op per kernel family; the table (calls, ms, bytes,
  *                          GB/s) is printed to stderr when the backend is destroyed

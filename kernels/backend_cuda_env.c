@@ -20,8 +20,8 @@ static int env_flag(const char *name, int dflt) {
 /* GEMMA_CUDA_MV_UNROLL=auto|4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4,
  * GEMMA_CUDA_MV_DECODE=lean|lean8|general, GEMMA_CUDA_MV_GRID=blocks|persist|N,
  * GEMMA_CUDA_MV_SPLIT=N, GEMMA_CUDA_MV_ROWS=1|2|4, GEMMA_CUDA_MV_ROWS_MIN=KiB and
- * GEMMA_CUDA_MV_GROUP=auto|0|1 and GEMMA_CUDA_MV_MMA=0|1 (kernels.h: k_mv_tuning) into t; -1 with a
- * message naming the variable for any other value. */
+ * GEMMA_CUDA_MV_GROUP=auto|0|1 and GEMMA_CUDA_MV_MMA=0|1|2 (kernels.h: k_mv_tuning) into t; -1 with
+ * a message naming the variable for any other value. */
 static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
     const char *names[] = {
         "GEMMA_CUDA_MV_UNROLL",   "GEMMA_CUDA_MV_PREFETCH", "GEMMA_CUDA_MV_DECODE",
@@ -35,7 +35,7 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
                              "1, 2 or 4",
                              "a number of KiB from 0 to 1048576",
                              "auto, 0 or 1",
-                             "0 or 1"};
+                             "0, 1 or 2"};
     *t = (k_mv_tuning){.unroll = 0,
                        .prefetch = 2,
                        .decode = K_MV_LEAN,
@@ -70,7 +70,7 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
         else if (i == 7)
             ok = !strcmp(v, "auto") || (is_num && (num == 0 || num == 1));
         else
-            ok = is_num && (num == 0 || num == 1);
+            ok = is_num && (num == 0 || num == 1 || num == 2);
         if (!ok) {
             snprintf(err, errlen, "environment variable %s: \"%s\" is not %s", names[i], v,
                      allowed[i]);

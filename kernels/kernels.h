@@ -105,11 +105,12 @@ typedef struct {
                         group, then their products) - 1 always, 0 never (the compiler's unrolled
                         loop), 2 auto (default: groups of 4 in launches of one wave or of many;
                         matvec.cu mv_groups) */
-    int mma;         /* 1: bf16 products on the tensor cores (matvec_mma.cu: x split exactly into
-                        three bf16, summed in another order, so the results differ from the
-                        CUDA-core kernels' in the last bits; every
-                        bf16 product with 16-byte aligned rows and cols a multiple of 32 takes it,
-                        decode and verify alike); 0 (default): matvec.cu's kernels */
+    int mma;         /* bf16 products on the tensor cores (matvec_mma.cu), every one with
+                        16-byte aligned rows and cols a multiple of 32, decode and verify alike:
+                        1 with x split exactly into three bf16, 2 into two (x to 16 bits:
+                        faster, further from the CPU's results); either way summed in another
+                        order than the CUDA-core kernels, so the last bits differ; 0 (default):
+                        matvec.cu's kernels */
 } k_mv_tuning;
 int k_matvec_set_tuning(const k_mv_tuning *t);
 

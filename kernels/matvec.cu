@@ -685,7 +685,8 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
     /* bf16 on the tensor cores when asked (matvec_mma.cu: 16-byte aligned, 32-column steps) */
     if constexpr (std::is_same<T, __nv_bfloat16>::value)
         if (mv_tune.mma && vec[0] && cols % 32 == 0) {
-            mv_mma_launch(s, segs, n_segs, x, cols, n, mv_tune.prefetch > 0, sm_count());
+            mv_mma_launch(s, segs, n_segs, x, cols, n, mv_tune.mma == 2 ? 2 : 3,
+                          mv_tune.prefetch > 0, sm_count());
             K_CHECK_LAUNCH();
             return;
         }
@@ -757,7 +758,7 @@ extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
         (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
         (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0 ||
         (t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0 || t->group < 0 ||
-        t->group > 2 || (t->mma != 0 && t->mma != 1))
+        t->group > 2 || t->mma < 0 || t->mma > 2)
         return -1;
     mv_tune = *t;
     return 0;

@@ -61,8 +61,9 @@ __device__ __forceinline__ void mv_store(const mv_seg &sg, int t, int row, float
 }
 
 /* matvec_mma.cu: the products of segs (bf16 weights, every matrix and x 16-byte aligned, cols a
- * multiple of 32) on the tensor cores; prefetch as k_mv_tuning's, sms the multiprocessors. */
+ * multiple of 32) on the tensor cores, x split into split (2 or 3) bf16; prefetch as
+ * k_mv_tuning's, sms the multiprocessors. */
 void mv_mma_launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float *x, int cols,
-                   int n, int prefetch, int sms);
+                   int n, int split, int prefetch, int sms);
 
 #endif

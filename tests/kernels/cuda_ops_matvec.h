@@ -21,9 +21,10 @@
  *     row (K = 1 needs more rows than 8 blocks x the multiprocessors: only without "small");
  *   - a grid of a few blocks (GEMMA_CUDA_MV_GRID=3 / 7), so every block walks many rows and
  *     segments, and the prefetch of the next row crosses from one matrix to the next;
- *   - the tensor cores (GEMMA_CUDA_MV_MMA=1, with and without the prefetch): against the CPU
- *     within the same bound (x is split exactly into three bf16), and their lone
- *     products against their own grouped ones, bit for bit (their sums are not the default's);
+ *   - the tensor cores (GEMMA_CUDA_MV_MMA=1, with and without the prefetch, and =2): against
+ *     the CPU within the same bound (=1: x is split exactly into three bf16; =2: into two, to
+ *     16 bits, at 2e-5), and their lone products against their own grouped ones, bit for bit
+ *     (their sums are not the default's);
  * Bad values of the two switches are refused with the variable's name (test_mv_bad_values). */
 
 /* Products at n = 1 of three matrices that read one x (grouped into one launch), on backend b;
@@ -117,13 +118,15 @@ static void test_matvec_variants(void) {
         {"GEMMA_CUDA_MV_ROWS", "4", "GEMMA_CUDA_MV_ROWS_MIN", "0"},
         {"GEMMA_CUDA_MV_MMA", "1", NULL, NULL},
         {"GEMMA_CUDA_MV_MMA", "1", "GEMMA_CUDA_MV_PREFETCH", "0"},
+        {"GEMMA_CUDA_MV_MMA", "2", NULL, NULL},
     };
     const int n_variants = (int)(sizeof variants / sizeof variants[0]);
     for (int v = 0; v < n_variants; v++) {
         /* Under the sanitizers ("small") eight variants cover every kernel and path: the
          * general kernel (0), lean8 with the persistent grid (3), a grid of 3 without
          * prefetch (5), the general kernel for 2 .. 8 inputs (6), two and four rows a warp at
-         * every size (7, 8), the tensor cores with and without the prefetch (9, 10). */
+         * every size (7, 8), the tensor cores with and without the prefetch (9, 10) and with x
+         * to 16 bits (11). */
         const int mma = !strcmp(variants[v][0], "GEMMA_CUDA_MV_MMA");
         if (small_shapes && v != 0 && v != 3 && v != 5 && v != 6 && v != 7 && v != 8 && !mma)
             continue;
@@ -142,8 +145,9 @@ static void test_matvec_variants(void) {
         if (!alt) die("%s", err);
         const int before = failures;
         /* the tensor cores carry x exactly (hi + mid + lo): fp32 sums in another order, inside
-         * the CUDA cores' bound */
-        test_matmul(alt, 1e-5, name);
+         * the CUDA cores' bound; with x to 16 bits (hi + lo) at most 2^-17 (7.6e-6) of
+         * sum |w x| more */
+        test_matmul(alt, mma && !strcmp(variants[v][1], "2") ? 2e-5 : 1e-5, name);
         backend *save = gpu;
         gpu = alt; /* the fused checks run on the variant; pair buffers are made there */
         test_fused_mlp();

@@ -92,6 +92,7 @@ int main(void) {
     EXPECT(read_with("GEMMA_CUDA_MV_GROUP", "auto", &sw, err, sizeof err) == 0 && sw.mv.group == 2);
     EXPECT(read_with("GEMMA_CUDA_MV_MMA", "1", &sw, err, sizeof err) == 0 && sw.mv.mma == 1);
     EXPECT(read_with("GEMMA_CUDA_MV_MMA", "0", &sw, err, sizeof err) == 0 && sw.mv.mma == 0);
+    EXPECT(read_with("GEMMA_CUDA_MV_MMA", "2", &sw, err, sizeof err) == 0 && sw.mv.mma == 2);
 
     /* anything else is refused, naming the variable and the value */
     const struct {
@@ -107,7 +108,7 @@ int main(void) {
         {"GEMMA_CUDA_MV_ROWS", "3"},        {"GEMMA_CUDA_MV_ROWS", "two"},
         {"GEMMA_CUDA_MV_ROWS_MIN", "-1"},   {"GEMMA_CUDA_MV_ROWS_MIN", "1048577"},
         {"GEMMA_CUDA_MV_ROWS_MIN", "4M"},   {"GEMMA_CUDA_MV_GROUP", "2"},
-        {"GEMMA_CUDA_MV_GROUP", "on"},      {"GEMMA_CUDA_MV_MMA", "2"},
+        {"GEMMA_CUDA_MV_GROUP", "on"},      {"GEMMA_CUDA_MV_MMA", "3"},
         {"GEMMA_CUDA_MV_MMA", "tensor"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
