@@ -13,7 +13,8 @@
 #       decode speed on the same model, and the step time split by kernel family (CUDA events,
 #       graphs off) and, where ncu exists, one replayed step kernel by kernel (ncu);
 #   for both models, what a speculative verify pass over 2 .. 8 positions costs in decode steps,
-#   with the products on the CUDA cores (default) and on the tensor cores (GEMMA_CUDA_MV_MMA=1).
+#   with the products on the CUDA cores (default) and on the tensor cores (GEMMA_CUDA_MV_MMA=1:
+#   x split exactly; =2: x to 16 bits).
 # Results: RESULTS_DIR/bench_gpu.md (committed as docs/bench_gpu.md) plus the raw logs.
 #
 #   bench/bench_gpu.sh [RESULTS_DIR]      (default build-gpu/bench)
@@ -56,7 +57,7 @@ if [[ -f $TINY/config.json && -f $TINY/eval/prompts_tune.jsonl ]]; then
     >"$RES/tiny_bench.out" 2>"$RES/tiny_bench.err"; then
     tail -n 1 "$RES/tiny_bench.out"
     "$CUDA_OPS" decode-profile "$TINY" 256 512 | tee "$RES/tiny_profile.txt" || echo "bench_gpu: (a) profile FAILED"
-    DECODE_PROFILE_VERIFY="2 3 4 5 8" DECODE_PROFILE_CUSTOM="cuda_cores:;tensor_cores:GEMMA_CUDA_MV_MMA=1" \
+    DECODE_PROFILE_VERIFY="2 3 4 5 6 8" DECODE_PROFILE_CUSTOM="cuda_cores:;tensor_cores:GEMMA_CUDA_MV_MMA=1;tensor_cores_16:GEMMA_CUDA_MV_MMA=2" \
       "$CUDA_OPS" decode-profile "$TINY" 256 512 | tee "$RES/tiny_verify.txt" || echo "bench_gpu: (a) verify FAILED"
   else
     tail -n 5 "$RES/tiny_bench.err"; echo "bench_gpu: (a) engine bench FAILED"; rm -f "$RES/tiny_bench.out"
@@ -76,8 +77,8 @@ ENGINE_DEVICE=cuda WARMUP_NUM_PROMPTS=1 MAX_NEW_TOKENS=512 "$ENGINE" bench "$WOR
 tail -n 1 "$RES/e4b_bench.out"
 echo "=== (b) decode-step profile"
 "$CUDA_OPS" decode-profile "$WORK/model" 256 128 | tee "$RES/e4b_profile.txt"
-echo "=== (b) speculative verify passes: CUDA cores against tensor cores"
-DECODE_PROFILE_VERIFY="2 3 4 5 8" DECODE_PROFILE_CUSTOM="cuda_cores:;tensor_cores:GEMMA_CUDA_MV_MMA=1" \
+echo "=== (b) speculative verify passes: CUDA cores against tensor cores (x exact, x to 16 bits)"
+DECODE_PROFILE_VERIFY="2 3 4 5 6 8" DECODE_PROFILE_CUSTOM="cuda_cores:;tensor_cores:GEMMA_CUDA_MV_MMA=1;tensor_cores_16:GEMMA_CUDA_MV_MMA=2" \
   "$CUDA_OPS" decode-profile "$WORK/model" 256 128 | tee "$RES/e4b_verify.txt"
 # Where ncu exists: one replayed decode step, every kernel timed on its own (caches warm, clocks
 # left alone), split by role (bench/ncu_step_split.py). A failure here costs the report this
@@ -169,11 +170,13 @@ def model_section(title, bench_file, prof_file, hf=None):
         ns = sorted(next(iter(verify.values()), {}))
         out.extend(["", "What a speculative verify pass costs (decode-profile with DECODE_PROFILE_VERIFY: graph-captured "
                     "passes over n positions, ms, and in decode steps of the CUDA-core default); GEMMA_CUDA_MV_MMA=1 puts "
-                    "every bf16 product on the tensor cores (kernels/matvec_mma.cu), decode and verify alike:", "",
+                    "every bf16 product on the tensor cores (kernels/matvec_mma.cu), decode and verify alike, with x split "
+                    "exactly into three bf16; =2 splits it into two (x to 16 bits):", "",
                     "| products | decode step | " + " | ".join(f"verify n = {n}" for n in ns) + " |",
                     "|---|---|" + "---|" * len(ns)])
         base = steps.get("cuda_cores")
-        for run, what in [("cuda_cores", "CUDA cores (default)"), ("tensor_cores", "tensor cores (GEMMA_CUDA_MV_MMA=1)")]:
+        for run, what in [("cuda_cores", "CUDA cores (default)"), ("tensor_cores", "tensor cores, x exact (GEMMA_CUDA_MV_MMA=1)"),
+                          ("tensor_cores_16", "tensor cores, x to 16 bits (GEMMA_CUDA_MV_MMA=2)")]:
             if run in steps and base:
                 out.append(f"| {what} | {steps[run]:.3f} ms ({steps[run] / base:.2f}) | " +
                            " | ".join(f"{verify[run][n]:.3f} ms ({verify[run][n] / base:.2f})" for n in ns) + " |")

@@ -69,27 +69,43 @@ __device__ __forceinline__ unsigned bf16x2_rn(float lo, float hi) {
 /* This lane's B operands for one step: x[c .. c + 8) of its input (xp) as its part of the split
  * (0 hi, 1 mid - or lo when SPLIT is 2 -, 2 lo), b[i] holding k = 2i and 2i + 1; zeros when !live
  * (a column no input uses, or an input that does not exist: xp then points at one that does, so
- * that no lane branches before the warp-wide mma). SPLIT 3: x = hi + mid + lo exactly - x - hi
- * has at most 16 significant bits and is exact in fp32, its rest after mid at most 8, which
- * bf16 holds. SPLIT 2: x = hi + lo to 16 significant bits (at most 2^-17 of x off). An infinite
- * x (or one beyond bf16's range) gives a NaN part, so the row is NaN where the CUDA cores give
- * an infinity: either way the model has already overflowed. */
+ * that no lane branches before the warp-wide mma). An infinite x (or one beyond bf16's range)
+ * gives a NaN part, so the row is NaN where the CUDA cores give an infinity: either way the
+ * model has already overflowed.
+ *   SPLIT 3: x = hi + mid + lo exactly, each part the top 16 bits of what the parts before it
+ * leave (a bf16 truncated): x - hi has at most 16 significant bits and is exact in fp32, its
+ * rest after mid at most 8, which bf16 holds. A lane peels its own part only - a mask and a
+ * subtraction a peel, no conversion, no select (4 instructions a value fewer than rounding
+ * each part and choosing one).
+ *   SPLIT 2: hi = bf16(x), lo = bf16(x - hi), rounded: 16 significant bits (at most 2^-17 of x
+ * off). */
 template <int SPLIT>
 __device__ __forceinline__ void mma_b(const float *xp, int part, bool live, unsigned b[4]) {
     const float4 p = __ldg(reinterpret_cast<const float4 *>(xp)),
                  q = __ldg(reinterpret_cast<const float4 *>(xp) + 1);
     const float v[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
+    if constexpr (SPLIT == 3) {
+        const unsigned m1 = part >= 1 ? 0xffff0000u : 0u, m2 = part >= 2 ? 0xffff0000u : 0u;
+        unsigned y[8];
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        /* a bf16 pair's two values by shift and mask (kcommon.cuh unpack16) */
-        const unsigned h = bf16x2_rn(v[2 * i], v[2 * i + 1]);
-        const float r0 = v[2 * i] - __uint_as_float(h << 16),
-                    r1 = v[2 * i + 1] - __uint_as_float(h & 0xffff0000u);
-        const unsigned m = bf16x2_rn(r0, r1);
-        unsigned l = 0;
-        if (SPLIT == 3)
-            l = bf16x2_rn(r0 - __uint_as_float(m << 16), r1 - __uint_as_float(m & 0xffff0000u));
-        b[i] = !live ? 0u : part == 0 ? h : part == 1 ? m : l;
+        for (int i = 0; i < 8; i++) {
+            float f = v[i];
+            f -= __uint_as_float(__float_as_uint(f) & m1);
+            f -= __uint_as_float(__float_as_uint(f) & m2);
+            y[i] = __float_as_uint(f);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; i++) /* the top halves of k = 2i and 2i + 1 */
+            b[i] = live ? __byte_perm(y[2 * i], y[2 * i + 1], 0x7632) : 0u;
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            /* a bf16 pair's two values by shift and mask (kcommon.cuh unpack16) */
+            const unsigned h = bf16x2_rn(v[2 * i], v[2 * i + 1]);
+            const unsigned l = bf16x2_rn(v[2 * i] - __uint_as_float(h << 16),
+                                         v[2 * i + 1] - __uint_as_float(h & 0xffff0000u));
+            b[i] = !live ? 0u : part == 0 ? h : l;
+        }
     }
 }
 
