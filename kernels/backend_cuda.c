@@ -43,7 +43,7 @@
  * general and GEMMA_CUDA_MV_GRID=blocks|persist|N tune the matrix-vector kernel (kernels.h:
  * k_mv_tuning; none of them changes a result bit), and GEMMA_CUDA_MV_SPLIT=N picks the old
  * split-K rule (about N blocks per multiprocessor; a row's sum order changes with it);
- * GEMMA_CUDA_MV_MMA=1 puts the bf16 products on the tensor cores (matvec_mma.cu). All
+ * GEMMA_CUDA_MV_MMA=1|2 puts the bf16 products on the tensor cores (matvec_mma.cu). All
  * switches are read by backend_cuda_env.c (tested without a GPU) and listed in backend_cuda.h.
  *
  * Profiling. GEMMA_CUDA_PROFILE=1 times every op with a pair of cudaEvents (graphs are off
@@ -730,8 +730,8 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     fprintf(
         stderr,
         "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matvec unroll %s prefetch %d decode %s "
-        "grid %s, rows a warp at n = 2..8 %d (launches >= %d KiB), matmul %s, bf16 on the %s "
-        "cores\n",
+        "grid %s, rows a warp at n = 2..8 %d (launches >= %d KiB), matmul %s, bf16 on the "
+        "%s\n",
         st->device_name, prop.totalGlobalMem / 1e9, st->use_graphs && !st->profile ? "on" : "off",
         !st->fuse                            ? "off"
         : st->fuse_mm == CUDA_FUSE_MM_ON     ? "on (all matmul groups)"

@@ -44,7 +44,7 @@
  * every 16 bytes of weights and stalls on L1; in launches of 4 MiB and more, matvec_rows_kernel
  * gives a warp two rows and loads each chunk of x once for both (below).
  *
- * The tensor cores. With k_mv_tuning.mma (GEMMA_CUDA_MV_MMA=1) every bf16 product that can goes
+ * The tensor cores. With k_mv_tuning.mma (GEMMA_CUDA_MV_MMA=1|2) every bf16 product that can goes
  * to matvec_mma.cu instead: slower for a plain decode step, much cheaper for a verify pass, with
  * other bits (its header says why and how much).
  *

@@ -23,9 +23,10 @@
  * costs no extra mma; a verify pass's inputs fill B's columns in order, across passes over B
  * that share the A registers (column 8j + g of pass j is input (8j + g) / SPLIT's part), and
  * the row's result sums its input's columns.
- *   - GEMMA_CUDA_MV_MMA=1, SPLIT 3: x = hi + mid + lo exactly. A product differs from the CUDA
- *     cores' only in its summation order, and the fixtures' logits are as close to the CPU's
- *     (s19 call 1: 8e-5 - 2.4e-4 against 7.7e-5 - 1.4e-4). 8 inputs take 3 passes over B.
+ *   - GEMMA_CUDA_MV_MMA=1, SPLIT 3: x = hi + mid + lo exactly (|x| >= 2^-110). A product
+ *     differs from the CUDA cores' in its summation order (and the tensor cores' own fp32
+ *     adds) only, and the fixtures' logits are as close to the CPU's (s19 calls 1-3: 2.6e-5 -
+ *     2.6e-4 against the CUDA cores' 2.2e-5 - 2.5e-4). 8 inputs take 3 passes over B.
  *   - GEMMA_CUDA_MV_MMA=2, SPLIT 2: x = hi + lo to 16 significant bits (2^-17 of x), 4 inputs
  *     a pass over B and fewer conversions: faster, but the bf16 fixtures' logits are 1-5e-3
  *     from the CPU's, and a greedy near-tie of a random-weight fixture flipped in one of five
@@ -69,16 +70,18 @@ __device__ __forceinline__ unsigned bf16x2_rn(float lo, float hi) {
 /* This lane's B operands for one step: x[c .. c + 8) of its input (xp) as its part of the split
  * (0 hi, 1 mid - or lo when SPLIT is 2 -, 2 lo), b[i] holding k = 2i and 2i + 1; zeros when !live
  * (a column no input uses, or an input that does not exist: xp then points at one that does, so
- * that no lane branches before the warp-wide mma). An infinite x (or one beyond bf16's range)
- * gives a NaN part, so the row is NaN where the CUDA cores give an infinity: either way the
+ * that no lane branches before the warp-wide mma).
+ *   SPLIT 3: x = hi + mid + lo, each part the top 16 bits of what the parts before it leave (a
+ * bf16 truncated): x - hi has at most 16 significant bits and is exact in fp32, its rest after
+ * mid at most 8, which bf16 holds - exactly, for |x| >= 2^-110 (below, x is not a multiple of
+ * bf16's smallest subnormal 2^-133, and the parts miss it by less than that; every 2^32 bit
+ * pattern checked on the host, s19 review; the build does not flush subnormals). A lane peels
+ * its own part only - a mask and a subtraction a peel, no conversion, no select (4
+ * instructions a value fewer than rounding each part and choosing one). An infinite x gives a
+ * NaN mid (inf - inf), so the row is NaN where the CUDA cores give an infinity: either way the
  * model has already overflowed.
- *   SPLIT 3: x = hi + mid + lo exactly, each part the top 16 bits of what the parts before it
- * leave (a bf16 truncated): x - hi has at most 16 significant bits and is exact in fp32, its
- * rest after mid at most 8, which bf16 holds. A lane peels its own part only - a mask and a
- * subtraction a peel, no conversion, no select (4 instructions a value fewer than rounding
- * each part and choosing one).
  *   SPLIT 2: hi = bf16(x), lo = bf16(x - hi), rounded: 16 significant bits (at most 2^-17 of x
- * off). */
+ * off); an x beyond bf16's range also gives a NaN part. */
 template <int SPLIT>
 __device__ __forceinline__ void mma_b(const float *xp, int part, bool live, unsigned b[4]) {
     const float4 p = __ldg(reinterpret_cast<const float4 *>(xp)),

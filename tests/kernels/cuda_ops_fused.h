@@ -42,13 +42,14 @@ static int odd_size(int base, int spread) { /* base + something, never a multipl
 
 static void test_fused_mlp(void) {
     const weight_dtype dts[] = {DT_F32, DT_BF16, DT_F16};
-    /* n = 3 and 6 take the 4- and 8-input passes of the two-rows kernel where it runs; with the
-     * tensor cores n = 2, 3, 6 and 9 take one, two and four passes over B and the prefill
-     * kernel; the small shapes' aligned cols (512) split rows over 2 warps, so the sanitizers
-     * see the kernels' shared-memory sum of slices */
-    const int ns[] = {1, 2, 3, 6, 9};
+    /* n = 3 and 6 take the 4- and 8-input passes of the two-rows kernel where it runs; on the
+     * tensor cores with x exact n = 2, 5 and 6 fill one and two passes over B and begin a
+     * third, with x to 16 bits n = 4 and 5 fill one and begin a second, and n = 9 is a launch
+     * of 8 and one of 1; the small shapes' aligned cols (512) split rows over 2 warps, so the
+     * sanitizers see the kernels' shared-memory sum of slices */
+    const int ns[] = {1, 2, 3, 4, 5, 6, 9};
     for (int di = 0; di < 3; di++)
-        for (int ni = 0; ni < 5; ni++)
+        for (int ni = 0; ni < 7; ni++)
             for (int odd = 0; odd < 2; odd++) {
                 const int n = ns[ni], rows = odd_size(small_shapes ? 20 : 300, 500);
                 const int cols = (small_shapes ? (odd ? 64 : 512) : 256 * (1 + rng_int(4))) +
@@ -93,21 +94,47 @@ static void test_fused_mlp(void) {
                          dts[di], n, rows, cols, stride);
                 pair_check(&h, 1e-6, 1e-5, bound_h, what);
                 /* up's products from the fused launch are a lone product's, bit for bit; and
-                 * row t of the n-row launch is the 1-row product of x[t] */
+                 * row t of each n-row output (up, the GeLU pair, the GeLU times a vector) is the
+                 * same ops' on x[t] alone - what a verify pass must give a decode step */
                 pair lone = pair_new(NULL, (size_t)n * rows);
                 gpu->matmul(gpu, lone.g, &wu, x.g, n);
                 float *hl = xmalloc((size_t)n * rows * sizeof(float));
                 pair_host(&lone, hl);
                 snprintf(what, sizeof what, "fused up vs lone up, dtype %d n %d", dts[di], n);
                 expect_same_bits(&up, hl, what);
-                const int t = rng_int(n);
-                gpu->matmul(gpu, lone.g, &wu, x.g + (size_t)t * cols, 1);
-                gpu->download(gpu, hl, lone.g, (size_t)rows);
-                float *fu = xmalloc((size_t)n * rows * sizeof(float));
+                float *fu = xmalloc((size_t)n * rows * sizeof(float)),
+                      *fg = xmalloc((size_t)n * rows * sizeof(float)),
+                      *fh = xmalloc((size_t)n * rows * sizeof(float)),
+                      *one = xmalloc((size_t)rows * sizeof(float));
                 pair_host(&up, fu);
-                EXPECT(!memcmp(hl, fu + (size_t)t * rows, (size_t)rows * sizeof(float)),
-                       "dtype %d: row %d of a %d-row product differs from the 1-row product",
-                       dts[di], t, n);
+                pair_host(&gate, fg);
+                pair_host(&h, fh);
+                float *g1 = gpu->alloc(gpu, (size_t)rows), *u1 = gpu->alloc(gpu, (size_t)rows);
+                for (int t = 0; t < n; t++) {
+                    const float *xt = x.g + (size_t)t * cols;
+                    const size_t o = (size_t)t * rows, sz = (size_t)rows * sizeof(float);
+                    gpu->matmul(gpu, g1, &wg, xt, 1);
+                    gpu->matmul(gpu, u1, &wu, xt, 1);
+                    gpu->gelu_mul(gpu, g1, g1, u1, 1, rows, rows);
+                    gpu->download(gpu, one, u1, (size_t)rows);
+                    EXPECT(!memcmp(one, fu + o, sz), "dtype %d: up row %d of %d differs from n = 1",
+                           dts[di], t, n);
+                    gpu->download(gpu, one, g1, (size_t)rows);
+                    EXPECT(!memcmp(one, fg + o, sz),
+                           "dtype %d: gelu(gate) * up row %d of %d differs from n = 1", dts[di], t,
+                           n);
+                    gpu->matmul(gpu, g1, &wg, xt, 1);
+                    gpu->gelu_mul(gpu, g1, g1, mul.g + off + (size_t)t * stride, 1, rows, stride);
+                    gpu->download(gpu, one, g1, (size_t)rows);
+                    EXPECT(!memcmp(one, fh + o, sz),
+                           "dtype %d: gelu(gate) * mul row %d of %d differs from n = 1", dts[di], t,
+                           n);
+                }
+                gpu->release(gpu, g1);
+                gpu->release(gpu, u1);
+                free(one);
+                free(fh);
+                free(fg);
                 free(fu);
                 free(hl);
                 free(sg);
