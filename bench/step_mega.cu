@@ -18,12 +18,17 @@
  *     goes: waiting for the slowest block, the poll, the small op, the rows, the fence and
  *     counter (session 16: 1.0, 0.5, 1.2, 7.0 and 1.8 us);
  *   - the signal itself three ways (signal_done): a full fence, an acq_rel fence, a release add
- *     (session 16: all 1.83-1.87 us - not the fence's kind; most likely the stores draining).
+ *     (session 16: all 1.83-1.87 us - not the fence's kind; most likely the stores draining);
+ *   - LL outputs (prev_x): the data as its own signal, no fence, counter or poll (session 19);
+ *   - FOLD consumers: no x, a fold of the weights - consumers well faster than memory, as
+ *     tensor cores would make them, to see whether the ring then absorbs the waits (session 19).
  *
  * Measured on an H200 in docs/bench_gpu.md (session 15): 89 % of copy bandwidth without the
  * waits, 62 % with them - each of the 252 dependencies costs about 3.4 us of the critical path
  * (the last block's fence and counter, the poll, the small op's read of x from L2), no better than
- * the engine's chain of kernels; the L2 prefetch makes it worse (44-52 %).
+ * the engine's chain of kernels; the L2 prefetch makes it worse (44-52 %). Session 19: LL outputs
+ * 65-66 %; with folding consumers 71 % (94 % without the waits) - a dependency's round trip
+ * through L2 under the weight stream outlasts what a ring of 160-200 KB a multiprocessor holds.
  *
  * sm_90 and later (cp.async.bulk, mbarrier transaction counts); elsewhere it says so and exits.
  * Built with the rest (build/bench/step_mega), or on the GPU machine:
