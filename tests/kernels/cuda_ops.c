@@ -24,7 +24,8 @@
  *   cuda_ops bench-matvec       the matvec kernel's decode variants (GEMMA_CUDA_MV_DECODE /
  *                               _GRID / _UNROLL / _GROUP) side by side on E4B's shapes, in CUDA
  *                               graphs; BENCH_MATVEC_SMALL=1: each launch followed by a
- *                               one-block kernel, as in a decode step
+ *                               one-block kernel, as in a decode step; BENCH_MATVEC_N=2..8:
+ *                               products over that many inputs (a verify pass's)
  *   cuda_ops copy-bw            the device's copy bandwidth (for the benchmark's floor)
  *   cuda_ops decode-profile DIR P S   decode steps after a P-token prefill: ms per step with
  *                               graphs (with and without PDL, with and without fusion) and

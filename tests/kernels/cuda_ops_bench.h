@@ -117,8 +117,9 @@ static int run_bench_matmul(void) {
         if (e_ != cudaSuccess) die("%s: %s", #call, cudaGetErrorString(e_));                       \
     } while (0)
 
-/* Launches of k_matvec_multi at n = 1 (bf16 weights), captured into a CUDA graph with
- * programmatic dependent launch as a decode step has it, replayed: microseconds per launch.
+/* Launches of k_matvec_multi over n inputs (bf16 weights; n = 1 a decode step, 2 .. 8 a verify
+ * pass), captured into a CUDA graph with programmatic dependent launch as a decode step has it,
+ * replayed: microseconds per launch.
  * The launches cycle through enough copies of the weights (at least 160 MB, over three times
  * the H200's L2) that every launch streams its weights from memory, as in a decode step.
  * small: after every product a one-block RMSNorm of its output into x, which the next product
@@ -126,7 +127,7 @@ static int run_bench_matmul(void) {
  * product, whose tail its own start would overlap); the time is then the pair's. */
 static double time_mv_variant(const k_mv_tuning *tune, int n_segs, const int *rows, int cols,
                               char **w_copies, int copies, size_t copy_bytes, float *x, float *out,
-                              int reps, int small) {
+                              int n, int reps, int small) {
     const int pair = n_segs < 0; /* -1: one gate + up pair with the GeLU epilogue */
     if (pair) n_segs = 1;
     CHECK(k_matvec_set_tuning(tune) == 0);
@@ -150,17 +151,17 @@ static double time_mv_variant(const k_mv_tuning *tune, int n_segs, const int *ro
             segs[i].rows = rows[i];
             segs[i].epilogue = K_MV_PLAIN;
             off += (size_t)rows[i] * cols * 2;
-            out_off += (size_t)rows[i];
+            out_off += (size_t)n * rows[i];
             if (pair) { /* the up matrix follows the gate */
                 segs[i].epilogue = K_MV_GELU_PAIR;
                 segs[i].w_up = w + off;
                 segs[i].out_up = out + out_off;
                 off += (size_t)rows[i] * cols * 2;
-                out_off += (size_t)rows[i];
+                out_off += (size_t)n * rows[i];
             }
         }
         CHECK(off <= copy_bytes);
-        k_matvec_multi(s, segs, n_segs, KDT_BF16, x, cols, 1);
+        k_matvec_multi(s, segs, n_segs, KDT_BF16, x, cols, n);
         if (small) k_rmsnorm(s, x, out, NULL, KDT_F32, 1, cols, 1e-6f);
     }
     CUDA_OK(cudaStreamEndCapture(s, &graph));
@@ -188,10 +189,13 @@ static double time_mv_variant(const k_mv_tuning *tune, int n_segs, const int *ro
 /* One row per E4B shape (or grouped launch), one column per tuning: us per launch and GB/s
  * of weights. The first and last columns are the default, to show the run-to-run spread.
  * BENCH_MATVEC_SMALL=1: each product followed by a small kernel, as in a step (time_mv_variant);
- * the last line then gives the small kernel's own time in such a chain. */
+ * the last line then gives the small kernel's own time in such a chain. BENCH_MATVEC_N=2..8:
+ * products over that many inputs, a speculative verify pass's (default 1, a decode step's). */
 static int run_bench_matvec(void) {
-    const char *small_env = getenv("BENCH_MATVEC_SMALL");
+    const char *small_env = getenv("BENCH_MATVEC_SMALL"), *n_env = getenv("BENCH_MATVEC_N");
     const int small = small_env && !strcmp(small_env, "1");
+    const int n = n_env && *n_env ? atoi(n_env) : 1;
+    if (n < 1 || n > 8) die("BENCH_MATVEC_N: \"%s\" is not a number of inputs from 1 to 8", n_env);
     struct cudaDeviceProp prop;
     CUDA_OK(cudaGetDeviceProperties(&prop, 0));
     k_set_pdl(prop.major >= 9);
@@ -209,7 +213,8 @@ static int run_bench_matvec(void) {
         {"lean8", {8, 2, K_MV_LEAN8, 0, 0, 2, 4096, 0, 0}},
         {"persist", {8, 2, K_MV_LEAN, -1, 0, 2, 4096, 0, 0}},
         {"split 8 (rule before)", {8, 2, K_MV_LEAN, 0, 8, 2, 4096, 0, 0}},
-        {"tensor cores (mma)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 1}},
+        {"tensor cores, x exact (mma 1)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 1}},
+        {"tensor cores, x to 16 bits (mma 2)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 2}},
         {"default again", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0}},
     };
     const int n_tunes = (int)(sizeof tunes / sizeof tunes[0]);
@@ -231,9 +236,9 @@ static int run_bench_matvec(void) {
         {"lm_head", 1, {262144}, 2560},
         {"(no product: the small kernel alone)", 1, {0}, 2560},
     };
-    printf("matvec decode variants on %s (bf16, n = 1, CUDA graph of %s, PDL "
+    printf("matvec decode variants on %s (bf16, n = %d, CUDA graph of %s, PDL "
            "%s): us per launch (GB/s of weights)\n\n| matrix | rows x cols |",
-           prop.name,
+           prop.name, n,
            small ? "launches each followed by a one-block RMSNorm of its output into x (the time "
                    "is the pair's)"
                  : "back-to-back launches",
@@ -245,10 +250,11 @@ static int run_bench_matvec(void) {
         printf("---|");
     printf("\n");
     float *x = NULL, *out = NULL;
-    CUDA_OK(cudaMalloc((void **)&x, 16384 * sizeof(float)));
-    CUDA_OK(cudaMalloc((void **)&out, (size_t)262144 * sizeof(float)));
-    float *xh = rand_vec(16384);
-    CUDA_OK(cudaMemcpy(x, xh, 16384 * sizeof(float), cudaMemcpyHostToDevice));
+    const size_t nx = (size_t)n * 16384, nout = (size_t)n * 2 * 262144; /* pair: gate and up */
+    CUDA_OK(cudaMalloc((void **)&x, nx * sizeof(float)));
+    CUDA_OK(cudaMalloc((void **)&out, nout * sizeof(float)));
+    float *xh = rand_vec(nx);
+    CUDA_OK(cudaMemcpy(x, xh, nx * sizeof(float), cudaMemcpyHostToDevice));
     free(xh);
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         size_t bytes = 0;
@@ -274,7 +280,7 @@ static int run_bench_matvec(void) {
         for (int v = 0; v < n_tunes; v++) {
             const double us =
                 time_mv_variant(&tunes[v].t, shapes[i].n_segs, shapes[i].rows, shapes[i].cols, w,
-                                copies, bytes, x, out, reps, small);
+                                copies, bytes, x, out, n, reps, small);
             printf(" %.1f (%.0f) |", us, bytes / us / 1e3);
             fflush(stdout);
         }
