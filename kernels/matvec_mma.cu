@@ -197,19 +197,21 @@ __global__ void __launch_bounds__(MMA_WARPS * 32, PAIR || NB > 1 ? 2 : 3)
     const uint4 *qa = pair ? reinterpret_cast<const uint4 *>(wu + oa) : pa,
                 *qb = pair ? reinterpret_cast<const uint4 *>(wu + ob) : pb;
 
+    /* step s's weights: rows g (a) and g + 8 (b), and the up matrix's (u, v) when pair */
+    auto load_at = [&](int s, uint4 &a, uint4 &b, uint4 &u, uint4 &v) {
+        a = __ldcs(pa + s * ss);
+        b = __ldcs(pb + s * ss);
+        if (pair) {
+            u = __ldcs(qa + s * ss);
+            v = __ldcs(qb + s * ss);
+        }
+    };
     uint4 fa[F], fb[F], fu[F], fv[F];
     k_launch_next();
     if (!prefetch) k_wait_only();
 #pragma unroll
     for (int s = 0; s < F; s++)
-        if (s < nst) {
-            fa[s] = __ldcs(pa + s * ss);
-            fb[s] = __ldcs(pb + s * ss);
-            if (pair) {
-                fu[s] = __ldcs(qa + s * ss);
-                fv[s] = __ldcs(qb + s * ss);
-            }
-        }
+        if (s < nst) load_at(s, fa[s], fb[s], fu[s], fv[s]);
     if (prefetch) k_wait_only();
     /* lane (g, t) gives B's column g in pass j: column 8j + g of the launch, input
      * (8j + g) / SPLIT's part (8j + g) % SPLIT; the columns past CAP inputs stay zero */
@@ -242,19 +244,15 @@ __global__ void __launch_bounds__(MMA_WARPS * 32, PAIR || NB > 1 ? 2 : 3)
     for (; s + U <= nst; s += U) {
         uint4 ga[U], gb[U], gu[U], gv[U];
 #pragma unroll
-        for (int u = 0; u < U; u++) {
-            ga[u] = __ldcs(pa + (s + u) * ss);
-            gb[u] = __ldcs(pb + (s + u) * ss);
-            if (pair) {
-                gu[u] = __ldcs(qa + (s + u) * ss);
-                gv[u] = __ldcs(qb + (s + u) * ss);
-            }
-        }
+        for (int u = 0; u < U; u++)
+            load_at(s + u, ga[u], gb[u], gu[u], gv[u]);
 #pragma unroll
         for (int u = 0; u < U; u++)
             mma_at(s + u, ga[u], gb[u], gu[u], gv[u]);
     }
     for (; s < nst; s++) {
+        /* not load_at: with u and v left unset when !pair, ptxas allocates the pair kernels'
+         * registers otherwise (122 instead of 128); as written the code is the measured one */
         const uint4 a = __ldcs(pa + s * ss), b = __ldcs(pb + s * ss);
         uint4 u = a, v = b;
         if (pair) {
