@@ -101,11 +101,10 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned *p) {
 
 /* x_dot: acc + 8 bf16 weights against 8 floats of x held in registers */
 __device__ __forceinline__ float x_dot(uint4 u, const float *a, float acc) {
-    return acc +
-           (__uint_as_float(u.x << 16) * a[0] + __uint_as_float(u.x & 0xffff0000u) * a[1] +
-            __uint_as_float(u.y << 16) * a[2] + __uint_as_float(u.y & 0xffff0000u) * a[3]) +
-           (__uint_as_float(u.z << 16) * a[4] + __uint_as_float(u.z & 0xffff0000u) * a[5] +
-            __uint_as_float(u.w << 16) * a[6] + __uint_as_float(u.w & 0xffff0000u) * a[7]);
+    float w[8];
+    bf16x8(u, w);
+    return acc + (w[0] * a[0] + w[1] * a[1] + w[2] * a[2] + w[3] * a[3]) +
+           (w[4] * a[4] + w[5] * a[5] + w[6] * a[6] + w[7] * a[7]);
 }
 
 __device__ __forceinline__ void bulk_prefetch_l2(const void *src, unsigned bytes) {
