@@ -49,6 +49,13 @@ echo "=== matvec: decode variants (GEMMA_CUDA_MV_DECODE / _GRID / _UNROLL / _GRO
 grep '^|' "$RES/matvec_variants_raw.txt" >"$RES/matvec_variants.md"
 
 # (a) the small model
+# What a verify pass over 2 .. 8 positions costs, three ways (the report's run names):
+# decode-profile MODEL PROMPT STEPS with the CUDA cores and the tensor cores' two splits.
+verify_costs() {
+  DECODE_PROFILE_VERIFY="2 3 4 5 6 8" \
+    DECODE_PROFILE_CUSTOM="cuda_cores:;tensor_cores:GEMMA_CUDA_MV_MMA=1;tensor_cores_16:GEMMA_CUDA_MV_MMA=2" \
+    "$CUDA_OPS" decode-profile "$@"
+}
 TINY=models/gemma4-tiny
 if [[ -f $TINY/config.json && -f $TINY/eval/prompts_tune.jsonl ]]; then
   echo "=== (a) small model"
@@ -57,8 +64,7 @@ if [[ -f $TINY/config.json && -f $TINY/eval/prompts_tune.jsonl ]]; then
     >"$RES/tiny_bench.out" 2>"$RES/tiny_bench.err"; then
     tail -n 1 "$RES/tiny_bench.out"
     "$CUDA_OPS" decode-profile "$TINY" 256 512 | tee "$RES/tiny_profile.txt" || echo "bench_gpu: (a) profile FAILED"
-    DECODE_PROFILE_VERIFY="2 3 4 5 6 8" DECODE_PROFILE_CUSTOM="cuda_cores:;tensor_cores:GEMMA_CUDA_MV_MMA=1;tensor_cores_16:GEMMA_CUDA_MV_MMA=2" \
-      "$CUDA_OPS" decode-profile "$TINY" 256 512 | tee "$RES/tiny_verify.txt" || echo "bench_gpu: (a) verify FAILED"
+    verify_costs "$TINY" 256 512 | tee "$RES/tiny_verify.txt" || echo "bench_gpu: (a) verify FAILED"
   else
     tail -n 5 "$RES/tiny_bench.err"; echo "bench_gpu: (a) engine bench FAILED"; rm -f "$RES/tiny_bench.out"
   fi
@@ -78,8 +84,7 @@ tail -n 1 "$RES/e4b_bench.out"
 echo "=== (b) decode-step profile"
 "$CUDA_OPS" decode-profile "$WORK/model" 256 128 | tee "$RES/e4b_profile.txt"
 echo "=== (b) speculative verify passes: CUDA cores against tensor cores (x exact, x to 16 bits)"
-DECODE_PROFILE_VERIFY="2 3 4 5 6 8" DECODE_PROFILE_CUSTOM="cuda_cores:;tensor_cores:GEMMA_CUDA_MV_MMA=1;tensor_cores_16:GEMMA_CUDA_MV_MMA=2" \
-  "$CUDA_OPS" decode-profile "$WORK/model" 256 128 | tee "$RES/e4b_verify.txt"
+verify_costs "$WORK/model" 256 128 | tee "$RES/e4b_verify.txt"
 # Where ncu exists: one replayed decode step, every kernel timed on its own (caches warm, clocks
 # left alone), split by role (bench/ncu_step_split.py). A failure here costs the report this
 # table only.
