@@ -48,7 +48,6 @@ echo "=== matvec: decode variants (GEMMA_CUDA_MV_DECODE / _GRID / _UNROLL / _GRO
 "$CUDA_OPS" bench-matvec | tee "$RES/matvec_variants_raw.txt"
 grep '^|' "$RES/matvec_variants_raw.txt" >"$RES/matvec_variants.md"
 
-# (a) the small model
 # What a verify pass over 2 .. 8 positions costs, three ways (the report's run names):
 # decode-profile MODEL PROMPT STEPS with the CUDA cores and the tensor cores' two splits.
 verify_costs() {
@@ -56,6 +55,8 @@ verify_costs() {
     DECODE_PROFILE_CUSTOM="cuda_cores:;tensor_cores:GEMMA_CUDA_MV_MMA=1;tensor_cores_16:GEMMA_CUDA_MV_MMA=2" \
     "$CUDA_OPS" decode-profile "$@"
 }
+
+# (a) the small model
 TINY=models/gemma4-tiny
 if [[ -f $TINY/config.json && -f $TINY/eval/prompts_tune.jsonl ]]; then
   echo "=== (a) small model"
