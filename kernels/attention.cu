@@ -12,9 +12,19 @@
  * captured in a CUDA graph stays correct as the sequence grows; slices past the current
  * context are empty and cost one early exit.
  *
+ * On Hopper (sm_90) the slices of a (row, head) can instead be the blocks of one thread block
+ * cluster (k_set_attention(K_ATTN_CLUSTER), attn_cluster_kernel below): the blocks hand their
+ * partial results to each other through distributed shared memory and merge them after one
+ * cluster barrier, so a decode step has one attention kernel a layer instead of two, and the
+ * partials never go through global memory.
+ *
  * The caches are fp32 rows [len][n_kv_heads][head_dim] used as rings (position p in row
  * p % len); a row attends to max(0, p - window + 1) .. p. */
+#include <cooperative_groups.h>
+
 #include "kcommon.cuh"
+
+namespace cg = cooperative_groups;
 
 #define ATT_WARPS         4
 #define ATT_MAXD          512 /* largest head_dim (E4B's full layers) */
@@ -58,6 +68,121 @@ __device__ __forceinline__ void att_load_kv(float *kr, float *vr, const float *k
     }
 }
 
+/* Positions j0 + warp, j0 + warp + W, ... (below j1) of one (row, head) with an online
+ * softmax: the warp's running max m, sum l and unnormalised accumulator acc (PER dims a lane,
+ * lane i holding dims i, i + 32, ...). It waits for the previous kernel (k_wait_only) itself,
+ * after the first loads that may go before it.
+ *
+ * The warp's first key and value rows. A position before p0 was stored by an earlier step;
+ * this step's stores (positions p0 .. p0 + n_tok - 1) land in ring rows that none of its rows
+ * attends to (decoder.c sizes a sliding ring window + chunk - 1), so a position before p0 that
+ * a row attends to reads the same before and after them. Its rows are therefore loaded before
+ * waiting for the previous kernel, and the wait overlaps that round trip. Same values, same
+ * bits. This rests on the earlier steps being complete when this one starts: under PDL a kernel
+ * may start before kernels two or more back have finished, but every step (and every draft
+ * loop) begins with a plain stream copy of its ids / position word (backend_cuda.c), which waits
+ * for all of them. A path that chained steps on the device without one would have to load these
+ * rows after the wait. */
+template <int PER, int W>
+__device__ __forceinline__ void att_score(float &m, float &l, float *acc, const float *qh,
+                                          const float *kc, const float *vc, int j0, int j1,
+                                          int p0, int len, size_t kv_dim, int kvh, int hd,
+                                          int lane, int warp) {
+    float kr[PER], vr[PER], kn[PER], vn[PER];
+    const bool early = j0 + warp < p0;
+    if (early) att_load_kv<PER>(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane);
+    k_wait_only();
+    if (!early) att_load_kv<PER>(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane);
+
+    float qr[PER];
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+        const int d = lane + 32 * i;
+        qr[i] = d < hd ? qh[d] : 0.0f;
+        acc[i] = 0.0f;
+    }
+    m = -INFINITY;
+    l = 0.0f;
+    /* Software-pipelined: the key and value rows of the warp's next position are loaded
+     * before the current one is scored, so a position costs its arithmetic, not a memory
+     * round trip (the loads never depend on a score). The arithmetic and its order are those
+     * of the plain loop. */
+    for (int j = j0 + warp; j < j1; j += W) {
+        att_load_kv<PER>(kn, vn, kc, vc, j + W, j1, len, kv_dim, kvh, hd, lane);
+        float sdot = 0.0f;
+#pragma unroll
+        for (int i = 0; i < PER; i++) {
+            const int d = lane + 32 * i;
+            if (d < hd) sdot += qr[i] * kr[i];
+        }
+        sdot = warp_sum(sdot);
+        const float mn = fmaxf(m, sdot);
+        const float corr = expf(m - mn), e = expf(sdot - mn);
+        l = l * corr + e;
+#pragma unroll
+        for (int i = 0; i < PER; i++) {
+            const int d = lane + 32 * i;
+            if (d < hd) acc[i] = acc[i] * corr + e * vr[i];
+            kr[i] = kn[i];
+            vr[i] = vn[i];
+        }
+        m = mn;
+    }
+}
+
+/* The block's W warps merged through shared memory (sm_m[W], sm_l[W], sm_acc[W][stride]): the
+ * block's max M (-INFINITY for an empty slice) is returned, after a barrier; then
+ * att_block_acc and att_block_sum give its accumulator and sum in the block's terms. */
+template <int PER, int W>
+__device__ __forceinline__ float att_block_max(float *sm_m, float *sm_l, float *sm_acc, int stride,
+                                               float m, float l, const float *acc, int hd,
+                                               int lane, int warp) {
+    if (lane == 0) {
+        sm_m[warp] = m;
+        sm_l[warp] = l;
+    }
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+        const int d = lane + 32 * i;
+        if (d < hd) sm_acc[warp * stride + d] = acc[i];
+    }
+    __syncthreads();
+    float M = -INFINITY;
+    for (int w = 0; w < W; w++)
+        M = fmaxf(M, sm_m[w]);
+    return M;
+}
+
+template <int W>
+__device__ __forceinline__ float att_block_acc(const float *sm_m, const float *sm_acc, int stride,
+                                               float M, int d) {
+    float a = 0.0f;
+    if (M != -INFINITY)
+        for (int w = 0; w < W; w++)
+            if (sm_m[w] != -INFINITY) a += sm_acc[w * stride + d] * expf(sm_m[w] - M);
+    return a;
+}
+
+template <int W>
+__device__ __forceinline__ float att_block_sum(const float *sm_m, const float *sm_l, float M) {
+    float L = 0.0f;
+    if (M != -INFINITY)
+        for (int w = 0; w < W; w++)
+            if (sm_m[w] != -INFINITY) L += sm_l[w] * expf(sm_m[w] - M);
+    return L;
+}
+
+/* The slice [j0, j1) of a (row, head) cut into n_splits slices: the positions a row at p
+ * attends to, lo .. p, in slices of ceil(count / n_splits). */
+__device__ __forceinline__ void att_slice(int p, int window, int split, int n_splits, int &j0,
+                                          int &j1) {
+    const int lo = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
+    const int count = p - lo + 1;
+    const int per = (count + n_splits - 1) / n_splits;
+    j0 = lo + split * per;
+    j1 = min(p + 1, j0 + per); /* exclusive */
+}
+
 /* One slice of one (row, head). partial: [row][head][split][head_dim + 2] = acc..., max, sum.
  * PER: dims per lane, head_dim / 32 rounded up to a power of two for heads up to 128 wide, 16
  * for wider ones. A lane holds PER dims of q,
@@ -81,92 +206,99 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
     const int kvh = h / (n_heads / n_kv_heads);
     const size_t kv_dim = (size_t)n_kv_heads * hd;
     const int p0 = step_pos(dpos, pos0), p = p0 + t; /* the word is written before the step */
-    const int lo = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
-    const int count = p - lo + 1;
-    const int per = (count + n_splits - 1) / n_splits;
-    const int j0 = lo + split * per;
-    const int j1 = min(p + 1, j0 + per); /* exclusive */
+    int j0, j1;
+    att_slice(p, window, split, n_splits, j0, j1);
 
-    /* The warp's first key and value rows. A position before p0 was stored by an earlier step;
-     * this step's stores (positions p0 .. p0 + n_tok - 1) land in ring rows that none of its rows
-     * attends to (decoder.c sizes a sliding ring window + chunk - 1), so a position before p0
-     * that a row attends to reads the same before and after them. Its rows are therefore loaded
-     * before waiting for the previous kernel, and the wait overlaps that round trip. Same
-     * values, same bits. This rests on the earlier steps being complete when this one starts:
-     * under PDL a kernel may start before kernels two or more back have finished, but every
-     * step (and every draft loop) begins with a plain stream copy of its ids / position word
-     * (backend_cuda.c), which waits for all of them. A path that chained steps on the device
-     * without one would have to load these rows after the wait. */
-    float kr[PER], vr[PER], kn[PER], vn[PER];
-    const bool early = j0 + warp < p0;
-    if (early) att_load_kv<PER>(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane);
-    k_wait_only();
-    if (!early) att_load_kv<PER>(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane);
-
-    float qr[PER], acc[PER];
-    const float *qh = q + ((size_t)t * n_heads + h) * hd;
-#pragma unroll
-    for (int i = 0; i < PER; i++) {
-        const int d = lane + 32 * i;
-        qr[i] = d < hd ? qh[d] : 0.0f;
-        acc[i] = 0.0f;
-    }
-    float m = -INFINITY, l = 0.0f;
-    /* Software-pipelined: the key and value rows of the warp's next position are loaded
-     * before the current one is scored, so a position costs its arithmetic, not a memory
-     * round trip (the loads never depend on a score). The arithmetic and its order are those
-     * of the plain loop. */
-    for (int j = j0 + warp; j < j1; j += ATT_WARPS) {
-        att_load_kv<PER>(kn, vn, kc, vc, j + ATT_WARPS, j1, len, kv_dim, kvh, hd, lane);
-        float sdot = 0.0f;
-#pragma unroll
-        for (int i = 0; i < PER; i++) {
-            const int d = lane + 32 * i;
-            if (d < hd) sdot += qr[i] * kr[i];
-        }
-        sdot = warp_sum(sdot);
-        const float mn = fmaxf(m, sdot);
-        const float corr = expf(m - mn), e = expf(sdot - mn);
-        l = l * corr + e;
-#pragma unroll
-        for (int i = 0; i < PER; i++) {
-            const int d = lane + 32 * i;
-            if (d < hd) acc[i] = acc[i] * corr + e * vr[i];
-            kr[i] = kn[i];
-            vr[i] = vn[i];
-        }
-        m = mn;
-    }
-    /* Merge the warps of the block. */
-    if (lane == 0) {
-        sm_m[warp] = m;
-        sm_l[warp] = l;
-    }
-#pragma unroll
-    for (int i = 0; i < PER; i++) {
-        const int d = lane + 32 * i;
-        if (d < hd) sm_acc[warp][d] = acc[i];
-    }
-    __syncthreads();
-    float M = -INFINITY;
-    for (int w = 0; w < ATT_WARPS; w++)
-        M = fmaxf(M, sm_m[w]);
+    float m, l, acc[PER];
+    att_score<PER, ATT_WARPS>(m, l, acc, q + ((size_t)t * n_heads + h) * hd, kc, vc, j0, j1, p0,
+                              len, kv_dim, kvh, hd, lane, warp);
+    const float M = att_block_max<PER, ATT_WARPS>(sm_m, sm_l, &sm_acc[0][0], ATT_MAXD, m, l, acc,
+                                                  hd, lane, warp);
     float *dst = partial + (((size_t)t * n_heads + h) * n_splits + split) * (hd + 2);
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-        float a = 0.0f;
-        if (M != -INFINITY)
-            for (int w = 0; w < ATT_WARPS; w++)
-                if (sm_m[w] != -INFINITY) a += sm_acc[w][d] * expf(sm_m[w] - M);
-        dst[d] = a;
-    }
+    for (int d = threadIdx.x; d < hd; d += blockDim.x)
+        dst[d] = att_block_acc<ATT_WARPS>(sm_m, &sm_acc[0][0], ATT_MAXD, M, d);
     if (threadIdx.x == 0) {
-        float L = 0.0f;
-        if (M != -INFINITY)
-            for (int w = 0; w < ATT_WARPS; w++)
-                if (sm_m[w] != -INFINITY) L += sm_l[w] * expf(sm_m[w] - M);
         dst[hd] = M;
-        dst[hd + 1] = L;
+        dst[hd + 1] = att_block_sum<ATT_WARPS>(sm_m, sm_l, M);
     }
+}
+
+/* The cluster form (sm_90): the blocks of one cluster are the slices of one (row, head) -
+ * cluster rank = slice, C of them (16 where the GPU places clusters that large, else 8; fixed
+ * per kernel and device, so a row's result does not depend on the rows launched with it) of W
+ * warps. Each block scores its slice as attn_split_kernel does and merges its warps; then,
+ * instead of writing (acc, max, sum) to memory for a second kernel, it stores them straight
+ * into the shared memory of the blocks that finish them: block r owns output dims
+ * [r hd / C, (r + 1) hd / C) and receives every slice's accumulator for those dims, and every
+ * slice's max and sum. One cluster barrier (release / acquire: the remote stores are visible
+ * after it, and no block reads another's memory after it, so none has to wait for the others
+ * to finish) and each block merges its dims from its own shared memory, in slice order, with
+ * the merge kernel's arithmetic. Fewer, longer slices than the split form (C W warps a
+ * (row, head) against n_splits x 4): W = 16 for heads up to 256 wide, 8 for wider ones (PER 16
+ * holds more registers than 16 warps leave a thread). */
+#define ATT_CLUSTER_MAX 16
+template <int PER, int W>
+__global__ void __launch_bounds__(W * 32)
+    attn_cluster_kernel(float *out, const float *q, const float *kc, const float *vc,
+                        const int *dpos, int pos0, int len, int window, int n_heads,
+                        int n_kv_heads, int hd) {
+    k_launch_next();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr int STRIDE = PER * 32; /* floats a warp's accumulator takes in sm_acc */
+    __shared__ float sm_m[W], sm_l[W], sm_acc[W * STRIDE];
+    __shared__ float recv[ATT_MAXD], recv_m[ATT_CLUSTER_MAX], recv_l[ATT_CLUSTER_MAX];
+    cg::cluster_group cluster = cg::this_cluster();
+    const int C = (int)cluster.num_blocks(), split = (int)cluster.block_rank();
+    const int h = blockIdx.y, t = blockIdx.z;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int kvh = h / (n_heads / n_kv_heads);
+    const size_t kv_dim = (size_t)n_kv_heads * hd;
+    const int p0 = step_pos(dpos, pos0), p = p0 + t;
+    int j0, j1;
+    att_slice(p, window, split, C, j0, j1);
+    /* A block may write another's shared memory only once that block has started: this
+     * arrival says so, and the wait for everyone's comes after the scoring, which hides it. */
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+
+    float m, l, acc[PER];
+    att_score<PER, W>(m, l, acc, q + ((size_t)t * n_heads + h) * hd, kc, vc, j0, j1, p0, len,
+                      kv_dim, kvh, hd, lane, warp);
+    const float M =
+        att_block_max<PER, W>(sm_m, sm_l, sm_acc, STRIDE, m, l, acc, hd, lane, warp);
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+    /* dim d goes to block d / dw, at recv[slice * dw + d % dw] there (dw = hd / C rounded up:
+     * C dw <= 512, as 512 is a multiple of C) */
+    const int dw = (hd + C - 1) / C;
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        float *r = cluster.map_shared_rank(recv, d / dw);
+        r[split * dw + d % dw] = att_block_acc<W>(sm_m, sm_acc, STRIDE, M, d);
+    }
+    if (threadIdx.x < C) {
+        const float L = att_block_sum<W>(sm_m, sm_l, M);
+        cluster.map_shared_rank(recv_m, (int)threadIdx.x)[split] = M;
+        cluster.map_shared_rank(recv_l, (int)threadIdx.x)[split] = L;
+    }
+    cluster.sync();
+
+    /* This block's dims from the C slices: the merge kernel's arithmetic (a slice's weight
+     * exp(m_s - M), 0 for an empty slice; sums in slice order). dw <= 512 / 8 = 64 threads. */
+    const int d = split * dw + (int)threadIdx.x;
+    if ((int)threadIdx.x >= dw || d >= hd) return;
+    float Mg = -INFINITY;
+    for (int s = 0; s < C; s++)
+        Mg = fmaxf(Mg, recv_m[s]);
+    float L = 0.0f, a = 0.0f;
+    for (int s = 0; s < C; s++) {
+        const float w = recv_m[s] != -INFINITY ? expf(recv_m[s] - Mg) : 0.0f;
+        if (w != 0.0f) {
+            L += recv_l[s] * w;
+            a += recv[s * dw + threadIdx.x] * w;
+        }
+    }
+    out[((size_t)t * n_heads + h) * hd + d] = a * (1.0f / L);
+#else
+    k_wait_only(); /* never launched before sm_90 (k_attention) */
+#endif
 }
 
 /* out[row][head][:] from the slices' partial results. The slices' weights exp(m_s - M) are
@@ -228,6 +360,102 @@ extern "C" int k_attention_splits(int max_ctx, int n_tok, int n_heads) {
     return s < 1 ? 1 : s;
 }
 
+/* ---- the cluster form's launch ------------------------------------------------------------ */
+
+static int attn_form = K_ATTN_SPLIT;
+
+typedef void (*attn_cluster_fn)(float *, const float *, const float *, const float *,
+                                const int *, int, int, int, int, int, int);
+
+/* The cluster kernel for a head width, and how many dims a lane takes / warps a block has. */
+static attn_cluster_fn attn_cluster_for(int head_dim, int *warps) {
+    *warps = head_dim <= 256 ? 16 : 8;
+    return head_dim <= 32    ? attn_cluster_kernel<1, 16>
+           : head_dim <= 64  ? attn_cluster_kernel<2, 16>
+           : head_dim <= 128 ? attn_cluster_kernel<4, 16>
+           : head_dim <= 256 ? attn_cluster_kernel<8, 16>
+                             : attn_cluster_kernel<ATT_PER_LANE, 8>;
+}
+
+/* Blocks a cluster of each kernel (indexed as attn_cluster_for's widths 32, 64, 128, 256, 512):
+ * set by the first k_set_attention(K_ATTN_CLUSTER), which must be outside any stream capture. */
+static int attn_cluster_blocks[5];
+
+static int attn_width_index(int head_dim) {
+    return head_dim <= 32 ? 0 : head_dim <= 64 ? 1 : head_dim <= 128 ? 2 : head_dim <= 256 ? 3 : 4;
+}
+
+/* 1 once attn_cluster_blocks is set (the first k_set_attention(K_ATTN_CLUSTER)), -1 when the
+ * device cannot run the cluster form. */
+static int attn_cluster_ready = 0;
+
+extern "C" int k_set_attention(int form) {
+    if (form != K_ATTN_SPLIT && form != K_ATTN_CLUSTER) return -1;
+    if (form == K_ATTN_CLUSTER && attn_cluster_ready < 0) return -1;
+    if (form == K_ATTN_CLUSTER && !attn_cluster_ready) {
+        attn_cluster_ready = -1;
+        int dev = 0, major = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+            major < 9) {
+            cudaGetLastError();
+            return -1;
+        }
+        /* 16 blocks a cluster (beyond the portable 8) where the GPU can place such a cluster
+         * of the kernel's blocks, else 8. */
+        const int widths[5] = {32, 64, 128, 256, 512};
+        for (int i = 0; i < 5; i++) {
+            int warps;
+            attn_cluster_fn fn = attn_cluster_for(widths[i], &warps);
+            attn_cluster_blocks[i] = 8;
+            if (cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
+                cudaSuccess)
+                continue;
+            cudaLaunchConfig_t cfg = {};
+            cfg.gridDim = dim3(ATT_CLUSTER_MAX);
+            cfg.blockDim = dim3(warps * 32);
+            cudaLaunchAttribute a[1];
+            a[0].id = cudaLaunchAttributeClusterDimension;
+            a[0].val.clusterDim.x = ATT_CLUSTER_MAX;
+            a[0].val.clusterDim.y = 1;
+            a[0].val.clusterDim.z = 1;
+            cfg.attrs = a;
+            cfg.numAttrs = 1;
+            int n = 0;
+            if (cudaOccupancyMaxActiveClusters(&n, fn, &cfg) == cudaSuccess && n > 0)
+                attn_cluster_blocks[i] = ATT_CLUSTER_MAX;
+        }
+        cudaGetLastError(); /* a refused attribute or query only means clusters of 8 */
+        attn_cluster_ready = 1;
+    }
+    attn_form = form;
+    return 0;
+}
+
+extern "C" int k_attention_cluster_blocks(int head_dim) {
+    return attn_form == K_ATTN_CLUSTER ? attn_cluster_blocks[attn_width_index(head_dim)] : 0;
+}
+
+/* k_launch with a cluster of c blocks along x. */
+template <typename... KArgs, typename... Args>
+static void attn_launch_cluster(void (*kernel)(KArgs...), dim3 grid, dim3 block, int c,
+                                cudaStream_t s, Args... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.stream = s;
+    cudaLaunchAttribute attr[2];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = k_pdl;
+    attr[1].id = cudaLaunchAttributeClusterDimension;
+    attr[1].val.clusterDim.x = (unsigned)c;
+    attr[1].val.clusterDim.y = 1;
+    attr[1].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 2;
+    cudaLaunchKernelEx(&cfg, kernel, ((KArgs)args)...);
+}
+
 extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const float *kc,
                             const float *vc, int n_tok, const int *dpos, int pos0, int len,
                             int window, int n_heads, int n_kv_heads, int head_dim, int n_splits,
@@ -237,6 +465,16 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
         fprintf(stderr, "%s:%d: attention: head_dim %d (at most %d), %d heads over %d kv heads\n",
                 __FILE__, __LINE__, head_dim, ATT_MAXD, n_heads, n_kv_heads);
         exit(1);
+    }
+    if (attn_form == K_ATTN_CLUSTER) {
+        int warps;
+        attn_cluster_fn fn = attn_cluster_for(head_dim, &warps);
+        const int c = attn_cluster_blocks[attn_width_index(head_dim)];
+        if (!(k_skip & K_SKIP_ATTN_SPLIT))
+            attn_launch_cluster(fn, dim3(c, n_heads, n_tok), dim3(warps * 32), c, s, out, q, kc,
+                                vc, dpos, pos0, len, window, n_heads, n_kv_heads, head_dim);
+        K_CHECK_LAUNCH();
+        return;
     }
     dim3 grid(n_splits, n_heads, n_tok);
     void (*split)(float *, const float *, const float *, const float *, const int *, int, int, int,

@@ -43,7 +43,8 @@
  * general and GEMMA_CUDA_MV_GRID=blocks|persist|N tune the matrix-vector kernel (kernels.h:
  * k_mv_tuning; none of them changes a result bit), and GEMMA_CUDA_MV_SPLIT=N picks the old
  * split-K rule (about N blocks per multiprocessor; a row's sum order changes with it);
- * GEMMA_CUDA_MV_MMA=1|2 puts the bf16 products on the tensor cores (matvec_mma.cu). All
+ * GEMMA_CUDA_MV_MMA=1|2 puts the bf16 products on the tensor cores (matvec_mma.cu);
+ * GEMMA_CUDA_ATTN=split|cluster picks the attention's form (attention.cu). All
  * switches are read by backend_cuda_env.c (tested without a GPU) and listed in backend_cuda.h.
  *
  * Profiling. GEMMA_CUDA_PROFILE=1 times every op with a pair of cudaEvents (graphs are off
@@ -163,6 +164,7 @@ typedef struct {
     int fuse, fuse_mm;
     cuda_fuser *fuser;
     int pdl;        /* programmatic dependent launch (kernels.h; GEMMA_CUDA_PDL=0 turns it off) */
+    int attn;       /* the attention's form: K_ATTN_SPLIT or K_ATTN_CLUSTER (GEMMA_CUDA_ATTN) */
     k_mv_tuning mv; /* the matrix-vector kernel's tuning, set before each op (GEMMA_CUDA_MV_*) */
 
     /* counters */
@@ -191,6 +193,7 @@ static void op_begin(cuda_state *st) {
     /* The launchers' settings are global; two backends in one process keep their own. */
     k_set_pdl(st->pdl);
     k_matvec_set_tuning(&st->mv);
+    (void)k_set_attention(st->attn); /* checked by backend_cuda_new */
     if (st->profile) CU(cudaEventRecord(st->ev0, st->stream));
 }
 
@@ -725,13 +728,24 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     CU(cudaGetDeviceProperties(&prop, st->device));
     st->pdl = st->pdl && prop.major >= 9;
     k_set_pdl(st->pdl);
+    st->attn = sw.attn != CUDA_ATTN_AUTO ? sw.attn
+               : prop.major >= 9        ? K_ATTN_CLUSTER
+                                        : K_ATTN_SPLIT;
+    if (k_set_attention(st->attn)) {
+        snprintf(err, errlen,
+                 "environment variable GEMMA_CUDA_ATTN: \"cluster\" needs thread block clusters "
+                 "(sm_90 or later), and %s is sm_%d%d",
+                 prop.name, prop.major, prop.minor);
+        free(st);
+        return NULL;
+    }
     snprintf(st->device_name, sizeof st->device_name, "%.200s (sm_%d%d)", prop.name, prop.major,
              prop.minor);
     fprintf(
         stderr,
         "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matvec unroll %s prefetch %d decode %s "
         "grid %s, rows a warp at n = 2..8 %d (launches >= %d KiB), matmul %s, bf16 on the "
-        "%s\n",
+        "%s, attention %s\n",
         st->device_name, prop.totalGlobalMem / 1e9, st->use_graphs && !st->profile ? "on" : "off",
         !st->fuse                            ? "off"
         : st->fuse_mm == CUDA_FUSE_MM_ON     ? "on (all matmul groups)"
@@ -752,7 +766,8 @@ backend *backend_cuda_new(char *err, size_t errlen) {
                          : "own (n <= 8), cuBLAS",
         st->mv.mma == 1   ? "tensor cores (x exact)"
         : st->mv.mma == 2 ? "tensor cores (x to 16 bits)"
-                          : "CUDA cores");
+                          : "CUDA cores",
+        st->attn == K_ATTN_CLUSTER ? "in thread block clusters" : "split + merge");
     CU(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     CUBLAS(cublasCreate(&st->cublas));
     CUBLAS(cublasSetStream(st->cublas, st->stream));

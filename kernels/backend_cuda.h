@@ -32,6 +32,12 @@
  *                          so results differ from the default's in the last bits; 0 (the
  *                          default): on the CUDA cores
  *   GEMMA_CUDA_PDL=0       no programmatic dependent launch (it is on for sm_90 and newer)
+ *   GEMMA_CUDA_ATTN=auto|split|cluster   decode attention as a slices kernel and a merge
+ *                          kernel (split), or as one kernel whose thread block clusters merge
+ *                          their slices in distributed shared memory (cluster: sm_90 and
+ *                          newer only; refused elsewhere); auto (default): cluster where the
+ *                          GPU has clusters. The forms slice differently, so results differ
+ *                          in the last bits
  *   GEMMA_CUDA_PROFILE=1   time every op per kernel family; the table (calls, ms, bytes,
  *                          GB/s) is printed to stderr when the backend is destroyed
  *   GEMMA_CUDA_GEMM=own|cublas|auto   who multiplies: our kernel everywhere (default), cuBLAS

@@ -134,5 +134,15 @@ int cuda_switches_from_env(cuda_switches *sw, char *err, size_t errlen) {
         return -1;
     }
     sw->pdl = env_flag("GEMMA_CUDA_PDL", 1);
+    const char *attn = getenv("GEMMA_CUDA_ATTN");
+    sw->attn = !attn || !*attn || !strcmp(attn, "auto") ? CUDA_ATTN_AUTO
+               : !strcmp(attn, "split")                 ? K_ATTN_SPLIT
+               : !strcmp(attn, "cluster")               ? K_ATTN_CLUSTER
+                                                        : -2;
+    if (sw->attn == -2) {
+        snprintf(err, errlen,
+                 "environment variable GEMMA_CUDA_ATTN: \"%s\" is not auto, split or cluster", attn);
+        return -1;
+    }
     return mv_tuning_from_env(&sw->mv, err, errlen);
 }

@@ -8,6 +8,8 @@
 #include "backend_cuda_fuse.h"
 #include "kernels.h"
 
+#define CUDA_ATTN_AUTO (-1) /* the cluster form on sm_90 and later, else the split form */
+
 typedef struct {
     int gemm_mode;  /* GEMMA_CUDA_GEMM: 0 own, 1 cublas for every bf16/f16 product, 2 n > 8 */
     int use_graphs; /* GEMMA_CUDA_GRAPHS */
@@ -15,6 +17,7 @@ typedef struct {
     int fuse;       /* GEMMA_CUDA_FUSE */
     int fuse_mm;    /* GEMMA_CUDA_FUSE_MM: CUDA_FUSE_MM_* */
     int pdl;        /* GEMMA_CUDA_PDL (the backend also needs sm_90 for it) */
+    int attn;       /* GEMMA_CUDA_ATTN: CUDA_ATTN_AUTO, K_ATTN_SPLIT or K_ATTN_CLUSTER */
     k_mv_tuning mv; /* GEMMA_CUDA_MV_UNROLL, _PREFETCH, _DECODE, _GRID, _SPLIT, _ROWS, _ROWS_MIN */
 } cuda_switches;
 

@@ -168,6 +168,16 @@ void k_attention(cudaStream_t s, float *out, const float *q, const float *kc, co
                  int n_kv_heads, int head_dim, int n_splits, float *partial);
 /* How many splits k_attention should use for at most max_ctx positions and n_tok rows. */
 int k_attention_splits(int max_ctx, int n_tok, int n_heads);
+/* The form of the next k_attention launches: K_ATTN_SPLIT (the default), a slices kernel and a
+ * merge kernel, with the partials in memory; or K_ATTN_CLUSTER (sm_90 and later), one kernel
+ * whose thread block clusters merge their slices in distributed shared memory (16 or 8
+ * slices a (row, head), whatever n_splits says; partial is not used). 0, or -1 for a form this
+ * device cannot run. The first call for K_ATTN_CLUSTER asks the device how large a cluster it
+ * places, so it must not be inside a stream capture; later calls only set the form. */
+enum { K_ATTN_SPLIT = 0, K_ATTN_CLUSTER = 1 };
+int k_set_attention(int form);
+/* The cluster form's blocks a cluster for heads head_dim wide; 0 in the split form. */
+int k_attention_cluster_blocks(int head_dim);
 
 /* gelu.cu: out[r][j] = gelu_tanh(gate[r][j]) * up[r * up_stride + j]. out may equal gate. */
 void k_gelu_mul(cudaStream_t s, float *out, const float *gate, const float *up, int rows, int dim,

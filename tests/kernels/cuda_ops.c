@@ -242,8 +242,10 @@ static void test_rope(void) {
         }
 }
 
-/* kv_write into rings that wrap, then attention over them, against the CPU. */
-static void test_attention(void) {
+/* kv_write into rings that wrap, then attention over them, against the CPU; each row of a
+ * chunk of up to 8 rows (a verify pass) must also be, bit for bit, that row attended alone
+ * (a decode step), which is what keeps speculation lossless. form names the GPU's form. */
+static void test_attention(const char *form) {
     struct {
         int n_tok, heads, kv_heads, hd, len, window, pos0;
     } cases[] = {
@@ -288,9 +290,30 @@ static void test_attention(void) {
         cpu->attention(cpu, out.c, q.c, kc.c, vc.c, n_tok, pos0, len, window, H, KV, hd);
         gpu->attention(gpu, out.g, q.g, kc.g, vc.g, n_tok, pos0, len, window, H, KV, hd);
         snprintf(what, sizeof what,
-                 "attention %d rows, %d/%d heads, hd %d, len %d, window %d, pos %d", n_tok, H, KV,
-                 hd, len, window, pos0);
+                 "attention (%s) %d rows, %d/%d heads, hd %d, len %d, window %d, pos %d", form,
+                 n_tok, H, KV, hd, len, window, pos0);
         pair_check(&out, 1e-5, 1e-5, NULL, what);
+        if (n_tok > 1 && n_tok <= 8) {
+            const size_t row = (size_t)H * hd;
+            float *chunk = xmalloc((size_t)n_tok * row * sizeof(float));
+            float *alone = xmalloc(row * sizeof(float));
+            float *one = gpu->alloc(gpu, row);
+            gpu->download(gpu, chunk, out.g, (size_t)n_tok * row);
+            for (int t = 0; t < n_tok; t++) {
+                gpu->attention(gpu, one, q.g + t * row, kc.g, vc.g, 1, pos0 + t, len, window, H,
+                               KV, hd);
+                gpu->download(gpu, alone, one, row);
+                if (memcmp(alone, chunk + t * row, row * sizeof(float))) {
+                    fprintf(stderr, "%s: row %d differs from the same row attended alone\n",
+                            what, t);
+                    failures++;
+                    break;
+                }
+            }
+            gpu->release(gpu, one);
+            free(alone);
+            free(chunk);
+        }
         pair_free(&kc);
         pair_free(&vc);
         pair_free(&nk);
@@ -502,7 +525,18 @@ static int run_ops(void) {
     test_fusions();
     test_fused();
     test_matvec_variants();
-    test_attention();
+    /* the default form (on sm_90, thread block clusters), then the split form */
+    test_attention("default");
+    {
+        backend *dflt = gpu;
+        setenv("GEMMA_CUDA_ATTN", "split", 1);
+        gpu = backend_cuda_new(err, sizeof err);
+        unsetenv("GEMMA_CUDA_ATTN");
+        if (!gpu) die("%s", err);
+        test_attention("split");
+        gpu->destroy(gpu);
+        gpu = dflt;
+    }
     test_elementwise();
     test_embed();
     test_argmax();
