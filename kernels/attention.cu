@@ -84,10 +84,9 @@ __device__ __forceinline__ void att_load_kv(float *kr, float *vr, const float *k
  * for all of them. A path that chained steps on the device without one would have to load these
  * rows after the wait. */
 template <int PER, int W>
-__device__ __forceinline__ void att_score(float &m, float &l, float *acc, const float *qh,
-                                          const float *kc, const float *vc, int j0, int j1,
-                                          int p0, int len, size_t kv_dim, int kvh, int hd,
-                                          int lane, int warp) {
+__device__ __forceinline__ void
+att_score(float &m, float &l, float *acc, const float *qh, const float *kc, const float *vc, int j0,
+          int j1, int p0, int len, size_t kv_dim, int kvh, int hd, int lane, int warp) {
     float kr[PER], vr[PER], kn[PER], vn[PER];
     const bool early = j0 + warp < p0;
     if (early) att_load_kv<PER>(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane);
@@ -135,8 +134,8 @@ __device__ __forceinline__ void att_score(float &m, float &l, float *acc, const 
  * att_block_acc and att_block_sum give its accumulator and sum in the block's terms. */
 template <int PER, int W>
 __device__ __forceinline__ float att_block_max(float *sm_m, float *sm_l, float *sm_acc, int stride,
-                                               float m, float l, const float *acc, int hd,
-                                               int lane, int warp) {
+                                               float m, float l, const float *acc, int hd, int lane,
+                                               int warp) {
     if (lane == 0) {
         sm_m[warp] = m;
         sm_l[warp] = l;
@@ -224,31 +223,38 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
 }
 
 /* The cluster form (sm_90): the blocks of one cluster are the slices of one (row, head) -
- * cluster rank = slice, C of them (16 where the GPU places clusters that large, else 8; fixed
- * per kernel and device, so a row's result does not depend on the rows launched with it) of W
- * warps. Each block scores its slice as attn_split_kernel does and merges its warps; then,
- * instead of writing (acc, max, sum) to memory for a second kernel, it stores them straight
- * into the shared memory of the blocks that finish them: block r owns output dims
- * [r hd / C, (r + 1) hd / C) and receives every slice's accumulator for those dims, and every
- * slice's max and sum. One cluster barrier (release / acquire: the remote stores are visible
- * after it, and no block reads another's memory after it, so none has to wait for the others
- * to finish) and each block merges its dims from its own shared memory, in slice order, with
- * the merge kernel's arithmetic. Fewer, longer slices than the split form (C W warps a
- * (row, head) against n_splits x 4): W = 16 for heads up to 256 wide, 8 for wider ones (PER 16
- * holds more registers than 16 warps leave a thread). */
-#define ATT_CLUSTER_MAX 16
+ * cluster rank = slice, ATT_CLUSTER of them, W warps each (a fixed cut: a row's result does not
+ * depend on the rows launched with it). Each block scores its slice as attn_split_kernel does
+ * and merges its warps; then, instead of writing (acc, max, sum) to memory for a second kernel,
+ * it stores them straight into the shared memory of the blocks that finish them: block r owns
+ * output dims [r dw, (r + 1) dw) and receives every slice's accumulator for those dims, and
+ * every slice's max and sum. One cluster barrier (release / acquire: the remote stores are
+ * visible after it, and no block reads another's memory after it, so none has to wait for the
+ * others to finish) and each block merges its dims from its own shared memory, in slice order,
+ * with the merge kernel's arithmetic.
+ *
+ * The shape was measured (docs/bench_gpu.md, session 20 calls 2-3; E4B-sized model, 256-token
+ * prompt): 8 blocks a cluster (the portable size) of 16 warps for heads up to 256 wide, 8 for
+ * 512-wide heads (PER 16 holds more registers than 16 warps leave a thread), against clusters
+ * of 16 and of 4 and 4-8 warps a block. It has fewer, longer slices than the split form (128
+ * or 64 warps a (row, head) against up to 256), so long contexts stay with the split form:
+ * k_attention_splits picks the cluster form for a ring of at most ATT_CLUSTER_POS positions a
+ * warp. */
+#define ATT_CLUSTER     8  /* blocks a cluster: slices a (row, head) */
+#define ATT_CLUSTER_POS 16 /* positions a warp the cluster form takes at most */
 template <int PER, int W>
 __global__ void __launch_bounds__(W * 32)
     attn_cluster_kernel(float *out, const float *q, const float *kc, const float *vc,
-                        const int *dpos, int pos0, int len, int window, int n_heads,
-                        int n_kv_heads, int hd) {
+                        const int *dpos, int pos0, int len, int window, int n_heads, int n_kv_heads,
+                        int hd) {
     k_launch_next();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     constexpr int STRIDE = PER * 32; /* floats a warp's accumulator takes in sm_acc */
     __shared__ float sm_m[W], sm_l[W], sm_acc[W * STRIDE];
-    __shared__ float recv[ATT_MAXD], recv_m[ATT_CLUSTER_MAX], recv_l[ATT_CLUSTER_MAX];
+    __shared__ float recv[ATT_MAXD], recv_m[ATT_CLUSTER], recv_l[ATT_CLUSTER];
+    constexpr int C = ATT_CLUSTER;
     cg::cluster_group cluster = cg::this_cluster();
-    const int C = (int)cluster.num_blocks(), split = (int)cluster.block_rank();
+    const int split = (int)cluster.block_rank();
     const int h = blockIdx.y, t = blockIdx.z;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int kvh = h / (n_heads / n_kv_heads);
@@ -263,11 +269,11 @@ __global__ void __launch_bounds__(W * 32)
     float m, l, acc[PER];
     att_score<PER, W>(m, l, acc, q + ((size_t)t * n_heads + h) * hd, kc, vc, j0, j1, p0, len,
                       kv_dim, kvh, hd, lane, warp);
-    const float M =
-        att_block_max<PER, W>(sm_m, sm_l, sm_acc, STRIDE, m, l, acc, hd, lane, warp);
+    const float M = att_block_max<PER, W>(sm_m, sm_l, sm_acc, STRIDE, m, l, acc, hd, lane, warp);
     asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
     /* dim d goes to block d / dw, at recv[slice * dw + d % dw] there (dw = hd / C rounded up:
      * C dw <= 512, as 512 is a multiple of C) */
+    static_assert(ATT_MAXD % C == 0, "recv holds C dw floats");
     const int dw = (hd + C - 1) / C;
     for (int d = threadIdx.x; d < hd; d += blockDim.x) {
         float *r = cluster.map_shared_rank(recv, d / dw);
@@ -281,7 +287,7 @@ __global__ void __launch_bounds__(W * 32)
     cluster.sync();
 
     /* This block's dims from the C slices: the merge kernel's arithmetic (a slice's weight
-     * exp(m_s - M), 0 for an empty slice; sums in slice order). dw <= 512 / 8 = 64 threads. */
+     * exp(m_s - M), 0 for an empty slice; sums in slice order). dw <= 512 / C = 64 threads. */
     const int d = split * dw + (int)threadIdx.x;
     if ((int)threadIdx.x >= dw || d >= hd) return;
     float Mg = -INFINITY;
@@ -347,27 +353,28 @@ __global__ void attn_merge_kernel(float *out, const float *partial, int n_heads,
     }
 }
 
-extern "C" int k_attention_splits(int max_ctx, int n_tok, int n_heads) {
-    /* About 512 blocks per row, no slice shorter than 16 positions, at most 64 slices. The
-     * count does not depend on n_tok, so a row's result (its slices and the order they are
-     * summed in) is the same whether it is decoded alone or inside a prefill / verify chunk:
-     * a speculative verify pass reproduces plain decoding bit for bit. */
-    (void)n_tok;
-    int want = 512 / (n_heads > 0 ? n_heads : 1);
-    int most = (max_ctx + 15) / 16;
-    int s = want < most ? want : most;
-    if (s > ATT_MAX_SPLITS) s = ATT_MAX_SPLITS;
-    return s < 1 ? 1 : s;
-}
-
-/* ---- the cluster form's launch ------------------------------------------------------------ */
+/* ---- launch ------------------------------------------------------------------------------ */
 
 static int attn_form = K_ATTN_SPLIT;
 
-typedef void (*attn_cluster_fn)(float *, const float *, const float *, const float *,
-                                const int *, int, int, int, int, int, int);
+extern "C" int k_set_attention(int form) {
+    if (form != K_ATTN_SPLIT && form != K_ATTN_CLUSTER) return -1;
+    if (form == K_ATTN_CLUSTER) {
+        int dev = 0, major = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+            cudaGetLastError();
+            return -1;
+        }
+        if (major < 9) return -1;
+    }
+    attn_form = form;
+    return 0;
+}
 
-/* The cluster kernel for a head width, and how many dims a lane takes / warps a block has. */
+/* The cluster form's kernel for a head width, and its warps a block. */
+typedef void (*attn_cluster_fn)(float *, const float *, const float *, const float *, const int *,
+                                int, int, int, int, int, int);
 static attn_cluster_fn attn_cluster_for(int head_dim, int *warps) {
     *warps = head_dim <= 256 ? 16 : 8;
     return head_dim <= 32    ? attn_cluster_kernel<1, 16>
@@ -377,66 +384,26 @@ static attn_cluster_fn attn_cluster_for(int head_dim, int *warps) {
                              : attn_cluster_kernel<ATT_PER_LANE, 8>;
 }
 
-/* Blocks a cluster of each kernel (indexed as attn_cluster_for's widths 32, 64, 128, 256, 512):
- * set by the first k_set_attention(K_ATTN_CLUSTER), which must be outside any stream capture. */
-static int attn_cluster_blocks[5];
-
-static int attn_width_index(int head_dim) {
-    return head_dim <= 32 ? 0 : head_dim <= 64 ? 1 : head_dim <= 128 ? 2 : head_dim <= 256 ? 3 : 4;
-}
-
-/* 1 once attn_cluster_blocks is set (the first k_set_attention(K_ATTN_CLUSTER)), -1 when the
- * device cannot run the cluster form. */
-static int attn_cluster_ready = 0;
-
-extern "C" int k_set_attention(int form) {
-    if (form != K_ATTN_SPLIT && form != K_ATTN_CLUSTER) return -1;
-    if (form == K_ATTN_CLUSTER && attn_cluster_ready < 0) return -1;
-    if (form == K_ATTN_CLUSTER && !attn_cluster_ready) {
-        attn_cluster_ready = -1;
-        int dev = 0, major = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-            major < 9) {
-            cudaGetLastError();
-            return -1;
-        }
-        /* 16 blocks a cluster (beyond the portable 8) where the GPU can place such a cluster
-         * of the kernel's blocks, else 8. */
-        const int widths[5] = {32, 64, 128, 256, 512};
-        for (int i = 0; i < 5; i++) {
-            int warps;
-            attn_cluster_fn fn = attn_cluster_for(widths[i], &warps);
-            attn_cluster_blocks[i] = 8;
-            if (cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
-                cudaSuccess)
-                continue;
-            cudaLaunchConfig_t cfg = {};
-            cfg.gridDim = dim3(ATT_CLUSTER_MAX);
-            cfg.blockDim = dim3(warps * 32);
-            cudaLaunchAttribute a[1];
-            a[0].id = cudaLaunchAttributeClusterDimension;
-            a[0].val.clusterDim.x = ATT_CLUSTER_MAX;
-            a[0].val.clusterDim.y = 1;
-            a[0].val.clusterDim.z = 1;
-            cfg.attrs = a;
-            cfg.numAttrs = 1;
-            int n = 0;
-            if (cudaOccupancyMaxActiveClusters(&n, fn, &cfg) == cudaSuccess && n > 0)
-                attn_cluster_blocks[i] = ATT_CLUSTER_MAX;
-        }
-        cudaGetLastError(); /* a refused attribute or query only means clusters of 8 */
-        attn_cluster_ready = 1;
+extern "C" int k_attention_splits(int max_ctx, int n_tok, int n_heads, int head_dim) {
+    /* The count does not depend on n_tok, so a row's result (its slices and the order they are
+     * summed in) is the same whether it is decoded alone or inside a prefill / verify chunk:
+     * a speculative verify pass reproduces plain decoding bit for bit. */
+    (void)n_tok;
+    if (attn_form == K_ATTN_CLUSTER) {
+        int warps;
+        attn_cluster_for(head_dim, &warps);
+        if (max_ctx <= ATT_CLUSTER * warps * ATT_CLUSTER_POS) return 0;
     }
-    attn_form = form;
-    return 0;
+    /* The split form: about 512 blocks per row, no slice shorter than 16 positions, at most 64
+     * slices. */
+    int want = 512 / (n_heads > 0 ? n_heads : 1);
+    int most = (max_ctx + 15) / 16;
+    int s = want < most ? want : most;
+    if (s > ATT_MAX_SPLITS) s = ATT_MAX_SPLITS;
+    return s < 1 ? 1 : s;
 }
 
-extern "C" int k_attention_cluster_blocks(int head_dim) {
-    return attn_form == K_ATTN_CLUSTER ? attn_cluster_blocks[attn_width_index(head_dim)] : 0;
-}
-
-/* k_launch with a cluster of c blocks along x. */
+/* k_launch with clusters of c blocks along x. */
 template <typename... KArgs, typename... Args>
 static void attn_launch_cluster(void (*kernel)(KArgs...), dim3 grid, dim3 block, int c,
                                 cudaStream_t s, Args... args) {
@@ -461,18 +428,21 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
                             int window, int n_heads, int n_kv_heads, int head_dim, int n_splits,
                             float *partial) {
     if (n_tok <= 0) return;
-    if (head_dim > ATT_MAXD || n_kv_heads <= 0 || n_heads % n_kv_heads) {
-        fprintf(stderr, "%s:%d: attention: head_dim %d (at most %d), %d heads over %d kv heads\n",
-                __FILE__, __LINE__, head_dim, ATT_MAXD, n_heads, n_kv_heads);
+    if (head_dim > ATT_MAXD || n_kv_heads <= 0 || n_heads % n_kv_heads ||
+        (n_splits == 0 && attn_form != K_ATTN_CLUSTER)) {
+        fprintf(stderr,
+                "%s:%d: attention: head_dim %d (at most %d), %d heads over %d kv heads, %d "
+                "splits\n",
+                __FILE__, __LINE__, head_dim, ATT_MAXD, n_heads, n_kv_heads, n_splits);
         exit(1);
     }
-    if (attn_form == K_ATTN_CLUSTER) {
+    if (n_splits == 0) { /* the cluster form */
         int warps;
         attn_cluster_fn fn = attn_cluster_for(head_dim, &warps);
-        const int c = attn_cluster_blocks[attn_width_index(head_dim)];
         if (!(k_skip & K_SKIP_ATTN_SPLIT))
-            attn_launch_cluster(fn, dim3(c, n_heads, n_tok), dim3(warps * 32), c, s, out, q, kc,
-                                vc, dpos, pos0, len, window, n_heads, n_kv_heads, head_dim);
+            attn_launch_cluster(fn, dim3(ATT_CLUSTER, n_heads, n_tok), dim3(warps * 32),
+                                ATT_CLUSTER, s, out, q, kc, vc, dpos, pos0, len, window, n_heads,
+                                n_kv_heads, head_dim);
         K_CHECK_LAUNCH();
         return;
     }

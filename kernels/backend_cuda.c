@@ -403,9 +403,11 @@ static void cu_attention(backend *b, float *out, const float *q, const float *kc
                          int head_dim) {
     cuda_state *st = st_flushed(b);
     /* The slices are sized for the longest context this ring can serve, so that the same
-     * launch fits every later position (graphs). */
+     * launch fits every later position (graphs); the form too (this backend's, set first: the
+     * launchers' settings are global). */
     const int max_ctx = window > 0 && window < len ? window : len;
-    const int splits = k_attention_splits(max_ctx, n_tok, n_heads);
+    (void)k_set_attention(st->attn);
+    const int splits = k_attention_splits(max_ctx, n_tok, n_heads, head_dim);
     const size_t need = (size_t)n_tok * n_heads * splits * (head_dim + 2) * sizeof(float);
     float *partial = scratch(st, (void **)&st->d_partial, &st->cap_partial, need);
     int p;
@@ -729,8 +731,8 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     st->pdl = st->pdl && prop.major >= 9;
     k_set_pdl(st->pdl);
     st->attn = sw.attn != CUDA_ATTN_AUTO ? sw.attn
-               : prop.major >= 9        ? K_ATTN_CLUSTER
-                                        : K_ATTN_SPLIT;
+               : prop.major >= 9         ? K_ATTN_CLUSTER
+                                         : K_ATTN_SPLIT;
     if (k_set_attention(st->attn)) {
         snprintf(err, errlen,
                  "environment variable GEMMA_CUDA_ATTN: \"cluster\" needs thread block clusters "
@@ -767,7 +769,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         st->mv.mma == 1   ? "tensor cores (x exact)"
         : st->mv.mma == 2 ? "tensor cores (x to 16 bits)"
                           : "CUDA cores",
-        st->attn == K_ATTN_CLUSTER ? "in thread block clusters" : "split + merge");
+        st->attn == K_ATTN_CLUSTER ? "in thread block clusters (short rings)" : "split + merge");
     CU(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     CUBLAS(cublasCreate(&st->cublas));
     CUBLAS(cublasSetStream(st->cublas, st->stream));

@@ -32,8 +32,9 @@
  *                          so results differ from the default's in the last bits; 0 (the
  *                          default): on the CUDA cores
  *   GEMMA_CUDA_PDL=0       no programmatic dependent launch (it is on for sm_90 and newer)
- *   GEMMA_CUDA_ATTN=auto|split|cluster   decode attention as a slices kernel and a merge
- *                          kernel (split), or as one kernel whose thread block clusters merge
+ *   GEMMA_CUDA_ATTN=auto|split|cluster   attention as a slices kernel and a merge kernel
+ *                          (split), or, for rings of up to 2048 positions (1024 for heads
+ *                          wider than 256), as one kernel whose thread block clusters merge
  *                          their slices in distributed shared memory (cluster: sm_90 and
  *                          newer only; refused elsewhere); auto (default): cluster where the
  *                          GPU has clusters. The forms slice differently, so results differ

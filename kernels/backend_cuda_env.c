@@ -141,7 +141,8 @@ int cuda_switches_from_env(cuda_switches *sw, char *err, size_t errlen) {
                                                         : -2;
     if (sw->attn == -2) {
         snprintf(err, errlen,
-                 "environment variable GEMMA_CUDA_ATTN: \"%s\" is not auto, split or cluster", attn);
+                 "environment variable GEMMA_CUDA_ATTN: \"%s\" is not auto, split or cluster",
+                 attn);
         return -1;
     }
     return mv_tuning_from_env(&sw->mv, err, errlen);

@@ -158,26 +158,25 @@ void k_rope(cudaStream_t s, float *x, int n_tok, int n_heads, int head_dim, cons
 void k_kv_write(cudaStream_t s, float *cache, const float *src, int n_tok, int kv_dim,
                 const int *dpos, int pos0, int len);
 /* Causal attention (scale 1) for n_tok query rows at positions p0 + t over the rings kc / vc
- * [len][n_kv_heads][head_dim] (head_dim <= 512),
- * window 0 = full context. Split-KV: each (row, head) is cut into n_splits slices scored by
- * separate blocks with an online softmax, then merged; partial holds
- * n_tok * n_heads * n_splits * (head_dim + 2) floats. n_splits does not depend on the
- * position, so a captured step stays valid as the context grows. */
+ * [len][n_kv_heads][head_dim] (head_dim <= 512), window 0 = full context. Split-KV: each
+ * (row, head) is cut into slices scored by separate blocks with an online softmax, then merged.
+ * n_splits is k_attention_splits's answer for the ring: n > 0, a slices kernel and a merge
+ * kernel, partial holding n_tok * n_heads * n_splits * (head_dim + 2) floats; 0, the cluster
+ * form (k_set_attention), one kernel, partial unused. Neither depends on the position, so a
+ * captured step stays valid as the context grows. */
 void k_attention(cudaStream_t s, float *out, const float *q, const float *kc, const float *vc,
                  int n_tok, const int *dpos, int pos0, int len, int window, int n_heads,
                  int n_kv_heads, int head_dim, int n_splits, float *partial);
-/* How many splits k_attention should use for at most max_ctx positions and n_tok rows. */
-int k_attention_splits(int max_ctx, int n_tok, int n_heads);
-/* The form of the next k_attention launches: K_ATTN_SPLIT (the default), a slices kernel and a
- * merge kernel, with the partials in memory; or K_ATTN_CLUSTER (sm_90 and later), one kernel
- * whose thread block clusters merge their slices in distributed shared memory (16 or 8
- * slices a (row, head), whatever n_splits says; partial is not used). 0, or -1 for a form this
- * device cannot run. The first call for K_ATTN_CLUSTER asks the device how large a cluster it
- * places, so it must not be inside a stream capture; later calls only set the form. */
+/* How k_attention should cut a ring of at most max_ctx positions (see there): 0 for the
+ * cluster form, else the slices of the split form. The same for every n_tok, so a row's result
+ * is the same decoded alone or in a chunk (a speculative verify pass). */
+int k_attention_splits(int max_ctx, int n_tok, int n_heads, int head_dim);
+/* The attention's form (attention.cu): K_ATTN_SPLIT (the default), a slices kernel and a merge
+ * kernel with the partials in memory; or K_ATTN_CLUSTER (sm_90 and later), which takes rings
+ * short enough for it (k_attention_splits) as one kernel whose thread block clusters merge
+ * their slices in distributed shared memory. 0, or -1 for a form this device cannot run. */
 enum { K_ATTN_SPLIT = 0, K_ATTN_CLUSTER = 1 };
 int k_set_attention(int form);
-/* The cluster form's blocks a cluster for heads head_dim wide; 0 in the split form. */
-int k_attention_cluster_blocks(int head_dim);
 
 /* gelu.cu: out[r][j] = gelu_tanh(gate[r][j]) * up[r * up_stride + j]. out may equal gate. */
 void k_gelu_mul(cudaStream_t s, float *out, const float *gate, const float *up, int rows, int dim,

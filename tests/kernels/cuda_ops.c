@@ -300,12 +300,12 @@ static void test_attention(const char *form) {
             float *one = gpu->alloc(gpu, row);
             gpu->download(gpu, chunk, out.g, (size_t)n_tok * row);
             for (int t = 0; t < n_tok; t++) {
-                gpu->attention(gpu, one, q.g + t * row, kc.g, vc.g, 1, pos0 + t, len, window, H,
-                               KV, hd);
+                gpu->attention(gpu, one, q.g + t * row, kc.g, vc.g, 1, pos0 + t, len, window, H, KV,
+                               hd);
                 gpu->download(gpu, alone, one, row);
                 if (memcmp(alone, chunk + t * row, row * sizeof(float))) {
-                    fprintf(stderr, "%s: row %d differs from the same row attended alone\n",
-                            what, t);
+                    fprintf(stderr, "%s: row %d differs from the same row attended alone\n", what,
+                            t);
                     failures++;
                     break;
                 }
