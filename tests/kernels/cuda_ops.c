@@ -593,12 +593,22 @@ static void decoders_new(model *m, const char *dir, decoder **dc, decoder **dg) 
  * not leave the captured step reading the freed buffer: the backend drops its graphs and
  * captures them again. A GPU decoder and a CPU one take a short prefill, three decode steps
  * (eager, captured, replayed), a long chunk (the attention scratch grows), and three more
- * decode steps: the logits agree throughout, and the decode step is captured twice. */
+ * decode steps: the logits agree throughout, and the decode step is captured twice. The GPU
+ * decoder takes the split form of attention: its partials are the scratch that grows (the
+ * cluster form keeps them in shared memory). */
 static void check_graph_drop(model *m, const char *dir) {
     enum { SHORT = 4, LONG = 60 };
     const int V = model_vocab_size(m), id_max = model_id_limit(m);
     decoder *dc, *dg;
+    const char *attn = getenv("GEMMA_CUDA_ATTN");
+    char *saved = attn ? xasprintf("%s", attn) : NULL;
+    setenv("GEMMA_CUDA_ATTN", "split", 1);
     decoders_new(m, dir, &dc, &dg);
+    if (saved)
+        setenv("GEMMA_CUDA_ATTN", saved, 1);
+    else
+        unsetenv("GEMMA_CUDA_ATTN");
+    free(saved);
     int ids[SHORT + LONG];
     for (int i = 0; i < SHORT + LONG; i++)
         ids[i] = rng_int(id_max);
