@@ -12,7 +12,8 @@ above the graph's step time (a replay overlaps each kernel's launch and first we
 the previous kernel), but each kernel's own cost is exact - where decode-profile's "profiled"
 run (CUDA events, graphs off) adds a launch and a host round trip to every op. Kernels are
 grouped by their role in the Gemma 4 layer (engine/forward.c): the matrix-vector launches by
-their neighbours - q + k + v before the norm / RoPE / KV kernel, o after the attention merge,
+their neighbours - q + k + v before the norm / RoPE / KV kernel, o after the attention (its merge
+kernel, or the cluster kernel that merges in shared memory),
 gate + up and down after the norm that follows o, the per-layer gate and projection after the
 norm that follows down, the per-layer input projection after the embeddings, the head before
 the softcap / argmax - and every other kernel by its name. When the capture holds several
@@ -93,7 +94,7 @@ def roles(step):
             continue
         if nxt == "norm_rope_store_kernel":
             role = "q + k + v"
-        elif prev == "attn_merge_kernel":
+        elif prev in ("attn_merge_kernel", "attn_cluster_kernel"):
             role = "o"
         elif prev == "embed_kernel":
             role = "per-layer input projection"
