@@ -303,7 +303,8 @@ __global__ void __launch_bounds__(W * 32)
     }
     out[((size_t)t * n_heads + h) * hd + d] = a * (1.0f / L);
 #else
-    k_wait_only(); /* never launched before sm_90 (k_attention) */
+    __trap(); /* never launched before sm_90 (k_set_attention refuses the form there): a build
+               * without sm_90 code run on a newer GPU would otherwise leave out unwritten */
 #endif
 }
 
@@ -356,28 +357,6 @@ __global__ void attn_merge_kernel(float *out, const float *partial, int n_heads,
 /* ---- launch ------------------------------------------------------------------------------ */
 
 static int attn_form = K_ATTN_SPLIT;
-/* Whether the device has thread block clusters (sm_90 and later): -1 until first asked. The
- * backend sets the form before every op, so the driver is asked once, not every time. */
-static int attn_has_clusters = -1;
-
-extern "C" int k_set_attention(int form) {
-    if (form != K_ATTN_SPLIT && form != K_ATTN_CLUSTER) return -1;
-    if (form == K_ATTN_CLUSTER) {
-        if (attn_has_clusters < 0) {
-            int dev = 0, major = 0;
-            if (cudaGetDevice(&dev) != cudaSuccess ||
-                cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) !=
-                    cudaSuccess) {
-                cudaGetLastError();
-                return -1;
-            }
-            attn_has_clusters = major >= 9;
-        }
-        if (!attn_has_clusters) return -1;
-    }
-    attn_form = form;
-    return 0;
-}
 
 /* The cluster form's kernel for a head width, and its warps a block. */
 typedef void (*attn_cluster_fn)(float *, const float *, const float *, const float *, const int *,
@@ -389,6 +368,47 @@ static attn_cluster_fn attn_cluster_for(int head_dim, int *warps) {
            : head_dim <= 128 ? attn_cluster_kernel<4, 16>
            : head_dim <= 256 ? attn_cluster_kernel<8, 16>
                              : attn_cluster_kernel<ATT_PER_LANE, 8>;
+}
+
+/* Whether the current device runs the cluster form: sm_90 or later, and a cluster of the
+ * largest block (the 512-wide heads' kernel) fits - a MIG or MPS share of a GPU may place none.
+ * -1 until first asked; the backend sets the form before every op, so the driver is asked once,
+ * not every time. */
+static int attn_has_clusters = -1;
+
+static int attn_clusters_fit(void) {
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        major < 9)
+        return 0;
+    int warps;
+    attn_cluster_fn fn = attn_cluster_for(ATT_MAXD, &warps);
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(ATT_CLUSTER);
+    cfg.blockDim = dim3(warps * 32);
+    cudaLaunchAttribute a[1];
+    a[0].id = cudaLaunchAttributeClusterDimension;
+    a[0].val.clusterDim.x = ATT_CLUSTER;
+    a[0].val.clusterDim.y = 1;
+    a[0].val.clusterDim.z = 1;
+    cfg.attrs = a;
+    cfg.numAttrs = 1;
+    int n = 0;
+    return cudaOccupancyMaxActiveClusters(&n, fn, &cfg) == cudaSuccess && n > 0;
+}
+
+extern "C" int k_set_attention(int form) {
+    if (form != K_ATTN_SPLIT && form != K_ATTN_CLUSTER) return -1;
+    if (form == K_ATTN_CLUSTER) {
+        if (attn_has_clusters < 0) {
+            attn_has_clusters = attn_clusters_fit();
+            cudaGetLastError(); /* a refused query only means no clusters */
+        }
+        if (!attn_has_clusters) return -1;
+    }
+    attn_form = form;
+    return 0;
 }
 
 extern "C" int k_attention_splits(int max_ctx, int n_tok, int n_heads, int head_dim) {

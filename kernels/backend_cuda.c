@@ -730,13 +730,14 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     CU(cudaGetDeviceProperties(&prop, st->device));
     st->pdl = st->pdl && prop.major >= 9;
     k_set_pdl(st->pdl);
-    st->attn = sw.attn != CUDA_ATTN_AUTO ? sw.attn
-               : prop.major >= 9         ? K_ATTN_CLUSTER
-                                         : K_ATTN_SPLIT;
+    /* auto: the cluster form wherever the device runs it (attention.cu), else the split form */
+    st->attn = sw.attn != CUDA_ATTN_AUTO              ? sw.attn
+               : k_set_attention(K_ATTN_CLUSTER) == 0 ? K_ATTN_CLUSTER
+                                                      : K_ATTN_SPLIT;
     if (k_set_attention(st->attn)) {
         snprintf(err, errlen,
                  "environment variable GEMMA_CUDA_ATTN: \"cluster\" needs thread block clusters "
-                 "(sm_90 or later), and %s is sm_%d%d",
+                 "(sm_90 or later, not a share of the GPU that places none), and %s is sm_%d%d",
                  prop.name, prop.major, prop.minor);
         free(st);
         return NULL;

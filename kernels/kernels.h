@@ -172,9 +172,10 @@ void k_attention(cudaStream_t s, float *out, const float *q, const float *kc, co
  * is the same decoded alone or in a chunk (a speculative verify pass). */
 int k_attention_splits(int max_ctx, int n_tok, int n_heads, int head_dim);
 /* The attention's form (attention.cu): K_ATTN_SPLIT (the default), a slices kernel and a merge
- * kernel with the partials in memory; or K_ATTN_CLUSTER (sm_90 and later), which takes rings
- * short enough for it (k_attention_splits) as one kernel whose thread block clusters merge
- * their slices in distributed shared memory. 0, or -1 for a form this device cannot run. */
+ * kernel with the partials in memory; or K_ATTN_CLUSTER (sm_90 and later, where a cluster of
+ * 8 of its blocks fits), which takes rings short enough for it (k_attention_splits) as one
+ * kernel whose thread block clusters merge their slices in distributed shared memory. 0, or -1
+ * for a form this device cannot run. */
 enum { K_ATTN_SPLIT = 0, K_ATTN_CLUSTER = 1 };
 int k_set_attention(int form);
 

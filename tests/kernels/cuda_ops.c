@@ -256,7 +256,14 @@ static void test_attention(const char *form) {
         {64, 8, 2, 256, 575, 512, 1000}, /* prefill chunk */
         {64, 4, 4, 48, 200, 0, 100},     /* odd head_dim, no GQA */
         {3, 6, 1, 32, 40, 7, 33},        /* tiny window */
+        {4, 8, 2, 128, 300, 0, 200},     /* 128-wide heads, short full context */
+        {2, 8, 2, 512, 700, 0, 650},     /* 512-wide heads, a ring the cluster form takes */
     };
+    /* which form each case ran in: the device's clusters (k_set_attention probes them; the
+     * backend sets its own form again before every op), and after each call the form
+     * k_attention_splits gives that ring under the backend's setting (0: clusters) */
+    const int has_clusters = k_set_attention(K_ATTN_CLUSTER) == 0;
+    int in_clusters = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int n_tok = cases[i].n_tok, H = cases[i].heads, KV = cases[i].kv_heads, hd = cases[i].hd;
         int len = cases[i].len, window = cases[i].window, pos0 = cases[i].pos0;
@@ -289,6 +296,8 @@ static void test_attention(const char *form) {
         pair q = pair_rand((size_t)n_tok * H * hd), out = pair_new(NULL, (size_t)n_tok * H * hd);
         cpu->attention(cpu, out.c, q.c, kc.c, vc.c, n_tok, pos0, len, window, H, KV, hd);
         gpu->attention(gpu, out.g, q.g, kc.g, vc.g, n_tok, pos0, len, window, H, KV, hd);
+        in_clusters +=
+            k_attention_splits(window > 0 && window < len ? window : len, n_tok, H, hd) == 0;
         snprintf(what, sizeof what,
                  "attention (%s) %d rows, %d/%d heads, hd %d, len %d, window %d, pos %d", form,
                  n_tok, H, KV, hd, len, window, pos0);
@@ -321,6 +330,13 @@ static void test_attention(const char *form) {
         pair_free(&q);
         pair_free(&out);
     }
+    /* the default form takes the short rings in clusters where the device has them; the split
+     * form never does */
+    const int want = !strcmp(form, "default") && has_clusters;
+    EXPECT(want ? in_clusters > 0 : in_clusters == 0,
+           "attention (%s): %d cases ran in thread block clusters (the device %s them)", form,
+           in_clusters, has_clusters ? "has" : "does not have");
+    printf("attention (%s): %d cases in thread block clusters\n", form, in_clusters);
 }
 
 /* The sequences the CUDA backend fuses (backend_cuda.c: a held-back in-place rmsnorm joined by
