@@ -8,7 +8,7 @@
 #include "backend_cuda_fuse.h"
 #include "kernels.h"
 
-#define CUDA_ATTN_AUTO (-1) /* the cluster form on sm_90 and later, else the split form */
+#define CUDA_ATTN_AUTO (-1) /* the cluster form where the device runs it, else the split form */
 
 typedef struct {
     int gemm_mode;  /* GEMMA_CUDA_GEMM: 0 own, 1 cublas for every bf16/f16 product, 2 n > 8 */
