@@ -486,6 +486,7 @@ static int run_decode_profile(const char *dir, int prompt, int steps) {
         {"graphs", "1", "0", "1", "1", NULL},
         {"graphs_no_pdl", "1", "0", "1", "0", NULL},
         {"graphs_no_fusion", "1", "0", "0", "1", NULL},
+        {"graphs_attn_split", "1", "0", "1", "1", "GEMMA_CUDA_ATTN=split"},
         {"graphs_no_matmul_groups", "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=0"},
         {"graphs_auto_pair", "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=auto"},
         {"graphs_groups_no_pair", "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=nopair"},
