@@ -387,12 +387,8 @@ static int attn_clusters_fit(void) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(ATT_CLUSTER);
     cfg.blockDim = dim3(warps * 32);
-    cudaLaunchAttribute a[1];
-    a[0].id = cudaLaunchAttributeClusterDimension;
-    a[0].val.clusterDim.x = ATT_CLUSTER;
-    a[0].val.clusterDim.y = 1;
-    a[0].val.clusterDim.z = 1;
-    cfg.attrs = a;
+    cudaLaunchAttribute a = k_cluster_attr(ATT_CLUSTER);
+    cfg.attrs = &a;
     cfg.numAttrs = 1;
     int n = 0;
     return cudaOccupancyMaxActiveClusters(&n, fn, &cfg) == cudaSuccess && n > 0;
@@ -430,26 +426,6 @@ extern "C" int k_attention_splits(int max_ctx, int n_tok, int n_heads, int head_
     return s < 1 ? 1 : s;
 }
 
-/* k_launch with clusters of c blocks along x. */
-template <typename... KArgs, typename... Args>
-static void attn_launch_cluster(void (*kernel)(KArgs...), dim3 grid, dim3 block, int c,
-                                cudaStream_t s, Args... args) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.stream = s;
-    cudaLaunchAttribute attr[2];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = k_pdl;
-    attr[1].id = cudaLaunchAttributeClusterDimension;
-    attr[1].val.clusterDim.x = (unsigned)c;
-    attr[1].val.clusterDim.y = 1;
-    attr[1].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 2;
-    cudaLaunchKernelEx(&cfg, kernel, ((KArgs)args)...);
-}
-
 extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const float *kc,
                             const float *vc, int n_tok, const int *dpos, int pos0, int len,
                             int window, int n_heads, int n_kv_heads, int head_dim, int n_splits,
@@ -467,9 +443,9 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
         int warps;
         attn_cluster_fn fn = attn_cluster_for(head_dim, &warps);
         if (!(k_skip & K_SKIP_ATTN_SPLIT))
-            attn_launch_cluster(fn, dim3(ATT_CLUSTER, n_heads, n_tok), dim3(warps * 32),
-                                ATT_CLUSTER, s, out, q, kc, vc, dpos, pos0, len, window, n_heads,
-                                n_kv_heads, head_dim);
+            k_launch_clusters(fn, dim3(ATT_CLUSTER, n_heads, n_tok), dim3(warps * 32), ATT_CLUSTER,
+                              s, out, q, kc, vc, dpos, pos0, len, window, n_heads, n_kv_heads,
+                              head_dim);
         K_CHECK_LAUNCH();
         return;
     }

@@ -149,20 +149,39 @@ __device__ __forceinline__ float gelu_tanh(float x) {
     return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
 }
 
+/* Thread block clusters of c blocks along x (sm_90 and later), as a launch attribute. */
+static inline cudaLaunchAttribute k_cluster_attr(unsigned c) {
+    cudaLaunchAttribute a;
+    a.id = cudaLaunchAttributeClusterDimension;
+    a.val.clusterDim.x = c;
+    a.val.clusterDim.y = 1;
+    a.val.clusterDim.z = 1;
+    return a;
+}
+
+/* Launch kernel on s, with programmatic dependent launch when k_pdl is set, in clusters of
+ * `cluster` blocks along x when it is not 0. */
 template <typename... KArgs, typename... Args>
-static void k_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t s,
-                     Args... args) {
+static void k_launch_clusters(void (*kernel)(KArgs...), dim3 grid, dim3 block, unsigned cluster,
+                              cudaStream_t s, Args... args) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = 0;
     cfg.stream = s;
-    cudaLaunchAttribute attr[1];
+    cudaLaunchAttribute attr[2];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = k_pdl;
+    if (cluster) attr[1] = k_cluster_attr(cluster);
     cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    cfg.numAttrs = cluster ? 2 : 1;
     cudaLaunchKernelEx(&cfg, kernel, ((KArgs)args)...);
+}
+
+template <typename... KArgs, typename... Args>
+static void k_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t s,
+                     Args... args) {
+    k_launch_clusters(kernel, grid, block, 0, s, args...);
 }
 
 static inline unsigned k_blocks(size_t n, unsigned threads) {
