@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# test_ncu_step_split.sh: bench/ncu_step_split.py on two real ncu captures of an E4B-sized decode
-# step on the H200 (committed in docs/gpu_logs/lead3; the expected rows are those captures' own
-# figures, summed by hand from the csv for norm_add_norm, and checked against docs/bench_gpu.md),
+# test_ncu_step_split.sh: bench/ncu_step_split.py on three real ncu captures of an E4B-sized
+# decode step on the H200 (committed in docs/gpu_logs/lead3 and s20/call5; the expected rows are
+# those captures' own figures, summed by hand from the csv for norm_add_norm and s20's o and
+# attention, and checked against docs/bench_gpu.md),
 # and its refusals: a missing file, a file that is not an ncu --csv capture, a capture without
 # the time metric - each exits 2 naming the file.
 set -uo pipefail
@@ -27,6 +28,15 @@ out=$(python3 "$SPLIT" "$LOGS/call3_ncu_step_warm.csv.gz")
 check "call 3 step" "$out" "their isolated times add up to 4979.0 us"
 check "call 3 norms" "$out" "| norm_add_norm_kernel | 126 | 713.3 | 5.66 |"
 check "call 3 down" "$out" "| down | 42 | 799.7 | 19.04 |"
+
+# session 20's capture: attention is one cluster kernel a layer (no merge kernel), and the
+# product after it is still o (42 launches, 271744 ns summed by hand from the csv)
+out=$(python3 "$SPLIT" "$ROOT/docs/gpu_logs/s20/call5/bench/e4b_ncu.csv")
+check "s20 step" "$out" "kernels in the step: 474; their isolated times add up to 4216.5 us"
+check "s20 attention" "$out" "| attn_cluster_kernel | 42 | 325.9 | 7.76 |"
+check "s20 o" "$out" "| o | 42 | 271.7 | 6.47 |"
+check "s20 down" "$out" "| down | 42 | 733.0 | 17.45 |"
+[[ $out == *"other matrix-vector"* ]] && { echo "FAIL: s20: a product without a role"; fails=$((fails + 1)); }
 
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 err=$(python3 "$SPLIT" "$tmp/missing.csv" 2>&1); rc=$?
