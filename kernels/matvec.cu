@@ -74,7 +74,7 @@
  * per lane loaded before the wait (2 or 4; 0: none, F = 2 after the wait); decode: the n = 1
  * kernel; grid 0 (one block per virtual block), -1 (persistent) or N > 0 (persistent, at most N
  * blocks). */
-static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0};
+static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0, 0};
 
 /* acc + the dot product of four weights with four inputs: the one expression every kernel
  * here sums with, so that all of them round alike (the reproducibility rule above). One fma
@@ -129,7 +129,8 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
     const int K = sg.k, slice = warp % K;
     const int row = ((int)blockIdx.x - sg.block0) * (MV_WARPS / K) + warp / K;
     const bool live = row < sg.rows; /* no early return: the block meets at barriers below */
-    const bool pair = PAIR && sg.epilogue == K_MV_GELU_PAIR;
+    /* two rows a warp run at n = 1 only (mv_two) */
+    const bool pair = PAIR && (NT == 1 ? mv_pairs(sg.epilogue) : sg.epilogue == K_MV_GELU_PAIR);
     const size_t roff = (size_t)(live ? row : 0) * cols;
 
     constexpr int V = VEC ? vec16<T>::n : 1;
@@ -202,7 +203,8 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
         if (K == 1) {
 #pragma unroll
             for (int t = 0; t < NT; t++)
-                if (live && lane == 0 && t0 + t < n) mv_store(sg, t0 + t, row, acc[t], acc_up[t]);
+                if (live && lane == 0 && t0 + t < n)
+                    mv_store<PAIR && NT == 1>(sg, t0 + t, row, acc[t], acc_up[t]);
         } else { /* uniform over the block: K is the segment's, and a block has one segment */
             if (lane == 0)
 #pragma unroll
@@ -219,7 +221,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
                         v += part[warp + k][t];
                         vu += part_up[warp + k][t];
                     }
-                    if (t0 + t < n) mv_store(sg, t0 + t, row, v, vu);
+                    if (t0 + t < n) mv_store<PAIR && NT == 1>(sg, t0 + t, row, v, vu);
                 }
             __syncthreads(); /* part is reused by the next group of inputs */
         }
@@ -275,7 +277,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32, mv1_min_blocks<T>(MINB, U, PAIR
         nch = live && c0 < cols ? (cols - c0 + stride - 1) / stride : 0;
         const size_t off = (size_t)(live ? row : 0) * cols + c0;
         w1 = (const T *)sg.w + off;
-        pr = PAIR && sg.epilogue == K_MV_GELU_PAIR;
+        pr = PAIR && mv_pairs(sg.epilogue);
         w2 = pr ? (const T *)sg.w_up + off : w1;
     };
     locate(vb);
@@ -351,7 +353,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32, mv1_min_blocks<T>(MINB, U, PAIR
         acc = warp_sum(acc);
         if (pair) acc_up = warp_sum(acc_up);
         if (sg.k == 1) {
-            if (live && lane == 0) mv_store(sg, 0, r, acc, acc_up);
+            if (live && lane == 0) mv_store<PAIR>(sg, 0, r, acc, acc_up);
         } else { /* uniform over the block: a virtual block has one segment */
             if (lane == 0) {
                 part[warp] = acc;
@@ -364,7 +366,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32, mv1_min_blocks<T>(MINB, U, PAIR
                     v += part[warp + k];
                     vu += part_up[warp + k];
                 }
-                mv_store(sg, 0, r, v, vu);
+                mv_store<PAIR>(sg, 0, r, v, vu);
             }
             __syncthreads(); /* part is reused by the next row */
         }
@@ -662,6 +664,21 @@ static void launch_rows(cudaStream_t s, const mv_launch &L, unsigned blocks, con
     k_launch(kernel, dim3(blocks), dim3(MV_WARPS * 32), s, L, x, cols, n);
 }
 
+/* Whether a plain matrix runs two rows a warp (mv_tune.two). A launch of one wave is short of
+ * loads in flight: a lane of E4B's down projection (2560 x 10240, split 2) streams its 20 chunks
+ * in five round trips of 4 loads, and more loads a lane cost registers, so blocks, so a second
+ * wave. Two rows a warp at twice the split keep the blocks and the wave, and a lane streams
+ * two rows of half the columns together as the gate + up pair does (8 loads an unrolled pass,
+ * x read once for both). It applies where the split doubles - split_for(rows / 2) is twice
+ * split_for(rows) - so that the blocks do not change. The rule depends on the matrix's shape
+ * (and the switch) alone, and the split is split_for(rows / 2) at every n, so a verify pass
+ * sums every row as the decode step does; only n = 1 runs the two rows together. */
+static bool mv_two(const k_mv_seg &s, int cols, int per_pass, bool vec) {
+    if (!mv_tune.two || !vec || s.epilogue != K_MV_PLAIN || s.rows % 2) return false;
+    if (mv_tune.two == 1 && cols < 4096) return false;
+    return split_for(s.rows / 2, cols, per_pass) == 2 * split_for(s.rows, cols, per_pass);
+}
+
 static int aligned16(const void *p) {
     return ((uintptr_t)p & 15) == 0;
 }
@@ -707,7 +724,19 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
         vec[0] && n >= 2 && n <= 8 && mv_tune.rows > 1 && bytes >= 1024.0 * mv_tune.rows_min_kb;
     const int rows_per_warp = !rows_kernel ? 1 : pair ? 2 : mv_tune.rows;
     for (int i = 0; i < n_segs; i++) {
-        const int k = split_for(segs[i].rows, cols, per_pass);
+        const bool two = mv_two(segs[i], cols, per_pass, vec[0]);
+        const int k = split_for(two ? segs[i].rows / 2 : segs[i].rows, cols, per_pass);
+        if (two && n == 1) { /* rows r and r + half in one warp, as the gate + up pair */
+            k_mv_seg h = segs[i];
+            h.rows /= 2;
+            h.w_up = (const T *)h.w + (size_t)h.rows * cols;
+            h.out_up = h.out + h.rows;
+            L.seg[i] = mv_seg_make(h, k, (int)blocks);
+            L.seg[i].epilogue = MV_TWO_ROWS;
+            blocks += k_blocks((size_t)h.rows, (unsigned)(MV_WARPS / k));
+            pair = true;
+            continue;
+        }
         L.seg[i] = mv_seg_make(segs[i], k, (int)blocks);
         blocks += k_blocks((size_t)segs[i].rows, (unsigned)(rows_per_warp * MV_WARPS / k));
     }
@@ -758,7 +787,7 @@ extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
         (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
         (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0 ||
         (t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0 || t->group < 0 ||
-        t->group > 2 || t->mma < 0 || t->mma > 2)
+        t->group > 2 || t->mma < 0 || t->mma > 2 || t->two < 0 || t->two > 2)
         return -1;
     mv_tune = *t;
     return 0;

@@ -21,6 +21,9 @@
  *     row (K = 1 needs more rows than 8 blocks x the multiprocessors: only without "small");
  *   - a grid of a few blocks (GEMMA_CUDA_MV_GRID=3 / 7), so every block walks many rows and
  *     segments, and the prefetch of the next row crosses from one matrix to the next;
+ *   - two rows a warp (GEMMA_CUDA_MV_TWO=1, =2): every row of a product over n inputs equals
+ *     the product of that input alone, bit for bit, on shapes the rule takes (E4B's down, o, q)
+ *     and leaves (mv_rows_reproduce; also run on the default backend);
  *   - the tensor cores (GEMMA_CUDA_MV_MMA=1, with and without the prefetch, and =2): against
  *     the CPU within the same bound (=1: x is split exactly into three bf16; =2: into two, to
  *     16 bits, at 2e-5), and their lone products against their own grouped ones, bit for bit
@@ -88,6 +91,55 @@ static void mv_same_bits(backend *alt, const char *name, int own_bits) {
         }
 }
 
+/* Row t of a product over n inputs equals the product of input t alone, bit for bit (what makes
+ * a verify pass reproduce the decode steps it stands for), on backend b: n = 2, 3, 8 and 13 (the
+ * rows kernel, the general kernel's groups of 4 and 8, two passes of 8) against 13 lone products.
+ * The shapes include E4B's down, o and q projections, where GEMMA_CUDA_MV_TWO runs n = 1 two
+ * rows a warp at a split that n > 1 must share, and shapes the rule leaves alone (odd rows). */
+static void mv_rows_reproduce(backend *b, const char *name) {
+    const struct {
+        int rows, cols;
+        weight_dtype dt;
+    } full[] = {{2560, 10240, DT_BF16},
+                {2560, 2048, DT_BF16},
+                {2048, 2560, DT_BF16},
+                {5000, 2560, DT_F32},
+                {2561, 4096, DT_F16}},
+      small[] = {{512, 4096, DT_BF16}, {131, 4104, DT_F32}};
+    const int n_shapes = small_shapes ? 2 : 5, ns[] = {2, 3, 8, 13}, nmax = 13;
+    for (int si = 0; si < n_shapes; si++) {
+        const int rows = small_shapes ? small[si].rows : full[si].rows;
+        const int cols = small_shapes ? small[si].cols : full[si].cols;
+        tensor w = rand_tensor(rows, cols, small_shapes ? small[si].dt : full[si].dt);
+        float *xh = rand_vec((size_t)nmax * cols);
+        float *x = b->alloc(b, (size_t)nmax * cols), *out = b->alloc(b, (size_t)nmax * rows);
+        float *want = xmalloc((size_t)nmax * rows * sizeof(float)),
+              *got = xmalloc((size_t)nmax * rows * sizeof(float));
+        b->upload(b, x, xh, (size_t)nmax * cols);
+        for (int t = 0; t < nmax; t++)
+            b->matmul(b, out + (size_t)t * rows, &w, x + (size_t)t * cols, 1);
+        b->download(b, want, out, (size_t)nmax * rows);
+        for (int ni = 0; ni < 4; ni++) {
+            const int n = ns[ni];
+            b->matmul(b, out, &w, x, n);
+            b->download(b, got, out, (size_t)n * rows);
+            size_t i = 0;
+            while (i < (size_t)n * rows && !memcmp(&got[i], &want[i], sizeof(float)))
+                i++;
+            EXPECT(i == (size_t)n * rows,
+                   "%s: product over %d inputs [%d x %d], input %zu row %zu: %.9g, alone %.9g",
+                   name, n, rows, cols, i / rows, i % rows, i < (size_t)n * rows ? got[i] : 0.0,
+                   i < (size_t)n * rows ? want[i] : 0.0);
+        }
+        b->release(b, x);
+        b->release(b, out);
+        free(xh);
+        free(want);
+        free(got);
+        /* w stays alive: the backend keys its device copy by the host pointer. */
+    }
+}
+
 static void test_mv_bad_values(void) {
     const char *bads[][2] = {{"GEMMA_CUDA_MV_DECODE", "fast"}, {"GEMMA_CUDA_MV_DECODE", "staged"},
                              {"GEMMA_CUDA_MV_GRID", "0"},      {"GEMMA_CUDA_MV_GRID", "-1"},
@@ -119,6 +171,8 @@ static void test_matvec_variants(void) {
         {"GEMMA_CUDA_MV_MMA", "1", NULL, NULL},
         {"GEMMA_CUDA_MV_MMA", "1", "GEMMA_CUDA_MV_PREFETCH", "0"},
         {"GEMMA_CUDA_MV_MMA", "2", NULL, NULL},
+        {"GEMMA_CUDA_MV_TWO", "1", NULL, NULL},
+        {"GEMMA_CUDA_MV_TWO", "2", "GEMMA_CUDA_MV_UNROLL", "8"},
     };
     const int n_variants = (int)(sizeof variants / sizeof variants[0]);
     for (int v = 0; v < n_variants; v++) {
@@ -127,8 +181,10 @@ static void test_matvec_variants(void) {
          * prefetch (5), the general kernel for 2 .. 8 inputs (6), two and four rows a warp at
          * every size (7, 8), the tensor cores with and without the prefetch (9, 10) and with x
          * to 16 bits (11). */
-        const int mma = !strcmp(variants[v][0], "GEMMA_CUDA_MV_MMA");
-        if (small_shapes && v != 0 && v != 3 && v != 5 && v != 6 && v != 7 && v != 8 && !mma)
+        const int mma = !strcmp(variants[v][0], "GEMMA_CUDA_MV_MMA"),
+                  two = !strcmp(variants[v][0], "GEMMA_CUDA_MV_TWO");
+        if (small_shapes && v != 0 && v != 3 && v != 5 && v != 6 && v != 7 && v != 8 && !mma &&
+            !two)
             continue;
         char name[160];
         snprintf(name, sizeof name, "%s=%s%s%s%s%s", variants[v][0], variants[v][1],
@@ -152,7 +208,9 @@ static void test_matvec_variants(void) {
         gpu = alt; /* the fused checks run on the variant; pair buffers are made there */
         test_fused_mlp();
         gpu = save;
-        mv_same_bits(alt, name, mma);
+        /* two rows a warp changes the split of the matrices it takes: its own bits */
+        mv_same_bits(alt, name, mma || two);
+        mv_rows_reproduce(alt, name);
         printf("matvec variant %s: %s\n", name, failures == before ? "ok" : "FAILED");
         alt->destroy(alt);
     }
