@@ -73,7 +73,7 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
         else if (i == 7)
             ok = !strcmp(v, "auto") || (is_num && (num == 0 || num == 1));
         else
-            ok = is_num && (num == 0 || num == 1 || num == 2); /* MMA, TWO */
+            ok = is_num && (num == 0 || num == 1 || num == 2 || (i == 9 && num >= 0 && num <= 4));
         if (!ok) {
             snprintf(err, errlen, "environment variable %s: \"%s\" is not %s", names[i], v,
                      allowed[i]);

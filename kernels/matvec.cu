@@ -675,7 +675,8 @@ static void launch_rows(cudaStream_t s, const mv_launch &L, unsigned blocks, con
  * sums every row as the decode step does; only n = 1 runs the two rows together. */
 static bool mv_two(const k_mv_seg &s, int cols, int per_pass, bool vec) {
     if (!mv_tune.two || !vec || s.epilogue != K_MV_PLAIN || s.rows % 2) return false;
-    if (mv_tune.two == 1 && cols < 4096) return false;
+    if ((mv_tune.two == 1 || mv_tune.two == 3) && cols < 4096) return false;
+    if (mv_tune.two >= 3) return true; /* experiment: at the same split */
     return split_for(s.rows / 2, cols, per_pass) == 2 * split_for(s.rows, cols, per_pass);
 }
 
@@ -725,7 +726,8 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
     const int rows_per_warp = !rows_kernel ? 1 : pair ? 2 : mv_tune.rows;
     for (int i = 0; i < n_segs; i++) {
         const bool two = mv_two(segs[i], cols, per_pass, vec[0]);
-        const int k = split_for(two ? segs[i].rows / 2 : segs[i].rows, cols, per_pass);
+        const int k =
+            split_for(two && mv_tune.two < 3 ? segs[i].rows / 2 : segs[i].rows, cols, per_pass);
         if (two && n == 1) { /* rows r and r + half in one warp, as the gate + up pair */
             k_mv_seg h = segs[i];
             h.rows /= 2;
@@ -787,7 +789,7 @@ extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
         (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
         (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0 ||
         (t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0 || t->group < 0 ||
-        t->group > 2 || t->mma < 0 || t->mma > 2 || t->two < 0 || t->two > 2)
+        t->group > 2 || t->mma < 0 || t->mma > 2 || t->two < 0 || t->two > 4)
         return -1;
     mv_tune = *t;
     return 0;

@@ -218,6 +218,9 @@ static int run_bench_matvec(void) {
         {"two rows a warp, >= 4096 columns (two 1)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0, 1}},
         {"two rows a warp where the split doubles (two 2)",
          {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0, 2}},
+        {"two rows a warp, same split, >= 4096 columns (two 3)",
+         {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0, 3}},
+        {"two rows a warp, same split (two 4)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0, 4}},
         {"default again", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0, 0}},
     };
     const int n_tunes = (int)(sizeof tunes / sizeof tunes[0]);
