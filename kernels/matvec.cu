@@ -387,81 +387,90 @@ __global__ void __launch_bounds__(MV_WARPS * 32, mv1_min_blocks<T>(MINB, U, PAIR
  * a small, latency-bound launch more than the x loads it saves (call 10: the small model's verify
  * over 4 positions 2.0 decode steps instead of 1.5, while E4B's fell from 2.22 to 1.97). E4B's q /
  * k / v, o, gate + up and down are all above it, its per-layer products (1.3 MB) below. */
-template <typename T, int NT, int R, bool PAIR>
+template <typename T, int NT, int R, bool PAIR, bool SUB>
 __global__ void __launch_bounds__(MV_WARPS * 32)
     matvec_rows_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
                        int n) {
     const mv_seg &sg = L.seg[mv_seg_of(L, (int)blockIdx.x)];
-    __shared__ float part[R][MV_WARPS][NT], part_up[R][MV_WARPS][NT];
+    /* the slice sums of a block's rows: [rows of a pass][slices], up to 2 slices a warp */
+    __shared__ float part[R][(SUB ? 2 : 1) * MV_WARPS][NT],
+        part_up[R][(SUB ? 2 : 1) * MV_WARPS][NT];
     constexpr int V = vec16<T>::n;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int K = sg.k, slice = warp % K, per = MV_WARPS / K; /* rows of one pass of the block */
-    const int row0 = ((int)blockIdx.x - sg.block0) * (R * per) + warp / K;
-    const int stride = K * 32 * V, c0 = (slice * 32 + lane) * V;
-    const int nch = c0 < cols ? (cols - c0 + stride - 1) / stride : 0;
+    /* K slices a row (the sums' split); a warp takes kx of them in turn, so KE warps a row */
+    const int K = sg.k, kx = SUB ? sg.kx : 1, KE = K / kx, slice = warp % KE, per = MV_WARPS / KE;
+    const int row0 = ((int)blockIdx.x - sg.block0) * (R * per) + warp / KE;
+    const int slot0 = (warp / KE) * K; /* this warp's row's first slot in part */
+    const int stride = K * 32 * V, c00 = (slice * kx * 32 + lane) * V;
     const bool pair = PAIR && sg.epilogue == K_MV_GELU_PAIR;
     const T *w1[R], *w2[R];
 #pragma unroll
     for (int r = 0; r < R; r++) {
         const int row = row0 + r * per;
-        const size_t off = (size_t)(row < sg.rows ? row : 0) * cols + c0; /* dead rows: row 0 */
+        const size_t off = (size_t)(row < sg.rows ? row : 0) * cols + c00; /* dead rows: row 0 */
         w1[r] = (const T *)sg.w + off;
         w2[r] = pair ? (const T *)sg.w_up + off : w1[r];
     }
     k_wait_prior();
 
     for (int t0 = 0; t0 < n; t0 += NT) {
-        float acc[R][NT], acc_up[R][NT];
+        for (int j = 0; j < kx; j++) { /* slice slice * kx + j of each row */
+            const int cj = j * 32 * V, c0 = c00 + cj;
+            const int nch = c0 < cols ? (cols - c0 + stride - 1) / stride : 0;
+            float acc[R][NT], acc_up[R][NT];
 #pragma unroll
-        for (int r = 0; r < R; r++)
-#pragma unroll
-            for (int t = 0; t < NT; t++)
-                acc[r][t] = acc_up[r][t] = 0.0f;
-#pragma unroll 4
-        for (int ch = 0; ch < nch; ch++) {
-            const int c = ch * stride;
-            float wf[R][V], wf2[R][V];
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w1[r] + c)), wf[r]);
-                if (pair) unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w2[r] + c)), wf2[r]);
-            }
-#pragma unroll
-            for (int t = 0; t < NT; t++)
-                if (t0 + t < n) {
-                    const float4 *xp =
-                        reinterpret_cast<const float4 *>(x + (size_t)(t0 + t) * cols + c0 + c);
-                    float4 xv[V / 4];
-#pragma unroll
-                    for (int q = 0; q < V / 4; q++)
-                        xv[q] = __ldg(xp + q);
-#pragma unroll
-                    for (int r = 0; r < R; r++)
-#pragma unroll
-                        for (int q = 0; q < V / 4; q++) {
-                            acc[r][t] = mv_dot4(wf[r] + 4 * q, xv[q], acc[r][t]);
-                            if (pair) acc_up[r][t] = mv_dot4(wf2[r] + 4 * q, xv[q], acc_up[r][t]);
-                        }
-                }
-        }
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            const int row = row0 + r * per;
-#pragma unroll
-            for (int t = 0; t < NT; t++) {
-                acc[r][t] = warp_sum(acc[r][t]);
-                if (pair) acc_up[r][t] = warp_sum(acc_up[r][t]);
-            }
-            if (K == 1) {
+            for (int r = 0; r < R; r++)
 #pragma unroll
                 for (int t = 0; t < NT; t++)
-                    if (row < sg.rows && lane == 0 && t0 + t < n)
-                        mv_store(sg, t0 + t, row, acc[r][t], acc_up[r][t]);
-            } else if (lane == 0) {
+                    acc[r][t] = acc_up[r][t] = 0.0f;
+#pragma unroll 4
+            for (int ch = 0; ch < nch; ch++) {
+                const int c = ch * stride + cj;
+                float wf[R][V], wf2[R][V];
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w1[r] + c)), wf[r]);
+                    if (pair)
+                        unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w2[r] + c)), wf2[r]);
+                }
+#pragma unroll
+                for (int t = 0; t < NT; t++)
+                    if (t0 + t < n) {
+                        const float4 *xp =
+                            reinterpret_cast<const float4 *>(x + (size_t)(t0 + t) * cols + c00 + c);
+                        float4 xv[V / 4];
+#pragma unroll
+                        for (int q = 0; q < V / 4; q++)
+                            xv[q] = __ldg(xp + q);
+#pragma unroll
+                        for (int r = 0; r < R; r++)
+#pragma unroll
+                            for (int q = 0; q < V / 4; q++) {
+                                acc[r][t] = mv_dot4(wf[r] + 4 * q, xv[q], acc[r][t]);
+                                if (pair)
+                                    acc_up[r][t] = mv_dot4(wf2[r] + 4 * q, xv[q], acc_up[r][t]);
+                            }
+                    }
+            }
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const int row = row0 + r * per;
 #pragma unroll
                 for (int t = 0; t < NT; t++) {
-                    part[r][warp][t] = acc[r][t];
-                    part_up[r][warp][t] = acc_up[r][t];
+                    acc[r][t] = warp_sum(acc[r][t]);
+                    if (pair) acc_up[r][t] = warp_sum(acc_up[r][t]);
+                }
+                if (K == 1) {
+#pragma unroll
+                    for (int t = 0; t < NT; t++)
+                        if (row < sg.rows && lane == 0 && t0 + t < n)
+                            mv_store(sg, t0 + t, row, acc[r][t], acc_up[r][t]);
+                } else if (lane == 0) {
+#pragma unroll
+                    for (int t = 0; t < NT; t++) {
+                        part[r][slot0 + slice * kx + j][t] = acc[r][t];
+                        part_up[r][slot0 + slice * kx + j][t] = acc_up[r][t];
+                    }
                 }
             }
         }
@@ -475,8 +484,8 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
                     for (int t = 0; t < NT; t++) {
                         float v = 0.0f, vu = 0.0f;
                         for (int k = 0; k < K; k++) {
-                            v += part[r][warp + k][t];
-                            vu += part_up[r][warp + k][t];
+                            v += part[r][slot0 + k][t];
+                            vu += part_up[r][slot0 + k][t];
                         }
                         if (t0 + t < n) mv_store(sg, t0 + t, row, v, vu);
                     }
@@ -655,12 +664,18 @@ static void launch_pair(cudaStream_t s, const mv_launch &L, unsigned blocks, con
  * warp (2, or 4 without the pair). */
 template <typename T>
 static void launch_rows(cudaStream_t s, const mv_launch &L, unsigned blocks, const float *x,
-                        int cols, int n, int R, bool pair) {
+                        int cols, int n, int R, bool pair, bool sub) {
     void (*kernel)(const mv_launch, const float *, int, int) =
-        pair ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true> : matvec_rows_kernel<T, 8, 2, true>)
-        : R == 4
-            ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false> : matvec_rows_kernel<T, 8, 4, false>)
-            : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false> : matvec_rows_kernel<T, 8, 2, false>);
+        pair     ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true, false>
+                           : matvec_rows_kernel<T, 8, 2, true, false>)
+        : sub    ? (R == 4 ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false, true>
+                                     : matvec_rows_kernel<T, 8, 4, false, true>)
+                           : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false, true>
+                                     : matvec_rows_kernel<T, 8, 2, false, true>))
+        : R == 4 ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false, false>
+                           : matvec_rows_kernel<T, 8, 4, false, false>)
+                 : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false, false>
+                           : matvec_rows_kernel<T, 8, 2, false, false>);
     k_launch(kernel, dim3(blocks), dim3(MV_WARPS * 32), s, L, x, cols, n);
 }
 
@@ -724,6 +739,7 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
     const int rows_kernel =
         vec[0] && n >= 2 && n <= 8 && mv_tune.rows > 1 && bytes >= 1024.0 * mv_tune.rows_min_kb;
     const int rows_per_warp = !rows_kernel ? 1 : pair ? 2 : mv_tune.rows;
+    bool sub = false; /* some matrix's warps take two slices each (matvec_rows_kernel SUB) */
     for (int i = 0; i < n_segs; i++) {
         const bool two = mv_two(segs[i], cols, per_pass, vec[0]);
         const int k =
@@ -740,11 +756,16 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
             continue;
         }
         L.seg[i] = mv_seg_make(segs[i], k, (int)blocks);
-        blocks += k_blocks((size_t)segs[i].rows, (unsigned)(rows_per_warp * MV_WARPS / k));
+        /* n = 2 .. 8: a warp takes two of the doubled split's slices in turn, so the launch
+         * has the warps it would have without the two rows (same sums, in the same order) */
+        const int kx = two && rows_kernel && !pair && mv_tune.two < 3 ? 2 : 1;
+        L.seg[i].kx = kx;
+        sub = sub || kx > 1;
+        blocks += k_blocks((size_t)segs[i].rows, (unsigned)(rows_per_warp * MV_WARPS * kx / k));
     }
     L.blocks = (int)blocks;
     if (rows_kernel)
-        launch_rows<T>(s, L, blocks, x, cols, n, rows_per_warp, pair);
+        launch_rows<T>(s, L, blocks, x, cols, n, rows_per_warp, pair, sub);
     else if (n == 1)
         launch_pair<T, 1>(s, L, blocks, x, cols, n, vec[0], pair);
     else if (n <= 4)

@@ -7,12 +7,13 @@
 
 #include "kcommon.cuh"
 
-/* One matrix of a launch, as the kernel sees it: k warps per row, blocks from block0. */
+/* One matrix of a launch, as the kernel sees it: each row summed in k slices (k warps a row,
+ * or k / kx warps taking kx slices each in turn: matvec_rows_kernel only), blocks from block0. */
 struct mv_seg {
     float *out, *out_up;
     const void *w, *w_up;
     const float *mul;
-    int rows, epilogue, mul_stride, k, block0;
+    int rows, epilogue, mul_stride, k, kx, block0;
 };
 
 struct mv_launch {
@@ -33,6 +34,7 @@ static inline mv_seg mv_seg_make(const k_mv_seg &s, int k, int block0) {
     d.epilogue = s.epilogue;
     d.mul_stride = s.mul_stride;
     d.k = k;
+    d.kx = 1;
     d.block0 = block0;
     return d;
 }
