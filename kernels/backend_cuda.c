@@ -747,8 +747,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     fprintf(
         stderr,
         "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matvec unroll %s prefetch %d decode %s "
-        "grid %s two rows a warp %s, rows a warp at n = 2..8 %d (launches >= %d KiB), matmul %s, "
-        "bf16 on the "
+        "grid %s, rows a warp at n = 2..8 %d (launches >= %d KiB), matmul %s, bf16 on the "
         "%s, attention %s\n",
         st->device_name, prop.totalGlobalMem / 1e9, st->use_graphs && !st->profile ? "on" : "off",
         !st->fuse                            ? "off"
@@ -764,11 +763,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         st->mv.decode == K_MV_LEAN8  ? "lean8"
         : st->mv.decode == K_MV_LEAN ? "lean"
                                      : "general",
-        grid_name,
-        st->mv.two == 1   ? ">= 4096 columns"
-        : st->mv.two == 2 ? "where the split doubles"
-                          : "off",
-        st->mv.rows, st->mv.rows_min_kb,
+        grid_name, st->mv.rows, st->mv.rows_min_kb,
         gemm_mode == 0   ? "own kernel"
         : gemm_mode == 1 ? "cuBLAS"
                          : "own (n <= 8), cuBLAS",

@@ -31,10 +31,6 @@
  *                          passes, results further from the CPU's); summed in another order,
  *                          so results differ from the default's in the last bits; 0 (the
  *                          default): on the CUDA cores
- *   GEMMA_CUDA_MV_TWO=0|1|2  plain products two rows a warp at twice the split (matvec.cu
- *                          mv_two): 1 for matrices of at least 4096 columns, 2 wherever the
- *                          split doubles, 0 (default) never; it changes the split, so the
- *                          last bits, for every n alike
  *   GEMMA_CUDA_PDL=0       no programmatic dependent launch (it is on for sm_90 and newer)
  *   GEMMA_CUDA_ATTN=auto|split|cluster   attention as a slices kernel and a merge kernel
  *                          (split), or, for rings of up to 2048 positions (1024 for heads

@@ -111,11 +111,6 @@ typedef struct {
                         faster, further from the CPU's results); either way summed in another
                         order than the CUDA-core kernels, so the last bits differ; 0 (default):
                         matvec.cu's kernels */
-    int two;         /* plain products two rows a warp at twice the split (matvec.cu mv_two: one
-                        wave of blocks, twice the loads in flight a lane, x read once for both
-                        rows): 0 never, 1 matrices of at least 4096 columns, 2 every plain matrix
-                        whose split it doubles. It changes the split, so the accumulation order,
-                        for every n alike (verify and decode still agree bit for bit) */
 } k_mv_tuning;
 int k_matvec_set_tuning(const k_mv_tuning *t);
 

@@ -74,7 +74,7 @@
  * per lane loaded before the wait (2 or 4; 0: none, F = 2 after the wait); decode: the n = 1
  * kernel; grid 0 (one block per virtual block), -1 (persistent) or N > 0 (persistent, at most N
  * blocks). */
-static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0, 0};
+static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0};
 
 /* acc + the dot product of four weights with four inputs: the one expression every kernel
  * here sums with, so that all of them round alike (the reproducibility rule above). One fma
@@ -129,8 +129,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
     const int K = sg.k, slice = warp % K;
     const int row = ((int)blockIdx.x - sg.block0) * (MV_WARPS / K) + warp / K;
     const bool live = row < sg.rows; /* no early return: the block meets at barriers below */
-    /* two rows a warp run at n = 1 only (mv_two) */
-    const bool pair = PAIR && (NT == 1 ? mv_pairs(sg.epilogue) : sg.epilogue == K_MV_GELU_PAIR);
+    const bool pair = PAIR && sg.epilogue == K_MV_GELU_PAIR;
     const size_t roff = (size_t)(live ? row : 0) * cols;
 
     constexpr int V = VEC ? vec16<T>::n : 1;
@@ -203,8 +202,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
         if (K == 1) {
 #pragma unroll
             for (int t = 0; t < NT; t++)
-                if (live && lane == 0 && t0 + t < n)
-                    mv_store<PAIR && NT == 1>(sg, t0 + t, row, acc[t], acc_up[t]);
+                if (live && lane == 0 && t0 + t < n) mv_store(sg, t0 + t, row, acc[t], acc_up[t]);
         } else { /* uniform over the block: K is the segment's, and a block has one segment */
             if (lane == 0)
 #pragma unroll
@@ -221,7 +219,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
                         v += part[warp + k][t];
                         vu += part_up[warp + k][t];
                     }
-                    if (t0 + t < n) mv_store<PAIR && NT == 1>(sg, t0 + t, row, v, vu);
+                    if (t0 + t < n) mv_store(sg, t0 + t, row, v, vu);
                 }
             __syncthreads(); /* part is reused by the next group of inputs */
         }
@@ -277,7 +275,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32, mv1_min_blocks<T>(MINB, U, PAIR
         nch = live && c0 < cols ? (cols - c0 + stride - 1) / stride : 0;
         const size_t off = (size_t)(live ? row : 0) * cols + c0;
         w1 = (const T *)sg.w + off;
-        pr = PAIR && mv_pairs(sg.epilogue);
+        pr = PAIR && sg.epilogue == K_MV_GELU_PAIR;
         w2 = pr ? (const T *)sg.w_up + off : w1;
     };
     locate(vb);
@@ -353,7 +351,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32, mv1_min_blocks<T>(MINB, U, PAIR
         acc = warp_sum(acc);
         if (pair) acc_up = warp_sum(acc_up);
         if (sg.k == 1) {
-            if (live && lane == 0) mv_store<PAIR>(sg, 0, r, acc, acc_up);
+            if (live && lane == 0) mv_store(sg, 0, r, acc, acc_up);
         } else { /* uniform over the block: a virtual block has one segment */
             if (lane == 0) {
                 part[warp] = acc;
@@ -366,7 +364,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32, mv1_min_blocks<T>(MINB, U, PAIR
                     v += part[warp + k];
                     vu += part_up[warp + k];
                 }
-                mv_store<PAIR>(sg, 0, r, v, vu);
+                mv_store(sg, 0, r, v, vu);
             }
             __syncthreads(); /* part is reused by the next row */
         }
@@ -387,90 +385,81 @@ __global__ void __launch_bounds__(MV_WARPS * 32, mv1_min_blocks<T>(MINB, U, PAIR
  * a small, latency-bound launch more than the x loads it saves (call 10: the small model's verify
  * over 4 positions 2.0 decode steps instead of 1.5, while E4B's fell from 2.22 to 1.97). E4B's q /
  * k / v, o, gate + up and down are all above it, its per-layer products (1.3 MB) below. */
-template <typename T, int NT, int R, bool PAIR, bool SUB>
+template <typename T, int NT, int R, bool PAIR>
 __global__ void __launch_bounds__(MV_WARPS * 32)
     matvec_rows_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
                        int n) {
     const mv_seg &sg = L.seg[mv_seg_of(L, (int)blockIdx.x)];
-    /* the slice sums of a block's rows: [rows of a pass][slices], up to 2 slices a warp */
-    __shared__ float part[R][(SUB ? 2 : 1) * MV_WARPS][NT],
-        part_up[R][(SUB ? 2 : 1) * MV_WARPS][NT];
+    __shared__ float part[R][MV_WARPS][NT], part_up[R][MV_WARPS][NT];
     constexpr int V = vec16<T>::n;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    /* K slices a row (the sums' split); a warp takes kx of them in turn, so KE warps a row */
-    const int K = sg.k, kx = SUB ? sg.kx : 1, KE = K / kx, slice = warp % KE, per = MV_WARPS / KE;
-    const int row0 = ((int)blockIdx.x - sg.block0) * (R * per) + warp / KE;
-    const int slot0 = (warp / KE) * K; /* this warp's row's first slot in part */
-    const int stride = K * 32 * V, c00 = (slice * kx * 32 + lane) * V;
+    const int K = sg.k, slice = warp % K, per = MV_WARPS / K; /* rows of one pass of the block */
+    const int row0 = ((int)blockIdx.x - sg.block0) * (R * per) + warp / K;
+    const int stride = K * 32 * V, c0 = (slice * 32 + lane) * V;
+    const int nch = c0 < cols ? (cols - c0 + stride - 1) / stride : 0;
     const bool pair = PAIR && sg.epilogue == K_MV_GELU_PAIR;
     const T *w1[R], *w2[R];
 #pragma unroll
     for (int r = 0; r < R; r++) {
         const int row = row0 + r * per;
-        const size_t off = (size_t)(row < sg.rows ? row : 0) * cols + c00; /* dead rows: row 0 */
+        const size_t off = (size_t)(row < sg.rows ? row : 0) * cols + c0; /* dead rows: row 0 */
         w1[r] = (const T *)sg.w + off;
         w2[r] = pair ? (const T *)sg.w_up + off : w1[r];
     }
     k_wait_prior();
 
     for (int t0 = 0; t0 < n; t0 += NT) {
-        for (int j = 0; j < kx; j++) { /* slice slice * kx + j of each row */
-            const int cj = j * 32 * V, c0 = c00 + cj;
-            const int nch = c0 < cols ? (cols - c0 + stride - 1) / stride : 0;
-            float acc[R][NT], acc_up[R][NT];
+        float acc[R][NT], acc_up[R][NT];
 #pragma unroll
-            for (int r = 0; r < R; r++)
+        for (int r = 0; r < R; r++)
 #pragma unroll
-                for (int t = 0; t < NT; t++)
-                    acc[r][t] = acc_up[r][t] = 0.0f;
+            for (int t = 0; t < NT; t++)
+                acc[r][t] = acc_up[r][t] = 0.0f;
 #pragma unroll 4
-            for (int ch = 0; ch < nch; ch++) {
-                const int c = ch * stride + cj;
-                float wf[R][V], wf2[R][V];
-#pragma unroll
-                for (int r = 0; r < R; r++) {
-                    unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w1[r] + c)), wf[r]);
-                    if (pair)
-                        unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w2[r] + c)), wf2[r]);
-                }
-#pragma unroll
-                for (int t = 0; t < NT; t++)
-                    if (t0 + t < n) {
-                        const float4 *xp =
-                            reinterpret_cast<const float4 *>(x + (size_t)(t0 + t) * cols + c00 + c);
-                        float4 xv[V / 4];
-#pragma unroll
-                        for (int q = 0; q < V / 4; q++)
-                            xv[q] = __ldg(xp + q);
-#pragma unroll
-                        for (int r = 0; r < R; r++)
-#pragma unroll
-                            for (int q = 0; q < V / 4; q++) {
-                                acc[r][t] = mv_dot4(wf[r] + 4 * q, xv[q], acc[r][t]);
-                                if (pair)
-                                    acc_up[r][t] = mv_dot4(wf2[r] + 4 * q, xv[q], acc_up[r][t]);
-                            }
-                    }
-            }
+        for (int ch = 0; ch < nch; ch++) {
+            const int c = ch * stride;
+            float wf[R][V], wf2[R][V];
 #pragma unroll
             for (int r = 0; r < R; r++) {
-                const int row = row0 + r * per;
+                unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w1[r] + c)), wf[r]);
+                if (pair) unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w2[r] + c)), wf2[r]);
+            }
+#pragma unroll
+            for (int t = 0; t < NT; t++)
+                if (t0 + t < n) {
+                    const float4 *xp =
+                        reinterpret_cast<const float4 *>(x + (size_t)(t0 + t) * cols + c0 + c);
+                    float4 xv[V / 4];
+#pragma unroll
+                    for (int q = 0; q < V / 4; q++)
+                        xv[q] = __ldg(xp + q);
+#pragma unroll
+                    for (int r = 0; r < R; r++)
+#pragma unroll
+                        for (int q = 0; q < V / 4; q++) {
+                            acc[r][t] = mv_dot4(wf[r] + 4 * q, xv[q], acc[r][t]);
+                            if (pair) acc_up[r][t] = mv_dot4(wf2[r] + 4 * q, xv[q], acc_up[r][t]);
+                        }
+                }
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const int row = row0 + r * per;
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                acc[r][t] = warp_sum(acc[r][t]);
+                if (pair) acc_up[r][t] = warp_sum(acc_up[r][t]);
+            }
+            if (K == 1) {
+#pragma unroll
+                for (int t = 0; t < NT; t++)
+                    if (row < sg.rows && lane == 0 && t0 + t < n)
+                        mv_store(sg, t0 + t, row, acc[r][t], acc_up[r][t]);
+            } else if (lane == 0) {
 #pragma unroll
                 for (int t = 0; t < NT; t++) {
-                    acc[r][t] = warp_sum(acc[r][t]);
-                    if (pair) acc_up[r][t] = warp_sum(acc_up[r][t]);
-                }
-                if (K == 1) {
-#pragma unroll
-                    for (int t = 0; t < NT; t++)
-                        if (row < sg.rows && lane == 0 && t0 + t < n)
-                            mv_store(sg, t0 + t, row, acc[r][t], acc_up[r][t]);
-                } else if (lane == 0) {
-#pragma unroll
-                    for (int t = 0; t < NT; t++) {
-                        part[r][slot0 + slice * kx + j][t] = acc[r][t];
-                        part_up[r][slot0 + slice * kx + j][t] = acc_up[r][t];
-                    }
+                    part[r][warp][t] = acc[r][t];
+                    part_up[r][warp][t] = acc_up[r][t];
                 }
             }
         }
@@ -484,8 +473,8 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
                     for (int t = 0; t < NT; t++) {
                         float v = 0.0f, vu = 0.0f;
                         for (int k = 0; k < K; k++) {
-                            v += part[r][slot0 + k][t];
-                            vu += part_up[r][slot0 + k][t];
+                            v += part[r][warp + k][t];
+                            vu += part_up[r][warp + k][t];
                         }
                         if (t0 + t < n) mv_store(sg, t0 + t, row, v, vu);
                     }
@@ -664,35 +653,13 @@ static void launch_pair(cudaStream_t s, const mv_launch &L, unsigned blocks, con
  * warp (2, or 4 without the pair). */
 template <typename T>
 static void launch_rows(cudaStream_t s, const mv_launch &L, unsigned blocks, const float *x,
-                        int cols, int n, int R, bool pair, bool sub) {
+                        int cols, int n, int R, bool pair) {
     void (*kernel)(const mv_launch, const float *, int, int) =
-        pair     ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true, false>
-                           : matvec_rows_kernel<T, 8, 2, true, false>)
-        : sub    ? (R == 4 ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false, true>
-                                     : matvec_rows_kernel<T, 8, 4, false, true>)
-                           : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false, true>
-                                     : matvec_rows_kernel<T, 8, 2, false, true>))
-        : R == 4 ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false, false>
-                           : matvec_rows_kernel<T, 8, 4, false, false>)
-                 : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false, false>
-                           : matvec_rows_kernel<T, 8, 2, false, false>);
+        pair ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true> : matvec_rows_kernel<T, 8, 2, true>)
+        : R == 4
+            ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false> : matvec_rows_kernel<T, 8, 4, false>)
+            : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false> : matvec_rows_kernel<T, 8, 2, false>);
     k_launch(kernel, dim3(blocks), dim3(MV_WARPS * 32), s, L, x, cols, n);
-}
-
-/* Whether a plain matrix runs two rows a warp (mv_tune.two). A launch of one wave is short of
- * loads in flight: a lane of E4B's down projection (2560 x 10240, split 2) streams its 20 chunks
- * in five round trips of 4 loads, and more loads a lane cost registers, so blocks, so a second
- * wave. Two rows a warp at twice the split keep the blocks and the wave, and a lane streams
- * two rows of half the columns together as the gate + up pair does (8 loads an unrolled pass,
- * x read once for both). It applies where the split doubles - split_for(rows / 2) is twice
- * split_for(rows) - so that the blocks do not change. The rule depends on the matrix's shape
- * (and the switch) alone, and the split is split_for(rows / 2) at every n, so a verify pass
- * sums every row as the decode step does; only n = 1 runs the two rows together. */
-static bool mv_two(const k_mv_seg &s, int cols, int per_pass, bool vec) {
-    if (!mv_tune.two || !vec || s.epilogue != K_MV_PLAIN || s.rows % 2) return false;
-    if ((mv_tune.two == 1 || mv_tune.two == 3) && cols < 4096) return false;
-    if (mv_tune.two >= 3) return true; /* experiment: at the same split */
-    return split_for(s.rows / 2, cols, per_pass) == 2 * split_for(s.rows, cols, per_pass);
 }
 
 static int aligned16(const void *p) {
@@ -739,33 +706,14 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
     const int rows_kernel =
         vec[0] && n >= 2 && n <= 8 && mv_tune.rows > 1 && bytes >= 1024.0 * mv_tune.rows_min_kb;
     const int rows_per_warp = !rows_kernel ? 1 : pair ? 2 : mv_tune.rows;
-    bool sub = false; /* some matrix's warps take two slices each (matvec_rows_kernel SUB) */
     for (int i = 0; i < n_segs; i++) {
-        const bool two = mv_two(segs[i], cols, per_pass, vec[0]);
-        const int k =
-            split_for(two && mv_tune.two < 3 ? segs[i].rows / 2 : segs[i].rows, cols, per_pass);
-        if (two && n == 1) { /* rows r and r + half in one warp, as the gate + up pair */
-            k_mv_seg h = segs[i];
-            h.rows /= 2;
-            h.w_up = (const T *)h.w + (size_t)h.rows * cols;
-            h.out_up = h.out + h.rows;
-            L.seg[i] = mv_seg_make(h, k, (int)blocks);
-            L.seg[i].epilogue = MV_TWO_ROWS;
-            blocks += k_blocks((size_t)h.rows, (unsigned)(MV_WARPS / k));
-            pair = true;
-            continue;
-        }
+        const int k = split_for(segs[i].rows, cols, per_pass);
         L.seg[i] = mv_seg_make(segs[i], k, (int)blocks);
-        /* n = 2 .. 8: a warp takes two of the doubled split's slices in turn, so the launch
-         * has the warps it would have without the two rows (same sums, in the same order) */
-        const int kx = two && rows_kernel && !pair && mv_tune.two < 3 ? 2 : 1;
-        L.seg[i].kx = kx;
-        sub = sub || kx > 1;
-        blocks += k_blocks((size_t)segs[i].rows, (unsigned)(rows_per_warp * MV_WARPS * kx / k));
+        blocks += k_blocks((size_t)segs[i].rows, (unsigned)(rows_per_warp * MV_WARPS / k));
     }
     L.blocks = (int)blocks;
     if (rows_kernel)
-        launch_rows<T>(s, L, blocks, x, cols, n, rows_per_warp, pair, sub);
+        launch_rows<T>(s, L, blocks, x, cols, n, rows_per_warp, pair);
     else if (n == 1)
         launch_pair<T, 1>(s, L, blocks, x, cols, n, vec[0], pair);
     else if (n <= 4)
@@ -810,7 +758,7 @@ extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
         (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
         (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0 ||
         (t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0 || t->group < 0 ||
-        t->group > 2 || t->mma < 0 || t->mma > 2 || t->two < 0 || t->two > 4)
+        t->group > 2 || t->mma < 0 || t->mma > 2)
         return -1;
     mv_tune = *t;
     return 0;

@@ -7,13 +7,12 @@
 
 #include "kcommon.cuh"
 
-/* One matrix of a launch, as the kernel sees it: each row summed in k slices (k warps a row,
- * or k / kx warps taking kx slices each in turn: matvec_rows_kernel only), blocks from block0. */
+/* One matrix of a launch, as the kernel sees it: k warps per row, blocks from block0. */
 struct mv_seg {
     float *out, *out_up;
     const void *w, *w_up;
     const float *mul;
-    int rows, epilogue, mul_stride, k, kx, block0;
+    int rows, epilogue, mul_stride, k, block0;
 };
 
 struct mv_launch {
@@ -34,7 +33,6 @@ static inline mv_seg mv_seg_make(const k_mv_seg &s, int k, int block0) {
     d.epilogue = s.epilogue;
     d.mul_stride = s.mul_stride;
     d.k = k;
-    d.kx = 1;
     d.block0 = block0;
     return d;
 }
@@ -49,25 +47,10 @@ __device__ __forceinline__ int mv_seg_of(const mv_launch &L, int b) {
     return si;
 }
 
-/* A plain matrix run two rows a warp (matvec.cu mv_two; n = 1 only, never a launcher's
- * epilogue): the segment's rows are the first half of the matrix, w_up and out_up its second
- * half, so a warp streams rows r and r + half together like the gate + up pair. */
-#define MV_TWO_ROWS 16
-
-/* Whether a segment's warps stream two rows at once (w and w_up). */
-__device__ __forceinline__ bool mv_pairs(int epilogue) {
-    return epilogue == K_MV_GELU_PAIR || epilogue == MV_TWO_ROWS;
-}
-
-/* Store the finished products of (input t, row) by the segment's epilogue. TWO: the kernel may
- * run segments two rows a warp (only its PAIR forms; the others compile without the test). */
-template <bool TWO = false>
+/* Store the finished products of (input t, row) by the segment's epilogue. */
 __device__ __forceinline__ void mv_store(const mv_seg &sg, int t, int row, float v, float v_up) {
     const size_t o = (size_t)t * sg.rows + row;
-    if (TWO && sg.epilogue == MV_TWO_ROWS) {
-        sg.out[o] = v;
-        sg.out_up[o] = v_up;
-    } else if (sg.epilogue == K_MV_GELU_PAIR) {
+    if (sg.epilogue == K_MV_GELU_PAIR) {
         sg.out_up[o] = v_up;
         sg.out[o] = gelu_tanh(v) * v_up;
     } else if (sg.epilogue == K_MV_GELU_MUL) {

@@ -21,9 +21,8 @@
  *     row (K = 1 needs more rows than 8 blocks x the multiprocessors: only without "small");
  *   - a grid of a few blocks (GEMMA_CUDA_MV_GRID=3 / 7), so every block walks many rows and
  *     segments, and the prefetch of the next row crosses from one matrix to the next;
- *   - two rows a warp (GEMMA_CUDA_MV_TWO=1, =2): every row of a product over n inputs equals
- *     the product of that input alone, bit for bit, on shapes the rule takes (E4B's down, o, q)
- *     and leaves (mv_rows_reproduce; also run on the default backend);
+ *   - (mv_rows_reproduce, run by cuda_ops.c on the default backend) every row of a product over
+ *     n inputs equals the product of that input alone, bit for bit, on E4B-sized shapes;
  *   - the tensor cores (GEMMA_CUDA_MV_MMA=1, with and without the prefetch, and =2): against
  *     the CPU within the same bound (=1: x is split exactly into three bf16; =2: into two, to
  *     16 bits, at 2e-5), and their lone products against their own grouped ones, bit for bit
@@ -93,9 +92,8 @@ static void mv_same_bits(backend *alt, const char *name, int own_bits) {
 
 /* Row t of a product over n inputs equals the product of input t alone, bit for bit (what makes
  * a verify pass reproduce the decode steps it stands for), on backend b: n = 2, 3, 8 and 13 (the
- * rows kernel, the general kernel's groups of 4 and 8, two passes of 8) against 13 lone products.
- * The shapes include E4B's down, o and q projections, where GEMMA_CUDA_MV_TWO runs n = 1 two
- * rows a warp at a split that n > 1 must share, and shapes the rule leaves alone (odd rows). */
+ * rows kernel, the general kernel's groups of 4 and 8, two passes of 8) against 13 lone products
+ * (the lean kernel), on E4B's down, o and q projections and odd shapes, every dtype. */
 static void mv_rows_reproduce(backend *b, const char *name) {
     const struct {
         int rows, cols;
@@ -171,9 +169,6 @@ static void test_matvec_variants(void) {
         {"GEMMA_CUDA_MV_MMA", "1", NULL, NULL},
         {"GEMMA_CUDA_MV_MMA", "1", "GEMMA_CUDA_MV_PREFETCH", "0"},
         {"GEMMA_CUDA_MV_MMA", "2", NULL, NULL},
-        {"GEMMA_CUDA_MV_TWO", "1", NULL, NULL},
-        {"GEMMA_CUDA_MV_TWO", "2", "GEMMA_CUDA_MV_UNROLL", "8"},
-        {"GEMMA_CUDA_MV_TWO", "4", NULL, NULL},
     };
     const int n_variants = (int)(sizeof variants / sizeof variants[0]);
     for (int v = 0; v < n_variants; v++) {
@@ -182,10 +177,8 @@ static void test_matvec_variants(void) {
          * prefetch (5), the general kernel for 2 .. 8 inputs (6), two and four rows a warp at
          * every size (7, 8), the tensor cores with and without the prefetch (9, 10) and with x
          * to 16 bits (11). */
-        const int mma = !strcmp(variants[v][0], "GEMMA_CUDA_MV_MMA"),
-                  two = !strcmp(variants[v][0], "GEMMA_CUDA_MV_TWO");
-        if (small_shapes && v != 0 && v != 3 && v != 5 && v != 6 && v != 7 && v != 8 && !mma &&
-            !two)
+        const int mma = !strcmp(variants[v][0], "GEMMA_CUDA_MV_MMA");
+        if (small_shapes && v != 0 && v != 3 && v != 5 && v != 6 && v != 7 && v != 8 && !mma)
             continue;
         char name[160];
         snprintf(name, sizeof name, "%s=%s%s%s%s%s", variants[v][0], variants[v][1],
@@ -209,9 +202,7 @@ static void test_matvec_variants(void) {
         gpu = alt; /* the fused checks run on the variant; pair buffers are made there */
         test_fused_mlp();
         gpu = save;
-        /* two rows a warp changes the split of the matrices it takes: its own bits */
-        mv_same_bits(alt, name, mma || (two && strcmp(variants[v][1], "4")));
-        mv_rows_reproduce(alt, name);
+        mv_same_bits(alt, name, mma);
         printf("matvec variant %s: %s\n", name, failures == before ? "ok" : "FAILED");
         alt->destroy(alt);
     }
