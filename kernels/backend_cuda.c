@@ -746,7 +746,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
              prop.minor);
     fprintf(
         stderr,
-        "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matvec unroll %s prefetch %d%s decode %s "
+        "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matvec unroll %s prefetch %d decode %s "
         "grid %s, rows a warp at n = 2..8 %d (launches >= %d KiB), matmul %s, bf16 on the "
         "%s, attention %s\n",
         st->device_name, prop.totalGlobalMem / 1e9, st->use_graphs && !st->profile ? "on" : "off",
@@ -759,7 +759,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         st->mv.unroll == 4   ? "4"
         : st->mv.unroll == 8 ? "8"
                              : "auto",
-        st->mv.prefetch, st->mv.whole ? " (whole rows of up to 4)" : "",
+        st->mv.prefetch,
         st->mv.decode == K_MV_LEAN8  ? "lean8"
         : st->mv.decode == K_MV_LEAN ? "lean"
                                      : "general",

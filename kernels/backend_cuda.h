@@ -31,9 +31,6 @@
  *                          passes, results further from the CPU's); summed in another order,
  *                          so results differ from the default's in the last bits; 0 (the
  *                          default): on the CUDA cores
- *   GEMMA_CUDA_MV_WHOLE=0|1  1: a decode product loads a lane's whole share of its row before
- *                          waiting for its predecessor where that share is 3 or 4 chunks and
- *                          the launch fits one wave (matvec.cu mv_whole); 0 (default): 2 chunks
  *   GEMMA_CUDA_PDL=0       no programmatic dependent launch (it is on for sm_90 and newer)
  *   GEMMA_CUDA_ATTN=auto|split|cluster   attention as a slices kernel and a merge kernel
  *                          (split), or, for rings of up to 2048 positions (1024 for heads

@@ -111,8 +111,6 @@ typedef struct {
                         faster, further from the CPU's results); either way summed in another
                         order than the CUDA-core kernels, so the last bits differ; 0 (default):
                         matvec.cu's kernels */
-    int whole;       /* n = 1: 1 loads a lane's whole share of every row before the wait where it
-                        is 3 or 4 chunks (matvec.cu mv_whole), 0 (default) 2 chunks as always */
 } k_mv_tuning;
 int k_matvec_set_tuning(const k_mv_tuning *t);
 

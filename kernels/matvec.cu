@@ -74,7 +74,7 @@
  * per lane loaded before the wait (2 or 4; 0: none, F = 2 after the wait); decode: the n = 1
  * kernel; grid 0 (one block per virtual block), -1 (persistent) or N > 0 (persistent, at most N
  * blocks). */
-static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0, 0};
+static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0};
 
 /* acc + the dot product of four weights with four inputs: the one expression every kernel
  * here sums with, so that all of them round alike (the reproducibility rule above). One fma
@@ -238,9 +238,9 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
  * lean6, s16 call 5). */
 template <typename T>
 __host__ __device__ constexpr int mv1_min_blocks(int minb, int unroll, bool pair, bool grp,
-                                                 bool persist, int first) {
-    const bool plain_bf16 = std::is_same<T, __nv_bfloat16>::value && unroll == 8 && !pair && !grp &&
-                            !persist && first == 2;
+                                                 bool persist) {
+    const bool plain_bf16 =
+        std::is_same<T, __nv_bfloat16>::value && unroll == 8 && !pair && !grp && !persist;
     return minb == 8 ? MV_MAX_BLOCKS : minb != 0 ? minb : plain_bf16 ? 6 : 0;
 }
 
@@ -252,11 +252,11 @@ __host__ __device__ constexpr int mv1_min_blocks(int minb, int unroll, bool pair
  * reducing the current one (else only b). Vector path only (16-byte loads); the first 2 chunks
  * come before the wait when prefetch. L is __grid_constant__: indexed by a segment number in
  * place, not copied. */
-template <typename T, int U, bool PAIR, int MINB, bool P, bool GRP, int F = 2>
-__global__ void __launch_bounds__(MV_WARPS * 32, mv1_min_blocks<T>(MINB, U, PAIR, GRP, P, F))
+template <typename T, int U, bool PAIR, int MINB, bool P, bool GRP>
+__global__ void __launch_bounds__(MV_WARPS * 32, mv1_min_blocks<T>(MINB, U, PAIR, GRP, P))
     matvec1_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
                    int prefetch) {
-    constexpr int V = vec16<T>::n; /* F: chunks loaded first */
+    constexpr int V = vec16<T>::n, F = 2; /* F: chunks loaded first */
     __shared__ float part[MV_WARPS], part_up[MV_WARPS];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int vb = blockIdx.x;
@@ -589,34 +589,14 @@ template <typename T, bool PAIR, int MINB, bool P> static bool mv_groups(int blo
     return true;
 }
 
-/* Whether a decode launch loads every lane's whole share of its row before the wait
- * (mv_tune.whole): where that share is 3 or 4 chunks (2 are loaded first anyway) in every matrix
- * of the launch - E4B's o projection, 2560 x 2048 split 2 - the whole matrix can stream while
- * the kernel before (the attention) still runs, if the launch fits one wave of the 4-chunk
- * kernel (checked by the caller). */
-static bool mv_whole(const mv_launch &L, int cols, int vec) {
-    if (!mv_tune.whole) return false;
-    int most = 0;
-    for (int i = 0; i < L.n_segs; i++) {
-        const int stride = L.seg[i].k * 32 * vec, nch = (cols + stride - 1) / stride;
-        if (nch > most) most = nch;
-    }
-    return most > 2 && most <= 4;
-}
-
 /* n = 1 through matvec1_kernel: one block per virtual block, or a persistent grid of at most
  * multiprocessors x resident blocks (mv_tune.grid -1), or of at most mv_tune.grid blocks. */
 template <typename T, bool PAIR, int MINB, bool P>
 static void launch1(cudaStream_t s, const mv_launch &L, const float *x, int cols, int pf) {
     int u = mv_unroll(PAIR, 1);
     const bool grp = mv_groups<T, PAIR, MINB, P>(L.blocks, &u);
-    mv1_fn kernel =
+    const mv1_fn kernel =
         u == 4 ? mv1_pick<T, 4, PAIR, MINB, P>(grp) : mv1_pick<T, 8, PAIR, MINB, P>(grp);
-    if constexpr (!PAIR && !P && MINB == 0)
-        if (pf && mv_whole(L, cols, vec16<T>::n)) {
-            const mv1_fn whole = matvec1_kernel<T, 8, false, 0, false, false, 4>;
-            if (L.blocks <= (long)resident_blocks((const void *)whole) * sm_count()) kernel = whole;
-        }
     long grid = L.blocks;
     if (P) {
         const long cap = mv_tune.grid > 0
@@ -778,7 +758,7 @@ extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
         (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
         (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0 ||
         (t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0 || t->group < 0 ||
-        t->group > 2 || t->mma < 0 || t->mma > 2 || t->whole < 0 || t->whole > 1)
+        t->group > 2 || t->mma < 0 || t->mma > 2)
         return -1;
     mv_tune = *t;
     return 0;
