@@ -13,7 +13,7 @@
  * context are empty and cost one early exit.
  *
  * On Hopper (sm_90) the slices of a (row, head) can instead be the blocks of one thread block
- * cluster (k_set_attention(K_ATTN_CLUSTER), attn_cluster_kernel below): the blocks hand their
+ * cluster (the form K_ATTN_CLUSTER, attn_cluster_kernel below): the blocks hand their
  * partial results to each other through distributed shared memory and merge them after one
  * cluster barrier, so a decode step has one attention kernel a layer instead of two, and the
  * partials never go through global memory.
@@ -303,7 +303,7 @@ __global__ void __launch_bounds__(W * 32)
     }
     out[((size_t)t * n_heads + h) * hd + d] = a * (1.0f / L);
 #else
-    __trap(); /* never launched before sm_90 (k_set_attention refuses the form there): a build
+    __trap(); /* never launched before sm_90 (k_attention refuses the form there): a build
                * without sm_90 code run on a newer GPU would otherwise leave out unwritten */
 #endif
 }
@@ -356,8 +356,6 @@ __global__ void attn_merge_kernel(float *out, const float *partial, int n_heads,
 
 /* ---- launch ------------------------------------------------------------------------------ */
 
-static int attn_form = K_ATTN_SPLIT;
-
 /* The cluster form's kernel for a head width, and its warps a block. */
 typedef void (*attn_cluster_fn)(float *, const float *, const float *, const float *, const int *,
                                 int, int, int, int, int, int);
@@ -372,8 +370,7 @@ static attn_cluster_fn attn_cluster_for(int head_dim, int *warps) {
 
 /* Whether the current device runs the cluster form: sm_90 or later, and a cluster of the
  * largest block (the 512-wide heads' kernel) fits - a MIG or MPS share of a GPU may place none.
- * -1 until first asked; the backend sets the form before every op, so the driver is asked once,
- * not every time. */
+ * -1 until first asked: the driver is asked once a process. */
 static int attn_has_clusters = -1;
 
 static int attn_clusters_fit(void) {
@@ -394,25 +391,20 @@ static int attn_clusters_fit(void) {
     return cudaOccupancyMaxActiveClusters(&n, fn, &cfg) == cudaSuccess && n > 0;
 }
 
-extern "C" int k_set_attention(int form) {
-    if (form != K_ATTN_SPLIT && form != K_ATTN_CLUSTER) return -1;
-    if (form == K_ATTN_CLUSTER) {
-        if (attn_has_clusters < 0) {
-            attn_has_clusters = attn_clusters_fit();
-            cudaGetLastError(); /* a refused query only means no clusters */
-        }
-        if (!attn_has_clusters) return -1;
+extern "C" int k_attention_has_clusters(void) {
+    if (attn_has_clusters < 0) {
+        attn_has_clusters = attn_clusters_fit();
+        cudaGetLastError(); /* a refused query only means no clusters */
     }
-    attn_form = form;
-    return 0;
+    return attn_has_clusters;
 }
 
-extern "C" int k_attention_splits(int max_ctx, int n_tok, int n_heads, int head_dim) {
+extern "C" int k_attention_splits(int form, int max_ctx, int n_tok, int n_heads, int head_dim) {
     /* The count does not depend on n_tok, so a row's result (its slices and the order they are
      * summed in) is the same whether it is decoded alone or inside a prefill / verify chunk:
      * a speculative verify pass reproduces plain decoding bit for bit. */
     (void)n_tok;
-    if (attn_form == K_ATTN_CLUSTER) {
+    if (form == K_ATTN_CLUSTER) {
         int warps;
         attn_cluster_for(head_dim, &warps);
         if (max_ctx <= ATT_CLUSTER * warps * ATT_CLUSTER_POS) return 0;
@@ -432,7 +424,7 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
                             float *partial) {
     if (n_tok <= 0) return;
     if (head_dim > ATT_MAXD || n_kv_heads <= 0 || n_heads % n_kv_heads ||
-        (n_splits == 0 && attn_form != K_ATTN_CLUSTER)) {
+        (n_splits == 0 && !k_attention_has_clusters())) {
         fprintf(stderr,
                 "%s:%d: attention: head_dim %d (at most %d), %d heads over %d kv heads, %d "
                 "splits\n",

@@ -193,7 +193,6 @@ static void op_begin(cuda_state *st) {
     /* The launchers' settings are global; two backends in one process keep their own. */
     k_set_pdl(st->pdl);
     k_matvec_set_tuning(&st->mv);
-    (void)k_set_attention(st->attn); /* checked by backend_cuda_new */
     if (st->profile) CU(cudaEventRecord(st->ev0, st->stream));
 }
 
@@ -403,11 +402,9 @@ static void cu_attention(backend *b, float *out, const float *q, const float *kc
                          int head_dim) {
     cuda_state *st = st_flushed(b);
     /* The slices are sized for the longest context this ring can serve, so that the same
-     * launch fits every later position (graphs); the form too (this backend's, set first: the
-     * launchers' settings are global). */
+     * launch fits every later position (graphs); the form too. */
     const int max_ctx = window > 0 && window < len ? window : len;
-    (void)k_set_attention(st->attn);
-    const int splits = k_attention_splits(max_ctx, n_tok, n_heads, head_dim);
+    const int splits = k_attention_splits(st->attn, max_ctx, n_tok, n_heads, head_dim);
     const size_t need = (size_t)n_tok * n_heads * splits * (head_dim + 2) * sizeof(float);
     float *partial = scratch(st, (void **)&st->d_partial, &st->cap_partial, need);
     int p;
@@ -610,6 +607,7 @@ void backend_cuda_stats(backend *b, backend_cuda_counters *c) {
     c->captures = st->captures;
     c->weight_bytes = st->weight_bytes;
     snprintf(c->device, sizeof c->device, "%s", st->device_name);
+    c->attn_form = st->attn;
 }
 
 void backend_cuda_reset_counters(backend *b) {
@@ -731,10 +729,10 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     st->pdl = st->pdl && prop.major >= 9;
     k_set_pdl(st->pdl);
     /* auto: the cluster form wherever the device runs it (attention.cu), else the split form */
-    st->attn = sw.attn != CUDA_ATTN_AUTO              ? sw.attn
-               : k_set_attention(K_ATTN_CLUSTER) == 0 ? K_ATTN_CLUSTER
-                                                      : K_ATTN_SPLIT;
-    if (k_set_attention(st->attn)) {
+    st->attn = sw.attn != CUDA_ATTN_AUTO    ? sw.attn
+               : k_attention_has_clusters() ? K_ATTN_CLUSTER
+                                            : K_ATTN_SPLIT;
+    if (st->attn == K_ATTN_CLUSTER && !k_attention_has_clusters()) {
         snprintf(err, errlen,
                  "environment variable GEMMA_CUDA_ATTN: \"cluster\" needs thread block clusters "
                  "(sm_90 or later, not a share of the GPU that places none), and %s is sm_%d%d",

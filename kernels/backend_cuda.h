@@ -57,6 +57,7 @@ typedef struct {
     long captures;       /* graphs captured */
     size_t weight_bytes; /* weights held on the device */
     char device[256];    /* device name and compute capability */
+    int attn_form;       /* the attention's form: kernels.h K_ATTN_SPLIT or K_ATTN_CLUSTER */
 } backend_cuda_counters;
 
 void backend_cuda_stats(backend *b, backend_cuda_counters *c);

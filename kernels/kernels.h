@@ -162,22 +162,23 @@ void k_kv_write(cudaStream_t s, float *cache, const float *src, int n_tok, int k
  * (row, head) is cut into slices scored by separate blocks with an online softmax, then merged.
  * n_splits is k_attention_splits's answer for the ring: n > 0, a slices kernel and a merge
  * kernel, partial holding n_tok * n_heads * n_splits * (head_dim + 2) floats; 0, the cluster
- * form (k_set_attention), one kernel, partial unused. Neither depends on the position, so a
- * captured step stays valid as the context grows. */
+ * form (K_ATTN_CLUSTER below: only where k_attention_has_clusters), one kernel, partial unused.
+ * Neither depends on the position, so a captured step stays valid as the context grows. */
 void k_attention(cudaStream_t s, float *out, const float *q, const float *kc, const float *vc,
                  int n_tok, const int *dpos, int pos0, int len, int window, int n_heads,
                  int n_kv_heads, int head_dim, int n_splits, float *partial);
-/* How k_attention should cut a ring of at most max_ctx positions (see there): 0 for the
- * cluster form, else the slices of the split form. The same for every n_tok, so a row's result
- * is the same decoded alone or in a chunk (a speculative verify pass). */
-int k_attention_splits(int max_ctx, int n_tok, int n_heads, int head_dim);
-/* The attention's form (attention.cu): K_ATTN_SPLIT (the default), a slices kernel and a merge
- * kernel with the partials in memory; or K_ATTN_CLUSTER (sm_90 and later, where a cluster of
- * 8 of its blocks fits), which takes rings short enough for it (k_attention_splits) as one
- * kernel whose thread block clusters merge their slices in distributed shared memory. 0, or -1
- * for a form this device cannot run. */
+/* The attention's forms (attention.cu): K_ATTN_SPLIT, a slices kernel and a merge kernel with
+ * the partials in memory; or K_ATTN_CLUSTER (sm_90 and later, where a cluster of 8 of its
+ * blocks fits: k_attention_has_clusters), which takes rings short enough for it as one kernel
+ * whose thread block clusters merge their slices in distributed shared memory. */
 enum { K_ATTN_SPLIT = 0, K_ATTN_CLUSTER = 1 };
-int k_set_attention(int form);
+/* How k_attention should cut a ring of at most max_ctx positions in the given form (see
+ * there): 0 for one cluster kernel (the cluster form, for a short enough ring), else the slices
+ * of the split form. The same for every n_tok, so a row's result is the same decoded alone or
+ * in a chunk (a speculative verify pass). */
+int k_attention_splits(int form, int max_ctx, int n_tok, int n_heads, int head_dim);
+/* 1 if the current device runs the cluster form, else 0 (asked of the driver once). */
+int k_attention_has_clusters(void);
 
 /* gelu.cu: out[r][j] = gelu_tanh(gate[r][j]) * up[r * up_stride + j]. out may equal gate. */
 void k_gelu_mul(cudaStream_t s, float *out, const float *gate, const float *up, int rows, int dim,

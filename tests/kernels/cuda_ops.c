@@ -259,10 +259,11 @@ static void test_attention(const char *form) {
         {4, 8, 2, 128, 300, 0, 200},     /* 128-wide heads, short full context */
         {2, 8, 2, 512, 700, 0, 650},     /* 512-wide heads, a ring the cluster form takes */
     };
-    /* which form each case ran in: the device's clusters (k_set_attention probes them; the
-     * backend sets its own form again before every op), and after each call the form
-     * k_attention_splits gives that ring under the backend's setting (0: clusters) */
-    const int has_clusters = k_set_attention(K_ATTN_CLUSTER) == 0;
+    /* which form each case ran in: the backend's form (its counters say which) and the cut
+     * k_attention_splits gives that ring in it (0: one cluster kernel) */
+    const int has_clusters = k_attention_has_clusters();
+    backend_cuda_counters bc;
+    backend_cuda_stats(gpu, &bc);
     int in_clusters = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int n_tok = cases[i].n_tok, H = cases[i].heads, KV = cases[i].kv_heads, hd = cases[i].hd;
@@ -296,8 +297,8 @@ static void test_attention(const char *form) {
         pair q = pair_rand((size_t)n_tok * H * hd), out = pair_new(NULL, (size_t)n_tok * H * hd);
         cpu->attention(cpu, out.c, q.c, kc.c, vc.c, n_tok, pos0, len, window, H, KV, hd);
         gpu->attention(gpu, out.g, q.g, kc.g, vc.g, n_tok, pos0, len, window, H, KV, hd);
-        in_clusters +=
-            k_attention_splits(window > 0 && window < len ? window : len, n_tok, H, hd) == 0;
+        in_clusters += k_attention_splits(bc.attn_form, window > 0 && window < len ? window : len,
+                                          n_tok, H, hd) == 0;
         snprintf(what, sizeof what,
                  "attention (%s) %d rows, %d/%d heads, hd %d, len %d, window %d, pos %d", form,
                  n_tok, H, KV, hd, len, window, pos0);
