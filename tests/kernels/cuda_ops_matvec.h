@@ -92,20 +92,23 @@ static void mv_same_bits(backend *alt, const char *name, int own_bits) {
 }
 
 /* Row t of a product over n inputs equals the product of input t alone, bit for bit (what makes
- * a verify pass reproduce the decode steps it stands for), on backend b: n = 2, 3, 8 and 13 (the
- * rows kernel, the general kernel's groups of 4 and 8, two passes of 8) against 13 lone products
- * (the lean kernel), on E4B's down, o and q projections and odd shapes, every dtype. */
+ * a verify pass reproduce the decode steps it stands for), on backend b: n = 2, 3, 8 and 13
+ * against 13 lone products (the lean kernel). Launches of at least 4 MiB take n = 2 .. 8 two
+ * rows a warp (the rows kernel, inputs 4 and 8 at a time), smaller ones the general kernel
+ * (groups of 4 and 8); n = 13 is the general kernel's two passes either way. Shapes: E4B's
+ * down, o, q and k projections (k below 4 MiB) and odd ones, in the three dtypes. */
 static void mv_rows_reproduce(backend *b, const char *name) {
     const struct {
         int rows, cols;
         weight_dtype dt;
-    } full[] = {{2560, 10240, DT_BF16},
-                {2560, 2048, DT_BF16},
-                {2048, 2560, DT_BF16},
-                {5000, 2560, DT_F32},
-                {2561, 4096, DT_F16}},
-      small[] = {{512, 4096, DT_BF16}, {131, 4104, DT_F32}, {3200, 1024, DT_BF16}};
-    const int n_shapes = small_shapes ? 3 : 5, ns[] = {2, 3, 8, 13}, nmax = 13;
+    } full[] = {{2560, 10240, DT_BF16}, {2560, 2048, DT_BF16}, {2048, 2560, DT_BF16},
+                {512, 2560, DT_BF16},   {5000, 2560, DT_F32},  {2561, 4096, DT_F16}},
+      small[] = {
+          {512, 4096, DT_BF16}, {131, 4104, DT_F32}, {3200, 1024, DT_BF16}, {67, 1032, DT_F16}};
+    const int n_full = (int)(sizeof full / sizeof full[0]);
+    const int n_small = (int)(sizeof small / sizeof small[0]);
+    const int n_shapes = small_shapes ? n_small : n_full, ns[] = {2, 3, 8, 13}, nmax = 13;
+    const int n_ns = (int)(sizeof ns / sizeof ns[0]);
     for (int si = 0; si < n_shapes; si++) {
         const int rows = small_shapes ? small[si].rows : full[si].rows;
         const int cols = small_shapes ? small[si].cols : full[si].cols;
@@ -118,7 +121,7 @@ static void mv_rows_reproduce(backend *b, const char *name) {
         for (int t = 0; t < nmax; t++)
             b->matmul(b, out + (size_t)t * rows, &w, x + (size_t)t * cols, 1);
         b->download(b, want, out, (size_t)nmax * rows);
-        for (int ni = 0; ni < 4; ni++) {
+        for (int ni = 0; ni < n_ns; ni++) {
             const int n = ns[ni];
             b->matmul(b, out, &w, x, n);
             b->download(b, got, out, (size_t)n * rows);
