@@ -21,13 +21,19 @@ static void pair_host(const pair *p, float *h) { /* the GPU side, downloaded */
     gpu->download(gpu, h, p->g, p->n);
 }
 
+/* The first of n floats where a and b differ in any bit, or n. */
+static size_t first_diff(const float *a, const float *b, size_t n) {
+    size_t i = 0;
+    while (i < n && !memcmp(&a[i], &b[i], sizeof(float)))
+        i++;
+    return i;
+}
+
 /* Both sides of p must agree bit for bit with host values h (e.g. another GPU run). */
 static void expect_same_bits(const pair *p, const float *h, const char *what) {
     float *g = xmalloc(p->n * sizeof(float));
     pair_host(p, g);
-    size_t bad = 0;
-    while (bad < p->n && !memcmp(&g[bad], &h[bad], sizeof(float)))
-        bad++;
+    const size_t bad = first_diff(g, h, p->n);
     EXPECT(bad == p->n, "%s: element %zu of %zu differs: %.9g vs %.9g", what, bad, p->n,
            bad < p->n ? g[bad] : 0.0, bad < p->n ? h[bad] : 0.0);
     free(g);
@@ -309,9 +315,7 @@ static void test_fused_switches(void) {
         alt->matmul(alt, ga, &wg, xa, n);
         alt->matmul(alt, ua, &wu, xa, n);
         alt->download(alt, gh, ga, (size_t)n * rows);
-        size_t i = 0;
-        while (i < (size_t)n * rows && !memcmp(&gh[i], &ref[i], sizeof(float)))
-            i++;
+        const size_t i = first_diff(gh, ref, (size_t)n * rows);
         EXPECT(i == (size_t)n * rows, "%s=%s: product element %zu differs from the default's",
                envs[e][0], envs[e][1], i);
         alt->release(alt, xa);

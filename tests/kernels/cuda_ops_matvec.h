@@ -72,9 +72,7 @@ static void mv_same_bits(backend *alt, const char *name, int own_bits) {
                   *got = xmalloc((size_t)total * sizeof(float));
             mv_group_run(own_bits ? alt : gpu, w, xh, want);
             mv_group_run(alt, w, xh, got);
-            size_t i = 0;
-            while (i < (size_t)total && !memcmp(&got[i], &want[i], sizeof(float)))
-                i++;
+            const size_t i = first_diff(got, want, (size_t)total);
             EXPECT(i == (size_t)total,
                    "%s: grouped product element %zu of %d (dtype %d, rows %d + %d + %d, cols %d) "
                    "differs from the default's: %.9g vs %.9g",
@@ -125,9 +123,7 @@ static void mv_rows_reproduce(backend *b, const char *name) {
             const int n = ns[ni];
             b->matmul(b, out, &w, x, n);
             b->download(b, got, out, (size_t)n * rows);
-            size_t i = 0;
-            while (i < (size_t)n * rows && !memcmp(&got[i], &want[i], sizeof(float)))
-                i++;
+            const size_t i = first_diff(got, want, (size_t)n * rows);
             EXPECT(i == (size_t)n * rows,
                    "%s: product over %d inputs [%d x %d], input %zu row %zu: %.9g, alone %.9g",
                    name, n, rows, cols, i / rows, i % rows, i < (size_t)n * rows ? got[i] : 0.0,
