@@ -215,6 +215,156 @@ static void test_fused_attention_prologue(void) {
         }
 }
 
+/* ---- the q / k / v norms folded into a decode row's attention (backend_cuda_fuse.c 4) ------- */
+
+typedef struct {
+    tensor wq, wk, wv, qn, kn;
+    int H, KV, hd, cols, len, window;
+} fold_case;
+
+/* An attention block's ops as forward.c issues them, for n rows at pos0 on b; a layer that
+ * attends over another layer's rings (shared) has no key and value rows of its own. */
+static void fold_layer(backend *b, const fold_case *c, const float *x, float *q, float *k, float *v,
+                       float *kc, float *vc, float *out, const float *inv, int n, int pos0,
+                       int shared) {
+    b->matmul(b, q, &c->wq, x, n);
+    b->rmsnorm(b, q, q, &c->qn, n * c->H, c->hd, 1e-6f);
+    b->rope(b, q, n, c->H, c->hd, pos0, inv);
+    if (!shared) {
+        b->matmul(b, k, &c->wk, x, n);
+        b->matmul(b, v, &c->wv, x, n);
+        b->rmsnorm(b, k, k, &c->kn, n * c->KV, c->hd, 1e-6f);
+        b->rope(b, k, n, c->KV, c->hd, pos0, inv);
+        b->rmsnorm(b, v, v, NULL, n * c->KV, c->hd, 1e-6f);
+        b->kv_write(b, kc, k, n, c->KV * c->hd, pos0, c->len);
+        b->kv_write(b, vc, v, n, c->KV * c->hd, pos0, c->len);
+    }
+    b->attention(b, out, q, kc, vc, n, pos0, c->len, c->window, c->H, c->KV, c->hd);
+}
+
+/* n floats of b's buffer d, on the host */
+static float *fold_host(backend *b, const float *d, size_t n) {
+    float *h = xmalloc(n * sizeof(float));
+    b->download(b, h, d, n);
+    return h;
+}
+
+/* Two decode steps on the default backend (the fold where the ring takes the cluster form)
+ * against the same two rows as one chunk on a backend without the fold (GEMMA_CUDA_ATTN_FOLD=0:
+ * the norm-RoPE-KV kernel, then the attention - a verify pass) and on the CPU: the attention's
+ * output, q and the rings must be the chunk's bit for bit (a verify pass reproduces decoding),
+ * and the CPU's within the prologue's tolerance. Where the fold ran, the key rows keep the
+ * projection's values (its one documented difference), which also shows that it ran. */
+static void test_fused_attention_fold(void) {
+    setenv("GEMMA_CUDA_ATTN_FOLD", "0", 1);
+    char err[256];
+    backend *alt = backend_cuda_new(err, sizeof err);
+    unsetenv("GEMMA_CUDA_ATTN_FOLD");
+    if (!alt) die("%s", err);
+    backend_cuda_counters bc;
+    backend_cuda_stats(gpu, &bc);
+    const weight_dtype dts[] = {DT_F32, DT_BF16, DT_F16};
+    /* the small model's and the fixtures' heads, odd pair counts (42, 150: a group of 3 warps),
+     * E4B's two */
+    const int hds[] = {16, 24, 32, 42, 150, 256, 512}, n_hds = small_shapes ? 4 : 7;
+    int folded = 0, expect_folds = 0;
+    for (int ci = 0; ci < n_hds; ci++)
+        for (int shared = 0; shared < 2; shared++) {
+            fold_case c = {.hd = hds[small_shapes ? ci * 2 : ci], .KV = 1 + rng_int(2)};
+            const weight_dtype dt = dts[rng_int(3)];
+            c.H = c.KV * (1 + rng_int(4));
+            c.cols = small_shapes ? 64 : 256 * (1 + rng_int(3));
+            const int pos0 = rng_int(small_shapes ? 60 : 700);
+            c.window = rng_int(2) ? 0 : 4 + rng_int(small_shapes ? 30 : 300);
+            c.len = c.window ? c.window + 1 : pos0 + 2 + rng_int(40); /* window + chunk - 1 */
+            const int hd = c.hd, kvd = c.KV * hd, qd = c.H * hd;
+            c.wq = rand_tensor(qd, c.cols, dt);
+            c.wk = rand_tensor(kvd, c.cols, dt);
+            c.wv = rand_tensor(kvd, c.cols, dt);
+            c.qn = rand_tensor(1, hd, dt);
+            c.kn = rand_tensor(1, hd, dt);
+            float *f = xmalloc((size_t)hd / 2 * sizeof(float));
+            for (int j = 0; j < hd / 2; j++) /* some pairs unrotated, as proportional RoPE */
+                f[j] = j % 3 == 2 ? 0.0f : (float)pow(10000.0, -2.0 * j / hd);
+            float *xh = rand_vec(2 * (size_t)c.cols), *kch = rand_vec((size_t)c.len * kvd),
+                  *vch = rand_vec((size_t)c.len * kvd);
+            pair inv = pair_new(f, (size_t)hd / 2), x = pair_new(xh, 2 * (size_t)c.cols);
+            pair q = pair_new(NULL, 2 * (size_t)qd), k = pair_new(NULL, 2 * (size_t)kvd),
+                 v = pair_new(NULL, 2 * (size_t)kvd), out = pair_new(NULL, 2 * (size_t)qd);
+            pair kc = pair_new(kch, (size_t)c.len * kvd), vc = pair_new(vch, (size_t)c.len * kvd);
+            /* the chunk: the CPU, and the GPU without the fold */
+            fold_layer(cpu, &c, x.c, q.c, k.c, v.c, kc.c, vc.c, out.c, inv.c, 2, pos0, shared);
+            float *ax = alt->alloc(alt, 2 * (size_t)c.cols), *aq = alt->alloc(alt, 2 * (size_t)qd),
+                  *ak = alt->alloc(alt, 2 * (size_t)kvd), *av = alt->alloc(alt, 2 * (size_t)kvd),
+                  *ao = alt->alloc(alt, 2 * (size_t)qd), *ai = alt->alloc(alt, (size_t)hd / 2),
+                  *akc = alt->alloc(alt, (size_t)c.len * kvd),
+                  *avc = alt->alloc(alt, (size_t)c.len * kvd);
+            alt->upload(alt, ax, xh, 2 * (size_t)c.cols);
+            alt->upload(alt, ai, f, (size_t)hd / 2);
+            alt->upload(alt, akc, kch, (size_t)c.len * kvd);
+            alt->upload(alt, avc, vch, (size_t)c.len * kvd);
+            fold_layer(alt, &c, ax, aq, ak, av, akc, avc, ao, ai, 2, pos0, shared);
+            /* two decode steps */
+            for (int t = 0; t < 2; t++)
+                fold_layer(gpu, &c, x.g + (size_t)t * c.cols, q.g + (size_t)t * qd,
+                           k.g + (size_t)t * kvd, v.g + (size_t)t * kvd, kc.g, vc.g,
+                           out.g + (size_t)t * qd, inv.g, 1, pos0 + t, shared);
+            char what[200];
+            snprintf(what, sizeof what,
+                     "attention fold: dtype %d heads %d/%d hd %d cols %d len %d window %d pos %d%s",
+                     dt, c.H, c.KV, hd, c.cols, c.len, c.window, pos0,
+                     shared ? " (rings of another layer)" : "");
+            pair_check(&out, 1e-4, 1e-4, NULL, what);
+            pair_check(&q, 1e-4, 1e-4, NULL, what);
+            pair_check(&kc, 1e-4, 1e-4, NULL, what);
+            pair_check(&vc, 1e-4, 1e-4, NULL, what);
+            struct {
+                const pair *p;
+                const float *a;
+                const char *name;
+            } same[] = {{&out, ao, "output"},
+                        {&q, aq, "q"},
+                        {&kc, akc, "key ring"},
+                        {&vc, avc, "value ring"}};
+            for (size_t e = 0; e < sizeof same / sizeof same[0]; e++) {
+                float *ah = fold_host(alt, same[e].a, same[e].p->n);
+                char w2[260];
+                snprintf(w2, sizeof w2, "%s: %s of the decode steps against the chunk's", what,
+                         same[e].name);
+                expect_same_bits(same[e].p, ah, w2);
+                free(ah);
+            }
+            /* the fold runs for a ring of the cluster form, and then leaves k raw */
+            const int max_ctx = c.window ? c.window : c.len;
+            const int fold = bc.attn_form == K_ATTN_CLUSTER &&
+                             k_attention_splits(K_ATTN_CLUSTER, max_ctx, 1, c.H, hd) == 0;
+            if (!shared) {
+                float *gk = fold_host(gpu, k.g, 2 * (size_t)kvd);
+                float *akh = fold_host(alt, ak, 2 * (size_t)kvd);
+                const int raw = first_diff(gk, akh, 2 * (size_t)kvd) < 2 * (size_t)kvd;
+                EXPECT(raw == fold, "%s: the key rows are %s, but the fold %s", what,
+                       raw ? "raw" : "normalised", fold ? "applies" : "does not apply");
+                folded += raw;
+                expect_folds += fold;
+                free(gk);
+                free(akh);
+            }
+            void *abufs[] = {ax, aq, ak, av, ao, ai, akc, avc};
+            for (size_t e = 0; e < sizeof abufs / sizeof abufs[0]; e++)
+                alt->release(alt, abufs[e]);
+            pair *ps[] = {&inv, &x, &q, &k, &v, &out, &kc, &vc};
+            for (size_t e = 0; e < sizeof ps / sizeof ps[0]; e++)
+                pair_free(ps[e]);
+            free(f);
+            free(xh);
+            free(kch);
+            free(vch);
+        }
+    printf("attention fold: %d layers with their own key and value rows folded (%d expected)\n",
+           folded, expect_folds);
+    alt->destroy(alt);
+}
+
 /* ---- what must not be fused, and what must be flushed ------------------------------------- */
 
 static void test_fused_barriers(void) {
@@ -346,6 +496,7 @@ static void test_fused_switches(void) {
 static void test_fused(void) {
     test_fused_mlp();
     test_fused_attention_prologue();
+    test_fused_attention_fold();
     test_fused_barriers();
     test_fused_switches();
 }
