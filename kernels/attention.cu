@@ -285,30 +285,63 @@ struct att_fold {
     float *q, *kc, *vc; /* q, left normalised; the rings the new rows go to */
 };
 
+/* The fold's per-thread constants, which need nothing of the previous kernel, so they are
+ * loaded before waiting for it (as norm_rope_store_kernel does): the q and k scales at this
+ * thread's pair i of its group (head_norm.cuh's layout) and the pair's rotation at the row's
+ * position (q and k share it). */
+struct att_fold_pre {
+    float wq1, wq2, wk1, wk2, sn, cs;
+    bool rot;
+};
+
+__device__ __forceinline__ att_fold_pre att_fold_before(const k_attn_fold &f, int hd, int pos,
+                                                        int lane, int warp) {
+    const int half = hd / 2, i = (warp % hn_warps(hd)) * 32 + lane;
+    att_fold_pre c = {1.0f, 1.0f, 1.0f, 1.0f, 0.0f, 1.0f, false};
+    if (i >= half) return c;
+    if (f.q_w) {
+        c.wq1 = hn_weight(f.q_w, f.wdtype, i);
+        c.wq2 = hn_weight(f.q_w, f.wdtype, i + half);
+    }
+    if (f.k_w) {
+        c.wk1 = hn_weight(f.k_w, f.wdtype, i);
+        c.wk2 = hn_weight(f.k_w, f.wdtype, i + half);
+    }
+    c.rot = hn_angle(f.inv_freq, i, pos, c.sn, c.cs);
+    return c;
+}
+
 /* The fold's prologue, after the wait. This block normalises and rotates its query head (raw in
- * qh) into fq and, when fresh (its slice holds the step's new position, at pos), the new key
- * and value rows of its kv head into fk and fv - each as norm_rope_store_kernel does it
- * (head_norm.cuh: a group of hn_warps(hd) warps a vector; as many vectors at once as the block
- * has groups). red: W * 32 floats. Every thread of the block calls it (barriers). */
+ * qh) into fq and, when fresh (its slice holds the step's new position), the new key and value
+ * rows of its kv head into fk and fv - each as norm_rope_store_kernel does it (head_norm.cuh: a
+ * group of hn_warps(hd) warps a vector; as many vectors at once as the block has groups, so at
+ * most three rounds). Every raw value is loaded before the first round's sum: one memory round
+ * trip. red: W * 32 floats. Every thread of the block calls it (barriers). */
 template <int W>
-__device__ __forceinline__ void att_fold_rows(float *fq, float *fk, float *fv, float *red,
-                                              const float *qh, const k_attn_fold &f, int kvh,
-                                              int hd, int pos, bool fresh, int lane, int warp) {
+__device__ __forceinline__ void
+att_fold_rows(float *fq, float *fk, float *fv, float *red, const float *qh, const k_attn_fold &f,
+              const att_fold_pre &c, int kvh, int hd, bool fresh, int lane, int warp) {
     const int half = hd / 2, G = hn_warps(hd), per = W / G, jobs = fresh ? 3 : 1;
     const int slot = warp / G, wg = warp % G, i = wg * 32 + lane;
-    for (int base = 0; base < jobs; base += per) { /* the same trips for every thread */
-        const int job = base + slot;               /* 0: q, 1: k, 2: v */
+    float x1[3], x2[3];
+#pragma unroll
+    for (int r = 0; r < 3; r++) {
+        const int job = r * per + slot; /* 0: q, 1: k, 2: v */
         const bool live = slot < per && job < jobs && i < half;
         const float *src = job == 0 ? qh : (job == 1 ? f.k_new : f.v_new) + (size_t)kvh * hd;
-        const float x1 = live ? src[i] : 0.0f, x2 = live ? src[i + half] : 0.0f;
-        const float ss = hn_sum_sq(x1, x2, red + slot * 32, G, wg, lane);
-        if (!live) continue;
-        const void *w = job == 0 ? f.q_w : job == 1 ? f.k_w : nullptr;
-        const float w1 = w ? hn_weight(w, f.wdtype, i) : 1.0f;
-        const float w2 = w ? hn_weight(w, f.wdtype, i + half) : 1.0f;
-        float sn, cs, a, b;
-        const bool rot = job < 2 && hn_angle(f.inv_freq, i, pos, sn, cs);
-        hn_pair(x1, x2, ss, hd, f.eps, w != nullptr, w1, w2, rot, sn, cs, a, b);
+        x1[r] = live ? src[i] : 0.0f;
+        x2[r] = live ? src[i + half] : 0.0f;
+    }
+#pragma unroll
+    for (int r = 0; r < 3; r++) {
+        if (r * per >= jobs) break; /* the same rounds for every thread */
+        const int job = r * per + slot;
+        const float ss = hn_sum_sq(x1[r], x2[r], red + slot * 32, G, wg, lane);
+        if (slot >= per || job >= jobs || i >= half) continue;
+        float a, b;
+        hn_pair(x1[r], x2[r], ss, hd, f.eps, job == 0 ? f.q_w != nullptr : job == 1 && f.k_w,
+                job == 0 ? c.wq1 : c.wk1, job == 0 ? c.wq2 : c.wk2, job < 2 && c.rot, c.sn, c.cs, a,
+                b);
         float *dst = job == 0 ? fq : job == 1 ? fk : fv;
         dst[i] = a;
         dst[i + half] = b;
@@ -348,12 +381,14 @@ __global__ void __launch_bounds__(W * 32)
     asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
 
     float m, l, acc[PER], kr[PER], vr[PER];
+    att_fold_pre fc = {};
+    if (FOLD) fc = att_fold_before(fa.f, hd, p, lane, warp);
     const bool early = att_first<PER>(kr, vr, kc, vc, j0, j1, p0, len, kv_dim, kvh, hd, lane, warp);
     const float *qh = q + ((size_t)t * n_heads + h) * hd;
     int jn = -1; /* the position whose rows the fold holds in fk, fv */
     if (FOLD) {
         const bool fresh = fa.f.k_new && j0 <= p && p < j1;
-        att_fold_rows<W>(fq, fk, fv, fred, qh, fa.f, kvh, hd, p, fresh, lane, warp);
+        att_fold_rows<W>(fq, fk, fv, fred, qh, fa.f, fc, kvh, hd, fresh, lane, warp);
         if (fresh) jn = p;
         if (fresh && h % (n_heads / n_kv_heads) == 0) {
             const size_t row = (size_t)(p % len) * kv_dim + (size_t)kvh * hd;
