@@ -283,6 +283,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
 struct att_fold {
     k_attn_fold f;
     float *q, *kc, *vc; /* q, left normalised; the rings the new rows go to */
+    unsigned skip;      /* k_skip's K_SKIP_NORM_ROPE, K_SKIP_FOLD_CONST (profiling only) */
 };
 
 /* The fold's per-thread constants, which need nothing of the previous kernel, so they are
@@ -381,12 +382,13 @@ __global__ void __launch_bounds__(W * 32)
     asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
 
     float m, l, acc[PER], kr[PER], vr[PER];
-    att_fold_pre fc = {};
-    if (FOLD) fc = att_fold_before(fa.f, hd, p, lane, warp);
+    att_fold_pre fc = {1.0f, 1.0f, 1.0f, 1.0f, 0.0f, 1.0f, false};
+    const bool fold = FOLD && !(fa.skip & K_SKIP_NORM_ROPE);
+    if (fold && !(fa.skip & K_SKIP_FOLD_CONST)) fc = att_fold_before(fa.f, hd, p, lane, warp);
     const bool early = att_first<PER>(kr, vr, kc, vc, j0, j1, p0, len, kv_dim, kvh, hd, lane, warp);
     const float *qh = q + ((size_t)t * n_heads + h) * hd;
     int jn = -1; /* the position whose rows the fold holds in fk, fv */
-    if (FOLD) {
+    if (fold) {
         const bool fresh = fa.f.k_new && j0 <= p && p < j1;
         att_fold_rows<W>(fq, fk, fv, fred, qh, fa.f, fc, kvh, hd, fresh, lane, warp);
         if (fresh) jn = p;
@@ -417,7 +419,7 @@ __global__ void __launch_bounds__(W * 32)
         cluster.map_shared_rank(recv_l, (int)threadIdx.x)[split] = L;
     }
     cluster.sync();
-    if (FOLD && split == 0)
+    if (fold && split == 0)
         for (int e = threadIdx.x; e < hd; e += blockDim.x)
             fa.q[((size_t)t * n_heads + h) * hd + e] = fq[e];
 
@@ -607,7 +609,7 @@ extern "C" void k_attention_folded(cudaStream_t s, float *out, float *q, float *
     }
     int warps;
     attn_cluster_fn fn = attn_cluster_for<true>(head_dim, &warps);
-    const att_fold fa = {*fold, q, kc, vc};
+    const att_fold fa = {*fold, q, kc, vc, k_skip & (K_SKIP_NORM_ROPE | K_SKIP_FOLD_CONST)};
     if (!(k_skip & K_SKIP_ATTN_SPLIT))
         k_launch_clusters(fn, dim3(ATT_CLUSTER, n_heads, 1), dim3(warps * 32), ATT_CLUSTER, s, out,
                           (const float *)q, (const float *)kc, (const float *)vc, dpos, pos0, len,

@@ -36,13 +36,15 @@ void k_set_pdl(int on);
  * Their outputs are left stale - the results are wrong while any bit is set. Never set by the
  * engine; 0 (the default) launches everything. */
 enum {
-    K_SKIP_ATTN_SPLIT = 1,  /* attention.cu: the slices */
-    K_SKIP_ATTN_MERGE = 2,  /* attention.cu: the merge */
-    K_SKIP_NORM_ROPE = 4,   /* rmsnorm.cu: k_norm_rope_store */
-    K_SKIP_NORM_ADD = 8,    /* rmsnorm.cu: k_norm_add_norm */
-    K_SKIP_RMSNORM = 16,    /* rmsnorm.cu: k_rmsnorm */
-    K_SKIP_MATVEC = 32,     /* matvec.cu: every product */
-    K_SKIP_ELEMENTWISE = 64 /* elementwise.cu, gelu.cu, rope.cu, kv_write */
+    K_SKIP_ATTN_SPLIT = 1,   /* attention.cu: the slices */
+    K_SKIP_ATTN_MERGE = 2,   /* attention.cu: the merge */
+    K_SKIP_NORM_ROPE = 4,    /* rmsnorm.cu: k_norm_rope_store */
+    K_SKIP_NORM_ADD = 8,     /* rmsnorm.cu: k_norm_add_norm */
+    K_SKIP_RMSNORM = 16,     /* rmsnorm.cu: k_rmsnorm */
+    K_SKIP_MATVEC = 32,      /* matvec.cu: every product */
+    K_SKIP_ELEMENTWISE = 64, /* elementwise.cu, gelu.cu, rope.cu, kv_write */
+    K_SKIP_FOLD_CONST = 128  /* attention.cu: the fold's scales and rotation (K_SKIP_NORM_ROPE:
+                                its whole prologue) */
 };
 void k_set_skip(unsigned mask);
 
