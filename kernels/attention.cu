@@ -22,7 +22,7 @@
  * p % len); a row attends to max(0, p - window + 1) .. p. */
 #include <cooperative_groups.h>
 
-#include "head_norm.cuh"
+#include "kcommon.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -53,24 +53,11 @@ extern "C" void k_kv_write(cudaStream_t s, float *cache, const float *src, int n
 }
 
 /* The key and value rows of position j for this lane (dims lane, lane + 32, ..., PER of them),
- * or zeros past the slice (j >= j1). Loaded together: the value does not depend on the score.
- * With FOLD, position jn's rows are the step's new ones, which the fold has normalised into
- * shared memory (kn, vn): they come from there, not from the ring (another block stores them
- * there during this kernel). j is the same across the warp, so the branch does not diverge. */
-template <int PER, bool FOLD = false>
+ * or zeros past the slice (j >= j1). Loaded together: the value does not depend on the score. */
+template <int PER>
 __device__ __forceinline__ void att_load_kv(float *kr, float *vr, const float *kc, const float *vc,
                                             int j, int j1, int len, size_t kv_dim, int kvh, int hd,
-                                            int lane, int jn = -1, const float *kn = nullptr,
-                                            const float *vn = nullptr) {
-    if (FOLD && j == jn) {
-#pragma unroll
-        for (int i = 0; i < PER; i++) {
-            const int d = lane + 32 * i;
-            kr[i] = d < hd ? kn[d] : 0.0f;
-            vr[i] = d < hd ? vn[d] : 0.0f;
-        }
-        return;
-    }
+                                            int lane) {
     const bool live = j < j1;
     const size_t row = (size_t)(live ? j % len : 0) * kv_dim + (size_t)kvh * hd;
 #pragma unroll
@@ -83,10 +70,8 @@ __device__ __forceinline__ void att_load_kv(float *kr, float *vr, const float *k
 
 /* Positions j0 + warp, j0 + warp + W, ... (below j1) of one (row, head) with an online
  * softmax: the warp's running max m, sum l and unnormalised accumulator acc (PER dims a lane,
- * lane i holding dims i, i + 32, ...), in two parts: att_first loads the warp's first key and
- * value rows where they may go before waiting for the previous kernel, and waits for it
- * (k_wait_only); att_scan does the rest. att_score is the two in a row; the fold (the cluster
- * kernel) works in between.
+ * lane i holding dims i, i + 32, ...). It waits for the previous kernel (k_wait_only) itself,
+ * after the first loads that may go before it.
  *
  * The warp's first key and value rows. A position before p0 was stored by an earlier step;
  * this step's stores (positions p0 .. p0 + n_tok - 1) land in ring rows that none of its rows
@@ -97,28 +82,17 @@ __device__ __forceinline__ void att_load_kv(float *kr, float *vr, const float *k
  * may start before kernels two or more back have finished, but every step (and every draft
  * loop) begins with a plain stream copy of its ids / position word (backend_cuda.c), which waits
  * for all of them. A path that chained steps on the device without one would have to load these
- * rows after the wait. att_first returns whether it loaded them. */
-template <int PER>
-__device__ __forceinline__ bool att_first(float *kr, float *vr, const float *kc, const float *vc,
-                                          int j0, int j1, int p0, int len, size_t kv_dim, int kvh,
-                                          int hd, int lane, int warp) {
+ * rows after the wait. */
+template <int PER, int W>
+__device__ __forceinline__ void
+att_score(float &m, float &l, float *acc, const float *qh, const float *kc, const float *vc, int j0,
+          int j1, int p0, int len, size_t kv_dim, int kvh, int hd, int lane, int warp) {
+    float kr[PER], vr[PER], kn[PER], vn[PER];
     const bool early = j0 + warp < p0;
     if (early) att_load_kv<PER>(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane);
     k_wait_only();
-    return early;
-}
+    if (!early) att_load_kv<PER>(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane);
 
-/* The scan after att_first (kr, vr: its rows, if early). qh: the head's query (the fold's, in
- * shared memory); jn, kn, vn: att_load_kv's (FOLD only). */
-template <int PER, int W, bool FOLD = false>
-__device__ __forceinline__ void
-att_scan(float &m, float &l, float *acc, const float *qh, float *kr, float *vr, bool early,
-         const float *kc, const float *vc, int j0, int j1, int len, size_t kv_dim, int kvh, int hd,
-         int lane, int warp, int jn = -1, const float *kn = nullptr, const float *vn = nullptr) {
-    float kn_[PER], vn_[PER];
-    if (!early)
-        att_load_kv<PER, FOLD>(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane, jn, kn,
-                               vn);
     float qr[PER];
 #pragma unroll
     for (int i = 0; i < PER; i++) {
@@ -133,7 +107,7 @@ att_scan(float &m, float &l, float *acc, const float *qh, float *kr, float *vr, 
      * round trip (the loads never depend on a score). The arithmetic and its order are those
      * of the plain loop. */
     for (int j = j0 + warp; j < j1; j += W) {
-        att_load_kv<PER, FOLD>(kn_, vn_, kc, vc, j + W, j1, len, kv_dim, kvh, hd, lane, jn, kn, vn);
+        att_load_kv<PER>(kn, vn, kc, vc, j + W, j1, len, kv_dim, kvh, hd, lane);
         float sdot = 0.0f;
 #pragma unroll
         for (int i = 0; i < PER; i++) {
@@ -148,21 +122,11 @@ att_scan(float &m, float &l, float *acc, const float *qh, float *kr, float *vr, 
         for (int i = 0; i < PER; i++) {
             const int d = lane + 32 * i;
             if (d < hd) acc[i] = acc[i] * corr + e * vr[i];
-            kr[i] = kn_[i];
-            vr[i] = vn_[i];
+            kr[i] = kn[i];
+            vr[i] = vn[i];
         }
         m = mn;
     }
-}
-
-template <int PER, int W>
-__device__ __forceinline__ void
-att_score(float &m, float &l, float *acc, const float *qh, const float *kc, const float *vc, int j0,
-          int j1, int p0, int len, size_t kv_dim, int kvh, int hd, int lane, int warp) {
-    float kr[PER], vr[PER];
-    const bool early = att_first<PER>(kr, vr, kc, vc, j0, j1, p0, len, kv_dim, kvh, hd, lane, warp);
-    att_scan<PER, W>(m, l, acc, qh, kr, vr, early, kc, vc, j0, j1, len, kv_dim, kvh, hd, lane,
-                     warp);
 }
 
 /* The block's W warps merged through shared memory (sm_m[W], sm_l[W], sm_acc[W][stride]): the
@@ -278,95 +242,16 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
  * warp. */
 #define ATT_CLUSTER     8  /* blocks a cluster: slices a (row, head) */
 #define ATT_CLUSTER_POS 16 /* positions a warp the cluster form takes at most */
-
-/* The fold (k_attention_folded; FOLD below): the launcher's k_attn_fold and what it writes. */
-struct att_fold {
-    k_attn_fold f;
-    float *q, *kc, *vc; /* q, left normalised; the rings the new rows go to */
-    unsigned skip;      /* k_skip's K_SKIP_NORM_ROPE, K_SKIP_FOLD_CONST (profiling only) */
-};
-
-/* The fold's per-thread constants, which need nothing of the previous kernel, so they are
- * loaded before waiting for it (as norm_rope_store_kernel does): the q and k scales at this
- * thread's pair i of its group (head_norm.cuh's layout) and the pair's rotation at the row's
- * position (q and k share it). */
-struct att_fold_pre {
-    float wq1, wq2, wk1, wk2, sn, cs;
-    bool rot;
-};
-
-__device__ __forceinline__ att_fold_pre att_fold_before(const k_attn_fold &f, int hd, int pos,
-                                                        int lane, int warp) {
-    const int half = hd / 2, i = (warp % hn_warps(hd)) * 32 + lane;
-    att_fold_pre c = {1.0f, 1.0f, 1.0f, 1.0f, 0.0f, 1.0f, false};
-    if (i >= half) return c;
-    if (f.q_w) {
-        c.wq1 = hn_weight(f.q_w, f.wdtype, i);
-        c.wq2 = hn_weight(f.q_w, f.wdtype, i + half);
-    }
-    if (f.k_w) {
-        c.wk1 = hn_weight(f.k_w, f.wdtype, i);
-        c.wk2 = hn_weight(f.k_w, f.wdtype, i + half);
-    }
-    c.rot = hn_angle(f.inv_freq, i, pos, c.sn, c.cs);
-    return c;
-}
-
-/* The fold's prologue, after the wait. This block normalises and rotates its query head (raw in
- * qh) into fq and, when fresh (its slice holds the step's new position), the new key and value
- * rows of its kv head into fk and fv - each as norm_rope_store_kernel does it (head_norm.cuh: a
- * group of hn_warps(hd) warps a vector; as many vectors at once as the block has groups, so at
- * most three rounds). Every raw value is loaded before the first round's sum: one memory round
- * trip. red: W * 32 floats. Every thread of the block calls it (barriers). */
-template <int W>
-__device__ __forceinline__ void
-att_fold_rows(float *fq, float *fk, float *fv, float *red, const float *qh, const k_attn_fold &f,
-              const att_fold_pre &c, int kvh, int hd, bool fresh, int lane, int warp) {
-    const int half = hd / 2, G = hn_warps(hd), per = W / G, jobs = fresh ? 3 : 1;
-    const int slot = warp / G, wg = warp % G, i = wg * 32 + lane;
-    float x1[3], x2[3];
-#pragma unroll
-    for (int r = 0; r < 3; r++) {
-        const int job = r * per + slot; /* 0: q, 1: k, 2: v */
-        const bool live = slot < per && job < jobs && i < half;
-        const float *src = job == 0 ? qh : (job == 1 ? f.k_new : f.v_new) + (size_t)kvh * hd;
-        x1[r] = live ? src[i] : 0.0f;
-        x2[r] = live ? src[i + half] : 0.0f;
-    }
-#pragma unroll
-    for (int r = 0; r < 3; r++) {
-        if (r * per >= jobs) break; /* the same rounds for every thread */
-        const int job = r * per + slot;
-        const float ss = hn_sum_sq(x1[r], x2[r], red + slot * 32, G, wg, lane);
-        if (slot >= per || job >= jobs || i >= half) continue;
-        float a, b;
-        hn_pair(x1[r], x2[r], ss, hd, f.eps, job == 0 ? f.q_w != nullptr : job == 1 && f.k_w,
-                job == 0 ? c.wq1 : c.wk1, job == 0 ? c.wq2 : c.wk2, job < 2 && c.rot, c.sn, c.cs, a,
-                b);
-        float *dst = job == 0 ? fq : job == 1 ? fk : fv;
-        dst[i] = a;
-        dst[i + half] = b;
-    }
-    __syncthreads();
-}
-
-/* FOLD (k_attention_folded): one decode row (t = 0) whose q, k and v the prologue above
- * normalises; the block that holds the new position scores it from shared memory, the first
- * query head of each kv head's cluster stores the new rows into the rings, and block 0 of every
- * cluster stores its normalised q after the cluster barrier (when no block of the cluster reads
- * the raw q any more). */
-template <int PER, int W, bool FOLD>
+template <int PER, int W>
 __global__ void __launch_bounds__(W * 32)
     attn_cluster_kernel(float *out, const float *q, const float *kc, const float *vc,
                         const int *dpos, int pos0, int len, int window, int n_heads, int n_kv_heads,
-                        int hd, const att_fold fa) {
+                        int hd) {
     k_launch_next();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     constexpr int STRIDE = PER * 32; /* floats a warp's accumulator takes in sm_acc */
     __shared__ float sm_m[W], sm_l[W], sm_acc[W * STRIDE];
     __shared__ float recv[ATT_MAXD], recv_m[ATT_CLUSTER], recv_l[ATT_CLUSTER];
-    constexpr int FD = FOLD ? STRIDE : 1; /* the fold's vectors */
-    __shared__ float fq[FD], fk[FD], fv[FD], fred[FOLD ? W * 32 : 1];
     constexpr int C = ATT_CLUSTER;
     cg::cluster_group cluster = cg::this_cluster();
     const int split = (int)cluster.block_rank();
@@ -381,28 +266,9 @@ __global__ void __launch_bounds__(W * 32)
      * arrival says so, and the wait for everyone's comes after the scoring, which hides it. */
     asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
 
-    float m, l, acc[PER], kr[PER], vr[PER];
-    att_fold_pre fc = {1.0f, 1.0f, 1.0f, 1.0f, 0.0f, 1.0f, false};
-    const bool fold = FOLD && !(fa.skip & K_SKIP_NORM_ROPE);
-    if (fold && !(fa.skip & K_SKIP_FOLD_CONST)) fc = att_fold_before(fa.f, hd, p, lane, warp);
-    const bool early = att_first<PER>(kr, vr, kc, vc, j0, j1, p0, len, kv_dim, kvh, hd, lane, warp);
-    const float *qh = q + ((size_t)t * n_heads + h) * hd;
-    int jn = -1; /* the position whose rows the fold holds in fk, fv */
-    if (fold) {
-        const bool fresh = fa.f.k_new && j0 <= p && p < j1;
-        att_fold_rows<W>(fq, fk, fv, fred, qh, fa.f, fc, kvh, hd, fresh, lane, warp);
-        if (fresh) jn = p;
-        if (fresh && h % (n_heads / n_kv_heads) == 0) {
-            const size_t row = (size_t)(p % len) * kv_dim + (size_t)kvh * hd;
-            for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-                fa.kc[row + d] = fk[d];
-                fa.vc[row + d] = fv[d];
-            }
-        }
-        qh = fq;
-    }
-    att_scan<PER, W, FOLD>(m, l, acc, qh, kr, vr, early, kc, vc, j0, j1, len, kv_dim, kvh, hd, lane,
-                           warp, jn, fk, fv);
+    float m, l, acc[PER];
+    att_score<PER, W>(m, l, acc, q + ((size_t)t * n_heads + h) * hd, kc, vc, j0, j1, p0, len,
+                      kv_dim, kvh, hd, lane, warp);
     const float M = att_block_max<PER, W>(sm_m, sm_l, sm_acc, STRIDE, m, l, acc, hd, lane, warp);
     asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
     /* dim d goes to block d / dw, at recv[slice * dw + d % dw] there (dw = hd / C rounded up:
@@ -419,9 +285,6 @@ __global__ void __launch_bounds__(W * 32)
         cluster.map_shared_rank(recv_l, (int)threadIdx.x)[split] = L;
     }
     cluster.sync();
-    if (fold && split == 0)
-        for (int e = threadIdx.x; e < hd; e += blockDim.x)
-            fa.q[((size_t)t * n_heads + h) * hd + e] = fq[e];
 
     /* This block's dims from the C slices: the merge kernel's arithmetic (a slice's weight
      * exp(m_s - M), 0 for an empty slice; sums in slice order). dw <= 512 / C = 64 threads. */
@@ -493,16 +356,16 @@ __global__ void attn_merge_kernel(float *out, const float *partial, int n_heads,
 
 /* ---- launch ------------------------------------------------------------------------------ */
 
-/* The cluster form's kernel for a head width, and its warps a block (FOLD: with the fold). */
+/* The cluster form's kernel for a head width, and its warps a block. */
 typedef void (*attn_cluster_fn)(float *, const float *, const float *, const float *, const int *,
-                                int, int, int, int, int, int, const att_fold);
-template <bool FOLD> static attn_cluster_fn attn_cluster_for(int head_dim, int *warps) {
+                                int, int, int, int, int, int);
+static attn_cluster_fn attn_cluster_for(int head_dim, int *warps) {
     *warps = head_dim <= 256 ? 16 : 8;
-    return head_dim <= 32    ? attn_cluster_kernel<1, 16, FOLD>
-           : head_dim <= 64  ? attn_cluster_kernel<2, 16, FOLD>
-           : head_dim <= 128 ? attn_cluster_kernel<4, 16, FOLD>
-           : head_dim <= 256 ? attn_cluster_kernel<8, 16, FOLD>
-                             : attn_cluster_kernel<ATT_PER_LANE, 8, FOLD>;
+    return head_dim <= 32    ? attn_cluster_kernel<1, 16>
+           : head_dim <= 64  ? attn_cluster_kernel<2, 16>
+           : head_dim <= 128 ? attn_cluster_kernel<4, 16>
+           : head_dim <= 256 ? attn_cluster_kernel<8, 16>
+                             : attn_cluster_kernel<ATT_PER_LANE, 8>;
 }
 
 /* Whether the current device runs the cluster form: sm_90 or later, and a cluster of the
@@ -517,7 +380,7 @@ static int attn_clusters_fit(void) {
         major < 9)
         return 0;
     int warps;
-    attn_cluster_fn fn = attn_cluster_for<true>(ATT_MAXD, &warps);
+    attn_cluster_fn fn = attn_cluster_for(ATT_MAXD, &warps);
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(ATT_CLUSTER);
     cfg.blockDim = dim3(warps * 32);
@@ -543,7 +406,7 @@ extern "C" int k_attention_splits(int form, int max_ctx, int n_tok, int n_heads,
     (void)n_tok;
     if (form == K_ATTN_CLUSTER) {
         int warps;
-        attn_cluster_for<false>(head_dim, &warps);
+        attn_cluster_for(head_dim, &warps);
         if (max_ctx <= ATT_CLUSTER * warps * ATT_CLUSTER_POS) return 0;
     }
     /* The split form: about 512 blocks per row, no slice shorter than 16 positions, at most 64
@@ -570,11 +433,11 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
     }
     if (n_splits == 0) { /* the cluster form */
         int warps;
-        attn_cluster_fn fn = attn_cluster_for<false>(head_dim, &warps);
+        attn_cluster_fn fn = attn_cluster_for(head_dim, &warps);
         if (!(k_skip & K_SKIP_ATTN_SPLIT))
             k_launch_clusters(fn, dim3(ATT_CLUSTER, n_heads, n_tok), dim3(warps * 32), ATT_CLUSTER,
                               s, out, q, kc, vc, dpos, pos0, len, window, n_heads, n_kv_heads,
-                              head_dim, att_fold{});
+                              head_dim);
         K_CHECK_LAUNCH();
         return;
     }
@@ -591,28 +454,5 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
     if (!(k_skip & K_SKIP_ATTN_MERGE))
         k_launch(attn_merge_kernel, dim3(n_heads, n_tok), dim3(ATT_MERGE_THREADS), s, out,
                  (const float *)partial, n_heads, head_dim, n_splits);
-    K_CHECK_LAUNCH();
-}
-
-extern "C" void k_attention_folded(cudaStream_t s, float *out, float *q, float *kc, float *vc,
-                                   const int *dpos, int pos0, int len, int window, int n_heads,
-                                   int n_kv_heads, int head_dim, const k_attn_fold *fold) {
-    if (head_dim > ATT_MAXD || head_dim % 2 || n_kv_heads <= 0 || n_heads % n_kv_heads ||
-        !fold->k_new != !fold->v_new || !k_attention_has_clusters()) {
-        fprintf(stderr,
-                "%s:%d: folded attention: head_dim %d (even, at most %d), %d heads over %d kv "
-                "heads, new k %s and v %s, clusters %s\n",
-                __FILE__, __LINE__, head_dim, ATT_MAXD, n_heads, n_kv_heads,
-                fold->k_new ? "given" : "none", fold->v_new ? "given" : "none",
-                k_attention_has_clusters() ? "yes" : "no");
-        exit(1);
-    }
-    int warps;
-    attn_cluster_fn fn = attn_cluster_for<true>(head_dim, &warps);
-    const att_fold fa = {*fold, q, kc, vc, k_skip & (K_SKIP_NORM_ROPE | K_SKIP_FOLD_CONST)};
-    if (!(k_skip & K_SKIP_ATTN_SPLIT))
-        k_launch_clusters(fn, dim3(ATT_CLUSTER, n_heads, 1), dim3(warps * 32), ATT_CLUSTER, s, out,
-                          (const float *)q, (const float *)kc, (const float *)vc, dpos, pos0, len,
-                          window, n_heads, n_kv_heads, head_dim, fa);
     K_CHECK_LAUNCH();
 }

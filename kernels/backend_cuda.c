@@ -397,33 +397,14 @@ void cuda_matmul_now(backend *b, float *out, const tensor *w, const float *x, in
     op_end(st, F_MATVEC, bytes);
 }
 
-/* Bytes an attention moves: the keys and values each row reads (the host knows the position
- * even when the kernel takes it from the device), plus q and out. */
-static double attention_bytes(int n_tok, int pos0, int window, int n_heads, int n_kv_heads,
-                              int head_dim) {
-    double kv = 0;
-    for (int t = 0; t < n_tok; t++) {
-        long pp = (long)pos0 + t, lo = window > 0 && pp - window + 1 > 0 ? pp - window + 1 : 0;
-        kv += (double)(pp - lo + 1);
-    }
-    return kv * 2.0 * head_dim * 4.0 * n_heads / (n_heads / n_kv_heads) +
-           8.0 * n_tok * n_heads * head_dim;
-}
-
-/* The slices of the attention over a ring (k_attention_splits): sized for the longest context
- * the ring can serve, so that the same launch fits every later position (graphs); the form
- * too. */
-static int attention_splits(const cuda_state *st, int n_tok, int len, int window, int n_heads,
-                            int head_dim) {
-    const int max_ctx = window > 0 && window < len ? window : len;
-    return k_attention_splits(st->attn, max_ctx, n_tok, n_heads, head_dim);
-}
-
-void cuda_attention_now(backend *b, float *out, const float *q, const float *kc, const float *vc,
-                        int n_tok, int pos0, int len, int window, int n_heads, int n_kv_heads,
-                        int head_dim) {
+static void cu_attention(backend *b, float *out, const float *q, const float *kc, const float *vc,
+                         int n_tok, int pos0, int len, int window, int n_heads, int n_kv_heads,
+                         int head_dim) {
     cuda_state *st = st_flushed(b);
-    const int splits = attention_splits(st, n_tok, len, window, n_heads, head_dim);
+    /* The slices are sized for the longest context this ring can serve, so that the same
+     * launch fits every later position (graphs); the form too. */
+    const int max_ctx = window > 0 && window < len ? window : len;
+    const int splits = k_attention_splits(st->attn, max_ctx, n_tok, n_heads, head_dim);
     const size_t need = (size_t)n_tok * n_heads * splits * (head_dim + 2) * sizeof(float);
     float *partial = scratch(st, (void **)&st->d_partial, &st->cap_partial, need);
     int p;
@@ -431,24 +412,16 @@ void cuda_attention_now(backend *b, float *out, const float *q, const float *kc,
     op_begin(st);
     k_attention(st->stream, out, q, kc, vc, n_tok, dp, p, len, window, n_heads, n_kv_heads,
                 head_dim, splits, partial);
-    op_end(st, F_ATTENTION, attention_bytes(n_tok, pos0, window, n_heads, n_kv_heads, head_dim));
-}
-
-int cuda_attention_fold(backend *b, float *out, float *q, float *kc, float *vc, int pos0, int len,
-                        int window, int n_heads, int n_kv_heads, int head_dim,
-                        const k_attn_fold *fold) {
-    cuda_state *st = st_flushed(b);
-    if (attention_splits(st, 1, len, window, n_heads, head_dim)) return 0;
-    int p;
-    const int *dp = pos_dev(st, pos0, &p);
-    op_begin(st);
-    k_attention_folded(st->stream, out, q, kc, vc, dp, p, len, window, n_heads, n_kv_heads,
-                       head_dim, fold);
-    /* and q read and written again, the new key and value rows read and stored */
+    /* Bytes: the keys and values each row reads (the host knows the position even when the
+     * kernel takes it from the device), plus q and out. */
+    double kv = 0;
+    for (int t = 0; t < n_tok; t++) {
+        long pp = (long)pos0 + t, lo = window > 0 && pp - window + 1 > 0 ? pp - window + 1 : 0;
+        kv += (double)(pp - lo + 1);
+    }
     op_end(st, F_ATTENTION,
-           attention_bytes(1, pos0, window, n_heads, n_kv_heads, head_dim) +
-               8.0 * n_heads * head_dim + (fold->k_new ? 16.0 * n_kv_heads * head_dim : 0.0));
-    return 1;
+           kv * 2.0 * head_dim * 4.0 * n_heads / (n_heads / n_kv_heads) +
+               8.0 * n_tok * n_heads * head_dim);
 }
 
 static void cu_scale(backend *b, float *x, float s, size_t n) {
@@ -795,10 +768,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         st->mv.mma == 1   ? "tensor cores (x exact)"
         : st->mv.mma == 2 ? "tensor cores (x to 16 bits)"
                           : "CUDA cores",
-        st->attn != K_ATTN_CLUSTER ? "split + merge"
-        : sw.attn_fold && st->fuse
-            ? "in thread block clusters (short rings; decode q/k/v norms folded in)"
-            : "in thread block clusters (short rings)");
+        st->attn == K_ATTN_CLUSTER ? "in thread block clusters (short rings)" : "split + merge");
     CU(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     CUBLAS(cublasCreate(&st->cublas));
     CUBLAS(cublasSetStream(st->cublas, st->stream));
@@ -809,7 +779,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     CU(cudaEventCreateWithFlags(&st->params_done, cudaEventDisableTiming));
     CU(cudaEventCreate(&st->ev0));
     CU(cudaEventCreate(&st->ev1));
-    st->fuser = cuda_fuser_new(st->fuse, st->fuse_mm, sw.attn_fold);
+    st->fuser = cuda_fuser_new(st->fuse, st->fuse_mm);
 
     backend *b = xcalloc(1, sizeof *b);
     b->name = "cuda";
@@ -819,6 +789,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     b->upload = cu_upload;
     b->download = cu_download;
     b->copy = cu_copy;
+    b->attention = cu_attention;
     b->scale = cu_scale;
     b->embed = cu_embed;
     b->softcap = cu_softcap;
@@ -829,6 +800,6 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     b->draft_head = cuda_draft_head;
     b->embed_dev = cuda_embed_dev;
     b->destroy = cu_destroy;
-    cuda_fuse_install(b); /* matmul, rmsnorm, rope, kv_write, gelu_mul, add, attention: queued */
+    cuda_fuse_install(b); /* matmul, rmsnorm, rope, kv_write, gelu_mul, add: queued */
     return b;
 }

@@ -48,43 +48,37 @@
 
 #define QCAP 48 /* ops held at most; a full queue is flushed (26 per layer of the forward pass) */
 
-enum { Q_MATMUL, Q_RMSNORM, Q_ROPE, Q_KV_WRITE, Q_GELU_MUL, Q_ADD, Q_ATTENTION };
+enum { Q_MATMUL, Q_RMSNORM, Q_ROPE, Q_KV_WRITE, Q_GELU_MUL, Q_ADD };
 
 /* One recorded op. The tensor is copied: callers may pass a temporary (the data it points at
  * must live on, as for every weight of the backend). */
 typedef struct {
     int kind;
     tensor w;              /* MATMUL: the matrix; RMSNORM: the scale (w.data NULL = none) */
-    float *out;            /* written: MATMUL, RMSNORM, GELU_MUL, ADD, ATTENTION out; ROPE x;
-                              KV_WRITE ring */
-    const float *a, *b;    /* read: MATMUL / RMSNORM / ADD x, KV_WRITE src, GELU_MUL gate,
-                              ATTENTION q; ADD y, GELU_MUL up, ATTENTION key ring */
-    const float *c;        /* read: ATTENTION value ring */
+    float *out;            /* written: MATMUL, RMSNORM, GELU_MUL, ADD out; ROPE x; KV_WRITE ring */
+    const float *a, *b;    /* read: MATMUL / RMSNORM / ADD x, KV_WRITE src, GELU_MUL gate; ADD y,
+                              GELU_MUL up */
     const float *inv_freq; /* ROPE */
-    int n;                 /* MATMUL, ROPE, KV_WRITE, ATTENTION: tokens; RMSNORM: vectors;
-                              GELU_MUL: rows */
-    int dim;               /* RMSNORM, ROPE, ATTENTION: vector (head) size; KV_WRITE: kv_dim;
-                              GELU_MUL: dim */
-    int heads, kv_heads;   /* ROPE, ATTENTION; ATTENTION */
-    int pos0;              /* ROPE, KV_WRITE, ATTENTION */
-    int len;               /* KV_WRITE, ATTENTION: ring rows */
-    int window;            /* ATTENTION */
+    int n;                 /* MATMUL, ROPE, KV_WRITE: tokens; RMSNORM: vectors; GELU_MUL: rows */
+    int dim;               /* RMSNORM, ROPE: vector (head) size; KV_WRITE: kv_dim; GELU_MUL: dim */
+    int heads;             /* ROPE */
+    int pos0;              /* ROPE, KV_WRITE */
+    int len;               /* KV_WRITE: ring rows */
     int stride;            /* GELU_MUL: up_stride */
     size_t count;          /* ADD */
     float eps;             /* RMSNORM */
 } qop;
 
 struct cuda_fuser {
-    int fuse, fuse_mm, fold;
+    int fuse, fuse_mm;
     qop q[QCAP];
     int nq;
 };
 
-cuda_fuser *cuda_fuser_new(int fuse, int fuse_mm, int fold) {
+cuda_fuser *cuda_fuser_new(int fuse, int fuse_mm) {
     cuda_fuser *f = xcalloc(1, sizeof *f);
     f->fuse = fuse;
     f->fuse_mm = fuse_mm;
-    f->fold = fold;
     return f;
 }
 
@@ -107,11 +101,11 @@ static int overlap(span x, span y) {
     return x.lo < y.hi && y.lo < x.hi;
 }
 
-/* The device ranges op reads (rd[0 .. 2]) and writes (*wr); weights are read-only and left
+/* The device ranges op reads (rd[0], rd[1]) and writes (*wr); weights are read-only and left
  * out. */
-static void op_spans(const qop *op, span rd[3], span *wr) {
+static void op_spans(const qop *op, span rd[2], span *wr) {
     const size_t n = (size_t)op->n, dim = (size_t)op->dim;
-    rd[0] = rd[1] = rd[2] = *wr = (span){0, 0};
+    rd[0] = rd[1] = *wr = (span){0, 0};
     switch (op->kind) {
     case Q_MATMUL:
         rd[0] = span_of(op->a, n * op->w.cols);
@@ -129,12 +123,6 @@ static void op_spans(const qop *op, span rd[3], span *wr) {
         rd[0] = span_of(op->a, n * dim);
         *wr = span_of(op->out, (size_t)op->len * dim);
         break;
-    case Q_ATTENTION:
-        rd[0] = span_of(op->a, n * op->heads * dim);
-        rd[1] = span_of(op->b, (size_t)op->len * op->kv_heads * dim);
-        rd[2] = span_of(op->c, (size_t)op->len * op->kv_heads * dim);
-        *wr = span_of(op->out, n * op->heads * dim);
-        break;
     case Q_GELU_MUL:
         rd[0] = span_of(op->a, n * dim);
         rd[1] = span_of(op->b, n ? (n - 1) * op->stride + dim : 0);
@@ -150,24 +138,15 @@ static void op_spans(const qop *op, span rd[3], span *wr) {
 
 /* Must x and y keep their order (one writes what the other reads or writes)? */
 static int conflict(const qop *x, const qop *y) {
-    span xr[3], xw, yr[3], yw;
+    span xr[2], xw, yr[2], yw;
     op_spans(x, xr, &xw);
     op_spans(y, yr, &yw);
-    int c = overlap(xw, yw);
-    for (int r = 0; r < 3; r++)
-        c = c || overlap(xw, yr[r]) || overlap(yw, xr[r]);
-    return c;
-}
-
-/* Does op read anything of s? */
-static int reads(const qop *op, span s) {
-    span rd[3], wr;
-    op_spans(op, rd, &wr);
-    return overlap(rd[0], s) || overlap(rd[1], s) || overlap(rd[2], s);
+    return overlap(xw, yw) || overlap(xw, yr[0]) || overlap(xw, yr[1]) || overlap(yw, xr[0]) ||
+           overlap(yw, xr[1]);
 }
 
 static span out_span(const qop *op) {
-    span rd[3], wr;
+    span rd[2], wr;
     op_spans(op, rd, &wr);
     return wr;
 }
@@ -204,11 +183,6 @@ static double weight_bytes(const tensor *w) {
 static void run_single(backend *b, const qop *op) {
     if (op->kind == Q_MATMUL) {
         cuda_matmul_now(b, op->out, &op->w, op->a, op->n);
-        return;
-    }
-    if (op->kind == Q_ATTENTION) {
-        cuda_attention_now(b, op->out, op->a, op->b, op->c, op->n, op->pos0, op->len, op->window,
-                           op->heads, op->kv_heads, op->dim);
         return;
     }
     const void *wd = op->kind == Q_RMSNORM && op->w.data ? cuda_weight(b, &op->w) : NULL;
@@ -299,7 +273,7 @@ static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
         }
         if (uk >= 0 && !pairable(f, &bt->q[mem[gk]].w)) continue;
         if (uk < 0) { /* a vector from memory: no product of the launch may write it */
-            span rd[3], wr;
+            span rd[2], wr;
             op_spans(op, rd, &wr);
             int ok = 1;
             for (int k = 0; k < nm && ok; k++)
@@ -393,10 +367,7 @@ typedef struct {
     int heads;           /* 0: not known yet */
 } part_ops;
 
-static int try_attention_fold(backend *b, const cuda_fuser *f, batch *bt, const part_ops *pt,
-                              int np, int a, int wdt, int pos0, float eps);
-
-static int try_norm_parts(backend *b, const cuda_fuser *f, batch *bt, int i) {
+static int try_norm_parts(backend *b, batch *bt, int i) {
     const qop *first = &bt->q[i];
     const int D = first->dim;
     if (first->kind != Q_RMSNORM || first->out != first->a || D < 2 || D % 2 || D / 2 > 1024)
@@ -404,8 +375,8 @@ static int try_norm_parts(backend *b, const cuda_fuser *f, batch *bt, int i) {
     part_ops pt[K_NRS_PARTS];
     int np = 0, n_ops = 0, pos0 = 0, have_pos = 0, wdt = -1;
     span used[2 * K_NRS_PARTS]; /* the parts' tensors and rings: pairwise disjoint */
-    int n_used = 0, j = i;
-    for (; j < bt->nq; j = next_live(bt, j)) {
+    int n_used = 0;
+    for (int j = i; j < bt->nq; j = next_live(bt, j)) {
         const qop *op = &bt->q[j];
         int fit = 0;
         if (op->kind == Q_RMSNORM) {
@@ -450,7 +421,6 @@ static int try_norm_parts(backend *b, const cuda_fuser *f, batch *bt, int i) {
         n_ops++;
     }
     if (n_ops < 2) return 0;
-    if (have_pos && try_attention_fold(b, f, bt, pt, np, j, wdt, pos0, first->eps)) return 1;
     k_nrs_part parts[K_NRS_PARTS];
     double bytes = 0;
     for (int p = 0; p < np; p++) {
@@ -479,70 +449,6 @@ static int try_norm_parts(backend *b, const cuda_fuser *f, batch *bt, int i) {
     return 1;
 }
 
-/* ---- 4. 3 folded into the attention after it ---------------------------------------------- */
-
-/* The parts of 3 (pt, np) and the attention after them (op a) as one kernel
- * (k_attention_folded), where the parts are what that kernel does: the query heads normalised
- * (times a scale) and rotated and, unless the layer attends over another layer's rings, the key
- * heads likewise (same frequencies) and the value heads normalised without a scale, each
- * stored into the ring the attention reads; one decode row, a ring of the cluster form. The
- * fold leaves the key and value rows as their projections wrote them (their normalised rows
- * go to the rings, where everything after reads them), so it is taken only when no later op of
- * the queue reads those rows; forward.c never does (their next writer is the next layer's
- * projection). */
-static int try_attention_fold(backend *b, const cuda_fuser *f, batch *bt, const part_ops *pt,
-                              int np, int a, int wdt, int pos0, float eps) {
-    if (!f->fold || a >= bt->nq || (np != 1 && np != 3)) return 0;
-    const qop *at = &bt->q[a];
-    if (at->kind != Q_ATTENTION || at->n != 1 || at->pos0 != pos0) return 0;
-    const int D = at->dim, kvd = at->kv_heads * D;
-    const qop *qn = NULL, *kn = NULL, *vn = NULL, *qr = NULL, *kr = NULL;
-    for (int p = 0; p < np; p++) {
-        const qop *nrm = &bt->q[pt[p].norm];
-        const qop *rope = pt[p].rope >= 0 ? &bt->q[pt[p].rope] : NULL;
-        const qop *kvw = pt[p].kvw >= 0 ? &bt->q[pt[p].kvw] : NULL;
-        if (nrm->dim != D) return 0;
-        if (!kvw && nrm->out == at->a && nrm->n == at->heads) {
-            qn = nrm;
-            qr = rope;
-        } else if (kvw && kvw->out == at->b && nrm->n == at->kv_heads && kvw->dim == kvd &&
-                   kvw->len == at->len) {
-            kn = nrm;
-            kr = rope;
-        } else if (kvw && kvw->out == at->c && nrm->n == at->kv_heads && kvw->dim == kvd &&
-                   kvw->len == at->len && !rope && !nrm->w.data) {
-            vn = nrm;
-        }
-    }
-    if (!qn || (np == 3 && (!kn || !vn))) return 0;
-    if (kn && (!qr != !kr || (qr && qr->inv_freq != kr->inv_freq))) return 0;
-    if (kn)
-        for (int j = next_live(bt, a); j < bt->nq; j = next_live(bt, j))
-            if (reads(&bt->q[j], span_of(kn->out, kvd)) || reads(&bt->q[j], span_of(vn->out, kvd)))
-                return 0;
-    const k_attn_fold fold = {
-        .q_w = qn->w.data ? cuda_weight(b, &qn->w) : NULL,
-        .k_w = kn && kn->w.data ? cuda_weight(b, &kn->w) : NULL,
-        .wdtype = wdt < 0 ? KDT_F32 : wdt,
-        .inv_freq = qr ? qr->inv_freq : NULL,
-        .k_new = kn ? kn->out : NULL,
-        .v_new = vn ? vn->out : NULL,
-        .eps = eps,
-    };
-    /* A layer without new rows only reads the rings: nothing is stored through these. */
-    float *kc = (float *)at->b, *vc = (float *)at->c;
-    if (!cuda_attention_fold(b, at->out, qn->out, kc, vc, pos0, at->len, at->window, at->heads,
-                             at->kv_heads, D, &fold))
-        return 0;
-    for (int p = 0; p < np; p++) {
-        bt->done[pt[p].norm] = 1;
-        if (pt[p].rope >= 0) bt->done[pt[p].rope] = 1;
-        if (pt[p].kvw >= 0) bt->done[pt[p].kvw] = 1;
-    }
-    bt->done[a] = 1;
-    return 1;
-}
-
 /* ---- the queue ------------------------------------------------------------------------------ */
 
 void cuda_fuse_flush(backend *b) {
@@ -555,7 +461,7 @@ void cuda_fuse_flush(backend *b) {
     memset(bt->done, 0, sizeof bt->done);
     for (int i = 0; i < bt->nq; i++) {
         if (bt->done[i]) continue;
-        if (try_matvec_group(b, f, bt, i) || try_norm_add(b, bt, i) || try_norm_parts(b, f, bt, i))
+        if (try_matvec_group(b, f, bt, i) || try_norm_add(b, bt, i) || try_norm_parts(b, bt, i))
             continue;
         run_single(b, &bt->q[i]);
         bt->done[i] = 1;
@@ -622,23 +528,6 @@ static void fz_add(backend *b, float *out, const float *x, const float *y, size_
     enqueue(b, &(qop){.kind = Q_ADD, .out = out, .a = x, .b = y, .count = n});
 }
 
-static void fz_attention(backend *b, float *out, const float *q, const float *kc, const float *vc,
-                         int n_tok, int pos0, int len, int window, int n_heads, int n_kv_heads,
-                         int head_dim) {
-    enqueue(b, &(qop){.kind = Q_ATTENTION,
-                      .out = out,
-                      .a = q,
-                      .b = kc,
-                      .c = vc,
-                      .n = n_tok,
-                      .dim = head_dim,
-                      .heads = n_heads,
-                      .kv_heads = n_kv_heads,
-                      .pos0 = pos0,
-                      .len = len,
-                      .window = window});
-}
-
 void cuda_fuse_install(backend *b) {
     b->matmul = fz_matmul;
     b->rmsnorm = fz_rmsnorm;
@@ -646,5 +535,4 @@ void cuda_fuse_install(backend *b) {
     b->kv_write = fz_kv_write;
     b->gelu_mul = fz_gelu_mul;
     b->add = fz_add;
-    b->attention = fz_attention;
 }

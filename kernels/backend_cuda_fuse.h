@@ -5,7 +5,6 @@
 #define BACKEND_CUDA_FUSE_H
 
 #include "backend.h"
-#include "kernels.h"
 
 typedef struct cuda_fuser cuda_fuser;
 
@@ -17,16 +16,13 @@ typedef struct cuda_fuser cuda_fuser;
  * gelu_mul its own kernel). */
 enum { CUDA_FUSE_MM_OFF = 0, CUDA_FUSE_MM_ON = 1, CUDA_FUSE_MM_AUTO = 2, CUDA_FUSE_MM_NOPAIR = 3 };
 #define CUDA_FUSE_MM_AUTO_BYTES ((size_t)1 << 20)
-/* fold: the q / k / v norms, RoPEs and KV writes folded into a decode row's attention where
- * it takes the cluster form (4 below; GEMMA_CUDA_ATTN_FOLD). */
-cuda_fuser *cuda_fuser_new(int fuse, int fuse_mm, int fold);
+cuda_fuser *cuda_fuser_new(int fuse, int fuse_mm);
 void cuda_fuser_free(cuda_fuser *f);
 /* Run every queued op. backend_cuda.c calls it before any op that is not queued, before
  * downloads, argmax, step_begin / step_end and the counters. Re-entrant: the queue is emptied
  * before its ops run. */
 void cuda_fuse_flush(backend *b);
-/* Fill the queued ops into the table: matmul, rmsnorm, rope, kv_write, gelu_mul, add,
- * attention. */
+/* Fill the queued ops into the table: matmul, rmsnorm, rope, kv_write, gelu_mul, add. */
 void cuda_fuse_install(backend *b);
 
 /* backend_cuda.c, for the queue */
@@ -38,15 +34,6 @@ const int *cuda_pos(backend *b, int pos0, int *pos_arg);
 int cuda_matmul_own(backend *b, const tensor *w, int n);
 /* One matrix product, launched now (our kernel or cuBLAS), counted and timed. */
 void cuda_matmul_now(backend *b, float *out, const tensor *w, const float *x, int n);
-/* The attention, launched now (k_attention), counted and timed. */
-void cuda_attention_now(backend *b, float *out, const float *q, const float *kc, const float *vc,
-                        int n_tok, int pos0, int len, int window, int n_heads, int n_kv_heads,
-                        int head_dim);
-/* One decode row's attention with the fold (k_attention_folded), launched now: 1, or 0 (nothing
- * launched) when the ring does not take the cluster form. */
-int cuda_attention_fold(backend *b, float *out, float *q, float *kc, float *vc, int pos0, int len,
-                        int window, int n_heads, int n_kv_heads, int head_dim,
-                        const k_attn_fold *fold);
 /* Kernel families of the profile table, for cuda_op_end. */
 extern const int cuda_family_matvec, cuda_family_rmsnorm, cuda_family_rope, cuda_family_kv_write,
     cuda_family_gelu_mul, cuda_family_add, cuda_family_norm_rope_kv;

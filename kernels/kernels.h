@@ -36,15 +36,13 @@ void k_set_pdl(int on);
  * Their outputs are left stale - the results are wrong while any bit is set. Never set by the
  * engine; 0 (the default) launches everything. */
 enum {
-    K_SKIP_ATTN_SPLIT = 1,   /* attention.cu: the slices */
-    K_SKIP_ATTN_MERGE = 2,   /* attention.cu: the merge */
-    K_SKIP_NORM_ROPE = 4,    /* rmsnorm.cu: k_norm_rope_store */
-    K_SKIP_NORM_ADD = 8,     /* rmsnorm.cu: k_norm_add_norm */
-    K_SKIP_RMSNORM = 16,     /* rmsnorm.cu: k_rmsnorm */
-    K_SKIP_MATVEC = 32,      /* matvec.cu: every product */
-    K_SKIP_ELEMENTWISE = 64, /* elementwise.cu, gelu.cu, rope.cu, kv_write */
-    K_SKIP_FOLD_CONST = 128  /* attention.cu: the fold's scales and rotation (K_SKIP_NORM_ROPE:
-                                its whole prologue) */
+    K_SKIP_ATTN_SPLIT = 1,  /* attention.cu: the slices */
+    K_SKIP_ATTN_MERGE = 2,  /* attention.cu: the merge */
+    K_SKIP_NORM_ROPE = 4,   /* rmsnorm.cu: k_norm_rope_store */
+    K_SKIP_NORM_ADD = 8,    /* rmsnorm.cu: k_norm_add_norm */
+    K_SKIP_RMSNORM = 16,    /* rmsnorm.cu: k_rmsnorm */
+    K_SKIP_MATVEC = 32,     /* matvec.cu: every product */
+    K_SKIP_ELEMENTWISE = 64 /* elementwise.cu, gelu.cu, rope.cu, kv_write */
 };
 void k_set_skip(unsigned mask);
 
@@ -131,9 +129,9 @@ void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *wo, float *
  * K_NRS_PARTS tensors in one launch: each vector of dim values (a head) of part p is
  * normalised in place (times w when non-NULL), rotated when inv_freq is non-NULL (vector v of
  * the part is at position pos + v / heads), and stored into the ring cache (row
- * (pos + v / heads) % len, head v % heads) when cache is non-NULL - what k_rmsnorm, k_rope and
- * k_kv_write do, with head_norm.cuh's arithmetic (which the attention's fold shares). dim even, dim
- * / 2 <= 1024; every part's w of dtype wdtype. */
+ * (pos + v / heads) % len, head v % heads) when cache is non-NULL - the same arithmetic as
+ * k_rmsnorm, k_rope then k_kv_write. dim even, dim / 2 <= 1024; every part's w of
+ * dtype wdtype. */
 #define K_NRS_PARTS 3
 typedef struct {
     float *x;              /* [n_vec][dim], normalised in place */
@@ -179,24 +177,6 @@ enum { K_ATTN_SPLIT = 0, K_ATTN_CLUSTER = 1 };
 int k_attention_splits(int form, int max_ctx, int n_tok, int n_heads, int head_dim);
 /* 1 if the current device runs the cluster form, else 0 (asked of the driver once). */
 int k_attention_has_clusters(void);
-/* The attention of one decode row in the cluster form with the fold: what k_norm_rope_store
- * does to the row's q, k and v before it, done by the attention kernel itself (attention.cu),
- * one kernel instead of two. q holds the row's raw query heads and is left normalised and
- * rotated (as k_norm_rope_store leaves it); k_new and v_new hold the row's raw key and value
- * heads, which are normalised (k times k_w, and rotated) into the rings at the row's position
- * (not in place: k_new and v_new keep the projections' values), or are NULL for a layer that
- * attends over another layer's rings. Every value is the one k_norm_rope_store then
- * k_attention give, bit for bit. Only where k_attention_splits gives 0 for the ring. */
-typedef struct {
-    const void *q_w, *k_w;      /* [head_dim] q_norm and k_norm scales (wdtype), or NULL */
-    int wdtype;                 /* KDT_* of q_w and k_w */
-    const float *inv_freq;      /* [head_dim / 2] RoPE frequencies of q and k, or NULL */
-    const float *k_new, *v_new; /* [n_kv_heads * head_dim] raw rows, or both NULL */
-    float eps;
-} k_attn_fold;
-void k_attention_folded(cudaStream_t s, float *out, float *q, float *kc, float *vc, const int *dpos,
-                        int pos0, int len, int window, int n_heads, int n_kv_heads, int head_dim,
-                        const k_attn_fold *fold);
 
 /* gelu.cu: out[r][j] = gelu_tanh(gate[r][j]) * up[r * up_stride + j]. out may equal gate. */
 void k_gelu_mul(cudaStream_t s, float *out, const float *gate, const float *up, int rows, int dim,

@@ -1,7 +1,7 @@
 /* rmsnorm.cu: RMSNorm over many short vectors (Gemma 4 normalises the residual stream, every
  * query and key head, and the values without a scale). One block per vector: the vector is
  * read once into registers / L1, its sum of squares reduced over the block, then scaled. */
-#include "head_norm.cuh"
+#include "kcommon.cuh"
 
 template <typename T>
 __global__ void rmsnorm_kernel(float *out, const float *x, const T *w, int dim, float eps) {
@@ -146,8 +146,8 @@ extern "C" void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *
 
 /* The attention block's q / k / v after their projections, up to K_NRS_PARTS tensors in one
  * launch (kernels.h: k_norm_rope_store): one block per head vector, one thread per rotated
- * pair (head_norm.cuh's layout and arithmetic); a part with a ring also stores the result
- * there (kv_write). Blocks are dealt to the parts in order. */
+ * pair, the arithmetic of rmsnorm_kernel then rope_kernel; a part with a ring also stores the
+ * result there (kv_write). Blocks are dealt to the parts in order. */
 struct nrs_launch {
     k_nrs_part part[K_NRS_PARTS];
     int block0[K_NRS_PARTS];
@@ -172,22 +172,35 @@ __global__ void norm_rope_store_kernel(const nrs_launch L, int dim, float eps, c
     const int t = v / p.heads;
     /* What does not depend on the previous kernel first - the scale, the rotation (the
      * position word is written before the step starts) - so that after the wait there is one
-     * memory round trip, for x. The arithmetic is head_norm.cuh's (the attention's fold takes
-     * the same). */
+     * memory round trip, for x. Same arithmetic as rmsnorm_kernel then rope_kernel. */
     k_launch_next();
-    float w1 = 1.0f, w2 = 1.0f, sn, cs;
+    float w1 = 1.0f, w2 = 1.0f, sn = 0.0f, cs = 1.0f;
+    bool rot = false;
     if (live && p.w) {
         const T *w = (const T *)p.w;
         w1 = to_f32(w[i]);
         w2 = to_f32(w[i + half]);
     }
-    const bool rot = live && hn_angle(p.inv_freq, i, step_pos(dpos, pos0) + t, sn, cs);
+    if (live && p.inv_freq) {
+        const float f = p.inv_freq[i];
+        rot = f != 0.0f;
+        if (rot) sincosf(f * (float)(step_pos(dpos, pos0) + t), &sn, &cs);
+    }
     k_wait_only();
     const float x1 = live ? xh[i] : 0.0f, x2 = live ? xh[i + half] : 0.0f;
-    const float ss = hn_sum_sq(x1, x2, red, (int)(blockDim.x >> 5), i >> 5, i & 31);
+    const float ss = block_sum(x1 * x1 + x2 * x2, red);
     if (!live) return;
-    float a, b;
-    hn_pair(x1, x2, ss, dim, eps, p.w != NULL, w1, w2, rot, sn, cs, a, b);
+    const float inv = 1.0f / sqrtf(ss / dim + eps);
+    float a = x1 * inv, b = x2 * inv;
+    if (p.w) {
+        a *= w1;
+        b *= w2;
+    }
+    if (rot) {
+        const float ra = a * cs - b * sn, rb = b * cs + a * sn;
+        a = ra;
+        b = rb;
+    }
     xh[i] = a;
     xh[i + half] = b;
     if (p.cache) {
