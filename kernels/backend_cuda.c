@@ -163,10 +163,9 @@ typedef struct {
      * queue of ops not launched yet. */
     int fuse, fuse_mm;
     cuda_fuser *fuser;
-    int pdl;          /* programmatic dependent launch (kernels.h; GEMMA_CUDA_PDL=0 turns it off) */
-    int attn;         /* the attention's form: K_ATTN_SPLIT or K_ATTN_CLUSTER (GEMMA_CUDA_ATTN) */
-    int norm_threads; /* k_set_norm_add_threads's (GEMMA_CUDA_NORM_THREADS) */
-    k_mv_tuning mv;   /* the matrix-vector kernel's tuning, set before each op (GEMMA_CUDA_MV_*) */
+    int pdl;        /* programmatic dependent launch (kernels.h; GEMMA_CUDA_PDL=0 turns it off) */
+    int attn;       /* the attention's form: K_ATTN_SPLIT or K_ATTN_CLUSTER (GEMMA_CUDA_ATTN) */
+    k_mv_tuning mv; /* the matrix-vector kernel's tuning, set before each op (GEMMA_CUDA_MV_*) */
 
     /* counters */
     double bytes[F_COUNT];
@@ -194,7 +193,6 @@ static void op_begin(cuda_state *st) {
     /* The launchers' settings are global; two backends in one process keep their own. */
     k_set_pdl(st->pdl);
     k_matvec_set_tuning(&st->mv);
-    k_set_norm_add_threads(st->norm_threads);
     if (st->profile) CU(cudaEventRecord(st->ev0, st->stream));
 }
 
@@ -720,7 +718,6 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     st->fuse_mm = sw.fuse_mm;
     st->pdl = sw.pdl;
     st->mv = sw.mv;
-    st->norm_threads = sw.norm_threads;
     char grid_name[40] = "blocks";
     if (st->mv.grid < 0)
         snprintf(grid_name, sizeof grid_name, "persist");

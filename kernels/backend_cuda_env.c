@@ -145,19 +145,5 @@ int cuda_switches_from_env(cuda_switches *sw, char *err, size_t errlen) {
                  attn);
         return -1;
     }
-    const char *nt = getenv("GEMMA_CUDA_NORM_THREADS");
-    sw->norm_threads = !nt || !*nt || !strcmp(nt, "auto") ? 0
-                       : !strcmp(nt, "128")               ? 128
-                       : !strcmp(nt, "256")               ? 256
-                       : !strcmp(nt, "512")               ? 512
-                       : !strcmp(nt, "1024")              ? 1024
-                                                          : -1;
-    if (sw->norm_threads < 0) {
-        snprintf(err, errlen,
-                 "environment variable GEMMA_CUDA_NORM_THREADS: \"%s\" is not auto, 128, 256, 512 "
-                 "or 1024",
-                 nt);
-        return -1;
-    }
     return mv_tuning_from_env(&sw->mv, err, errlen);
 }

@@ -11,14 +11,13 @@
 #define CUDA_ATTN_AUTO (-1) /* the cluster form where the device runs it, else the split form */
 
 typedef struct {
-    int gemm_mode;    /* GEMMA_CUDA_GEMM: 0 own, 1 cublas for every bf16/f16 product, 2 n > 8 */
-    int use_graphs;   /* GEMMA_CUDA_GRAPHS */
-    int profile;      /* GEMMA_CUDA_PROFILE */
-    int fuse;         /* GEMMA_CUDA_FUSE */
-    int fuse_mm;      /* GEMMA_CUDA_FUSE_MM: CUDA_FUSE_MM_* */
-    int pdl;          /* GEMMA_CUDA_PDL (the backend also needs sm_90 for it) */
-    int attn;         /* GEMMA_CUDA_ATTN: CUDA_ATTN_AUTO, K_ATTN_SPLIT or K_ATTN_CLUSTER */
-    int norm_threads; /* GEMMA_CUDA_NORM_THREADS: k_set_norm_add_threads's (0: auto) */
+    int gemm_mode;  /* GEMMA_CUDA_GEMM: 0 own, 1 cublas for every bf16/f16 product, 2 n > 8 */
+    int use_graphs; /* GEMMA_CUDA_GRAPHS */
+    int profile;    /* GEMMA_CUDA_PROFILE */
+    int fuse;       /* GEMMA_CUDA_FUSE */
+    int fuse_mm;    /* GEMMA_CUDA_FUSE_MM: CUDA_FUSE_MM_* */
+    int pdl;        /* GEMMA_CUDA_PDL (the backend also needs sm_90 for it) */
+    int attn;       /* GEMMA_CUDA_ATTN: CUDA_ATTN_AUTO, K_ATTN_SPLIT or K_ATTN_CLUSTER */
     k_mv_tuning mv; /* GEMMA_CUDA_MV_UNROLL, _PREFETCH, _DECODE, _GRID, _SPLIT, _ROWS, _ROWS_MIN */
 } cuda_switches;
 

@@ -124,9 +124,6 @@ void k_rmsnorm(cudaStream_t s, float *out, const float *x, const void *w, int wd
  * wdtype, either may be NULL = no scale). Rows of dim values, n_vec of them. */
 void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *wo, float *xn, const void *wx,
                      int wdtype, int n_vec, int dim, float eps);
-/* Threads of a k_norm_add_norm block at most: 128, 256, 512 or 1024; 0 (the default) for 1024.
- * The sums of a row depend on it, so a verify pass and decoding must use the same. */
-void k_set_norm_add_threads(int threads);
 
 /* rmsnorm.cu: what the attention block does to q, k and v after their projections, for up to
  * K_NRS_PARTS tensors in one launch: each vector of dim values (a head) of part p is

@@ -122,17 +122,8 @@ static void norm_add_norm_launch_per(cudaStream_t s, float *x, float *o, const v
         norm_add_norm_launch<T, 4>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     else if (per <= 8)
         norm_add_norm_launch<T, 8>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
-    else if (per <= 10) /* E4B's 2560 in blocks of 256 */
-        norm_add_norm_launch<T, 10>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     else
         norm_add_norm_launch<T, 16>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
-}
-
-/* Threads a norm_add_norm block has at most (k_set_norm_add_threads; 0: 1024). */
-static int nan_threads = 0;
-
-extern "C" void k_set_norm_add_threads(int threads) {
-    nan_threads = threads;
 }
 
 extern "C" void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *wo, float *xn,
@@ -143,10 +134,7 @@ extern "C" void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *
                 16 * 1024);
         exit(1);
     }
-    /* at most nan_threads, but enough that PER <= 16 */
-    int cap = nan_threads ? nan_threads : 1024;
-    if (cap * 16 < dim) cap = (dim / 16 + 31) / 32 * 32;
-    const unsigned threads = dim >= cap ? (unsigned)cap : (unsigned)((dim + 31) / 32 * 32);
+    unsigned threads = dim >= 1024 ? 1024 : (unsigned)((dim + 31) / 32 * 32);
     if (wdtype == KDT_BF16)
         norm_add_norm_launch_per<__nv_bfloat16>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     else if (wdtype == KDT_F16)

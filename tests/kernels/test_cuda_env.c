@@ -15,7 +15,7 @@ static const char *const all_vars[] = {
     "GEMMA_CUDA_MV_UNROLL",   "GEMMA_CUDA_MV_PREFETCH", "GEMMA_CUDA_MV_DECODE",
     "GEMMA_CUDA_MV_GRID",     "GEMMA_CUDA_MV_SPLIT",    "GEMMA_CUDA_MV_ROWS",
     "GEMMA_CUDA_MV_ROWS_MIN", "GEMMA_CUDA_MV_GROUP",    "GEMMA_CUDA_MV_MMA",
-    "GEMMA_CUDA_ATTN",        "GEMMA_CUDA_NORM_THREADS"};
+    "GEMMA_CUDA_ATTN"};
 
 static void clear_env(void) {
     for (size_t i = 0; i < sizeof all_vars / sizeof all_vars[0]; i++)
@@ -41,8 +41,7 @@ int main(void) {
     /* defaults */
     EXPECT(read_with(NULL, NULL, &sw, err, sizeof err) == 0, "%s", err);
     EXPECT(sw.gemm_mode == 0 && sw.use_graphs == 1 && sw.profile == 0 && sw.fuse == 1 &&
-           sw.fuse_mm == CUDA_FUSE_MM_ON && sw.pdl == 1 && sw.attn == CUDA_ATTN_AUTO &&
-           sw.norm_threads == 0);
+           sw.fuse_mm == CUDA_FUSE_MM_ON && sw.pdl == 1 && sw.attn == CUDA_ATTN_AUTO);
     EXPECT(sw.mv.unroll == 0 && sw.mv.prefetch == 2 && sw.mv.decode == K_MV_LEAN &&
            sw.mv.grid == 0 && sw.mv.split == 0 && sw.mv.rows == 2 && sw.mv.rows_min_kb == 4096 &&
            sw.mv.group == 2 && sw.mv.mma == 0);
@@ -64,13 +63,6 @@ int main(void) {
            sw.attn == K_ATTN_CLUSTER);
     EXPECT(read_with("GEMMA_CUDA_ATTN", "auto", &sw, err, sizeof err) == 0 &&
            sw.attn == CUDA_ATTN_AUTO);
-    const char *nts[] = {"128", "256", "512", "1024"};
-    for (int i = 0; i < 4; i++)
-        EXPECT(read_with("GEMMA_CUDA_NORM_THREADS", nts[i], &sw, err, sizeof err) == 0 &&
-                   sw.norm_threads == atoi(nts[i]),
-               "GEMMA_CUDA_NORM_THREADS=%s", nts[i]);
-    EXPECT(read_with("GEMMA_CUDA_NORM_THREADS", "auto", &sw, err, sizeof err) == 0 &&
-           sw.norm_threads == 0);
     EXPECT(read_with("GEMMA_CUDA_FUSE_MM", "0", &sw, err, sizeof err) == 0 &&
            sw.fuse_mm == CUDA_FUSE_MM_OFF);
     EXPECT(read_with("GEMMA_CUDA_FUSE_MM", "auto", &sw, err, sizeof err) == 0 &&
@@ -125,8 +117,7 @@ int main(void) {
         {"GEMMA_CUDA_MV_ROWS_MIN", "4M"},   {"GEMMA_CUDA_MV_GROUP", "2"},
         {"GEMMA_CUDA_MV_GROUP", "on"},      {"GEMMA_CUDA_MV_MMA", "3"},
         {"GEMMA_CUDA_MV_MMA", "tensor"},    {"GEMMA_CUDA_ATTN", "clusters"},
-        {"GEMMA_CUDA_ATTN", "1"},           {"GEMMA_CUDA_NORM_THREADS", "300"},
-        {"GEMMA_CUDA_NORM_THREADS", "0"},
+        {"GEMMA_CUDA_ATTN", "1"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const int rc = read_with(bad[i].name, bad[i].value, &sw, err, sizeof err);
