@@ -26,9 +26,6 @@
  *   GEMMA_CUDA_MV_ROWS=1|2|4, GEMMA_CUDA_MV_ROWS_MIN=KiB   rows a warp takes in products of
  *                          2 .. 8 inputs (speculative verify): 2 (default; x is loaded once for
  *                          them) or 4 in launches of at least KiB of weights (default 4096), else 1
- *   GEMMA_CUDA_MV_ASYNC=0|4|6|8  decode products of one wave (no gate + up pair) with 4, 6 or 8
- *                          chunks a lane in flight through shared memory (matvec.cu
- *                          matvec1_async_kernel; the same bits); 0 (the default): off
  *   GEMMA_CUDA_MV_MMA=0|1|2  bf16 products on the tensor cores (matvec_mma.cu): 1 with x split
  *                          exactly into three bf16, 2 into two (x to 16 bits: faster verify
  *                          passes, results further from the CPU's); summed in another order,

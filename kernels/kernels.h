@@ -111,9 +111,6 @@ typedef struct {
                         faster, further from the CPU's results); either way summed in another
                         order than the CUDA-core kernels, so the last bits differ; 0 (default):
                         matvec.cu's kernels */
-    int async;       /* n = 1, launches of one wave without the gate + up pair: 0 (default) as
-                        above, or 4, 6 or 8 chunks a lane in flight through shared memory
-                        (matvec.cu matvec1_async_kernel); no result bit changes */
 } k_mv_tuning;
 int k_matvec_set_tuning(const k_mv_tuning *t);
 

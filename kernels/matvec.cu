@@ -74,7 +74,7 @@
  * per lane loaded before the wait (2 or 4; 0: none, F = 2 after the wait); decode: the n = 1
  * kernel; grid 0 (one block per virtual block), -1 (persistent) or N > 0 (persistent, at most N
  * blocks). */
-static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0, 0};
+static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0};
 
 /* acc + the dot product of four weights with four inputs: the one expression every kernel
  * here sums with, so that all of them round alike (the reproducibility rule above). One fma
@@ -373,87 +373,6 @@ __global__ void __launch_bounds__(MV_WARPS * 32, mv1_min_blocks<T>(MINB, U, PAIR
     }
 }
 
-/* 16 bytes from global memory into this thread's shared memory, asynchronously (cp.async,
- * sm_80 and later; .cg: through L2 only). dep is only an input: the copy cannot issue before
- * the register it names holds its value - matvec1_async_kernel passes a word it read from the
- * same shared memory, so the copy cannot overwrite it before that read has landed. */
-__device__ __forceinline__ void mv_cp_async(void *smem, const void *gmem, unsigned dep = 0) {
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem), "r"(dep)
-                 : "memory");
-}
-__device__ __forceinline__ void mv_cp_commit() {
-    asm volatile("cp.async.commit_group;" ::: "memory");
-}
-/* Until at most N of this thread's committed groups are still in flight. */
-template <int N> __device__ __forceinline__ void mv_cp_wait() {
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-
-/* Decode launches of one wave with S loads a lane in flight that cost no registers
- * (k_mv_tuning.async = S). A one-wave launch - E4B's down and o projections, 640 blocks - has
- * at most 4-5 blocks a multiprocessor, and each of its lanes keeps 4 loads in flight (the groups
- * of matvec1_kernel): a lane of the down projection streams its 20 chunks in five round trips.
- * More loads a lane in registers cost blocks, and so a second wave (groups of 8: 64 registers,
- * 4 blocks: s16). Here each lane copies its chunks into its own slots of a ring of S in shared
- * memory (cp.async, 16 bytes a lane) and reads each back when it has landed: the first S are
- * issued before the PDL wait, and each chunk read is replaced by the one S further on. A lane
- * touches only its own slots, so no barrier is needed, only the wait for its own copies. The
- * arithmetic is matvec1_kernel's - the lane's chunks in column order into one fma chain, the
- * warp sum, the K slices in order - so every bit is the same (no pair epilogue: the gate + up
- * launch is many waves). */
-template <typename T, int S>
-__global__ void __launch_bounds__(MV_WARPS * 32)
-    matvec1_async_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
-                         int prefetch) {
-    constexpr int V = vec16<T>::n;
-    __shared__ uint4 ring[MV_WARPS][S][32];
-    __shared__ float part[MV_WARPS];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const mv_seg &sg = L.seg[mv_seg_of(L, (int)blockIdx.x)];
-    const int K = sg.k, slice = warp % K;
-    const int row = ((int)blockIdx.x - sg.block0) * (MV_WARPS / K) + warp / K;
-    const bool live = row < sg.rows;
-    const int stride = K * 32 * V, c0 = (slice * 32 + lane) * V;
-    const int nch = live && c0 < cols ? (cols - c0 + stride - 1) / stride : 0;
-    const T *w = (const T *)sg.w + (size_t)(live ? row : 0) * cols + c0;
-    uint4 *slot = &ring[warp][0][lane]; /* slot s of this lane: slot[32 s] */
-    k_launch_next();
-    if (!prefetch) k_wait_only();
-#pragma unroll
-    for (int s = 0; s < S; s++) {
-        if (s < nch) mv_cp_async(slot + 32 * s, w + s * stride);
-        mv_cp_commit(); /* one group per chunk, empty or not: group ch is chunk ch */
-    }
-    if (prefetch) k_wait_only();
-    const float *xp = x + c0;
-    float acc = 0.0f, wf[V];
-    for (int ch = 0; ch < nch; ch++) {
-        mv_cp_wait<S - 1>(); /* groups 0 .. ch have landed */
-        uint4 *sl = slot + 32 * (ch % S);
-        const uint4 u = *sl;
-        unpack16<T>(u, wf);
-        acc = mv_dot16<V>(wf, xp + ch * stride, acc);
-        if (ch + S < nch) mv_cp_async(sl, w + (ch + S) * stride, u.x);
-        mv_cp_commit();
-    }
-    mv_cp_wait<0>(); /* no copy outlives the block (none is in flight here: every issued chunk
-                      * was read) */
-    acc = warp_sum(acc);
-    if (K == 1) {
-        if (live && lane == 0) mv_store(sg, 0, row, acc, 0.0f);
-        return;
-    }
-    if (lane == 0) part[warp] = acc; /* uniform over the block: a block has one segment */
-    __syncthreads();
-    if (live && lane == 0 && slice == 0) {
-        float v = 0.0f;
-        for (int k = 0; k < K; k++)
-            v += part[warp + k];
-        mv_store(sg, 0, row, v, 0.0f);
-    }
-}
-
 /* Two to eight inputs (a speculative verify, a short chunk), R rows per warp. The general
  * kernel loads 32 bytes of x per input for every 16 bytes of weights, and at n = 4 on E4B that
  * stalls it on L1 (docs/gpu_logs/s13/call9: o_proj at 19 % of DRAM bandwidth, L1 79 % busy; a
@@ -670,27 +589,10 @@ template <typename T, bool PAIR, int MINB, bool P> static bool mv_groups(int blo
     return true;
 }
 
-/* matvec1_async_kernel for mv_tune.async stages (4, 6 or 8). */
-template <typename T> static mv1_fn mv1_async_pick(int stages) {
-    return stages == 4   ? matvec1_async_kernel<T, 4>
-           : stages == 6 ? matvec1_async_kernel<T, 6>
-                         : matvec1_async_kernel<T, 8>;
-}
-
 /* n = 1 through matvec1_kernel: one block per virtual block, or a persistent grid of at most
- * multiprocessors x resident blocks (mv_tune.grid -1), or of at most mv_tune.grid blocks; with
- * mv_tune.async, a launch without the gate + up pair that fits one wave of
- * matvec1_async_kernel goes there instead. */
+ * multiprocessors x resident blocks (mv_tune.grid -1), or of at most mv_tune.grid blocks. */
 template <typename T, bool PAIR, int MINB, bool P>
 static void launch1(cudaStream_t s, const mv_launch &L, const float *x, int cols, int pf) {
-    if constexpr (!PAIR && !P && MINB == 0)
-        if (mv_tune.async) {
-            const mv1_fn ak = mv1_async_pick<T>(mv_tune.async);
-            if ((long)L.blocks <= (long)resident_blocks((const void *)ak) * sm_count()) {
-                k_launch(ak, dim3((unsigned)L.blocks), dim3(MV_WARPS * 32), s, L, x, cols, pf);
-                return;
-            }
-        }
     int u = mv_unroll(PAIR, 1);
     const bool grp = mv_groups<T, PAIR, MINB, P>(L.blocks, &u);
     const mv1_fn kernel =
@@ -856,8 +758,7 @@ extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
         (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
         (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0 ||
         (t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0 || t->group < 0 ||
-        t->group > 2 || t->mma < 0 || t->mma > 2 ||
-        (t->async != 0 && t->async != 4 && t->async != 6 && t->async != 8))
+        t->group > 2 || t->mma < 0 || t->mma > 2)
         return -1;
     mv_tune = *t;
     return 0;

@@ -28,9 +28,6 @@
  *     the CPU within the same bound (=1: x is split exactly into three bf16; =2: into two, to
  *     16 bits, at 2e-5), and their lone products against their own grouped ones, bit for bit
  *     (their sums are not the default's);
- *   - the loads of one-wave decode launches through shared memory (GEMMA_CUDA_MV_ASYNC=4, 6,
- *     8; with and without the prefetch): the default's bits (the K = 8 and K = 1 shapes below
- *     fit one wave, the third does not and takes the plain kernel);
  * Bad values of the two switches are refused with the variable's name (test_mv_bad_values). */
 
 /* Products at n = 1 of three matrices that read one x (grouped into one launch), on backend b;
@@ -172,21 +169,16 @@ static void test_matvec_variants(void) {
         {"GEMMA_CUDA_MV_MMA", "1", NULL, NULL},
         {"GEMMA_CUDA_MV_MMA", "1", "GEMMA_CUDA_MV_PREFETCH", "0"},
         {"GEMMA_CUDA_MV_MMA", "2", NULL, NULL},
-        {"GEMMA_CUDA_MV_ASYNC", "8", NULL, NULL},
-        {"GEMMA_CUDA_MV_ASYNC", "4", "GEMMA_CUDA_MV_PREFETCH", "0"},
-        {"GEMMA_CUDA_MV_ASYNC", "6", NULL, NULL},
     };
     const int n_variants = (int)(sizeof variants / sizeof variants[0]);
     for (int v = 0; v < n_variants; v++) {
-        /* Under the sanitizers ("small") ten variants cover every kernel and path: the
+        /* Under the sanitizers ("small") eight variants cover every kernel and path: the
          * general kernel (0), lean8 with the persistent grid (3), a grid of 3 without
          * prefetch (5), the general kernel for 2 .. 8 inputs (6), two and four rows a warp at
          * every size (7, 8), the tensor cores with and without the prefetch (9, 10) and with x
-         * to 16 bits (11), the loads through shared memory with and without the prefetch
-         * (12, 13). */
+         * to 16 bits (11). */
         const int mma = !strcmp(variants[v][0], "GEMMA_CUDA_MV_MMA");
-        if (small_shapes && v != 0 && v != 3 && v != 5 && v != 6 && v != 7 && v != 8 && v != 12 &&
-            v != 13 && !mma)
+        if (small_shapes && v != 0 && v != 3 && v != 5 && v != 6 && v != 7 && v != 8 && !mma)
             continue;
         char name[160];
         snprintf(name, sizeof name, "%s=%s%s%s%s%s", variants[v][0], variants[v][1],
