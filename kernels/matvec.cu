@@ -54,6 +54,8 @@
  * occupancy or the grid, on the rows a warp takes, or on the other matrices of a launch: a verify
  * pass reproduces the decode steps it stands for bit for bit, fused or not. The order differs from
  * the CPU backend's, so the two agree to rounding. */
+#include <string.h>
+
 #include <type_traits>
 
 #include "kcommon.cuh"
@@ -706,8 +708,26 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
     const int rows_kernel =
         vec[0] && n >= 2 && n <= 8 && mv_tune.rows > 1 && bytes >= 1024.0 * mv_tune.rows_min_kb;
     const int rows_per_warp = !rows_kernel ? 1 : pair ? 2 : mv_tune.rows;
+    int ks[K_MV_SEGS];
+    for (int i = 0; i < n_segs; i++)
+        ks[i] = split_for(segs[i].rows, cols, per_pass);
+    static int fit = -1; /* EXPERIMENT (s22): GEMMA_CUDA_MV_FIT=1 */
+    if (fit < 0) fit = getenv("GEMMA_CUDA_MV_FIT") && !strcmp(getenv("GEMMA_CUDA_MV_FIT"), "1");
+    if (fit && n_segs > 1) {
+        const long wave = (long)MV_WAVE_BLOCKS * sm_count();
+        for (;;) {
+            long tot = 0;
+            int big = -1;
+            for (int i = 0; i < n_segs; i++) {
+                tot += (long)k_blocks((size_t)segs[i].rows, (unsigned)(MV_WARPS / ks[i]));
+                if (ks[i] > 1 && (big < 0 || ks[i] > ks[big])) big = i;
+            }
+            if (tot <= wave || big < 0) break;
+            ks[big] /= 2;
+        }
+    }
     for (int i = 0; i < n_segs; i++) {
-        const int k = split_for(segs[i].rows, cols, per_pass);
+        const int k = ks[i];
         L.seg[i] = mv_seg_make(segs[i], k, (int)blocks);
         blocks += k_blocks((size_t)segs[i].rows, (unsigned)(rows_per_warp * MV_WARPS / k));
     }
