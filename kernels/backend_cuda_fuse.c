@@ -23,8 +23,9 @@
  * outputs. The fused epilogues also store the products they consume (up's, next to the
  * gelu), so what lands in memory is what the separate ops, in forward.c's order, leave there.
  * The patterns depend on the ops and their shapes, never on n: a verify chunk is fused like
- * the decode steps it stands for, and matvec.cu's rows do not depend on their launch, so the
- * two agree bit for bit.
+ * the decode steps it stands for, and matvec.cu's rows depend only on the shapes of the
+ * matrices of their launch, so the two agree bit for bit. (A product grouped with others may
+ * differ in the last bits from the same product alone - GEMMA_CUDA_FUSE_MM=0.)
  *
  * GEMMA_CUDA_FUSE=0 runs every op at once and alone; GEMMA_CUDA_FUSE_MM=0 keeps 2 and 3 but
  * not 1 (each matrix its own launch, gelu_mul separate), =1 (the default) groups every matrix

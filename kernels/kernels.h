@@ -59,7 +59,8 @@ void k_matvec(cudaStream_t s, float *out, const void *w, int wdtype, const float
  *   K_MV_GELU_PAIR  out_up[t][r] = w_up[r] . x[t]; out[t][r] = gelu_tanh(w[r] . x[t]) * that
  *                   (gate, up and gelu_mul in one pass: what the three ops leave in memory)
  *   K_MV_GELU_MUL   out[t][r] = gelu_tanh(w[r] . x[t]) * mul[t * mul_stride + r]
- * A row's result is the same bits whichever matrices share its launch and whatever n is. */
+ * A row's result is the same bits whatever n is; it depends on the shapes of the matrices that
+ * share its launch (matvec.cu launch_splits), so a verify pass must group them as decode does. */
 #define K_MV_SEGS 4
 enum { K_MV_PLAIN = 0, K_MV_GELU_PAIR = 1, K_MV_GELU_MUL = 2 };
 typedef struct {
@@ -75,10 +76,10 @@ typedef struct {
 void k_matvec_multi(cudaStream_t s, const k_mv_seg *segs, int n_segs, int wdtype, const float *x,
                     int cols, int n);
 /* How the next k_matvec / k_matvec_multi launches run (matvec.cu's header says why). Results do
- * not depend on any of it. k_matvec_set_tuning returns -1 (and changes nothing) for values
- * outside those listed. The lean decode kernel and the persistent grid exist for n = 1 on the
- * vector path with prefetch 0 or 2; other launches run the general kernel, one block per
- * 8 / K rows. */
+ * not depend on any of it (but for split, which says so). k_matvec_set_tuning returns -1 (and
+ * changes nothing) for values outside those listed. The lean decode kernel and the persistent grid
+ * exist for n = 1 on the vector path with prefetch 0 or 2; other launches run the general kernel,
+ * one block per 8 / K rows. */
 enum { K_MV_GENERAL = 0, K_MV_LEAN = 1, K_MV_LEAN8 = 2 };
 typedef struct {
     int unroll;      /* the column loop's unroll: 4 or 8, or 0 (default): 4 for a decode launch
@@ -97,7 +98,8 @@ typedef struct {
                         fits one wave of blocks (matvec.cu split_for); N > 0: until it has about N
                         blocks per multiprocessor (8: the rule before). Unlike the fields above,
                         it changes the accumulation order of a row - still a function of the
-                        matrix shape alone, so verify and decode agree bit for bit */
+                        shapes alone, so verify and decode agree bit for bit (and a launch of
+                        several matrices keeps each one's) */
     int rows;        /* rows a warp takes at n = 2 .. 8: 2 (default: matvec_rows_kernel loads x once
                         for them), 4 (2 with the gate + up pair) or 1 (the general kernel) */
     int rows_min_kb; /* ... more than 1 only in launches of at least this many KiB (4096) */

@@ -50,12 +50,11 @@
  *
  * Reproducibility. The accumulation order of a row - each lane's chunks in column order into
  * one fma chain, the warp sum, then the K slices added in a fixed order - depends only on the
- * matrix's shape (K is chosen from rows and cols), never on n, on U, on prefetching, on the
- * occupancy or the grid, on the rows a warp takes, or on the other matrices of a launch: a verify
- * pass reproduces the decode steps it stands for bit for bit, fused or not. The order differs from
- * the CPU backend's, so the two agree to rounding. */
-#include <string.h>
-
+ * shapes of the launch's matrices (K is chosen from them: launch_splits), never on n, on U, on
+ * prefetching, on the occupancy or the grid, or on the rows a warp takes: a verify pass, which
+ * the backend fuses as the decode steps it stands for, reproduces them bit for bit. A matrix
+ * launched alone may have another K than in a launch with others. The order differs from the
+ * CPU backend's, so the two agree to rounding. */
 #include <type_traits>
 
 #include "kcommon.cuh"
@@ -526,6 +525,30 @@ static int split_for(int rows, int cols, int per_pass) {
     return k;
 }
 
+/* The splits of a launch's matrices: each one's by split_for; then, by default (mv_tune.split
+ * 0), while the launch's decode blocks exceed one wave and some matrix is split, the largest
+ * split (the first of equals) is halved. Each split_for alone fills about a wave, so a launch of
+ * several matrices would run two: E4B's q + k + v, K = 2, 8, 8, 1536 blocks, becomes K = 2, 2,
+ * 2 and 768 (s22 call 6: bench-matvec 7.5 against 8.1 us; the step 0.01-0.02 ms, a verify pass
+ * 1.4-2.4 % faster). The blocks counted are those at n = 1 whatever n is, so a verify pass
+ * splits every matrix as the decode steps it stands for do. */
+static void launch_splits(const k_mv_seg *segs, int n_segs, int cols, int per_pass, int *ks) {
+    for (int i = 0; i < n_segs; i++)
+        ks[i] = split_for(segs[i].rows, cols, per_pass);
+    if (mv_tune.split > 0 || n_segs < 2) return;
+    const long wave = (long)MV_WAVE_BLOCKS * sm_count();
+    for (;;) {
+        long blocks = 0;
+        int big = -1;
+        for (int i = 0; i < n_segs; i++) {
+            blocks += (long)k_blocks((size_t)segs[i].rows, (unsigned)(MV_WARPS / ks[i]));
+            if (ks[i] > 1 && (big < 0 || ks[i] > ks[big])) big = i;
+        }
+        if (blocks <= wave || big < 0) return;
+        ks[big] /= 2;
+    }
+}
+
 /* The column loop's unroll for a launch: mv_tune.unroll, or by default (0) as many 16-byte loads
  * an unrolled pass as without the pair - 4 chunks when a decode warp streams a gate and an up
  * row, 8 otherwise (s15 call 16 measured it on E4B's step, docs/bench_gpu.md). The unroll
@@ -709,23 +732,7 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
         vec[0] && n >= 2 && n <= 8 && mv_tune.rows > 1 && bytes >= 1024.0 * mv_tune.rows_min_kb;
     const int rows_per_warp = !rows_kernel ? 1 : pair ? 2 : mv_tune.rows;
     int ks[K_MV_SEGS];
-    for (int i = 0; i < n_segs; i++)
-        ks[i] = split_for(segs[i].rows, cols, per_pass);
-    static int fit = -1; /* EXPERIMENT (s22): GEMMA_CUDA_MV_FIT=1 */
-    if (fit < 0) fit = getenv("GEMMA_CUDA_MV_FIT") && !strcmp(getenv("GEMMA_CUDA_MV_FIT"), "1");
-    if (fit && n_segs > 1) {
-        const long wave = (long)MV_WAVE_BLOCKS * sm_count();
-        for (;;) {
-            long tot = 0;
-            int big = -1;
-            for (int i = 0; i < n_segs; i++) {
-                tot += (long)k_blocks((size_t)segs[i].rows, (unsigned)(MV_WARPS / ks[i]));
-                if (ks[i] > 1 && (big < 0 || ks[i] > ks[big])) big = i;
-            }
-            if (tot <= wave || big < 0) break;
-            ks[big] /= 2;
-        }
-    }
+    launch_splits(segs, n_segs, cols, per_pass, ks);
     for (int i = 0; i < n_segs; i++) {
         const int k = ks[i];
         L.seg[i] = mv_seg_make(segs[i], k, (int)blocks);

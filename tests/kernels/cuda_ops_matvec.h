@@ -52,9 +52,10 @@ static void mv_lone_run(backend *b, tensor *w, const float *xh, float *h) {
     b->release(b, out);
 }
 
-/* The variant backend alt against the default backend gpu, bit for bit, at n = 1; or, for a
- * variant whose sums differ from the default's (own_bits: the tensor cores), its lone products
- * against its own grouped ones. */
+/* The variant backend alt against the default backend gpu, bit for bit, at n = 1, grouped and
+ * alone (a grouped product may be split otherwise than alone: matvec.cu launch_splits); or, for
+ * a variant whose sums differ from the default's (own_bits: the tensor cores), against itself:
+ * its lone products against its own grouped ones (it does not split). */
 static void mv_same_bits(backend *alt, const char *name, int own_bits) {
     const weight_dtype dts[] = {DT_F32, DT_BF16, DT_F16};
     /* rows: K = 8 at 2560 cols (few rows), K = 2, and K = 1 (more than 8 blocks per
@@ -78,10 +79,11 @@ static void mv_same_bits(backend *alt, const char *name, int own_bits) {
                    "differs from the default's: %.9g vs %.9g",
                    name, i, total, dts[di], w[0].rows, w[1].rows, w[2].rows, cols,
                    i < (size_t)total ? got[i] : 0.0, i < (size_t)total ? want[i] : 0.0);
+            if (!own_bits) mv_lone_run(gpu, &w[0], xh, want);
             mv_lone_run(alt, &w[0], xh, got);
             EXPECT(!memcmp(got, want, (size_t)w[0].rows * sizeof(float)),
-                   "%s: a lone product (dtype %d, %d x %d) differs from the %s grouped one", name,
-                   dts[di], w[0].rows, cols, own_bits ? "variant's" : "default's");
+                   "%s: a lone product (dtype %d, %d x %d) differs from the %s", name, dts[di],
+                   w[0].rows, cols, own_bits ? "variant's grouped one" : "default's lone one");
             free(xh);
             free(want);
             free(got);
