@@ -501,9 +501,10 @@ static int sm_count(void) {
  * registers a thread: 6 on sm_86 / sm_89 / sm_90, by threads or by registers). */
 #define MV_WAVE_BLOCKS 6
 
-/* Warps per row (split-K), a function of the shape alone. Splitting gives a row's bytes to
- * more warps, so more loads are in flight at once; but every doubling doubles the blocks, and a
- * launch of more blocks than the GPU holds at once runs in waves, each with its ramp and tail.
+/* Warps per row (split-K) of a matrix, a function of its shape (launch_splits may halve it in a
+ * launch of several matrices). Splitting gives a row's bytes to more warps, so more loads are
+ * in flight at once; but every doubling doubles the blocks, and a launch of more blocks than
+ * the GPU holds at once runs in waves, each with its ramp and tail.
  * So K doubles while the doubled launch still fits one wave (MV_WAVE_BLOCKS per
  * multiprocessor) and every warp still gets a full pass of 32 lanes' loads. Measured on E4B's
  * shapes (docs/bench_gpu.md): q 2048 x 2560, o 2560 x 2048 and down 2560 x 10240 go from K = 8,
