@@ -13,7 +13,8 @@
  * output equals plain greedy decoding (k = 0 is exactly that loop). Bit for bit, too: the CPU
  * backend computes a row of a few-row matmul with the same kernel as a single row
  * (backend_cpu.c), and the CUDA backend's row results do not depend on how many rows share a
- * launch (matvec.cu's split depends on the matrix shape only, attention.cu's on the ring), so a
+ * launch (matvec.cu's split depends on the shapes of the matrices launched together, which the
+ * op queue groups alike for a verify chunk and a decode step; attention.cu's on the ring), so a
  * verify row is the decode step it replaces (checked on the GPU by tests/kernels/cuda_ops
  * draft and scripts/test_gpu.sh step 5).
  *

@@ -10,7 +10,9 @@
  *                          never; (1, the default) always, gate and up sharing warps with
  *                          the GeLU folded in; (auto) always, but gate and up paired only for
  *                          matrices of at most 1 MiB; or always but with gate and up as two
- *                          plain matrices and the GeLU separate
+ *                          plain matrices and the GeLU separate. A product grouped with others
+ *                          may be split otherwise than alone (matvec.cu launch_splits), so 0
+ *                          changes the last bits of q / k / v and the like
  *   GEMMA_CUDA_MV_UNROLL=auto|4|8   unroll of the matrix-vector kernel's column loop (default
  *                          auto: 4 for a decode launch with the gate + up pair, else 8)
  *   GEMMA_CUDA_MV_GROUP=auto|0|1   a decode row's chunks in explicit groups (all loads of a

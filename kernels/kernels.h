@@ -131,8 +131,8 @@ void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *wo, float *
  * K_NRS_PARTS tensors in one launch: each vector of dim values (a head) of part p is
  * normalised in place (times w when non-NULL), rotated when inv_freq is non-NULL (vector v of
  * the part is at position pos + v / heads), and stored into the ring cache (row
- * (pos + v / heads) % len, head v % heads) when cache is non-NULL - the same arithmetic as
- * k_rmsnorm, k_rope then k_kv_write. dim even, dim / 2 <= 1024; every part's w of
+ * (pos + v / heads) % len, head v % heads) when cache is non-NULL - what k_rmsnorm, k_rope then
+ * k_kv_write do (the sum of squares in another order). dim even, dim / 2 <= 1024; every part's w of
  * dtype wdtype. */
 #define K_NRS_PARTS 3
 typedef struct {

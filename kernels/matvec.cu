@@ -696,8 +696,8 @@ template <typename T>
 static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float *x, int cols,
                    int n) {
     /* The vector path for a matrix depends on its own alignment; matrices that would take
-     * different paths are not launched together (each row's result must not depend on its
-     * neighbours in the launch). */
+     * different paths are not launched together (a row's path must not depend on its neighbours
+     * in the launch: each then goes alone, for every n alike). */
     int vec[K_MV_SEGS] = {0};
     for (int i = 0; i < n_segs; i++)
         vec[i] = cols % vec16<T>::n == 0 && aligned16(x) && aligned16(segs[i].w) &&

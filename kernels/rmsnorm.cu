@@ -146,7 +146,8 @@ extern "C" void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *
 
 /* The attention block's q / k / v after their projections, up to K_NRS_PARTS tensors in one
  * launch (kernels.h: k_norm_rope_store): one block per head vector, one thread per rotated
- * pair, the arithmetic of rmsnorm_kernel then rope_kernel; a part with a ring also stores the
+ * pair, the per-element arithmetic of rmsnorm_kernel then rope_kernel (the sum of squares taken
+ * a pair a thread, so its last bits may differ from theirs); a part with a ring also stores the
  * result there (kv_write). Blocks are dealt to the parts in order. */
 struct nrs_launch {
     k_nrs_part part[K_NRS_PARTS];

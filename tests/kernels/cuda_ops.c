@@ -543,6 +543,7 @@ static int run_ops(void) {
     test_fused();
     test_matvec_variants();
     mv_rows_reproduce(gpu, "default");
+    mv_group_reproduce(gpu, "default");
     /* the default form (on sm_90, thread block clusters), then the split form */
     test_attention("default");
     {

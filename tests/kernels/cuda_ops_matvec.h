@@ -6,8 +6,8 @@
  * size; GEMMA_CUDA_MV_ROWS=4, four) checked the
  * way the default kernel is: against the CPU backend on fresh random inputs, and bit for bit
  * against the default where matvec.cu's reproducibility rule says a row's result depends only
- * on its matrix's shape. Included once, by cuda_ops.c, after cuda_ops_fused.h (one translation
- * unit).
+ * on the shapes of the matrices in its launch. Included once, by cuda_ops.c, after cuda_ops_fused.h
+ * (one translation unit).
  *
  * Each variant runs in its own backend (every matrix product may join a launch there, as in
  * the default ops test):
@@ -23,11 +23,12 @@
  *     segments, and the prefetch of the next row crosses from one matrix to the next;
  *   - (mv_rows_reproduce, run by cuda_ops.c on the default backend) every row of a product over
  *     n inputs equals the product of that input alone, bit for bit, on E4B-sized shapes (small
- *     ones under the sanitizers);
+ *     ones under the sanitizers); and (mv_group_reproduce) every row of q, k and v grouped over
+ *     n inputs equals the same group over that input alone;
  *   - the tensor cores (GEMMA_CUDA_MV_MMA=1, with and without the prefetch, and =2): against
  *     the CPU within the same bound (=1: x is split exactly into three bf16; =2: into two, to
- *     16 bits, at 2e-5), and their lone products against their own grouped ones, bit for bit
- *     (their sums are not the default's);
+ *     16 bits, at 2e-5), and their lone bf16 products against their own grouped ones, bit for
+ *     bit (their sums are not the default's; their other dtypes run the default kernels);
  * Bad values of the two switches are refused with the variable's name (test_mv_bad_values). */
 
 /* Products at n = 1 of three matrices that read one x (grouped into one launch), on backend b;
@@ -55,8 +56,8 @@ static void mv_lone_run(backend *b, tensor *w, const float *xh, float *h) {
 /* The variant backend alt against the default backend gpu, bit for bit, at n = 1, grouped and
  * alone (a grouped product may be split otherwise than alone: matvec.cu launch_splits); or, for
  * a variant whose bf16 sums differ from the default's (own_bits: the tensor cores, which take
- * bf16 only), against itself there: its lone bf16 products against its own grouped ones (it
- * does not split). */
+ * bf16 only), against itself there: its lone bf16 products against its own grouped ones (its
+ * split depends on each matrix's own shape: matvec_mma.cu mma_split). */
 static void mv_same_bits(backend *alt, const char *name, int own_bits) {
     const weight_dtype dts[] = {DT_F32, DT_BF16, DT_F16};
     /* rows: K = 8 at 2560 cols (few rows), K = 2, and K = 1 (more than 8 blocks per
@@ -139,6 +140,56 @@ static void mv_rows_reproduce(backend *b, const char *name) {
         free(want);
         free(got);
         /* w stays alive: the backend keys its device copy by the host pointer. */
+    }
+}
+
+/* The same for a launch of several matrices: row t of q, k and v grouped over n inputs equals
+ * the same group over input t alone, bit for bit, on backend b. E4B's q / k / v shapes (and
+ * smaller ones under the sanitizers) are split by launch_splits otherwise than alone, so this is
+ * the check that the halving is the same for every n. n = 2, 3, 8 and 13, bf16 and f32. */
+static void mv_group_reproduce(backend *b, const char *name) {
+    const int cols = small_shapes ? 1024 : 2560, nmax = 13, ns[] = {2, 3, 8, 13};
+    const int rows[3] = {small_shapes ? 1000 : 2048, small_shapes ? 400 : 512,
+                         small_shapes ? 400 : 512};
+    const weight_dtype dts[] = {DT_BF16, DT_F32};
+    for (int di = 0; di < 2; di++) {
+        tensor w[3];
+        float *out[3], *want[3], *got = xmalloc((size_t)nmax * rows[0] * sizeof(float));
+        for (int m = 0; m < 3; m++) {
+            w[m] = rand_tensor(rows[m], cols, dts[di]);
+            out[m] = b->alloc(b, (size_t)nmax * rows[m]);
+            want[m] = xmalloc((size_t)nmax * rows[m] * sizeof(float));
+        }
+        float *xh = rand_vec((size_t)nmax * cols), *x = b->alloc(b, (size_t)nmax * cols);
+        b->upload(b, x, xh, (size_t)nmax * cols);
+        for (int t = 0; t < nmax; t++) /* one group per input: the three read x[t] */
+            for (int m = 0; m < 3; m++)
+                b->matmul(b, out[m] + (size_t)t * rows[m], &w[m], x + (size_t)t * cols, 1);
+        for (int m = 0; m < 3; m++)
+            b->download(b, want[m], out[m], (size_t)nmax * rows[m]);
+        for (int ni = 0; ni < 4; ni++) {
+            const int n = ns[ni];
+            for (int m = 0; m < 3; m++)
+                b->matmul(b, out[m], &w[m], x, n);
+            for (int m = 0; m < 3; m++) {
+                const size_t cnt = (size_t)n * rows[m];
+                b->download(b, got, out[m], cnt);
+                const size_t i = first_diff(got, want[m], cnt);
+                EXPECT(i == cnt,
+                       "%s: matrix %d of q / k / v [%d x %d] dtype %d over %d inputs, input %zu "
+                       "row %zu: %.9g, the group over that input alone %.9g",
+                       name, m, rows[m], cols, dts[di], n, i / rows[m], i % rows[m],
+                       i < cnt ? got[i] : 0.0, i < cnt ? want[m][i] : 0.0);
+            }
+        }
+        for (int m = 0; m < 3; m++) {
+            b->release(b, out[m]);
+            free(want[m]);
+        }
+        b->release(b, x);
+        free(xh);
+        free(got);
+        /* w stays alive: the backend keys its device copies by the host pointer. */
     }
 }
 
