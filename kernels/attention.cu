@@ -68,6 +68,30 @@ __device__ __forceinline__ void att_load_kv(float *kr, float *vr, const float *k
     }
 }
 
+/* One position of the online softmax: its score q.k (lane partial sums over dims lane, lane +
+ * 32, ..., then the warp sum), the running max m and sum l, the accumulator rescaled and the
+ * value row added. The one expression both loops of att_score use. */
+template <int PER>
+__device__ __forceinline__ void att_step(float &m, float &l, float *acc, const float *qr,
+                                         const float *kr, const float *vr, int hd, int lane) {
+    float sdot = 0.0f;
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+        const int d = lane + 32 * i;
+        if (d < hd) sdot += qr[i] * kr[i];
+    }
+    sdot = warp_sum(sdot);
+    const float mn = fmaxf(m, sdot);
+    const float corr = expf(m - mn), e = expf(sdot - mn);
+    l = l * corr + e;
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+        const int d = lane + 32 * i;
+        if (d < hd) acc[i] = acc[i] * corr + e * vr[i];
+    }
+    m = mn;
+}
+
 /* Positions j0 + warp, j0 + warp + W, ... (below j1) of one (row, head) with an online
  * softmax: the warp's running max m, sum l and unnormalised accumulator acc (PER dims a lane,
  * lane i holding dims i, i + 32, ...). It waits for the previous kernel (k_wait_only) itself,
@@ -83,49 +107,75 @@ __device__ __forceinline__ void att_load_kv(float *kr, float *vr, const float *k
  * loop) begins with a plain stream copy of its ids / position word (backend_cuda.c), which waits
  * for all of them. A path that chained steps on the device without one would have to load these
  * rows after the wait. */
-template <int PER, int W>
+template <int PER, int W, int NB>
 __device__ __forceinline__ void
 att_score(float &m, float &l, float *acc, const float *qh, const float *kc, const float *vc, int j0,
           int j1, int p0, int len, size_t kv_dim, int kvh, int hd, int lane, int warp) {
-    float kr[PER], vr[PER], kn[PER], vn[PER];
-    const bool early = j0 + warp < p0;
-    if (early) att_load_kv<PER>(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane);
-    k_wait_only();
-    if (!early) att_load_kv<PER>(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane);
+    if constexpr (NB == 1) {
+        float kr[PER], vr[PER], kn[PER], vn[PER];
+        const bool early = j0 + warp < p0;
+        if (early) att_load_kv<PER>(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane);
+        k_wait_only();
+        if (!early) att_load_kv<PER>(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane);
 
-    float qr[PER];
-#pragma unroll
-    for (int i = 0; i < PER; i++) {
-        const int d = lane + 32 * i;
-        qr[i] = d < hd ? qh[d] : 0.0f;
-        acc[i] = 0.0f;
-    }
-    m = -INFINITY;
-    l = 0.0f;
-    /* Software-pipelined: the key and value rows of the warp's next position are loaded
-     * before the current one is scored, so a position costs its arithmetic, not a memory
-     * round trip (the loads never depend on a score). The arithmetic and its order are those
-     * of the plain loop. */
-    for (int j = j0 + warp; j < j1; j += W) {
-        att_load_kv<PER>(kn, vn, kc, vc, j + W, j1, len, kv_dim, kvh, hd, lane);
-        float sdot = 0.0f;
+        float qr[PER];
 #pragma unroll
         for (int i = 0; i < PER; i++) {
             const int d = lane + 32 * i;
-            if (d < hd) sdot += qr[i] * kr[i];
+            qr[i] = d < hd ? qh[d] : 0.0f;
+            acc[i] = 0.0f;
         }
-        sdot = warp_sum(sdot);
-        const float mn = fmaxf(m, sdot);
-        const float corr = expf(m - mn), e = expf(sdot - mn);
-        l = l * corr + e;
+        m = -INFINITY;
+        l = 0.0f;
+        /* Software-pipelined: the key and value rows of the warp's next position are loaded
+         * before the current one is scored, so a position costs its arithmetic, not a memory
+         * round trip (the loads never depend on a score). The arithmetic and its order are
+         * those of the plain loop. */
+        for (int j = j0 + warp; j < j1; j += W) {
+            att_load_kv<PER>(kn, vn, kc, vc, j + W, j1, len, kv_dim, kvh, hd, lane);
+            att_step<PER>(m, l, acc, qr, kr, vr, hd, lane);
+#pragma unroll
+            for (int i = 0; i < PER; i++) {
+                kr[i] = kn[i];
+                vr[i] = vn[i];
+            }
+        }
+    } else {
+        /* NB positions a batch: every load of a batch is issued before any of its scores, and
+         * the first batch's rows stored by earlier steps before the wait, so that a warp with
+         * at most NB positions pays one round trip after the wait (for q and the new rows)
+         * instead of one a position. Same positions, same order, same arithmetic. */
+        float kr[NB][PER], vr[NB][PER];
+        const int j = j0 + warp;
+#pragma unroll
+        for (int b = 0; b < NB; b++)
+            if (j + b * W < p0)
+                att_load_kv<PER>(kr[b], vr[b], kc, vc, j + b * W, j1, len, kv_dim, kvh, hd, lane);
+        k_wait_only();
+#pragma unroll
+        for (int b = 0; b < NB; b++)
+            if (j + b * W >= p0)
+                att_load_kv<PER>(kr[b], vr[b], kc, vc, j + b * W, j1, len, kv_dim, kvh, hd, lane);
+
+        float qr[PER];
 #pragma unroll
         for (int i = 0; i < PER; i++) {
             const int d = lane + 32 * i;
-            if (d < hd) acc[i] = acc[i] * corr + e * vr[i];
-            kr[i] = kn[i];
-            vr[i] = vn[i];
+            qr[i] = d < hd ? qh[d] : 0.0f;
+            acc[i] = 0.0f;
         }
-        m = mn;
+        m = -INFINITY;
+        l = 0.0f;
+        for (int jb = j; jb < j1; jb += NB * W) {
+#pragma unroll
+            for (int b = 0; b < NB; b++)
+                if (jb + b * W < j1) att_step<PER>(m, l, acc, qr, kr[b], vr[b], hd, lane);
+            if (jb + NB * W < j1)
+#pragma unroll
+                for (int b = 0; b < NB; b++)
+                    att_load_kv<PER>(kr[b], vr[b], kc, vc, jb + (NB + b) * W, j1, len, kv_dim, kvh,
+                                     hd, lane);
+        }
     }
 }
 
@@ -192,7 +242,7 @@ __device__ __forceinline__ void att_slice(int p, int window, int split, int n_sp
  * docs/bench_gpu.md). Wider heads keep PER = 16: E4B's 256-wide layers with PER = 8 (79
  * registers) measured 0.4 % slower a step. Dims past head_dim were never summed, so every PER
  * gives the same bits. */
-template <int PER>
+template <int PER, int NB>
 __global__ void __launch_bounds__(ATT_WARPS * 32)
     attn_split_kernel(float *partial, const float *q, const float *kc, const float *vc,
                       const int *dpos, int pos0, int len, int window, int n_heads, int n_kv_heads,
@@ -209,8 +259,8 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
     att_slice(p, window, split, n_splits, j0, j1);
 
     float m, l, acc[PER];
-    att_score<PER, ATT_WARPS>(m, l, acc, q + ((size_t)t * n_heads + h) * hd, kc, vc, j0, j1, p0,
-                              len, kv_dim, kvh, hd, lane, warp);
+    att_score<PER, ATT_WARPS, NB>(m, l, acc, q + ((size_t)t * n_heads + h) * hd, kc, vc, j0, j1, p0,
+                                  len, kv_dim, kvh, hd, lane, warp);
     const float M = att_block_max<PER, ATT_WARPS>(sm_m, sm_l, &sm_acc[0][0], ATT_MAXD, m, l, acc,
                                                   hd, lane, warp);
     float *dst = partial + (((size_t)t * n_heads + h) * n_splits + split) * (hd + 2);
@@ -242,7 +292,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
  * warp. */
 #define ATT_CLUSTER     8  /* blocks a cluster: slices a (row, head) */
 #define ATT_CLUSTER_POS 16 /* positions a warp the cluster form takes at most */
-template <int PER, int W>
+template <int PER, int W, int NB>
 __global__ void __launch_bounds__(W * 32)
     attn_cluster_kernel(float *out, const float *q, const float *kc, const float *vc,
                         const int *dpos, int pos0, int len, int window, int n_heads, int n_kv_heads,
@@ -267,8 +317,8 @@ __global__ void __launch_bounds__(W * 32)
     asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
 
     float m, l, acc[PER];
-    att_score<PER, W>(m, l, acc, q + ((size_t)t * n_heads + h) * hd, kc, vc, j0, j1, p0, len,
-                      kv_dim, kvh, hd, lane, warp);
+    att_score<PER, W, NB>(m, l, acc, q + ((size_t)t * n_heads + h) * hd, kc, vc, j0, j1, p0, len,
+                          kv_dim, kvh, hd, lane, warp);
     const float M = att_block_max<PER, W>(sm_m, sm_l, sm_acc, STRIDE, m, l, acc, hd, lane, warp);
     asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
     /* dim d goes to block d / dw, at recv[slice * dw + d % dw] there (dw = hd / C rounded up:
@@ -359,13 +409,36 @@ __global__ void attn_merge_kernel(float *out, const float *partial, int n_heads,
 /* The cluster form's kernel for a head width, and its warps a block. */
 typedef void (*attn_cluster_fn)(float *, const float *, const float *, const float *, const int *,
                                 int, int, int, int, int, int);
+/* EXPERIMENT (s23): positions a warp loads at once, GEMMA_CUDA_ATT_BATCH=1|2|4 (1: the
+ * one-ahead pipeline). Read at each launch so that one process can compare them. */
+static int attn_batch(void) {
+    const char *v = getenv("GEMMA_CUDA_ATT_BATCH");
+    return v && *v ? atoi(v) : 1;
+}
+
+template <int NB> static attn_cluster_fn attn_cluster_nb(int head_dim) {
+    return head_dim <= 32    ? attn_cluster_kernel<1, 16, NB>
+           : head_dim <= 64  ? attn_cluster_kernel<2, 16, NB>
+           : head_dim <= 128 ? attn_cluster_kernel<4, 16, NB>
+           : head_dim <= 256 ? attn_cluster_kernel<8, 16, NB>
+                             : attn_cluster_kernel<ATT_PER_LANE, 8, NB>;
+}
+
 static attn_cluster_fn attn_cluster_for(int head_dim, int *warps) {
     *warps = head_dim <= 256 ? 16 : 8;
-    return head_dim <= 32    ? attn_cluster_kernel<1, 16>
-           : head_dim <= 64  ? attn_cluster_kernel<2, 16>
-           : head_dim <= 128 ? attn_cluster_kernel<4, 16>
-           : head_dim <= 256 ? attn_cluster_kernel<8, 16>
-                             : attn_cluster_kernel<ATT_PER_LANE, 8>;
+    const int nb = attn_batch();
+    return nb == 4   ? attn_cluster_nb<4>(head_dim)
+           : nb == 2 ? attn_cluster_nb<2>(head_dim)
+                     : attn_cluster_nb<1>(head_dim);
+}
+
+typedef void (*attn_split_fn)(float *, const float *, const float *, const float *, const int *,
+                              int, int, int, int, int, int, int);
+template <int NB> static attn_split_fn attn_split_nb(int head_dim) {
+    return head_dim <= 32    ? attn_split_kernel<1, NB>
+           : head_dim <= 64  ? attn_split_kernel<2, NB>
+           : head_dim <= 128 ? attn_split_kernel<4, NB>
+                             : attn_split_kernel<ATT_PER_LANE, NB>;
 }
 
 /* Whether the current device runs the cluster form: sm_90 or later, and a cluster of the
@@ -442,11 +515,10 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
         return;
     }
     dim3 grid(n_splits, n_heads, n_tok);
-    void (*split)(float *, const float *, const float *, const float *, const int *, int, int, int,
-                  int, int, int, int) = head_dim <= 32    ? attn_split_kernel<1>
-                                        : head_dim <= 64  ? attn_split_kernel<2>
-                                        : head_dim <= 128 ? attn_split_kernel<4>
-                                                          : attn_split_kernel<ATT_PER_LANE>;
+    const int nb = attn_batch();
+    const attn_split_fn split = nb == 4   ? attn_split_nb<4>(head_dim)
+                                : nb == 2 ? attn_split_nb<2>(head_dim)
+                                          : attn_split_nb<1>(head_dim);
     if (!(k_skip & K_SKIP_ATTN_SPLIT))
         k_launch(split, dim3(grid), dim3(ATT_WARPS * 32), s, partial, q, kc, vc, dpos, pos0, len,
                  window, n_heads, n_kv_heads, head_dim, n_splits);
