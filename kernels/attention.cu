@@ -409,11 +409,13 @@ __global__ void attn_merge_kernel(float *out, const float *partial, int n_heads,
 /* The cluster form's kernel for a head width, and its warps a block. */
 typedef void (*attn_cluster_fn)(float *, const float *, const float *, const float *, const int *,
                                 int, int, int, int, int, int);
-/* EXPERIMENT (s23): positions a warp loads at once, GEMMA_CUDA_ATT_BATCH=1|2|4 (1: the
- * one-ahead pipeline). Read at each launch so that one process can compare them. */
-static int attn_batch(void) {
+/* EXPERIMENT (s23): positions a warp loads at once, GEMMA_CUDA_ATT_BATCH=1|2|4|42 (1: the
+ * one-ahead pipeline; 42: 4, or 2 for the 512-wide heads; default 4). Read at each launch so
+ * that one process can compare them. */
+static int attn_batch(int head_dim) {
     const char *v = getenv("GEMMA_CUDA_ATT_BATCH");
-    return v && *v ? atoi(v) : 1;
+    const int nb = v && *v ? atoi(v) : 4;
+    return nb == 42 ? (head_dim > 256 ? 2 : 4) : nb;
 }
 
 template <int NB> static attn_cluster_fn attn_cluster_nb(int head_dim) {
@@ -426,7 +428,7 @@ template <int NB> static attn_cluster_fn attn_cluster_nb(int head_dim) {
 
 static attn_cluster_fn attn_cluster_for(int head_dim, int *warps) {
     *warps = head_dim <= 256 ? 16 : 8;
-    const int nb = attn_batch();
+    const int nb = attn_batch(head_dim);
     return nb == 4   ? attn_cluster_nb<4>(head_dim)
            : nb == 2 ? attn_cluster_nb<2>(head_dim)
                      : attn_cluster_nb<1>(head_dim);
@@ -515,7 +517,7 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
         return;
     }
     dim3 grid(n_splits, n_heads, n_tok);
-    const int nb = attn_batch();
+    const int nb = attn_batch(head_dim);
     const attn_split_fn split = nb == 4   ? attn_split_nb<4>(head_dim)
                                 : nb == 2 ? attn_split_nb<2>(head_dim)
                                           : attn_split_nb<1>(head_dim);
