@@ -70,7 +70,7 @@ __device__ __forceinline__ void att_load_kv(float *kr, float *vr, const float *k
 
 /* One position of the online softmax: its score q.k (lane partial sums over dims lane, lane +
  * 32, ..., then the warp sum), the running max m and sum l, the accumulator rescaled and the
- * value row added. The one expression both loops of att_score use. */
+ * value row added. */
 template <int PER>
 __device__ __forceinline__ void att_step(float &m, float &l, float *acc, const float *qr,
                                          const float *kr, const float *vr, int hd, int lane) {
@@ -95,87 +95,62 @@ __device__ __forceinline__ void att_step(float &m, float &l, float *acc, const f
 /* Positions j0 + warp, j0 + warp + W, ... (below j1) of one (row, head) with an online
  * softmax: the warp's running max m, sum l and unnormalised accumulator acc (PER dims a lane,
  * lane i holding dims i, i + 32, ...). It waits for the previous kernel (k_wait_only) itself,
- * after the first loads that may go before it.
+ * after the loads that may go before it.
  *
- * The warp's first key and value rows. A position before p0 was stored by an earlier step;
+ * A warp's positions are loaded NB at a time: every key and value row of a batch is
+ * asked for before any of them is scored, so that a batch costs one memory round trip, not one a
+ * position (the loads never depend on a score). A decode step gives a warp few positions (E4B's
+ * sliding layers 3-4, the small model 1-2), so it is mostly one batch.
+ *
+ * The first batch's rows before the wait. A position before p0 was stored by an earlier step;
  * this step's stores (positions p0 .. p0 + n_tok - 1) land in ring rows that none of its rows
  * attends to (decoder.c sizes a sliding ring window + chunk - 1), so a position before p0 that
  * a row attends to reads the same before and after them. Its rows are therefore loaded before
- * waiting for the previous kernel, and the wait overlaps that round trip. Same values, same
- * bits. This rests on the earlier steps being complete when this one starts: under PDL a kernel
- * may start before kernels two or more back have finished, but every step (and every draft
- * loop) begins with a plain stream copy of its ids / position word (backend_cuda.c), which waits
- * for all of them. A path that chained steps on the device without one would have to load these
- * rows after the wait. */
+ * waiting for the previous kernel, and the wait overlaps that round trip: after it, a warp with
+ * one batch waits only for q (and the new rows, if it scores them). This rests on the earlier
+ * steps being complete when this one starts: under PDL a kernel may start before kernels two or
+ * more back have finished, but every step (and every draft loop) begins with a plain stream copy
+ * of its ids / position word (backend_cuda.c), which waits for all of them. A path that chained
+ * steps on the device without one would have to load these rows after the wait.
+ *
+ * Measured on the H200 (docs/bench_gpu.md, session 23) against the loop before, which loaded the
+ * warp's next position while scoring the current one: the small model's step 7 % faster, E4B's
+ * 0.5-1 % (the split form 1.7 %), its verify passes 1-2 %. The positions, their order and the
+ * arithmetic are the loop's, so the bits are too (the op test compared them, calls 1-2). */
 template <int PER, int W, int NB>
 __device__ __forceinline__ void
 att_score(float &m, float &l, float *acc, const float *qh, const float *kc, const float *vc, int j0,
           int j1, int p0, int len, size_t kv_dim, int kvh, int hd, int lane, int warp) {
-    if constexpr (NB == 1) {
-        float kr[PER], vr[PER], kn[PER], vn[PER];
-        const bool early = j0 + warp < p0;
-        if (early) att_load_kv<PER>(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane);
-        k_wait_only();
-        if (!early) att_load_kv<PER>(kr, vr, kc, vc, j0 + warp, j1, len, kv_dim, kvh, hd, lane);
+    float kr[NB][PER], vr[NB][PER];
+    const int j = j0 + warp;
+#pragma unroll
+    for (int b = 0; b < NB; b++)
+        if (j + b * W < p0)
+            att_load_kv<PER>(kr[b], vr[b], kc, vc, j + b * W, j1, len, kv_dim, kvh, hd, lane);
+    k_wait_only();
+#pragma unroll
+    for (int b = 0; b < NB; b++)
+        if (j + b * W >= p0)
+            att_load_kv<PER>(kr[b], vr[b], kc, vc, j + b * W, j1, len, kv_dim, kvh, hd, lane);
 
-        float qr[PER];
+    float qr[PER];
 #pragma unroll
-        for (int i = 0; i < PER; i++) {
-            const int d = lane + 32 * i;
-            qr[i] = d < hd ? qh[d] : 0.0f;
-            acc[i] = 0.0f;
-        }
-        m = -INFINITY;
-        l = 0.0f;
-        /* Software-pipelined: the key and value rows of the warp's next position are loaded
-         * before the current one is scored, so a position costs its arithmetic, not a memory
-         * round trip (the loads never depend on a score). The arithmetic and its order are
-         * those of the plain loop. */
-        for (int j = j0 + warp; j < j1; j += W) {
-            att_load_kv<PER>(kn, vn, kc, vc, j + W, j1, len, kv_dim, kvh, hd, lane);
-            att_step<PER>(m, l, acc, qr, kr, vr, hd, lane);
-#pragma unroll
-            for (int i = 0; i < PER; i++) {
-                kr[i] = kn[i];
-                vr[i] = vn[i];
-            }
-        }
-    } else {
-        /* NB positions a batch: every load of a batch is issued before any of its scores, and
-         * the first batch's rows stored by earlier steps before the wait, so that a warp with
-         * at most NB positions pays one round trip after the wait (for q and the new rows)
-         * instead of one a position. Same positions, same order, same arithmetic. */
-        float kr[NB][PER], vr[NB][PER];
-        const int j = j0 + warp;
+    for (int i = 0; i < PER; i++) {
+        const int d = lane + 32 * i;
+        qr[i] = d < hd ? qh[d] : 0.0f;
+        acc[i] = 0.0f;
+    }
+    m = -INFINITY;
+    l = 0.0f;
+    for (int jb = j; jb < j1; jb += NB * W) {
 #pragma unroll
         for (int b = 0; b < NB; b++)
-            if (j + b * W < p0)
-                att_load_kv<PER>(kr[b], vr[b], kc, vc, j + b * W, j1, len, kv_dim, kvh, hd, lane);
-        k_wait_only();
-#pragma unroll
-        for (int b = 0; b < NB; b++)
-            if (j + b * W >= p0)
-                att_load_kv<PER>(kr[b], vr[b], kc, vc, j + b * W, j1, len, kv_dim, kvh, hd, lane);
-
-        float qr[PER];
-#pragma unroll
-        for (int i = 0; i < PER; i++) {
-            const int d = lane + 32 * i;
-            qr[i] = d < hd ? qh[d] : 0.0f;
-            acc[i] = 0.0f;
-        }
-        m = -INFINITY;
-        l = 0.0f;
-        for (int jb = j; jb < j1; jb += NB * W) {
+            if (jb + b * W < j1) att_step<PER>(m, l, acc, qr, kr[b], vr[b], hd, lane);
+        if (jb + NB * W < j1)
 #pragma unroll
             for (int b = 0; b < NB; b++)
-                if (jb + b * W < j1) att_step<PER>(m, l, acc, qr, kr[b], vr[b], hd, lane);
-            if (jb + NB * W < j1)
-#pragma unroll
-                for (int b = 0; b < NB; b++)
-                    att_load_kv<PER>(kr[b], vr[b], kc, vc, jb + (NB + b) * W, j1, len, kv_dim, kvh,
-                                     hd, lane);
-        }
+                att_load_kv<PER>(kr[b], vr[b], kc, vc, jb + (NB + b) * W, j1, len, kv_dim, kvh, hd,
+                                 lane);
     }
 }
 
@@ -235,13 +210,13 @@ __device__ __forceinline__ void att_slice(int p, int window, int split, int n_sp
 /* One slice of one (row, head). partial: [row][head][split][head_dim + 2] = acc..., max, sum.
  * PER: dims per lane, head_dim / 32 rounded up to a power of two for heads up to 128 wide, 16
  * for wider ones. A lane holds PER dims of q,
- * of its accumulator and of two positions' keys and values, so the registers (and with them
+ * of its accumulator and of NB positions' keys and values, so the registers (and with them
  * the blocks a multiprocessor holds) follow the head: compiled for the largest head (512) it
  * took 152 registers a thread - 3 blocks per multiprocessor - also for the small model's
  * 32-wide heads (32 registers with PER = 1: its decode 3 %, its k = 3 speculation 16 % faster,
  * docs/bench_gpu.md). Wider heads keep PER = 16: E4B's 256-wide layers with PER = 8 (79
  * registers) measured 0.4 % slower a step. Dims past head_dim were never summed, so every PER
- * gives the same bits. */
+ * gives the same bits. NB: positions a warp loads at once (att_batch). */
 template <int PER, int NB>
 __global__ void __launch_bounds__(ATT_WARPS * 32)
     attn_split_kernel(float *partial, const float *q, const float *kc, const float *vc,
@@ -406,41 +381,25 @@ __global__ void attn_merge_kernel(float *out, const float *partial, int n_heads,
 
 /* ---- launch ------------------------------------------------------------------------------ */
 
-/* The cluster form's kernel for a head width, and its warps a block. */
 typedef void (*attn_cluster_fn)(float *, const float *, const float *, const float *, const int *,
                                 int, int, int, int, int, int);
-/* EXPERIMENT (s23): positions a warp loads at once, GEMMA_CUDA_ATT_BATCH=1|2|4|42 (1: the
- * one-ahead pipeline; 42: 4, or 2 for the 512-wide heads; default 4). Read at each launch so
- * that one process can compare them. */
-static int attn_batch(int head_dim) {
-    const char *v = getenv("GEMMA_CUDA_ATT_BATCH");
-    const int nb = v && *v ? atoi(v) : 4;
-    return nb == 42 ? (head_dim > 256 ? 2 : 4) : nb;
+/* Positions a warp of either form loads at once (att_score): 4, and 2 for heads wider than 256,
+ * whose lanes hold 16 dims of each row (4 would take 201-203 registers a thread, 2 takes
+ * 128, fewer than the one-ahead loop's 151-154). Measured (session 23, call 2), E4B-sized model:
+ * with 2 for the 512-wide heads, the split form's step 3.27-3.29 ms against 3.31-3.33 with 4,
+ * verify passes 0.5-1 % faster. */
+static int att_batch(int head_dim) {
+    return head_dim > 256 ? 2 : 4;
 }
 
-template <int NB> static attn_cluster_fn attn_cluster_nb(int head_dim) {
-    return head_dim <= 32    ? attn_cluster_kernel<1, 16, NB>
-           : head_dim <= 64  ? attn_cluster_kernel<2, 16, NB>
-           : head_dim <= 128 ? attn_cluster_kernel<4, 16, NB>
-           : head_dim <= 256 ? attn_cluster_kernel<8, 16, NB>
-                             : attn_cluster_kernel<ATT_PER_LANE, 8, NB>;
-}
-
+/* The cluster form's kernel for a head width (NB by att_batch), and its warps a block. */
 static attn_cluster_fn attn_cluster_for(int head_dim, int *warps) {
     *warps = head_dim <= 256 ? 16 : 8;
-    const int nb = attn_batch(head_dim);
-    return nb == 4   ? attn_cluster_nb<4>(head_dim)
-           : nb == 2 ? attn_cluster_nb<2>(head_dim)
-                     : attn_cluster_nb<1>(head_dim);
-}
-
-typedef void (*attn_split_fn)(float *, const float *, const float *, const float *, const int *,
-                              int, int, int, int, int, int, int);
-template <int NB> static attn_split_fn attn_split_nb(int head_dim) {
-    return head_dim <= 32    ? attn_split_kernel<1, NB>
-           : head_dim <= 64  ? attn_split_kernel<2, NB>
-           : head_dim <= 128 ? attn_split_kernel<4, NB>
-                             : attn_split_kernel<ATT_PER_LANE, NB>;
+    return head_dim <= 32    ? attn_cluster_kernel<1, 16, 4>
+           : head_dim <= 64  ? attn_cluster_kernel<2, 16, 4>
+           : head_dim <= 128 ? attn_cluster_kernel<4, 16, 4>
+           : head_dim <= 256 ? attn_cluster_kernel<8, 16, 4>
+                             : attn_cluster_kernel<ATT_PER_LANE, 8, 2>;
 }
 
 /* Whether the current device runs the cluster form: sm_90 or later, and a cluster of the
@@ -517,10 +476,13 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
         return;
     }
     dim3 grid(n_splits, n_heads, n_tok);
-    const int nb = attn_batch(head_dim);
-    const attn_split_fn split = nb == 4   ? attn_split_nb<4>(head_dim)
-                                : nb == 2 ? attn_split_nb<2>(head_dim)
-                                          : attn_split_nb<1>(head_dim);
+    void (*split)(float *, const float *, const float *, const float *, const int *, int, int, int,
+                  int, int, int, int) = head_dim <= 32    ? attn_split_kernel<1, 4>
+                                        : head_dim <= 64  ? attn_split_kernel<2, 4>
+                                        : head_dim <= 128 ? attn_split_kernel<4, 4>
+                                        : att_batch(head_dim) == 4
+                                            ? attn_split_kernel<ATT_PER_LANE, 4>
+                                            : attn_split_kernel<ATT_PER_LANE, 2>;
     if (!(k_skip & K_SKIP_ATTN_SPLIT))
         k_launch(split, dim3(grid), dim3(ATT_WARPS * 32), s, partial, q, kc, vc, dpos, pos0, len,
                  window, n_heads, n_kv_heads, head_dim, n_splits);

@@ -303,33 +303,6 @@ static void test_attention(const char *form) {
                  "attention (%s) %d rows, %d/%d heads, hd %d, len %d, window %d, pos %d", form,
                  n_tok, H, KV, hd, len, window, pos0);
         pair_check(&out, 1e-5, 1e-5, NULL, what);
-        {
-            /* EXPERIMENT (s23): every batch of positions a warp loads at once gives the one-ahead
-             * pipeline's bits (GEMMA_CUDA_ATT_BATCH, read at each launch) */
-            const size_t nout = (size_t)n_tok * H * hd;
-            float *ref = xmalloc(nout * sizeof(float)), *got = xmalloc(nout * sizeof(float));
-            float *dev = gpu->alloc(gpu, nout);
-            const char *saved_nb = getenv("GEMMA_CUDA_ATT_BATCH");
-            char *keep = saved_nb ? xasprintf("%s", saved_nb) : NULL;
-            static const char *nbs[] = {"1", "2", "4"};
-            for (int b = 0; b < 3; b++) {
-                setenv("GEMMA_CUDA_ATT_BATCH", nbs[b], 1);
-                gpu->attention(gpu, dev, q.g, kc.g, vc.g, n_tok, pos0, len, window, H, KV, hd);
-                gpu->download(gpu, b ? got : ref, dev, nout);
-                if (b && memcmp(ref, got, nout * sizeof(float))) {
-                    fprintf(stderr, "%s: batch %s differs from batch 1\n", what, nbs[b]);
-                    failures++;
-                }
-            }
-            if (keep)
-                setenv("GEMMA_CUDA_ATT_BATCH", keep, 1);
-            else
-                unsetenv("GEMMA_CUDA_ATT_BATCH");
-            free(keep);
-            gpu->release(gpu, dev);
-            free(ref);
-            free(got);
-        }
         if (n_tok > 1 && n_tok <= 8) {
             const size_t row = (size_t)H * hd;
             float *chunk = xmalloc((size_t)n_tok * row * sizeof(float));
