@@ -253,12 +253,13 @@ __host__ __device__ constexpr int mv1_min_blocks(int minb, int unroll, bool pair
  * reducing the current one (else only b). Vector path only (16-byte loads); the first 2 chunks
  * come before the wait when prefetch. L is __grid_constant__: indexed by a segment number in
  * place, not copied. */
-template <typename T, int U, bool PAIR, int MINB, bool P, bool GRP>
-__global__ void __launch_bounds__(MV_WARPS * 32, mv1_min_blocks<T>(MINB, U, PAIR, GRP, P))
+template <typename T, int U, bool PAIR, int MINB, bool P, bool GRP, int WB = MV_WARPS>
+__global__ void __launch_bounds__(WB * 32,
+                                  mv1_min_blocks<T>(MINB, U, PAIR, GRP, P) * (MV_WARPS / WB))
     matvec1_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
                    int prefetch) {
     constexpr int V = vec16<T>::n, F = 2; /* F: chunks loaded first */
-    __shared__ float part[MV_WARPS], part_up[MV_WARPS];
+    __shared__ float part[WB], part_up[WB];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int vb = blockIdx.x;
     /* Where virtual block b puts this warp: segment si (found with compile-time indices; L is
@@ -270,7 +271,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32, mv1_min_blocks<T>(MINB, U, PAIR
         si = mv_seg_of(L, b);
         const mv_seg &sg = L.seg[si];
         K = sg.k;
-        row = (b - sg.block0) * (MV_WARPS / K) + warp / K;
+        row = (b - sg.block0) * (WB / K) + warp / K;
         const int c0 = ((warp % K) * 32 + lane) * V, stride = K * 32 * V;
         const bool live = row < sg.rows;
         nch = live && c0 < cols ? (cols - c0 + stride - 1) / stride : 0;
@@ -560,7 +561,7 @@ static int mv_unroll(bool pair, int n) {
 }
 
 /* Blocks of `kernel` resident on one multiprocessor (asked once per kernel). */
-static int resident_blocks(const void *kernel) {
+static int resident_blocks(const void *kernel, int warps = MV_WARPS) {
     static struct {
         const void *kernel;
         int blocks;
@@ -569,8 +570,7 @@ static int resident_blocks(const void *kernel) {
     for (int i = 0; i < n_seen; i++)
         if (seen[i].kernel == kernel) return seen[i].blocks;
     int nb = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kernel, MV_WARPS * 32, 0) !=
-            cudaSuccess ||
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kernel, warps * 32, 0) != cudaSuccess ||
         nb < 1)
         nb = 1;
     if (n_seen < 32) {
@@ -584,12 +584,13 @@ typedef void (*mv1_fn)(const mv_launch, const float *, int, int);
 
 /* The lean kernel for unroll U, in explicit groups when grp (one-pass blocks of the compiler's
  * registers only: the persistent and lean8 forms keep the unrolled loop). */
-template <typename T, int U, bool PAIR, int MINB, bool P> static mv1_fn mv1_pick(bool grp) {
+template <typename T, int U, bool PAIR, int MINB, bool P, int WB = MV_WARPS>
+static mv1_fn mv1_pick(bool grp) {
     if constexpr (P || MINB != 0)
         return matvec1_kernel<T, U, PAIR, MINB, P, false>;
     else
-        return grp ? matvec1_kernel<T, U, PAIR, MINB, P, true>
-                   : matvec1_kernel<T, U, PAIR, MINB, P, false>;
+        return grp ? matvec1_kernel<T, U, PAIR, MINB, P, true, WB>
+                   : matvec1_kernel<T, U, PAIR, MINB, P, false, WB>;
 }
 
 /* Whether a one-pass decode launch of `blocks` blocks takes the explicit groups, and their
@@ -603,13 +604,14 @@ template <typename T, int U, bool PAIR, int MINB, bool P> static mv1_fn mv1_pick
  * the per-layer input projection 1344): s16 calls 3-5, docs/bench_gpu.md. Since the unpack by
  * shift and mask and the fma-chain dot product (session 17) the E4B step is the same with or
  * without them (call 8: 0.002 ms apart); they change no bit, and stay the default. */
-template <typename T, bool PAIR, int MINB, bool P> static bool mv_groups(int blocks, int *unroll) {
+template <typename T, bool PAIR, int MINB, bool P, int WB = MV_WARPS>
+static bool mv_groups(int blocks, int *unroll) {
     if (P || MINB != 0 || !mv_tune.group) return false;
     if (mv_tune.group == 1) return true;
     const int u = mv_tune.unroll ? mv_tune.unroll : 4;
     const mv1_fn g =
-        u == 4 ? mv1_pick<T, 4, PAIR, MINB, P>(true) : mv1_pick<T, 8, PAIR, MINB, P>(true);
-    const long wave = (long)resident_blocks((const void *)g) * sm_count();
+        u == 4 ? mv1_pick<T, 4, PAIR, MINB, P, WB>(true) : mv1_pick<T, 8, PAIR, MINB, P, WB>(true);
+    const long wave = (long)resident_blocks((const void *)g, WB) * sm_count();
     if (blocks > wave && blocks < 8 * wave) return false;
     *unroll = u;
     return true;
@@ -617,12 +619,12 @@ template <typename T, bool PAIR, int MINB, bool P> static bool mv_groups(int blo
 
 /* n = 1 through matvec1_kernel: one block per virtual block, or a persistent grid of at most
  * multiprocessors x resident blocks (mv_tune.grid -1), or of at most mv_tune.grid blocks. */
-template <typename T, bool PAIR, int MINB, bool P>
+template <typename T, bool PAIR, int MINB, bool P, int WB = MV_WARPS>
 static void launch1(cudaStream_t s, const mv_launch &L, const float *x, int cols, int pf) {
     int u = mv_unroll(PAIR, 1);
-    const bool grp = mv_groups<T, PAIR, MINB, P>(L.blocks, &u);
+    const bool grp = mv_groups<T, PAIR, MINB, P, WB>(L.blocks, &u);
     const mv1_fn kernel =
-        u == 4 ? mv1_pick<T, 4, PAIR, MINB, P>(grp) : mv1_pick<T, 8, PAIR, MINB, P>(grp);
+        u == 4 ? mv1_pick<T, 4, PAIR, MINB, P, WB>(grp) : mv1_pick<T, 8, PAIR, MINB, P, WB>(grp);
     long grid = L.blocks;
     if (P) {
         const long cap = mv_tune.grid > 0
@@ -630,12 +632,16 @@ static void launch1(cudaStream_t s, const mv_launch &L, const float *x, int cols
                              : (long)resident_blocks((const void *)kernel) * sm_count();
         if (grid > cap) grid = cap;
     }
-    k_launch(kernel, dim3((unsigned)grid), dim3(MV_WARPS * 32), s, L, x, cols, pf);
+    k_launch(kernel, dim3((unsigned)grid), dim3(WB * 32), s, L, x, cols, pf);
 }
 
 template <typename T, bool PAIR>
 static void launch_n1(cudaStream_t s, const mv_launch &L, const float *x, int cols, int pf) {
-    if (mv_tune.decode == K_MV_LEAN8)
+    if (L.wb == 4)
+        launch1<T, PAIR, 0, false, 4>(s, L, x, cols, pf);
+    else if (L.wb == 2)
+        launch1<T, PAIR, 0, false, 2>(s, L, x, cols, pf);
+    else if (mv_tune.decode == K_MV_LEAN8)
         mv_tune.grid ? launch1<T, PAIR, 8, true>(s, L, x, cols, pf)
                      : launch1<T, PAIR, 8, false>(s, L, x, cols, pf);
     else
@@ -734,10 +740,23 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
     const int rows_per_warp = !rows_kernel ? 1 : pair ? 2 : mv_tune.rows;
     int ks[K_MV_SEGS];
     launch_splits(segs, n_segs, cols, per_pass, ks);
+    /* EXPERIMENT (s23): GEMMA_CUDA_MV_BW=2|4 - a decode launch whose matrices all take one warp
+     * a row (no split) goes out in blocks of that many warps instead of MV_WARPS (the same sums:
+     * a row is one warp's). Read at each launch so that one process can compare. */
+    L.wb = MV_WARPS;
+    if (n == 1 && vec[0] && !rows_kernel && mv_tune.decode == K_MV_LEAN && !mv_tune.grid &&
+        mv_tune.prefetch != 4) {
+        const char *e = getenv("GEMMA_CUDA_MV_BW");
+        const int wb = e && *e ? atoi(e) : MV_WARPS;
+        bool all1 = true;
+        for (int i = 0; i < n_segs; i++)
+            all1 = all1 && ks[i] == 1;
+        if (all1 && (wb == 2 || wb == 4)) L.wb = wb;
+    }
     for (int i = 0; i < n_segs; i++) {
         const int k = ks[i];
         L.seg[i] = mv_seg_make(segs[i], k, (int)blocks);
-        blocks += k_blocks((size_t)segs[i].rows, (unsigned)(rows_per_warp * MV_WARPS / k));
+        blocks += k_blocks((size_t)segs[i].rows, (unsigned)(rows_per_warp * L.wb / k));
     }
     L.blocks = (int)blocks;
     if (rows_kernel)

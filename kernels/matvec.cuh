@@ -19,6 +19,7 @@ struct mv_launch {
     mv_seg seg[K_MV_SEGS];
     int n_segs;
     int blocks; /* virtual blocks of all segments (the grid, unless it is persistent) */
+    int wb;     /* warps a block of matvec1_kernel (MV_WARPS unless a narrow form is asked) */
 };
 
 /* The kernels' view of a launcher's matrix: k warps per row (or row tile), blocks from block0. */
