@@ -740,18 +740,23 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
     const int rows_per_warp = !rows_kernel ? 1 : pair ? 2 : mv_tune.rows;
     int ks[K_MV_SEGS];
     launch_splits(segs, n_segs, cols, per_pass, ks);
-    /* EXPERIMENT (s23): GEMMA_CUDA_MV_BW=2|4 - a decode launch whose matrices all take one warp
-     * a row (no split) goes out in blocks of that many warps instead of MV_WARPS (the same sums:
-     * a row is one warp's). Read at each launch so that one process can compare. */
+    /* EXPERIMENT (s23): GEMMA_CUDA_MV_BW - a decode launch whose matrices all take one warp a
+     * row (no split) in blocks of fewer warps than MV_WARPS (the same sums: a row is one
+     * warp's). Unset: 4 warps when the launch of 8-warp blocks runs more than one wave; 8:
+     * never; 4 or 2: every such launch. Read at each launch so that one process can compare. */
     L.wb = MV_WARPS;
     if (n == 1 && vec[0] && !rows_kernel && mv_tune.decode == K_MV_LEAN && !mv_tune.grid &&
         mv_tune.prefetch != 4) {
         const char *e = getenv("GEMMA_CUDA_MV_BW");
-        const int wb = e && *e ? atoi(e) : MV_WARPS;
+        const int wb = e && *e ? atoi(e) : 0;
         bool all1 = true;
-        for (int i = 0; i < n_segs; i++)
+        long blocks8 = 0;
+        for (int i = 0; i < n_segs; i++) {
             all1 = all1 && ks[i] == 1;
+            blocks8 += k_blocks((size_t)segs[i].rows, MV_WARPS);
+        }
         if (all1 && (wb == 2 || wb == 4)) L.wb = wb;
+        if (all1 && wb == 0 && blocks8 > (long)MV_WAVE_BLOCKS * sm_count()) L.wb = 4;
     }
     for (int i = 0; i < n_segs; i++) {
         const int k = ks[i];

@@ -238,6 +238,7 @@ static void test_matvec_variants(void) {
         {"GEMMA_CUDA_MV_MMA", "2", NULL, NULL},
         {"GEMMA_CUDA_MV_BW", "4", NULL, NULL}, /* EXPERIMENT (s23): read at each launch */
         {"GEMMA_CUDA_MV_BW", "2", NULL, NULL},
+        {"GEMMA_CUDA_MV_BW", "8", NULL, NULL},
     };
     const int n_variants = (int)(sizeof variants / sizeof variants[0]);
     for (int v = 0; v < n_variants; v++) {
