@@ -155,6 +155,7 @@ def model_section(title, bench_file, prof_file, hf=None):
                          ("graphs_unroll4", "the column loop unrolled 4 times everywhere, not 4 with the gate + up pair and 8 else (GEMMA_CUDA_MV_UNROLL=4)"),
                          ("graphs_unroll8", "the column loop unrolled 8 times everywhere (GEMMA_CUDA_MV_UNROLL=8, the default before session 15)"),
                          ("graphs_no_groups", "no explicit load groups in the decode products (GEMMA_CUDA_MV_GROUP=0, the kernels before session 16)"),
+                         ("graphs_block_warps8", "blocks of 8 warps in every decode launch (GEMMA_CUDA_MV_BLOCK_WARPS=8, the blocks before session 23)"),
                          ("graphs_no_prefetch", "matvec waits before its first weight loads (GEMMA_CUDA_MV_PREFETCH=0)"),
                          ("graphs_prefetch4", "matvec loads 4 chunks per lane before the wait, not 2 (GEMMA_CUDA_MV_PREFETCH=4: the general kernel)"),
                          ("graphs_general", "n = 1 products by the general kernel, not the lean one (GEMMA_CUDA_MV_DECODE=general)"),

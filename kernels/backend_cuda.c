@@ -40,7 +40,8 @@
  * and a matrix-vector kernel streams its first weights before waiting for it.
  * GEMMA_CUDA_FUSE=0 / GEMMA_CUDA_FUSE_MM=0 / GEMMA_CUDA_PDL=0 turn these off;
  * GEMMA_CUDA_MV_UNROLL=4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4, GEMMA_CUDA_MV_DECODE=lean|lean8|
- * general and GEMMA_CUDA_MV_GRID=blocks|persist|N tune the matrix-vector kernel (kernels.h:
+ * general, GEMMA_CUDA_MV_GRID=blocks|persist|N and GEMMA_CUDA_MV_BLOCK_WARPS=auto|8|4|2 tune
+ * the matrix-vector kernel (kernels.h:
  * k_mv_tuning; none of them changes a result bit), and GEMMA_CUDA_MV_SPLIT=N picks the old
  * split-K rule (about N blocks per multiprocessor; a row's sum order changes with it);
  * GEMMA_CUDA_MV_MMA=1|2 puts the bf16 products on the tensor cores (matvec_mma.cu);
@@ -745,8 +746,8 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     fprintf(
         stderr,
         "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matvec unroll %s prefetch %d decode %s "
-        "grid %s, rows a warp at n = 2..8 %d (launches >= %d KiB), matmul %s, bf16 on the "
-        "%s, attention %s\n",
+        "grid %s block warps %s, rows a warp at n = 2..8 %d (launches >= %d KiB), matmul %s, bf16 "
+        "on the %s, attention %s\n",
         st->device_name, prop.totalGlobalMem / 1e9, st->use_graphs && !st->profile ? "on" : "off",
         !st->fuse                            ? "off"
         : st->fuse_mm == CUDA_FUSE_MM_ON     ? "on (all matmul groups)"
@@ -761,7 +762,12 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         st->mv.decode == K_MV_LEAN8  ? "lean8"
         : st->mv.decode == K_MV_LEAN ? "lean"
                                      : "general",
-        grid_name, st->mv.rows, st->mv.rows_min_kb,
+        grid_name,
+        st->mv.block_warps == 8   ? "8"
+        : st->mv.block_warps == 4 ? "4"
+        : st->mv.block_warps == 2 ? "2"
+                                  : "auto",
+        st->mv.rows, st->mv.rows_min_kb,
         gemm_mode == 0   ? "own kernel"
         : gemm_mode == 1 ? "cuBLAS"
                          : "own (n <= 8), cuBLAS",

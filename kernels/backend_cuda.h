@@ -18,6 +18,9 @@
  *   GEMMA_CUDA_MV_GROUP=auto|0|1   a decode row's chunks in explicit groups (all loads of a
  *                          group, then their products): auto (default) groups of 4 in launches
  *                          of one wave or of many (matvec.cu mv_groups), never, or always
+ *   GEMMA_CUDA_MV_BLOCK_WARPS=auto|8|4|2   warps a block of a decode launch whose matrices
+ *                          all take one warp a row (no split): auto (default) 4 where blocks of
+ *                          8 would run more than one wave, else 8 (matvec.cu mv_block_warps)
  *   GEMMA_CUDA_MV_PREFETCH=0|2|4   16-byte weight chunks per lane the matrix-vector kernel
  *                          loads before waiting for its predecessor (default 2; kcommon.cuh)
  *   GEMMA_CUDA_MV_DECODE=lean|lean8|general, GEMMA_CUDA_MV_GRID=blocks|persist|N   the n = 1

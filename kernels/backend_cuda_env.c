@@ -20,13 +20,15 @@ static int env_flag(const char *name, int dflt) {
 /* GEMMA_CUDA_MV_UNROLL=auto|4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4,
  * GEMMA_CUDA_MV_DECODE=lean|lean8|general, GEMMA_CUDA_MV_GRID=blocks|persist|N,
  * GEMMA_CUDA_MV_SPLIT=N, GEMMA_CUDA_MV_ROWS=1|2|4, GEMMA_CUDA_MV_ROWS_MIN=KiB and
- * GEMMA_CUDA_MV_GROUP=auto|0|1 and GEMMA_CUDA_MV_MMA=0|1|2 (kernels.h: k_mv_tuning) into t; -1 with
+ * GEMMA_CUDA_MV_GROUP=auto|0|1, GEMMA_CUDA_MV_MMA=0|1|2 and GEMMA_CUDA_MV_BLOCK_WARPS=auto|8|4|2
+ * (kernels.h: k_mv_tuning) into t; -1 with
  * a message naming the variable for any other value. */
 static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
-    const char *names[] = {
-        "GEMMA_CUDA_MV_UNROLL",   "GEMMA_CUDA_MV_PREFETCH", "GEMMA_CUDA_MV_DECODE",
-        "GEMMA_CUDA_MV_GRID",     "GEMMA_CUDA_MV_SPLIT",    "GEMMA_CUDA_MV_ROWS",
-        "GEMMA_CUDA_MV_ROWS_MIN", "GEMMA_CUDA_MV_GROUP",    "GEMMA_CUDA_MV_MMA"};
+    const char *names[] = {"GEMMA_CUDA_MV_UNROLL",   "GEMMA_CUDA_MV_PREFETCH",
+                           "GEMMA_CUDA_MV_DECODE",   "GEMMA_CUDA_MV_GRID",
+                           "GEMMA_CUDA_MV_SPLIT",    "GEMMA_CUDA_MV_ROWS",
+                           "GEMMA_CUDA_MV_ROWS_MIN", "GEMMA_CUDA_MV_GROUP",
+                           "GEMMA_CUDA_MV_MMA",      "GEMMA_CUDA_MV_BLOCK_WARPS"};
     const char *allowed[] = {"auto, 4 or 8",
                              "0, 2 or 4",
                              "lean, lean8 or general",
@@ -35,7 +37,8 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
                              "1, 2 or 4",
                              "a number of KiB from 0 to 1048576",
                              "auto, 0 or 1",
-                             "0, 1 or 2"};
+                             "0, 1 or 2",
+                             "auto, 8, 4 or 2"};
     *t = (k_mv_tuning){.unroll = 0,
                        .prefetch = 2,
                        .decode = K_MV_LEAN,
@@ -44,8 +47,9 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
                        .rows = 2,
                        .rows_min_kb = 4096,
                        .group = 2,
-                       .mma = 0};
-    for (int i = 0; i < 9; i++) {
+                       .mma = 0,
+                       .block_warps = 0};
+    for (int i = 0; i < 10; i++) {
         const char *v = getenv(names[i]);
         if (!v || !*v) continue;
         char *end = NULL;
@@ -69,8 +73,10 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
             ok = is_num && num >= 0 && num <= 1048576;
         else if (i == 7)
             ok = !strcmp(v, "auto") || (is_num && (num == 0 || num == 1));
-        else
+        else if (i == 8)
             ok = is_num && (num == 0 || num == 1 || num == 2);
+        else
+            ok = !strcmp(v, "auto") || (is_num && (num == 8 || num == 4 || num == 2));
         if (!ok) {
             snprintf(err, errlen, "environment variable %s: \"%s\" is not %s", names[i], v,
                      allowed[i]);
@@ -94,8 +100,10 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
             t->rows_min_kb = (int)num;
         else if (i == 7)
             t->group = !strcmp(v, "auto") ? 2 : (int)num;
-        else
+        else if (i == 8)
             t->mma = (int)num;
+        else
+            t->block_warps = !strcmp(v, "auto") ? 0 : (int)num;
     }
     CHECK(k_matvec_set_tuning(t) == 0);
     return 0;

@@ -113,6 +113,10 @@ typedef struct {
                         faster, further from the CPU's results); either way summed in another
                         order than the CUDA-core kernels, so the last bits differ; 0 (default):
                         matvec.cu's kernels */
+    int block_warps; /* warps a block of a lean decode launch whose matrices all take one warp a
+                        row (no split): 0 (default) 4 where blocks of 8 would run more than one
+                        wave, else 8; or 8, 4 or 2 for every such launch (a row is one warp's
+                        either way: the same sums) */
 } k_mv_tuning;
 int k_matvec_set_tuning(const k_mv_tuning *t);
 

@@ -38,7 +38,8 @@
  * the first chunks of its next row before reducing the current one (+7 % a step: its blocks
  * never retire, so the next kernel's blocks cannot start early under PDL, and it needs 54
  * registers). Staging a block's rows in shared memory with cp.async before the wait was slower
- * still (+45 %) and was taken out.
+ * still (+45 %) and was taken out. A launch that splits no row over warps (the gate + up pair,
+ * the head) may go out in blocks of 4 or 2 warps instead of 8 (mv_block_warps): the same sums.
  *
  * Two to eight inputs (speculative verify). The general kernel loads 32 bytes of x per input for
  * every 16 bytes of weights and stalls on L1; in launches of 4 MiB and more, matvec_rows_kernel
@@ -75,7 +76,7 @@
  * per lane loaded before the wait (2 or 4; 0: none, F = 2 after the wait); decode: the n = 1
  * kernel; grid 0 (one block per virtual block), -1 (persistent) or N > 0 (persistent, at most N
  * blocks). */
-static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0};
+static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0, 0};
 
 /* acc + the dot product of four weights with four inputs: the one expression every kernel
  * here sums with, so that all of them round alike (the reproducibility rule above). One fma
@@ -694,6 +695,27 @@ static void launch_rows(cudaStream_t s, const mv_launch &L, unsigned blocks, con
     k_launch(kernel, dim3(blocks), dim3(MV_WARPS * 32), s, L, x, cols, n);
 }
 
+/* Warps a block of a decode launch (mv_tune.block_warps). Where every matrix takes one warp a
+ * row, a block is just warps side by side, and smaller blocks cost nothing in the sums: by
+ * default a launch whose 8-warp blocks would run more than one wave (E4B's gate + up pair, 1280
+ * blocks; the head; the per-layer input projection) takes blocks of 4, so that its last wave
+ * ends in finer steps. Measured on the H200 (docs/bench_gpu.md, session 23 calls 4-5, one
+ * process, alternating): E4B's step 0.02 ms (0.6 %) faster in each of five pairs, bench-matvec's
+ * gate + up pair 28.5 against 29.2 us; blocks of 2 gain less, and lose on launches of under a
+ * wave (the per-layer projection 3.0 against 2.2 us), which keep 8. */
+static int mv_block_warps(const k_mv_seg *segs, int n_segs, const int *ks, int n, bool lean_path) {
+    if (n != 1 || !lean_path || mv_tune.decode != K_MV_LEAN || mv_tune.grid ||
+        mv_tune.prefetch == 4)
+        return MV_WARPS;
+    long blocks8 = 0;
+    for (int i = 0; i < n_segs; i++) {
+        if (ks[i] != 1) return MV_WARPS;
+        blocks8 += k_blocks((size_t)segs[i].rows, MV_WARPS);
+    }
+    if (mv_tune.block_warps) return mv_tune.block_warps;
+    return blocks8 > (long)MV_WAVE_BLOCKS * sm_count() ? 4 : MV_WARPS;
+}
+
 static int aligned16(const void *p) {
     return ((uintptr_t)p & 15) == 0;
 }
@@ -740,24 +762,7 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
     const int rows_per_warp = !rows_kernel ? 1 : pair ? 2 : mv_tune.rows;
     int ks[K_MV_SEGS];
     launch_splits(segs, n_segs, cols, per_pass, ks);
-    /* EXPERIMENT (s23): GEMMA_CUDA_MV_BW - a decode launch whose matrices all take one warp a
-     * row (no split) in blocks of fewer warps than MV_WARPS (the same sums: a row is one
-     * warp's). Unset: 4 warps when the launch of 8-warp blocks runs more than one wave; 8:
-     * never; 4 or 2: every such launch. Read at each launch so that one process can compare. */
-    L.wb = MV_WARPS;
-    if (n == 1 && vec[0] && !rows_kernel && mv_tune.decode == K_MV_LEAN && !mv_tune.grid &&
-        mv_tune.prefetch != 4) {
-        const char *e = getenv("GEMMA_CUDA_MV_BW");
-        const int wb = e && *e ? atoi(e) : 0;
-        bool all1 = true;
-        long blocks8 = 0;
-        for (int i = 0; i < n_segs; i++) {
-            all1 = all1 && ks[i] == 1;
-            blocks8 += k_blocks((size_t)segs[i].rows, MV_WARPS);
-        }
-        if (all1 && (wb == 2 || wb == 4)) L.wb = wb;
-        if (all1 && wb == 0 && blocks8 > (long)MV_WAVE_BLOCKS * sm_count()) L.wb = 4;
-    }
+    L.wb = mv_block_warps(segs, n_segs, ks, n, vec[0] && !rows_kernel);
     for (int i = 0; i < n_segs; i++) {
         const int k = ks[i];
         L.seg[i] = mv_seg_make(segs[i], k, (int)blocks);
@@ -810,7 +815,8 @@ extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
         (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
         (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0 ||
         (t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0 || t->group < 0 ||
-        t->group > 2 || t->mma < 0 || t->mma > 2)
+        t->group > 2 || t->mma < 0 || t->mma > 2 ||
+        (t->block_warps != 0 && t->block_warps != 2 && t->block_warps != 4 && t->block_warps != 8))
         return -1;
     mv_tune = *t;
     return 0;

@@ -203,19 +203,20 @@ static int run_bench_matvec(void) {
         const char *label;
         k_mv_tuning t;
     } tunes[] = {
-        {"lean (default: groups auto)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0}},
-        {"no groups", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 0, 0}},
-        {"groups u4", {4, 2, K_MV_LEAN, 0, 0, 2, 4096, 1, 0}},
-        {"groups u8", {8, 2, K_MV_LEAN, 0, 0, 2, 4096, 1, 0}},
-        {"lean u4", {4, 2, K_MV_LEAN, 0, 0, 2, 4096, 0, 0}},
-        {"lean u8", {8, 2, K_MV_LEAN, 0, 0, 2, 4096, 0, 0}},
-        {"general", {8, 2, K_MV_GENERAL, 0, 0, 2, 4096, 0, 0}},
-        {"lean8", {8, 2, K_MV_LEAN8, 0, 0, 2, 4096, 0, 0}},
-        {"persist", {8, 2, K_MV_LEAN, -1, 0, 2, 4096, 0, 0}},
-        {"split 8 (rule before)", {8, 2, K_MV_LEAN, 0, 8, 2, 4096, 0, 0}},
-        {"tensor cores, x exact (mma 1)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 1}},
-        {"tensor cores, x to 16 bits (mma 2)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 2}},
-        {"default again", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0}},
+        {"lean (default: groups auto)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0, 0}},
+        {"no groups", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 0, 0, 0}},
+        {"groups u4", {4, 2, K_MV_LEAN, 0, 0, 2, 4096, 1, 0, 0}},
+        {"groups u8", {8, 2, K_MV_LEAN, 0, 0, 2, 4096, 1, 0, 0}},
+        {"lean u4", {4, 2, K_MV_LEAN, 0, 0, 2, 4096, 0, 0, 0}},
+        {"lean u8", {8, 2, K_MV_LEAN, 0, 0, 2, 4096, 0, 0, 0}},
+        {"general", {8, 2, K_MV_GENERAL, 0, 0, 2, 4096, 0, 0, 0}},
+        {"lean8", {8, 2, K_MV_LEAN8, 0, 0, 2, 4096, 0, 0, 0}},
+        {"persist", {8, 2, K_MV_LEAN, -1, 0, 2, 4096, 0, 0, 0}},
+        {"split 8 (rule before)", {8, 2, K_MV_LEAN, 0, 8, 2, 4096, 0, 0, 0}},
+        {"tensor cores, x exact (mma 1)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 1, 0}},
+        {"tensor cores, x to 16 bits (mma 2)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 2, 0}},
+        {"blocks of 8 warps (before s23)", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0, 8}},
+        {"default again", {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0, 0}},
     };
     const int n_tunes = (int)(sizeof tunes / sizeof tunes[0]);
     const struct {
@@ -289,7 +290,7 @@ static int run_bench_matvec(void) {
             CUDA_OK(cudaFree(w[c]));
         free(w);
     }
-    const k_mv_tuning dflt = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0};
+    const k_mv_tuning dflt = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0, 0};
     k_matvec_set_tuning(&dflt);
     CUDA_OK(cudaFree(x));
     CUDA_OK(cudaFree(out));
@@ -492,6 +493,7 @@ static int run_decode_profile(const char *dir, int prompt, int steps) {
         {"graphs_groups_no_pair", "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=nopair"},
         {"graphs_unroll4", "1", "0", "1", "1", "GEMMA_CUDA_MV_UNROLL=4"},
         {"graphs_no_groups", "1", "0", "1", "1", "GEMMA_CUDA_MV_GROUP=0"},
+        {"graphs_block_warps8", "1", "0", "1", "1", "GEMMA_CUDA_MV_BLOCK_WARPS=8"},
         {"graphs_unroll8", "1", "0", "1", "1", "GEMMA_CUDA_MV_UNROLL=8"},
         {"graphs_no_prefetch", "1", "0", "1", "1", "GEMMA_CUDA_MV_PREFETCH=0"},
         {"graphs_prefetch4", "1", "0", "1", "1", "GEMMA_CUDA_MV_PREFETCH=4"},

@@ -58,15 +58,7 @@ static void mv_lone_run(backend *b, tensor *w, const float *xh, float *h) {
  * a variant whose bf16 sums differ from the default's (own_bits: the tensor cores, which take
  * bf16 only), against itself there: its lone bf16 products against its own grouped ones (its
  * split depends on each matrix's own shape: matvec_mma.cu mma_split). */
-static void mv_same_bits(backend *alt, const char *name, int own_bits, const char *launch_env,
-                         const char *launch_val) {
-    /* EXPERIMENT (s23): a switch read at each launch is set around alt's products only */
-#define ALT(call)                                                                                  \
-    do {                                                                                           \
-        if (launch_env) setenv(launch_env, launch_val, 1);                                         \
-        call;                                                                                      \
-        if (launch_env) unsetenv(launch_env);                                                      \
-    } while (0)
+static void mv_same_bits(backend *alt, const char *name, int own_bits) {
     const weight_dtype dts[] = {DT_F32, DT_BF16, DT_F16};
     /* rows: K = 8 at 2560 cols (few rows), K = 2, and K = 1 (more than 8 blocks per
      * multiprocessor of 8 rows; 132 multiprocessors on an H200: 8448) */
@@ -82,11 +74,8 @@ static void mv_same_bits(backend *alt, const char *name, int own_bits, const cha
             const int own = own_bits && dts[di] == DT_BF16;
             float *xh = rand_vec((size_t)cols), *want = xmalloc((size_t)total * sizeof(float)),
                   *got = xmalloc((size_t)total * sizeof(float));
-            if (own)
-                ALT(mv_group_run(alt, w, xh, want));
-            else
-                mv_group_run(gpu, w, xh, want);
-            ALT(mv_group_run(alt, w, xh, got));
+            mv_group_run(own ? alt : gpu, w, xh, want);
+            mv_group_run(alt, w, xh, got);
             const size_t i = first_diff(got, want, (size_t)total);
             EXPECT(i == (size_t)total,
                    "%s: grouped product element %zu of %d (dtype %d, rows %d + %d + %d, cols %d) "
@@ -94,7 +83,7 @@ static void mv_same_bits(backend *alt, const char *name, int own_bits, const cha
                    name, i, total, dts[di], w[0].rows, w[1].rows, w[2].rows, cols,
                    i < (size_t)total ? got[i] : 0.0, i < (size_t)total ? want[i] : 0.0);
             if (!own) mv_lone_run(gpu, &w[0], xh, want);
-            ALT(mv_lone_run(alt, &w[0], xh, got));
+            mv_lone_run(alt, &w[0], xh, got);
             EXPECT(!memcmp(got, want, (size_t)w[0].rows * sizeof(float)),
                    "%s: a lone product (dtype %d, %d x %d) differs from the %s", name, dts[di],
                    w[0].rows, cols, own ? "variant's grouped one" : "default's lone one");
@@ -103,7 +92,6 @@ static void mv_same_bits(backend *alt, const char *name, int own_bits, const cha
             free(got);
             /* w stays alive: the backends key their device copies by the host pointer. */
         }
-#undef ALT
 }
 
 /* Row t of a product over n inputs equals the product of input t alone, bit for bit (what makes
@@ -236,19 +224,19 @@ static void test_matvec_variants(void) {
         {"GEMMA_CUDA_MV_MMA", "1", NULL, NULL},
         {"GEMMA_CUDA_MV_MMA", "1", "GEMMA_CUDA_MV_PREFETCH", "0"},
         {"GEMMA_CUDA_MV_MMA", "2", NULL, NULL},
-        {"GEMMA_CUDA_MV_BW", "4", NULL, NULL}, /* EXPERIMENT (s23): read at each launch */
-        {"GEMMA_CUDA_MV_BW", "2", NULL, NULL},
-        {"GEMMA_CUDA_MV_BW", "8", NULL, NULL},
+        {"GEMMA_CUDA_MV_BLOCK_WARPS", "8", NULL, NULL},
+        {"GEMMA_CUDA_MV_BLOCK_WARPS", "2", NULL, NULL},
     };
     const int n_variants = (int)(sizeof variants / sizeof variants[0]);
     for (int v = 0; v < n_variants; v++) {
-        /* Under the sanitizers ("small") eight variants cover every kernel and path: the
+        /* Under the sanitizers ("small") ten variants cover every kernel and path: the
          * general kernel (0), lean8 with the persistent grid (3), a grid of 3 without
          * prefetch (5), the general kernel for 2 .. 8 inputs (6), two and four rows a warp at
          * every size (7, 8), the tensor cores with and without the prefetch (9, 10) and with x
-         * to 16 bits (11). */
+         * to 16 bits (11), blocks of 8 and of 2 warps (12, 13: the small shapes' launches are
+         * under a wave, so the default keeps 8 there). */
         const int mma = !strcmp(variants[v][0], "GEMMA_CUDA_MV_MMA");
-        const int bw = !strcmp(variants[v][0], "GEMMA_CUDA_MV_BW");
+        const int bw = !strcmp(variants[v][0], "GEMMA_CUDA_MV_BLOCK_WARPS");
         if (small_shapes && v != 0 && v != 3 && v != 5 && v != 6 && v != 7 && v != 8 && !mma && !bw)
             continue;
         char name[160];
@@ -260,7 +248,7 @@ static void test_matvec_variants(void) {
         setenv("GEMMA_CUDA_FUSE_MM", "1", 1);
         char err[256];
         backend *alt = backend_cuda_new(err, sizeof err);
-        for (int k = 0; k < 4 && variants[v][k] && !bw; k += 2)
+        for (int k = 0; k < 4 && variants[v][k]; k += 2)
             unsetenv(variants[v][k]);
         unsetenv("GEMMA_CUDA_FUSE_MM");
         if (!alt) die("%s", err);
@@ -273,8 +261,7 @@ static void test_matvec_variants(void) {
         gpu = alt; /* the fused checks run on the variant; pair buffers are made there */
         test_fused_mlp();
         gpu = save;
-        if (bw) unsetenv(variants[v][0]);
-        mv_same_bits(alt, name, mma, bw ? variants[v][0] : NULL, variants[v][1]);
+        mv_same_bits(alt, name, mma);
         printf("matvec variant %s: %s\n", name, failures == before ? "ok" : "FAILED");
         alt->destroy(alt);
     }

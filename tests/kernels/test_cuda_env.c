@@ -10,12 +10,12 @@
 #include "../test_util.h"
 
 static const char *const all_vars[] = {
-    "GEMMA_CUDA_GEMM",        "GEMMA_CUDA_GRAPHS",      "GEMMA_CUDA_PROFILE",
-    "GEMMA_CUDA_FUSE",        "GEMMA_CUDA_FUSE_MM",     "GEMMA_CUDA_PDL",
-    "GEMMA_CUDA_MV_UNROLL",   "GEMMA_CUDA_MV_PREFETCH", "GEMMA_CUDA_MV_DECODE",
-    "GEMMA_CUDA_MV_GRID",     "GEMMA_CUDA_MV_SPLIT",    "GEMMA_CUDA_MV_ROWS",
-    "GEMMA_CUDA_MV_ROWS_MIN", "GEMMA_CUDA_MV_GROUP",    "GEMMA_CUDA_MV_MMA",
-    "GEMMA_CUDA_ATTN"};
+    "GEMMA_CUDA_GEMM",           "GEMMA_CUDA_GRAPHS",      "GEMMA_CUDA_PROFILE",
+    "GEMMA_CUDA_FUSE",           "GEMMA_CUDA_FUSE_MM",     "GEMMA_CUDA_PDL",
+    "GEMMA_CUDA_MV_UNROLL",      "GEMMA_CUDA_MV_PREFETCH", "GEMMA_CUDA_MV_DECODE",
+    "GEMMA_CUDA_MV_GRID",        "GEMMA_CUDA_MV_SPLIT",    "GEMMA_CUDA_MV_ROWS",
+    "GEMMA_CUDA_MV_ROWS_MIN",    "GEMMA_CUDA_MV_GROUP",    "GEMMA_CUDA_MV_MMA",
+    "GEMMA_CUDA_MV_BLOCK_WARPS", "GEMMA_CUDA_ATTN"};
 
 static void clear_env(void) {
     for (size_t i = 0; i < sizeof all_vars / sizeof all_vars[0]; i++)
@@ -44,7 +44,7 @@ int main(void) {
            sw.fuse_mm == CUDA_FUSE_MM_ON && sw.pdl == 1 && sw.attn == CUDA_ATTN_AUTO);
     EXPECT(sw.mv.unroll == 0 && sw.mv.prefetch == 2 && sw.mv.decode == K_MV_LEAN &&
            sw.mv.grid == 0 && sw.mv.split == 0 && sw.mv.rows == 2 && sw.mv.rows_min_kb == 4096 &&
-           sw.mv.group == 2 && sw.mv.mma == 0);
+           sw.mv.group == 2 && sw.mv.mma == 0 && sw.mv.block_warps == 0);
     /* an empty value is the default too */
     EXPECT(read_with("GEMMA_CUDA_FUSE_MM", "", &sw, err, sizeof err) == 0 &&
            sw.fuse_mm == CUDA_FUSE_MM_ON);
@@ -100,6 +100,14 @@ int main(void) {
     EXPECT(read_with("GEMMA_CUDA_MV_MMA", "1", &sw, err, sizeof err) == 0 && sw.mv.mma == 1);
     EXPECT(read_with("GEMMA_CUDA_MV_MMA", "0", &sw, err, sizeof err) == 0 && sw.mv.mma == 0);
     EXPECT(read_with("GEMMA_CUDA_MV_MMA", "2", &sw, err, sizeof err) == 0 && sw.mv.mma == 2);
+    EXPECT(read_with("GEMMA_CUDA_MV_BLOCK_WARPS", "auto", &sw, err, sizeof err) == 0 &&
+           sw.mv.block_warps == 0);
+    EXPECT(read_with("GEMMA_CUDA_MV_BLOCK_WARPS", "8", &sw, err, sizeof err) == 0 &&
+           sw.mv.block_warps == 8);
+    EXPECT(read_with("GEMMA_CUDA_MV_BLOCK_WARPS", "4", &sw, err, sizeof err) == 0 &&
+           sw.mv.block_warps == 4);
+    EXPECT(read_with("GEMMA_CUDA_MV_BLOCK_WARPS", "2", &sw, err, sizeof err) == 0 &&
+           sw.mv.block_warps == 2);
 
     /* anything else is refused, naming the variable and the value */
     const struct {
@@ -116,7 +124,8 @@ int main(void) {
         {"GEMMA_CUDA_MV_ROWS_MIN", "-1"},   {"GEMMA_CUDA_MV_ROWS_MIN", "1048577"},
         {"GEMMA_CUDA_MV_ROWS_MIN", "4M"},   {"GEMMA_CUDA_MV_GROUP", "2"},
         {"GEMMA_CUDA_MV_GROUP", "on"},      {"GEMMA_CUDA_MV_MMA", "3"},
-        {"GEMMA_CUDA_MV_MMA", "tensor"},    {"GEMMA_CUDA_ATTN", "clusters"},
+        {"GEMMA_CUDA_MV_MMA", "tensor"},    {"GEMMA_CUDA_MV_BLOCK_WARPS", "16"},
+        {"GEMMA_CUDA_MV_BLOCK_WARPS", "1"}, {"GEMMA_CUDA_ATTN", "clusters"},
         {"GEMMA_CUDA_ATTN", "1"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
