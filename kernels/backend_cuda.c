@@ -41,8 +41,8 @@
  * GEMMA_CUDA_FUSE=0 / GEMMA_CUDA_FUSE_MM=0 / GEMMA_CUDA_PDL=0 turn these off;
  * GEMMA_CUDA_MV_UNROLL=4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4, GEMMA_CUDA_MV_DECODE=lean|lean8|
  * general, GEMMA_CUDA_MV_GRID=blocks|persist|N and GEMMA_CUDA_MV_BLOCK_WARPS=auto|8|4|2 tune
- * the matrix-vector kernel (kernels.h:
- * k_mv_tuning; none of them changes a result bit), and GEMMA_CUDA_MV_SPLIT=N picks the old
+ * the matrix-vector kernel (kernels.h: k_mv_tuning; none of them changes a result bit), and
+ * GEMMA_CUDA_MV_SPLIT=N picks the old
  * split-K rule (about N blocks per multiprocessor; a row's sum order changes with it);
  * GEMMA_CUDA_MV_MMA=1|2 puts the bf16 products on the tensor cores (matvec_mma.cu);
  * GEMMA_CUDA_ATTN=split|cluster picks the attention's form (attention.cu). All
