@@ -71,6 +71,17 @@
 #define MV_MAX_BLOCKS 8
 #endif
 
+/* Blocks of any size resident on a multiprocessor at most: 16 on sm_86 / sm_87, 24 on sm_89, 32
+ * on sm_80 and sm_90. A kernel's minimum blocks (launch bounds) must not ask for more: ptxas
+ * refuses it. */
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870)
+#define MV_RESIDENT_MAX 16
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 890
+#define MV_RESIDENT_MAX 24
+#else
+#define MV_RESIDENT_MAX 32
+#endif
+
 /* The tuning of the next launches (kernels.h: k_mv_tuning; each backend sets its own before its
  * launches). unroll U: the column loop's unroll (4 or 8; 0: auto, mv_unroll); prefetch F: chunks
  * per lane loaded before the wait (2 or 4; 0: none, F = 2 after the wait); decode: the n = 1
@@ -246,6 +257,16 @@ __host__ __device__ constexpr int mv1_min_blocks(int minb, int unroll, bool pair
     return minb == 8 ? MV_MAX_BLOCKS : minb != 0 ? minb : plain_bf16 ? 6 : 0;
 }
 
+/* The same for blocks of WB warps: as many warps a multiprocessor (MV_WARPS / WB times the
+ * blocks), within the architecture's resident blocks. */
+template <typename T>
+__host__ __device__ constexpr int mv1_blocks_for(int minb, int unroll, bool pair, bool grp,
+                                                 bool persist, int wb) {
+    return mv1_min_blocks<T>(minb, unroll, pair, grp, persist) * (MV_WARPS / wb) > MV_RESIDENT_MAX
+               ? MV_RESIDENT_MAX
+               : mv1_min_blocks<T>(minb, unroll, pair, grp, persist) * (MV_WARPS / wb);
+}
+
 /* The general kernel's arithmetic for one input (decode), lean: no input groups, one row per
  * warp slice at a time. MINB: blocks per multiprocessor the registers must allow (0: the
  * default - 6 for the plain one-pass kernel, mv1_min_blocks, else the compiler's choice; 8: as
@@ -255,8 +276,7 @@ __host__ __device__ constexpr int mv1_min_blocks(int minb, int unroll, bool pair
  * come before the wait when prefetch. L is __grid_constant__: indexed by a segment number in
  * place, not copied. */
 template <typename T, int U, bool PAIR, int MINB, bool P, bool GRP, int WB = MV_WARPS>
-__global__ void __launch_bounds__(WB * 32,
-                                  mv1_min_blocks<T>(MINB, U, PAIR, GRP, P) * (MV_WARPS / WB))
+__global__ void __launch_bounds__(WB * 32, mv1_blocks_for<T>(MINB, U, PAIR, GRP, P, WB))
     matvec1_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
                    int prefetch) {
     constexpr int V = vec16<T>::n, F = 2; /* F: chunks loaded first */
