@@ -4,8 +4,9 @@
  * Shape of the work. Gemma 4 has few KV heads (2 on E4B) and decodes one row at a time, so
  * one block per head would leave most of the GPU idle on a long context. The positions a
  * row attends to are therefore cut into n_splits slices (split-KV, "flash decoding"); block
- * (split, head, row) scores its slice with an online softmax, one position per warp at a
- * time (lane i holds dims i, i + 32, ... of the head, so the q.k dot is a warp sum), merges
+ * (split, head, row) scores its slice with an online softmax, each warp its positions in turn,
+ * loaded a batch at a time (att_score; lane i holds dims i, i + 32, ... of the head, so the q.k
+ * dot is a warp sum), merges
  * its 4 warps in shared memory and writes (max, sum, unnormalised output) for the slice.
  * attn_merge then combines the slices of each (row, head). The number of slices is fixed by
  * the longest context the ring can hold, not by the current position, so a decode step
@@ -215,8 +216,9 @@ __device__ __forceinline__ void att_slice(int p, int window, int split, int n_sp
  * took 152 registers a thread - 3 blocks per multiprocessor - also for the small model's
  * 32-wide heads (32 registers with PER = 1: its decode 3 %, its k = 3 speculation 16 % faster,
  * docs/bench_gpu.md). Wider heads keep PER = 16: E4B's 256-wide layers with PER = 8 (79
- * registers) measured 0.4 % slower a step. Dims past head_dim were never summed, so every PER
- * gives the same bits. NB: positions a warp loads at once (att_batch). */
+ * registers) measured 0.4 % slower a step (session 13, with the one-ahead loop; not measured
+ * again with batches). Dims past head_dim were never summed, so every PER gives the same bits.
+ * NB: positions a warp loads at once (att_batch). */
 template <int PER, int NB>
 __global__ void __launch_bounds__(ATT_WARPS * 32)
     attn_split_kernel(float *partial, const float *q, const float *kc, const float *vc,
@@ -383,11 +385,13 @@ __global__ void attn_merge_kernel(float *out, const float *partial, int n_heads,
 
 typedef void (*attn_cluster_fn)(float *, const float *, const float *, const float *, const int *,
                                 int, int, int, int, int, int);
-/* Positions a warp of either form loads at once (att_score): 4, and 2 for heads wider than 256,
- * whose lanes hold 16 dims of each row (4 would take 201-203 registers a thread, 2 takes
- * 128, fewer than the one-ahead loop's 151-154). Measured (session 23, call 2), E4B-sized model:
- * with 2 for the 512-wide heads, the split form's step 3.27-3.29 ms against 3.31-3.33 with 4,
- * verify passes 0.5-1 % faster. */
+/* Positions a warp of either form loads at once (att_score): 4, and 2 for heads wider than 256.
+ * Measured (session 23, call 2), E4B-sized model: with 2 for the 512-wide heads, the split
+ * form's step 3.27-3.29 ms against 3.31-3.33 with 4 everywhere, verify passes 0.5-1 % faster.
+ * A lane of those kernels holds 16 dims of each row: 2 positions take 128 registers a thread,
+ * 4 take 201-203 (the one-ahead loop before: 151-154). The split form compiles every head over
+ * 128 wide with 16 dims a lane, so its 256-wide kernel also holds 201 registers with 4 (2
+ * blocks of 4 warps a multiprocessor); 2 there was not measured apart. */
 static int att_batch(int head_dim) {
     return head_dim > 256 ? 2 : 4;
 }

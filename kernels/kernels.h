@@ -79,7 +79,7 @@ void k_matvec_multi(cudaStream_t s, const k_mv_seg *segs, int n_segs, int wdtype
  * not depend on any of it (but for split, which says so). k_matvec_set_tuning returns -1 (and
  * changes nothing) for values outside those listed. The lean decode kernel and the persistent grid
  * exist for n = 1 on the vector path with prefetch 0 or 2; other launches run the general kernel,
- * one block per 8 / K rows. */
+ * one block per 8 / K rows (the lean kernel's blocks may be narrower: block_warps). */
 enum { K_MV_GENERAL = 0, K_MV_LEAN = 1, K_MV_LEAN8 = 2 };
 typedef struct {
     int unroll;      /* the column loop's unroll: 4 or 8, or 0 (default): 4 for a decode launch
@@ -91,7 +91,8 @@ typedef struct {
                         the compiler's register count), K_MV_LEAN8 (the same, at most 32
                         registers: 8 blocks per multiprocessor) or K_MV_GENERAL (matvec_kernel,
                         as for n > 1) */
-    int grid;        /* 0: one block per 8 / K rows (default); -1: persistent grid of
+    int grid;        /* 0: one block per 8 / K rows (default; W / K for blocks of W warps,
+                        block_warps); -1: persistent grid of
                         multiprocessors x resident blocks; N > 0: persistent, at most N blocks
                         (both run the lean kernel) */
     int split;       /* 0 (default): rows are split over warps (split-K) while a launch still

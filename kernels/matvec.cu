@@ -270,7 +270,9 @@ __host__ __device__ constexpr int mv1_blocks_for(int minb, int unroll, bool pair
 /* The general kernel's arithmetic for one input (decode), lean: no input groups, one row per
  * warp slice at a time. MINB: blocks per multiprocessor the registers must allow (0: the
  * default - 6 for the plain one-pass kernel, mv1_min_blocks, else the compiler's choice; 8: as
- * many as the threads allow, MV_MAX_BLOCKS). P: persistent - block b
+ * many as the threads allow, MV_MAX_BLOCKS). WB: warps a block (MV_WARPS, or 4 or 2 for a launch
+ * that splits no row: mv_block_warps; the blocks asked for scale to the same warps,
+ * mv1_blocks_for). P: persistent - block b
  * does the virtual blocks b, b + grid, ... and loads the first 2 chunks of its next row before
  * reducing the current one (else only b). Vector path only (16-byte loads); the first 2 chunks
  * come before the wait when prefetch. L is __grid_constant__: indexed by a segment number in
@@ -607,6 +609,7 @@ typedef void (*mv1_fn)(const mv_launch, const float *, int, int);
  * registers only: the persistent and lean8 forms keep the unrolled loop). */
 template <typename T, int U, bool PAIR, int MINB, bool P, int WB = MV_WARPS>
 static mv1_fn mv1_pick(bool grp) {
+    static_assert(WB == MV_WARPS || (!P && MINB == 0), "narrow blocks: the plain lean kernel only");
     if constexpr (P || MINB != 0)
         return matvec1_kernel<T, U, PAIR, MINB, P, false>;
     else

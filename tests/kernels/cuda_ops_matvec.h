@@ -60,8 +60,11 @@ static void mv_lone_run(backend *b, tensor *w, const float *xh, float *h) {
  * split depends on each matrix's own shape: matvec_mma.cu mma_split). */
 static void mv_same_bits(backend *alt, const char *name, int own_bits) {
     const weight_dtype dts[] = {DT_F32, DT_BF16, DT_F16};
-    /* rows: K = 8 at 2560 cols (few rows), K = 2, and K = 1 (more than 8 blocks per
-     * multiprocessor of 8 rows; 132 multiprocessors on an H200: 8448) */
+    /* rows (an H200's 132 multiprocessors): K = 8 at 2560 cols (few rows); K = 1 in under a
+     * wave of 8-warp blocks (5000 rows: 625 blocks); K = 1 over a wave (9000: the default
+     * takes blocks of 4 warps there, matvec.cu mv_block_warps). The grouped launch of the
+     * 9000 rows and two small matrices halves the small ones' splits down to 1 (launch_splits),
+     * so it takes blocks of 4 as well. */
     const int n_shapes = small_shapes ? 1 : 3;
     const int base_rows[] = {small_shapes ? 24 : 700, 5000, 9000};
     for (int di = 0; di < 3; di++)
@@ -225,6 +228,7 @@ static void test_matvec_variants(void) {
         {"GEMMA_CUDA_MV_MMA", "1", "GEMMA_CUDA_MV_PREFETCH", "0"},
         {"GEMMA_CUDA_MV_MMA", "2", NULL, NULL},
         {"GEMMA_CUDA_MV_BLOCK_WARPS", "8", NULL, NULL},
+        {"GEMMA_CUDA_MV_BLOCK_WARPS", "4", NULL, NULL},
         {"GEMMA_CUDA_MV_BLOCK_WARPS", "2", NULL, NULL},
     };
     const int n_variants = (int)(sizeof variants / sizeof variants[0]);
@@ -233,8 +237,10 @@ static void test_matvec_variants(void) {
          * general kernel (0), lean8 with the persistent grid (3), a grid of 3 without
          * prefetch (5), the general kernel for 2 .. 8 inputs (6), two and four rows a warp at
          * every size (7, 8), the tensor cores with and without the prefetch (9, 10) and with x
-         * to 16 bits (11), blocks of 8 and of 2 warps (12, 13: the small shapes' launches are
-         * under a wave, so the default keeps 8 there). */
+         * to 16 bits (11), blocks of 8, 4 and 2 warps (12-14: the small shapes' launches are
+         * under a wave, so the default keeps 8 there; 4 and 2 are then the only narrow blocks,
+         * also for the fused MLP's gate + up pair, whose rows test_fused_mlp checks bit for bit
+         * against the n-row kernels). */
         const int mma = !strcmp(variants[v][0], "GEMMA_CUDA_MV_MMA");
         const int bw = !strcmp(variants[v][0], "GEMMA_CUDA_MV_BLOCK_WARPS");
         if (small_shapes && v != 0 && v != 3 && v != 5 && v != 6 && v != 7 && v != 8 && !mma && !bw)
