@@ -14,7 +14,7 @@
  * default is the same kernel (fp32 inputs, so GPU and CPU logits agree to rounding and greedy
  * output matches); GEMMA_CUDA_GEMM=cublas sends every bf16 / f16 product to cublasGemmEx
  * (inputs rounded to the weight dtype, fp32 accumulate and output), GEMMA_CUDA_GEMM=auto only
- * those with n > 8.
+ * those with more rows than a speculative verify pass has (CUDA_GEMM_AUTO_ROWS).
  *
  * Graphs. forward.c brackets a chunk with step_begin / step_end. A step of a given key and
  * number of tokens (one for decode, k + 1 for a speculative verify, at most GRAPH_MAX_ROWS)
@@ -66,6 +66,7 @@
 #include "backend_cuda_fuse.h"
 #include "backend_cuda_internal.h"
 #include "kernels.h"
+#include "speculate.h"
 #include "util.h"
 
 #define CU(call)                                                                                   \
@@ -128,7 +129,7 @@ typedef struct {
     cublasHandle_t cublas;
     int device;
     char device_name[256];
-    int gemm_mode; /* 0 own, 1 cublas for every bf16/f16 product, 2 cublas when n > 8 */
+    int gemm_mode; /* 0 own, 1 cublas for every bf16/f16 product, 2 cublas when n > 17 */
     int use_graphs;
     int profile;
 
@@ -360,9 +361,19 @@ static void cu_copy(backend *b, float *dst, const float *src, size_t n) {
 
 /* ---- ops ----------------------------------------------------------------------------- */
 
+/* GEMMA_CUDA_GEMM=auto sends a product to cuBLAS only above this many inputs: more than a
+ * speculative verify pass ever has (SPEC_MAX_K drafts and the last accepted token), so that
+ * every verify pass runs on our kernels and reproduces the decode steps it stands for bit for
+ * bit (cuBLAS sums in an order of its own, which may differ with n); only prefill chunks go to
+ * cuBLAS. (Until session 23 the bound was 8 inputs, and a verify of 8 drafts or more was not
+ * lossless under auto.) GEMMA_CUDA_GEMM=cublas, every product, is for comparison only: its
+ * decode steps and verify passes may round differently, so speculation is not lossless there. */
+#define CUDA_GEMM_AUTO_ROWS (SPEC_MAX_K + 1)
+_Static_assert(CUDA_GEMM_AUTO_ROWS == 17, "the switch's descriptions and the banner say 17");
+
 /* GEMMA_CUDA_GEMM's rule: products of n inputs go to cuBLAS (bf16 / f16 weights only). */
 static int gemm_to_cublas(const cuda_state *st, int n) {
-    return st->gemm_mode == 1 || (st->gemm_mode == 2 && n > 8);
+    return st->gemm_mode == 1 || (st->gemm_mode == 2 && n > CUDA_GEMM_AUTO_ROWS);
 }
 
 static int use_cublas(const cuda_state *st, const tensor *w, int n) {
@@ -770,7 +781,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         st->mv.rows, st->mv.rows_min_kb,
         gemm_mode == 0   ? "own kernel"
         : gemm_mode == 1 ? "cuBLAS"
-                         : "own (n <= 8), cuBLAS",
+                         : "own (n <= 17), cuBLAS",
         st->mv.mma == 1   ? "tensor cores (x exact)"
         : st->mv.mma == 2 ? "tensor cores (x to 16 bits)"
                           : "CUDA cores",
