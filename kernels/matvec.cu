@@ -722,10 +722,12 @@ static void launch_rows(cudaStream_t s, const mv_launch &L, unsigned blocks, con
  * row, a block is just warps side by side, and smaller blocks cost nothing in the sums: by
  * default a launch whose 8-warp blocks would run more than one wave (E4B's gate + up pair, 1280
  * blocks; the head; the per-layer input projection) takes blocks of 4, so that its last wave
- * ends in finer steps. Measured on the H200 (docs/bench_gpu.md, session 23 calls 4-5, one
- * process, alternating): E4B's step 0.02 ms (0.6 %) faster in each of five pairs, bench-matvec's
+ * ends in finer steps. Measured on the H200 (docs/bench_gpu.md, session 23 calls 4-6, one
+ * process, alternating): E4B's step 0.02 ms (0.6 %) faster in each of eight pairs, bench-matvec's
  * gate + up pair 28.5 against 29.2 us; blocks of 2 gain less, and lose on launches of under a
- * wave (the per-layer projection 3.0 against 2.2 us), which keep 8. */
+ * wave (the per-layer projection 3.0 against 2.2 us), which keep 8. Only where launch_nt runs the
+ * lean kernel a block per virtual block (launch_n1: not lean8, not persistent) - the one form
+ * compiled for other block sizes (mv1_pick asserts it). */
 static int mv_block_warps(const k_mv_seg *segs, int n_segs, const int *ks, int n, bool lean_path) {
     if (n != 1 || !lean_path || mv_tune.decode != K_MV_LEAN || mv_tune.grid ||
         mv_tune.prefetch == 4)
