@@ -262,9 +262,8 @@ __host__ __device__ constexpr int mv1_min_blocks(int minb, int unroll, bool pair
 template <typename T>
 __host__ __device__ constexpr int mv1_blocks_for(int minb, int unroll, bool pair, bool grp,
                                                  bool persist, int wb) {
-    return mv1_min_blocks<T>(minb, unroll, pair, grp, persist) * (MV_WARPS / wb) > MV_RESIDENT_MAX
-               ? MV_RESIDENT_MAX
-               : mv1_min_blocks<T>(minb, unroll, pair, grp, persist) * (MV_WARPS / wb);
+    const int blocks = mv1_min_blocks<T>(minb, unroll, pair, grp, persist) * (MV_WARPS / wb);
+    return blocks < MV_RESIDENT_MAX ? blocks : MV_RESIDENT_MAX;
 }
 
 /* The general kernel's arithmetic for one input (decode), lean: no input groups, one row per
