@@ -153,5 +153,11 @@ int cuda_switches_from_env(cuda_switches *sw, char *err, size_t errlen) {
                  attn);
         return -1;
     }
+    const char *ple = getenv("GEMMA_CUDA_PLE");
+    sw->ple = !ple || !*ple || !strcmp(ple, "auto") ? 1 : !strcmp(ple, "0") ? 0 : -1;
+    if (sw->ple < 0) {
+        snprintf(err, errlen, "environment variable GEMMA_CUDA_PLE: \"%s\" is not auto or 0", ple);
+        return -1;
+    }
     return mv_tuning_from_env(&sw->mv, err, errlen);
 }

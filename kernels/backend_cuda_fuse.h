@@ -16,7 +16,9 @@ typedef struct cuda_fuser cuda_fuser;
  * gelu_mul its own kernel). */
 enum { CUDA_FUSE_MM_OFF = 0, CUDA_FUSE_MM_ON = 1, CUDA_FUSE_MM_AUTO = 2, CUDA_FUSE_MM_NOPAIR = 3 };
 #define CUDA_FUSE_MM_AUTO_BYTES ((size_t)1 << 20)
-cuda_fuser *cuda_fuser_new(int fuse, int fuse_mm);
+/* ple: the end of a layer (norm, add, the per-layer input's gate and projection, norm, add,
+ * norm) as one kernel where the device runs it (ple.cu; 4 below in backend_cuda_fuse.c). */
+cuda_fuser *cuda_fuser_new(int fuse, int fuse_mm, int ple);
 void cuda_fuser_free(cuda_fuser *f);
 /* Run every queued op. backend_cuda.c calls it before any op that is not queued, before
  * downloads, argmax, step_begin / step_end and the counters. Re-entrant: the queue is emptied
@@ -36,6 +38,6 @@ int cuda_matmul_own(backend *b, const tensor *w, int n);
 void cuda_matmul_now(backend *b, float *out, const tensor *w, const float *x, int n);
 /* Kernel families of the profile table, for cuda_op_end. */
 extern const int cuda_family_matvec, cuda_family_rmsnorm, cuda_family_rope, cuda_family_kv_write,
-    cuda_family_gelu_mul, cuda_family_add, cuda_family_norm_rope_kv;
+    cuda_family_gelu_mul, cuda_family_add, cuda_family_norm_rope_kv, cuda_family_ple;
 
 #endif

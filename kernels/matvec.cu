@@ -732,11 +732,15 @@ static int mv_block_warps(const k_mv_seg *segs, int n_segs, const int *ks, int n
         mv_tune.prefetch == 4)
         return MV_WARPS;
     long blocks8 = 0;
+    int kmax = 1;
     for (int i = 0; i < n_segs; i++) {
-        if (ks[i] != 1) return MV_WARPS;
+        kmax = ks[i] > kmax ? ks[i] : kmax;
         blocks8 += k_blocks((size_t)segs[i].rows, MV_WARPS);
     }
-    if (mv_tune.block_warps) return mv_tune.block_warps;
+    /* EXPERIMENT: a set value also for launches whose splits divide it */
+    if (mv_tune.block_warps)
+        return mv_tune.block_warps % kmax == 0 ? mv_tune.block_warps : MV_WARPS;
+    if (kmax != 1) return MV_WARPS;
     return blocks8 > (long)MV_WAVE_BLOCKS * sm_count() ? 4 : MV_WARPS;
 }
 
