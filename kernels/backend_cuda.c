@@ -791,7 +791,10 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         : st->mv.mma == 2 ? "tensor cores (x to 16 bits)"
                           : "CUDA cores",
         st->attn == K_ATTN_CLUSTER ? "in thread block clusters (short rings)" : "split + merge",
-        st->ple && st->fuse ? "one kernel where it fits" : "separate kernels");
+        !st->ple || !st->fuse       ? "separate kernels"
+        : st->ple == CUDA_PLE_STAGE ? "one kernel where it fits (weights staged)"
+        : st->ple == CUDA_PLE_L2    ? "one kernel where it fits (weights asked of L2)"
+                                    : "one kernel where it fits");
     CU(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     CUBLAS(cublasCreate(&st->cublas));
     CUBLAS(cublasSetStream(st->cublas, st->stream));

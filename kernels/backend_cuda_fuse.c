@@ -469,7 +469,7 @@ enum { T_NORM1, T_ADD1, T_GATE, T_GELU, T_PROJ, T_NORM2, T_ADD2, T_NORM3, T_OPS 
 
 /* Do ops[] (queue indices) make the tail k_ple_block runs? n3 (the next norm) is optional:
  * ops[T_NORM3] is -1 without it. */
-static int ple_tail(backend *b, const batch *bt, const int *ops) {
+static int ple_tail(backend *b, const batch *bt, const int *ops, int stage) {
     const qop *n1 = &bt->q[ops[T_NORM1]], *a1 = &bt->q[ops[T_ADD1]], *g = &bt->q[ops[T_GATE]],
               *gm = &bt->q[ops[T_GELU]], *p = &bt->q[ops[T_PROJ]], *n2 = &bt->q[ops[T_NORM2]],
               *a2 = &bt->q[ops[T_ADD2]];
@@ -508,7 +508,7 @@ static int ple_tail(backend *b, const batch *bt, const int *ops) {
     }
     if ((n1->w.data && (int)n1->w.dtype != wdt) || (n2->w.data && (int)n2->w.dtype != wdt))
         return 0;
-    return k_ple_block_fits(H, P, wdt);
+    return k_ple_block_fits(H, P, wdt, stage);
 }
 
 static int try_ple_block(backend *b, const cuda_fuser *f, batch *bt, int i) {
@@ -523,10 +523,11 @@ static int try_ple_block(backend *b, const cuda_fuser *f, batch *bt, int i) {
         }
     }
     if (ops[T_NORM3] >= 0 && bt->q[ops[T_NORM3]].kind != Q_RMSNORM) ops[T_NORM3] = -1;
-    if (!ple_tail(b, bt, ops)) {
+    const int stage = f->ple == CUDA_PLE_STAGE ? 1 : f->ple == CUDA_PLE_L2 ? 2 : 0;
+    if (!ple_tail(b, bt, ops, stage)) {
         if (ops[T_NORM3] < 0) return 0;
         ops[T_NORM3] = -1; /* the tail without a next norm that does not fit */
-        if (!ple_tail(b, bt, ops)) return 0;
+        if (!ple_tail(b, bt, ops, stage)) return 0;
     }
     const qop *n1 = &bt->q[ops[T_NORM1]], *g = &bt->q[ops[T_GATE]], *gm = &bt->q[ops[T_GELU]],
               *p = &bt->q[ops[T_PROJ]], *n2 = &bt->q[ops[T_NORM2]],
@@ -549,6 +550,7 @@ static int try_ple_block(backend *b, const cuda_fuser *f, batch *bt, int i) {
         .n = n,
         .scalar = 1.0f,
         .eps = n1->eps,
+        .stage = stage,
     };
     /* weights; o and x read, o, x and xn written; h written; the per-layer input read */
     const double bytes = weight_bytes(&g->w) + weight_bytes(&p->w) + weight_bytes(&n1->w) +

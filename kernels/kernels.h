@@ -205,8 +205,10 @@ typedef struct {
     const float *ple_in;
     int ple_stride, hidden, ple, n;
     float scalar, eps;
+    int stage; /* 1: a block's weight rows copied to shared memory first; 0: read in place; 2:
+                * asked of L2 before the wait, then read in place */
 } k_ple_args;
-int k_ple_block_fits(int hidden, int ple, int wdtype);
+int k_ple_block_fits(int hidden, int ple, int wdtype, int stage);
 void k_ple_block(cudaStream_t s, const k_ple_args *a, int wdtype);
 
 /* embed.cu: out[t][:] = table[ids[t]][:] * scale for t < n (ids in device memory). */

@@ -47,9 +47,10 @@ static __host__ __device__ int ple_proj_rows(int hidden) {
 
 /* Dynamic shared memory of a block: its rows of Wg [gr][H] and Wp [pr][P], then h1 [H], the
  * residual row [H], a [P] and its projection outputs [pr], in floats. */
-static size_t ple_smem_bytes(int hidden, int ple, size_t wsize) {
+static size_t ple_smem_bytes(int hidden, int ple, size_t wsize, int stage) {
     const size_t gr = (size_t)ple_gate_rows(ple), pr = (size_t)ple_proj_rows(hidden);
-    return (gr * hidden + pr * ple) * wsize + (2 * (size_t)hidden + ple + pr) * sizeof(float);
+    return (stage == 1 ? (gr * hidden + pr * ple) * wsize : 0) +
+           (2 * (size_t)hidden + ple + pr) * sizeof(float);
 }
 
 /* bytes (a multiple of 16) from global src to shared dst, 16 a thread at a time, without
@@ -63,14 +64,17 @@ __device__ __forceinline__ void ple_stage(void *dst, const void *src, size_t byt
     }
 }
 
-/* This lane's part of the dot product of a row of cols weights (shared memory) with x (shared
- * memory): 16-byte chunks lane, lane + 32, ..., each into one fma chain in column order. */
-template <typename T>
+/* This lane's part of the dot product of a row of cols weights with x (shared memory): 16-byte
+ * chunks lane, lane + 32, ..., each into one fma chain in column order. The row is in shared
+ * memory (STAGE) or in global memory (read once: streaming loads). */
+template <typename T, bool STAGE>
 __device__ __forceinline__ float ple_dot(const T *w, const float *x, int cols, int lane) {
     constexpr int V = vec16<T>::n;
     float acc = 0.0f, wf[V];
+#pragma unroll 8
     for (int c = lane * V; c < cols; c += 32 * V) {
-        unpack16<T>(*reinterpret_cast<const uint4 *>(w + c), wf);
+        const uint4 *p = reinterpret_cast<const uint4 *>(w + c);
+        unpack16<T>(STAGE ? *p : __ldcs(p), wf);
 #pragma unroll
         for (int q = 0; q < V / 4; q++) {
             const float4 xv = *reinterpret_cast<const float4 *>(x + c + 4 * q);
@@ -83,8 +87,14 @@ __device__ __forceinline__ float ple_dot(const T *w, const float *x, int cols, i
     return acc;
 }
 
-template <typename T>
-__global__ void __launch_bounds__(PLE_THREADS, 1)
+/* Ask L2 for bytes at p (128-byte lines), without waiting. */
+__device__ __forceinline__ void ple_prefetch_l2(const void *p, size_t bytes) {
+    for (size_t i = threadIdx.x * 128; i < bytes; i += PLE_THREADS * 128)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"((const char *)p + i));
+}
+
+template <typename T, int MODE>
+__global__ void __launch_bounds__(PLE_THREADS, MODE == 1 ? 1 : 2)
     ple_block_kernel(const __grid_constant__ k_ple_args A) {
     k_launch_next();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -96,25 +106,35 @@ __global__ void __launch_bounds__(PLE_THREADS, 1)
     const int gr = ple_gate_rows(P), pr = ple_proj_rows(H);
     const int ga = min(P, r * gr), gb = min(P, ga + gr); /* this block's rows of Wg */
     const int pa = min(H, r * pr), pb = min(H, pa + pr); /* and of Wp */
-    T *sg = reinterpret_cast<T *>(ple_smem);
-    T *sp = sg + (size_t)gr * H;
-    float *h1 = reinterpret_cast<float *>(sp + (size_t)pr * P), *xs = h1 + H, *av = xs + H,
-          *pv = av + P;
+    /* MODE 1: the block's weight rows in shared memory, else read where they are (MODE 2: asked
+     * of L2 first) */
+    constexpr bool STAGE = MODE == 1;
+    T *sg = STAGE ? reinterpret_cast<T *>(ple_smem) : (T *)A.gate + (size_t)ga * H;
+    T *sp = STAGE ? reinterpret_cast<T *>(ple_smem) + (size_t)gr * H : (T *)A.proj + (size_t)pa * P;
+    float *h1 = reinterpret_cast<float *>(
+              ple_smem + (STAGE ? ((size_t)gr * H + (size_t)pr * P) * sizeof(T) : 0)),
+          *xs = h1 + H, *av = xs + H, *pv = av + P;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const T *w_o = (const T *)A.w_o, *w_p = (const T *)A.w_p, *w_x = (const T *)A.w_x;
 
-    ple_stage(sg, (const T *)A.gate + (size_t)ga * H, (size_t)(gb - ga) * H * sizeof(T));
-    ple_stage(sp, (const T *)A.proj + (size_t)pa * P, (size_t)(pb - pa) * P * sizeof(T));
-    asm volatile("cp.async.commit_group;" ::: "memory");
+    if (STAGE) {
+        ple_stage(sg, (const T *)A.gate + (size_t)ga * H, (size_t)(gb - ga) * H * sizeof(T));
+        ple_stage(sp, (const T *)A.proj + (size_t)pa * P, (size_t)(pb - pa) * P * sizeof(T));
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    } else if (MODE == 2) {
+        ple_prefetch_l2(sg, (size_t)(gb - ga) * H * sizeof(T));
+        ple_prefetch_l2(sp, (size_t)(pb - pa) * P * sizeof(T));
+    }
     /* A block may write another's shared memory only once that block has started: this
      * arrival says so; the wait for everyone's comes before the first such write. */
     asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
     k_wait_only();
-    asm volatile("cp.async.wait_all;" ::: "memory");
+    if (STAGE) asm volatile("cp.async.wait_all;" ::: "memory");
     __syncthreads(); /* every thread's copies landed */
 
     for (int t = 0; t < A.n; t++) {
         float *xt = A.x + (size_t)t * H, *ot = A.o + (size_t)t * H;
+        if (t) __syncthreads(); /* the last row's h1, xs and pv are read to the end */
         /* h1 = x + rmsnorm(o) * w_o, in every block (rmsnorm_kernel's arithmetic) */
         float ss = 0.0f;
 #pragma unroll 4
@@ -136,7 +156,7 @@ __global__ void __launch_bounds__(PLE_THREADS, 1)
 
         /* a = gelu_tanh(Wg h1) * ple[t]: this block's rows, a warp a row; every block gets a */
         for (int row = ga + warp; row < gb; row += PLE_WARPS) {
-            const float g = warp_sum(ple_dot<T>(sg + (size_t)(row - ga) * H, h1, H, lane));
+            const float g = warp_sum(ple_dot<T, STAGE>(sg + (size_t)(row - ga) * H, h1, H, lane));
             const float a = gelu_tanh(g) * __ldcg(A.ple_in + (size_t)t * A.ple_stride + row);
             if (lane < C) cluster.map_shared_rank(av, lane)[row] = a;
             if (lane == 0) A.h[(size_t)t * P + row] = a;
@@ -150,8 +170,9 @@ __global__ void __launch_bounds__(PLE_THREADS, 1)
             float d[PLE_BATCH];
 #pragma unroll
             for (int k = 0; k < PLE_BATCH; k++)
-                d[k] = row0 + k < pb ? ple_dot<T>(sp + (size_t)(row0 + k - pa) * P, av, P, lane)
-                                     : 0.0f;
+                d[k] = row0 + k < pb
+                           ? ple_dot<T, STAGE>(sp + (size_t)(row0 + k - pa) * P, av, P, lane)
+                           : 0.0f;
 #pragma unroll
             for (int k = 0; k < PLE_BATCH; k++)
                 d[k] = warp_sum(d[k]);
@@ -212,22 +233,28 @@ __global__ void __launch_bounds__(PLE_THREADS, 1)
 
 typedef void (*ple_fn)(const k_ple_args);
 
-static ple_fn ple_kernel_for(int wdtype) {
-    return wdtype == KDT_BF16  ? ple_block_kernel<__nv_bfloat16>
-           : wdtype == KDT_F16 ? ple_block_kernel<__half>
-                               : ple_block_kernel<float>;
+template <int MODE> static ple_fn ple_kernel_mode(int wdtype) {
+    return wdtype == KDT_BF16  ? ple_block_kernel<__nv_bfloat16, MODE>
+           : wdtype == KDT_F16 ? ple_block_kernel<__half, MODE>
+                               : ple_block_kernel<float, MODE>;
+}
+
+static ple_fn ple_kernel_for(int wdtype, int stage) {
+    return stage == 1   ? ple_kernel_mode<1>(wdtype)
+           : stage == 2 ? ple_kernel_mode<2>(wdtype)
+                        : ple_kernel_mode<0>(wdtype);
 }
 
 static size_t ple_wsize(int wdtype) {
     return wdtype == KDT_F32 ? 4 : 2;
 }
 
-static cudaLaunchConfig_t ple_config(int hidden, int ple, int wdtype, cudaStream_t s,
+static cudaLaunchConfig_t ple_config(int hidden, int ple, int wdtype, int stage, cudaStream_t s,
                                      cudaLaunchAttribute *attr) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(PLE_CLUSTER);
     cfg.blockDim = dim3(PLE_THREADS);
-    cfg.dynamicSmemBytes = ple_smem_bytes(hidden, ple, ple_wsize(wdtype));
+    cfg.dynamicSmemBytes = ple_smem_bytes(hidden, ple, ple_wsize(wdtype), stage);
     cfg.stream = s;
     attr[0] = k_cluster_attr(PLE_CLUSTER);
     attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -240,7 +267,7 @@ static cudaLaunchConfig_t ple_config(int hidden, int ple, int wdtype, cudaStream
 /* Whether the device runs the kernel for this shape: sm_90 or later, vectors of whole 16-byte
  * chunks, and a cluster of 16 blocks with this shared memory placed (the driver is asked once
  * a shape; a MIG or MPS share may place none). */
-static int ple_fits_now(int hidden, int ple, int wdtype) {
+static int ple_fits_now(int hidden, int ple, int wdtype, int stage) {
     int dev = 0, major = 0, optin = 0;
     const int v = (int)(16 / ple_wsize(wdtype));
     if (hidden <= 0 || ple <= 0 || hidden % v || ple % v || cudaGetDevice(&dev) != cudaSuccess ||
@@ -249,48 +276,49 @@ static int ple_fits_now(int hidden, int ple, int wdtype) {
             cudaSuccess ||
         major < 9)
         return 0;
-    const size_t smem = ple_smem_bytes(hidden, ple, ple_wsize(wdtype));
+    const size_t smem = ple_smem_bytes(hidden, ple, ple_wsize(wdtype), stage);
     if (smem + 1024 > (size_t)optin) return 0; /* and the static arrays */
-    const ple_fn fn = ple_kernel_for(wdtype);
-    static int smem_set[3]; /* the largest shared memory each dtype's kernel was allowed */
+    const ple_fn fn = ple_kernel_for(wdtype, stage);
+    static int smem_set[3][3]; /* the largest shared memory each kernel was allowed */
     const int d = wdtype == KDT_BF16 ? 0 : wdtype == KDT_F16 ? 1 : 2;
     if (cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
         return 0;
-    if ((int)smem > smem_set[d]) {
+    if ((int)smem > smem_set[stage][d]) {
         if (cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
             cudaSuccess)
             return 0;
-        smem_set[d] = (int)smem;
+        smem_set[stage][d] = (int)smem;
     }
     cudaLaunchAttribute attr[2];
-    cudaLaunchConfig_t cfg = ple_config(hidden, ple, wdtype, 0, attr);
+    cudaLaunchConfig_t cfg = ple_config(hidden, ple, wdtype, stage, 0, attr);
     cfg.numAttrs = 1; /* the cluster only */
     int n = 0;
     return cudaOccupancyMaxActiveClusters(&n, fn, &cfg) == cudaSuccess && n > 0;
 }
 
-extern "C" int k_ple_block_fits(int hidden, int ple, int wdtype) {
-    static struct { int hidden, ple, wdtype, fits; } seen[8];
+extern "C" int k_ple_block_fits(int hidden, int ple, int wdtype, int stage) {
+    static struct { int hidden, ple, wdtype, stage, fits; } seen[16];
     static int n_seen = 0;
     for (int i = 0; i < n_seen; i++)
-        if (seen[i].hidden == hidden && seen[i].ple == ple && seen[i].wdtype == wdtype)
+        if (seen[i].hidden == hidden && seen[i].ple == ple && seen[i].wdtype == wdtype &&
+            seen[i].stage == stage)
             return seen[i].fits;
-    const int fits = ple_fits_now(hidden, ple, wdtype);
+    const int fits = ple_fits_now(hidden, ple, wdtype, stage);
     cudaGetLastError(); /* a refused query only means no */
-    if (n_seen < 8) seen[n_seen++] = {hidden, ple, wdtype, fits};
+    if (n_seen < 16) seen[n_seen++] = {hidden, ple, wdtype, stage, fits};
     return fits;
 }
 
 extern "C" void k_ple_block(cudaStream_t s, const k_ple_args *a, int wdtype) {
     if (a->n <= 0) return;
-    if (!k_ple_block_fits(a->hidden, a->ple, wdtype)) {
+    if (!k_ple_block_fits(a->hidden, a->ple, wdtype, a->stage)) {
         fprintf(stderr, "%s:%d: ple_block: hidden %d, ple %d, dtype %d do not fit this device\n",
                 __FILE__, __LINE__, a->hidden, a->ple, wdtype);
         exit(1);
     }
     if (k_skip & K_SKIP_PLE) return;
     cudaLaunchAttribute attr[2];
-    cudaLaunchConfig_t cfg = ple_config(a->hidden, a->ple, wdtype, s, attr);
-    cudaLaunchKernelEx(&cfg, ple_kernel_for(wdtype), *a);
+    cudaLaunchConfig_t cfg = ple_config(a->hidden, a->ple, wdtype, a->stage, s, attr);
+    cudaLaunchKernelEx(&cfg, ple_kernel_for(wdtype, a->stage), *a);
     K_CHECK_LAUNCH();
 }

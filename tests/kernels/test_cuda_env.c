@@ -42,7 +42,7 @@ int main(void) {
     EXPECT(read_with(NULL, NULL, &sw, err, sizeof err) == 0, "%s", err);
     EXPECT(sw.gemm_mode == 0 && sw.use_graphs == 1 && sw.profile == 0 && sw.fuse == 1 &&
            sw.fuse_mm == CUDA_FUSE_MM_ON && sw.pdl == 1 && sw.attn == CUDA_ATTN_AUTO &&
-           sw.ple == 1);
+           sw.ple == CUDA_PLE_AUTO);
     EXPECT(sw.mv.unroll == 0 && sw.mv.prefetch == 2 && sw.mv.decode == K_MV_LEAN &&
            sw.mv.grid == 0 && sw.mv.split == 0 && sw.mv.rows == 2 && sw.mv.rows_min_kb == 4096 &&
            sw.mv.group == 2 && sw.mv.mma == 0 && sw.mv.block_warps == 0);
@@ -58,8 +58,13 @@ int main(void) {
     EXPECT(read_with("GEMMA_CUDA_PROFILE", "1", &sw, err, sizeof err) == 0 && sw.profile == 1);
     EXPECT(read_with("GEMMA_CUDA_FUSE", "0", &sw, err, sizeof err) == 0 && sw.fuse == 0);
     EXPECT(read_with("GEMMA_CUDA_PDL", "0", &sw, err, sizeof err) == 0 && sw.pdl == 0);
-    EXPECT(read_with("GEMMA_CUDA_PLE", "0", &sw, err, sizeof err) == 0 && sw.ple == 0);
-    EXPECT(read_with("GEMMA_CUDA_PLE", "auto", &sw, err, sizeof err) == 0 && sw.ple == 1);
+    EXPECT(read_with("GEMMA_CUDA_PLE", "0", &sw, err, sizeof err) == 0 && sw.ple == CUDA_PLE_OFF);
+    EXPECT(read_with("GEMMA_CUDA_PLE", "auto", &sw, err, sizeof err) == 0 &&
+           sw.ple == CUDA_PLE_AUTO);
+    EXPECT(read_with("GEMMA_CUDA_PLE", "stage", &sw, err, sizeof err) == 0 &&
+           sw.ple == CUDA_PLE_STAGE);
+    EXPECT(read_with("GEMMA_CUDA_PLE", "direct", &sw, err, sizeof err) == 0 &&
+           sw.ple == CUDA_PLE_DIRECT);
     EXPECT(read_with("GEMMA_CUDA_ATTN", "split", &sw, err, sizeof err) == 0 &&
            sw.attn == K_ATTN_SPLIT);
     EXPECT(read_with("GEMMA_CUDA_ATTN", "cluster", &sw, err, sizeof err) == 0 &&
