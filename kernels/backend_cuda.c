@@ -97,13 +97,12 @@ enum {
     F_COPY,
     F_TRANSFER,
     F_DRAFT_HEAD, /* backend_cuda_draft.c */
-    F_PLE,        /* the end of a layer as one kernel (ple.cu) */
     F_COUNT
 };
 static const char *const family_name[F_COUNT] = {
-    "matvec (own)", "gemm (cuBLAS)",   "rmsnorm",    "rope",      "norm/rope/kv", "kv_write",
-    "attention",    "gelu_mul",        "embed",      "add/scale", "softcap",      "argmax",
-    "copy (d2d)",   "upload/download", "draft_head", "ple_block"};
+    "matvec (own)", "gemm (cuBLAS)",   "rmsnorm",   "rope",      "norm/rope/kv", "kv_write",
+    "attention",    "gelu_mul",        "embed",     "add/scale", "softcap",      "argmax",
+    "copy (d2d)",   "upload/download", "draft_head"};
 
 /* One weight copied to the device. */
 typedef struct {
@@ -168,7 +167,6 @@ typedef struct {
     cuda_fuser *fuser;
     int pdl;        /* programmatic dependent launch (kernels.h; GEMMA_CUDA_PDL=0 turns it off) */
     int attn;       /* the attention's form: K_ATTN_SPLIT or K_ATTN_CLUSTER (GEMMA_CUDA_ATTN) */
-    int ple;        /* the end of a layer as one kernel where it fits (GEMMA_CUDA_PLE) */
     k_mv_tuning mv; /* the matrix-vector kernel's tuning, set before each op (GEMMA_CUDA_MV_*) */
 
     /* counters */
@@ -622,7 +620,6 @@ void backend_cuda_stats(backend *b, backend_cuda_counters *c) {
     c->weight_bytes = st->weight_bytes;
     snprintf(c->device, sizeof c->device, "%s", st->device_name);
     c->attn_form = st->attn;
-    c->ple_calls = st->calls[F_PLE];
 }
 
 void backend_cuda_reset_counters(backend *b) {
@@ -661,8 +658,7 @@ void backend_cuda_profile_print(backend *b, FILE *f) {
 const int cuda_family_embed = F_EMBED, cuda_family_draft_head = F_DRAFT_HEAD;
 const int cuda_family_matvec = F_MATVEC, cuda_family_rmsnorm = F_RMSNORM, cuda_family_rope = F_ROPE,
           cuda_family_kv_write = F_KV_WRITE, cuda_family_gelu_mul = F_GELU_MUL,
-          cuda_family_add = F_ELEMENTWISE, cuda_family_norm_rope_kv = F_NORM_ROPE_KV,
-          cuda_family_ple = F_PLE;
+          cuda_family_add = F_ELEMENTWISE, cuda_family_norm_rope_kv = F_NORM_ROPE_KV;
 
 cuda_fuser *cuda_fuser_of(backend *b) {
     return st_of(b)->fuser;
@@ -732,7 +728,6 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     st->profile = sw.profile;
     st->fuse = sw.fuse;
     st->fuse_mm = sw.fuse_mm;
-    st->ple = sw.ple;
     st->pdl = sw.pdl;
     st->mv = sw.mv;
     char grid_name[40] = "blocks";
@@ -763,7 +758,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         stderr,
         "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matvec unroll %s prefetch %d decode %s "
         "grid %s block warps %s, rows a warp at n = 2..8 %d (launches >= %d KiB), matmul %s, bf16 "
-        "on the %s, attention %s, layer ends %s\n",
+        "on the %s, attention %s\n",
         st->device_name, prop.totalGlobalMem / 1e9, st->use_graphs && !st->profile ? "on" : "off",
         !st->fuse                            ? "off"
         : st->fuse_mm == CUDA_FUSE_MM_ON     ? "on (all matmul groups)"
@@ -790,11 +785,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         st->mv.mma == 1   ? "tensor cores (x exact)"
         : st->mv.mma == 2 ? "tensor cores (x to 16 bits)"
                           : "CUDA cores",
-        st->attn == K_ATTN_CLUSTER ? "in thread block clusters (short rings)" : "split + merge",
-        !st->ple || !st->fuse       ? "separate kernels"
-        : st->ple == CUDA_PLE_STAGE ? "one kernel where it fits (weights staged)"
-        : st->ple == CUDA_PLE_L2    ? "one kernel where it fits (weights asked of L2)"
-                                    : "one kernel where it fits");
+        st->attn == K_ATTN_CLUSTER ? "in thread block clusters (short rings)" : "split + merge");
     CU(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     CUBLAS(cublasCreate(&st->cublas));
     CUBLAS(cublasSetStream(st->cublas, st->stream));
@@ -805,7 +796,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     CU(cudaEventCreateWithFlags(&st->params_done, cudaEventDisableTiming));
     CU(cudaEventCreate(&st->ev0));
     CU(cudaEventCreate(&st->ev1));
-    st->fuser = cuda_fuser_new(st->fuse, st->fuse_mm, st->ple);
+    st->fuser = cuda_fuser_new(st->fuse, st->fuse_mm);
 
     backend *b = xcalloc(1, sizeof *b);
     b->name = "cuda";

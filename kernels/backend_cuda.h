@@ -44,13 +44,6 @@
  *                          newer only; refused elsewhere); auto (default): cluster where the
  *                          GPU has clusters. The forms slice differently, so results differ
  *                          in the last bits
- *   GEMMA_CUDA_PLE=auto|0  the end of a decoder layer - norm + add after the MLP, the per-layer
- *                          input's gate (GeLU, times the input) and projection, norm + add, the
- *                          next layer's norm - as one kernel of a 16-block cluster (auto, the
- *                          default: where the GPU runs it, sm_90 and later, and the two
- *                          matrices fit its shared memory; chunks of at most 17 rows), or as
- *                          four kernels (0). The sums are taken in other orders, so results
- *                          differ in the last bits
  *   GEMMA_CUDA_PROFILE=1   time every op per kernel family; the table (calls, ms, bytes,
  *                          GB/s) is printed to stderr when the backend is destroyed
  *   GEMMA_CUDA_GEMM=own|cublas|auto   who multiplies: our kernel everywhere (default), cuBLAS
@@ -73,7 +66,6 @@ typedef struct {
     size_t weight_bytes; /* weights held on the device */
     char device[256];    /* device name and compute capability */
     int attn_form;       /* the attention's form: kernels.h K_ATTN_SPLIT or K_ATTN_CLUSTER */
-    long ple_calls;      /* ends of layers run as one kernel (ple.cu) since the last reset */
 } backend_cuda_counters;
 
 void backend_cuda_stats(backend *b, backend_cuda_counters *c);

@@ -153,18 +153,5 @@ int cuda_switches_from_env(cuda_switches *sw, char *err, size_t errlen) {
                  attn);
         return -1;
     }
-    const char *ple = getenv("GEMMA_CUDA_PLE");
-    sw->ple = !ple || !*ple || !strcmp(ple, "auto") ? CUDA_PLE_AUTO
-              : !strcmp(ple, "0")                   ? CUDA_PLE_OFF
-              : !strcmp(ple, "stage")               ? CUDA_PLE_STAGE
-              : !strcmp(ple, "direct")              ? CUDA_PLE_DIRECT
-              : !strcmp(ple, "l2")                  ? CUDA_PLE_L2
-                                                    : -1;
-    if (sw->ple < 0) {
-        snprintf(err, errlen,
-                 "environment variable GEMMA_CUDA_PLE: \"%s\" is not auto, 0, stage, direct or l2",
-                 ple);
-        return -1;
-    }
     return mv_tuning_from_env(&sw->mv, err, errlen);
 }

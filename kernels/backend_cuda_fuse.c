@@ -15,10 +15,6 @@
  *      block and the start of the next: one pass (k_norm_add_norm);
  *   3. a run of in-place head norms, RoPEs and KV-ring writes over up to three tensors (the
  *      q, k and v of an attention block): one launch (k_norm_rope_store);
- *   4. before those, the end of a layer after its MLP - 2., the per-layer input's gate with
- *      its GeLU product, the projection, 2. again with the next norm - where the device runs
- *      it, as one kernel (k_ple_block, ple.cu: a 16-block cluster, sm_90; GEMMA_CUDA_PLE=0
- *      keeps the separate kernels, whose sums are ordered otherwise);
  * and otherwise runs the op alone.
  *
  * Hoisting is the only reordering, and it is checked: every op knows the device ranges it
@@ -49,13 +45,7 @@
 #include "backend_cuda_fuse.h"
 #include "backend_cuda_internal.h"
 #include "kernels.h"
-#include "speculate.h"
 #include "util.h"
-
-/* Rows up to which the end of a layer goes out as k_ple_block: every verify pass (SPEC_MAX_K drafts
- * and the last accepted token), so that verify and decode share its arithmetic; longer chunks
- * (prefill) keep the separate kernels - the fused one takes its rows one after another. */
-#define CUDA_PLE_MAX_ROWS (SPEC_MAX_K + 1)
 
 #define QCAP 48 /* ops held at most; a full queue is flushed (26 per layer of the forward pass) */
 
@@ -81,16 +71,15 @@ typedef struct {
 } qop;
 
 struct cuda_fuser {
-    int fuse, fuse_mm, ple;
+    int fuse, fuse_mm;
     qop q[QCAP];
     int nq;
 };
 
-cuda_fuser *cuda_fuser_new(int fuse, int fuse_mm, int ple) {
+cuda_fuser *cuda_fuser_new(int fuse, int fuse_mm) {
     cuda_fuser *f = xcalloc(1, sizeof *f);
     f->fuse = fuse;
     f->fuse_mm = fuse_mm;
-    f->ple = ple;
     return f;
 }
 
@@ -461,109 +450,6 @@ static int try_norm_parts(backend *b, batch *bt, int i) {
     return 1;
 }
 
-/* ---- 4. the end of a layer: norm(o), x += o, the per-layer input's gate and projection, ----
- * ---- norm, x += o, and the next norm ---------------------------------------------------- */
-
-/* The ops of the tail, in forward.c's order (decoder_layer after mlp_block). */
-enum { T_NORM1, T_ADD1, T_GATE, T_GELU, T_PROJ, T_NORM2, T_ADD2, T_NORM3, T_OPS };
-
-/* Do ops[] (queue indices) make the tail k_ple_block runs? n3 (the next norm) is optional:
- * ops[T_NORM3] is -1 without it. */
-static int ple_tail(backend *b, const batch *bt, const int *ops, int stage) {
-    const qop *n1 = &bt->q[ops[T_NORM1]], *a1 = &bt->q[ops[T_ADD1]], *g = &bt->q[ops[T_GATE]],
-              *gm = &bt->q[ops[T_GELU]], *p = &bt->q[ops[T_PROJ]], *n2 = &bt->q[ops[T_NORM2]],
-              *a2 = &bt->q[ops[T_ADD2]];
-    const int n = n1->n, H = n1->dim, P = g->w.rows;
-    const size_t cnt = (size_t)n * H;
-    if (n1->kind != Q_RMSNORM || n1->out != n1->a || n > CUDA_PLE_MAX_ROWS) return 0;
-    float *o = n1->out, *x = a1->out;
-    const span os = span_of(o, cnt), xs = span_of(x, cnt);
-    if (a1->kind != Q_ADD || a1->a != x || a1->b != o || a1->count != cnt || overlap(os, xs))
-        return 0;
-    const int wdt = (int)g->w.dtype;
-    if (g->kind != Q_MATMUL || g->a != x || g->n != n || g->w.cols != H ||
-        !cuda_matmul_own(b, &g->w, n))
-        return 0;
-    const span hs = span_of(g->out, (size_t)n * P);
-    if (overlap(hs, os) || overlap(hs, xs)) return 0;
-    if (gm->kind != Q_GELU_MUL || gm->out != g->out || gm->a != g->out || gm->n != n ||
-        gm->dim != P || gm->stride < P)
-        return 0;
-    const span ps = span_of(gm->b, (size_t)(n - 1) * gm->stride + P);
-    if (overlap(ps, os) || overlap(ps, xs) || overlap(ps, hs)) return 0;
-    if (p->kind != Q_MATMUL || p->a != g->out || p->out != o || p->n != n || p->w.cols != P ||
-        p->w.rows != H || (int)p->w.dtype != wdt || !cuda_matmul_own(b, &p->w, n))
-        return 0;
-    if (n2->kind != Q_RMSNORM || n2->out != o || n2->a != o || n2->n != n || n2->dim != H ||
-        n2->eps != n1->eps)
-        return 0;
-    if (a2->kind != Q_ADD || a2->out != x || a2->a != x || a2->b != o || a2->count != cnt) return 0;
-    if (ops[T_NORM3] >= 0) {
-        const qop *n3 = &bt->q[ops[T_NORM3]];
-        const span ns = span_of(n3->out, cnt);
-        if (n3->kind != Q_RMSNORM || n3->a != x || n3->n != n || n3->dim != H ||
-            n3->eps != n1->eps || overlap(ns, os) || overlap(ns, xs) || overlap(ns, hs) ||
-            (n3->w.data && (int)n3->w.dtype != wdt))
-            return 0;
-    }
-    if ((n1->w.data && (int)n1->w.dtype != wdt) || (n2->w.data && (int)n2->w.dtype != wdt))
-        return 0;
-    return k_ple_block_fits(H, P, wdt, stage);
-}
-
-static int try_ple_block(backend *b, const cuda_fuser *f, batch *bt, int i) {
-    if (!f->ple || bt->q[i].kind != Q_RMSNORM) return 0;
-    int ops[T_OPS];
-    ops[0] = i;
-    for (int k = 1; k < T_OPS; k++) {
-        ops[k] = next_live(bt, ops[k - 1]);
-        if (ops[k] >= bt->nq) {
-            if (k < T_NORM3) return 0;
-            ops[k] = -1;
-        }
-    }
-    if (ops[T_NORM3] >= 0 && bt->q[ops[T_NORM3]].kind != Q_RMSNORM) ops[T_NORM3] = -1;
-    const int stage = f->ple == CUDA_PLE_STAGE ? 1 : f->ple == CUDA_PLE_L2 ? 2 : 0;
-    if (!ple_tail(b, bt, ops, stage)) {
-        if (ops[T_NORM3] < 0) return 0;
-        ops[T_NORM3] = -1; /* the tail without a next norm that does not fit */
-        if (!ple_tail(b, bt, ops, stage)) return 0;
-    }
-    const qop *n1 = &bt->q[ops[T_NORM1]], *g = &bt->q[ops[T_GATE]], *gm = &bt->q[ops[T_GELU]],
-              *p = &bt->q[ops[T_PROJ]], *n2 = &bt->q[ops[T_NORM2]],
-              *n3 = ops[T_NORM3] >= 0 ? &bt->q[ops[T_NORM3]] : NULL;
-    const int n = n1->n, H = n1->dim, P = g->w.rows;
-    k_ple_args a = {
-        .x = bt->q[ops[T_ADD1]].out,
-        .o = n1->out,
-        .h = g->out,
-        .xn = n3 ? n3->out : NULL,
-        .w_o = n1->w.data ? cuda_weight(b, &n1->w) : NULL,
-        .gate = cuda_weight(b, &g->w),
-        .proj = cuda_weight(b, &p->w),
-        .w_p = n2->w.data ? cuda_weight(b, &n2->w) : NULL,
-        .w_x = n3 && n3->w.data ? cuda_weight(b, &n3->w) : NULL,
-        .ple_in = gm->b,
-        .ple_stride = gm->stride,
-        .hidden = H,
-        .ple = P,
-        .n = n,
-        .scalar = 1.0f,
-        .eps = n1->eps,
-        .stage = stage,
-    };
-    /* weights; o and x read, o, x and xn written; h written; the per-layer input read */
-    const double bytes = weight_bytes(&g->w) + weight_bytes(&p->w) + weight_bytes(&n1->w) +
-                         weight_bytes(&n2->w) + (n3 ? weight_bytes(&n3->w) : 0.0) +
-                         4.0 * n * ((n3 ? 5.0 : 4.0) * H + 2.0 * P);
-    cudaStream_t s = cuda_op_begin(b);
-    k_ple_block(s, &a, (int)g->w.dtype);
-    cuda_op_end(b, cuda_family_ple, bytes);
-    for (int k = 0; k < T_OPS; k++)
-        if (ops[k] >= 0) bt->done[ops[k]] = 1;
-    return 1;
-}
-
 /* ---- the queue ------------------------------------------------------------------------------ */
 
 void cuda_fuse_flush(backend *b) {
@@ -576,8 +462,7 @@ void cuda_fuse_flush(backend *b) {
     memset(bt->done, 0, sizeof bt->done);
     for (int i = 0; i < bt->nq; i++) {
         if (bt->done[i]) continue;
-        if (try_ple_block(b, f, bt, i) || try_matvec_group(b, f, bt, i) || try_norm_add(b, bt, i) ||
-            try_norm_parts(b, bt, i))
+        if (try_matvec_group(b, f, bt, i) || try_norm_add(b, bt, i) || try_norm_parts(b, bt, i))
             continue;
         run_single(b, &bt->q[i]);
         bt->done[i] = 1;

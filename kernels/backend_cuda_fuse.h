@@ -16,13 +16,7 @@ typedef struct cuda_fuser cuda_fuser;
  * gelu_mul its own kernel). */
 enum { CUDA_FUSE_MM_OFF = 0, CUDA_FUSE_MM_ON = 1, CUDA_FUSE_MM_AUTO = 2, CUDA_FUSE_MM_NOPAIR = 3 };
 #define CUDA_FUSE_MM_AUTO_BYTES ((size_t)1 << 20)
-/* ple: the end of a layer (norm, add, the per-layer input's gate and projection, norm, add,
- * norm) as one kernel where the device runs it (ple.cu; 4 below in backend_cuda_fuse.c) - its
- * blocks' weight rows copied to shared memory first (stage), read in place (direct) or asked
- * of L2 before the kernel waits and read in place (l2) - or never (off). */
-enum { CUDA_PLE_OFF = 0, CUDA_PLE_STAGE = 1, CUDA_PLE_DIRECT = 2, CUDA_PLE_L2 = 3 };
-#define CUDA_PLE_AUTO CUDA_PLE_DIRECT
-cuda_fuser *cuda_fuser_new(int fuse, int fuse_mm, int ple);
+cuda_fuser *cuda_fuser_new(int fuse, int fuse_mm);
 void cuda_fuser_free(cuda_fuser *f);
 /* Run every queued op. backend_cuda.c calls it before any op that is not queued, before
  * downloads, argmax, step_begin / step_end and the counters. Re-entrant: the queue is emptied
@@ -42,6 +36,6 @@ int cuda_matmul_own(backend *b, const tensor *w, int n);
 void cuda_matmul_now(backend *b, float *out, const tensor *w, const float *x, int n);
 /* Kernel families of the profile table, for cuda_op_end. */
 extern const int cuda_family_matvec, cuda_family_rmsnorm, cuda_family_rope, cuda_family_kv_write,
-    cuda_family_gelu_mul, cuda_family_add, cuda_family_norm_rope_kv, cuda_family_ple;
+    cuda_family_gelu_mul, cuda_family_add, cuda_family_norm_rope_kv;
 
 #endif

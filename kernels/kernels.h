@@ -36,14 +36,13 @@ void k_set_pdl(int on);
  * Their outputs are left stale - the results are wrong while any bit is set. Never set by the
  * engine; 0 (the default) launches everything. */
 enum {
-    K_SKIP_ATTN_SPLIT = 1,   /* attention.cu: the slices */
-    K_SKIP_ATTN_MERGE = 2,   /* attention.cu: the merge */
-    K_SKIP_NORM_ROPE = 4,    /* rmsnorm.cu: k_norm_rope_store */
-    K_SKIP_NORM_ADD = 8,     /* rmsnorm.cu: k_norm_add_norm */
-    K_SKIP_RMSNORM = 16,     /* rmsnorm.cu: k_rmsnorm */
-    K_SKIP_MATVEC = 32,      /* matvec.cu: every product */
-    K_SKIP_ELEMENTWISE = 64, /* elementwise.cu, gelu.cu, rope.cu, kv_write */
-    K_SKIP_PLE = 128         /* ple.cu: k_ple_block */
+    K_SKIP_ATTN_SPLIT = 1,  /* attention.cu: the slices */
+    K_SKIP_ATTN_MERGE = 2,  /* attention.cu: the merge */
+    K_SKIP_NORM_ROPE = 4,   /* rmsnorm.cu: k_norm_rope_store */
+    K_SKIP_NORM_ADD = 8,    /* rmsnorm.cu: k_norm_add_norm */
+    K_SKIP_RMSNORM = 16,    /* rmsnorm.cu: k_rmsnorm */
+    K_SKIP_MATVEC = 32,     /* matvec.cu: every product */
+    K_SKIP_ELEMENTWISE = 64 /* elementwise.cu, gelu.cu, rope.cu, kv_write */
 };
 void k_set_skip(unsigned mask);
 
@@ -189,27 +188,6 @@ int k_attention_has_clusters(void);
 /* gelu.cu: out[r][j] = gelu_tanh(gate[r][j]) * up[r * up_stride + j]. out may equal gate. */
 void k_gelu_mul(cudaStream_t s, float *out, const float *gate, const float *up, int rows, int dim,
                 int up_stride);
-
-/* ple.cu: the end of a decoder layer after the MLP, as one kernel of a 16-block cluster (sm_90).
- * For each row t < n of x, o [n][hidden] (o: the down product):
- *   x += rmsnorm(o) * w_o;  h = gelu_tanh(gate . x) * ple_in[t * ple_stride ..];
- *   o = rmsnorm(proj . h) * w_p;  x = (x + o) * scalar;  xn = rmsnorm(x) * w_x (xn non-NULL)
- * with gate [ple][hidden], proj [hidden][ple] and the scales (NULL: none) all of dtype wdtype;
- * one eps. x, o, h and xn are left as those separate ops leave them (to rounding; h [n][ple]).
- * A row's result does not depend on n. Only where k_ple_block_fits (asked once a shape): sm_90
- * or later, hidden and ple multiples of the 16-byte vector, and both matrices' rows of a block
- * within its shared memory (E4B: 2560 x 256 in bf16, 172 KB). */
-typedef struct {
-    float *x, *o, *h, *xn;
-    const void *w_o, *gate, *proj, *w_p, *w_x;
-    const float *ple_in;
-    int ple_stride, hidden, ple, n;
-    float scalar, eps;
-    int stage; /* 1: a block's weight rows copied to shared memory first; 0: read in place; 2:
-                * asked of L2 before the wait, then read in place */
-} k_ple_args;
-int k_ple_block_fits(int hidden, int ple, int wdtype, int stage);
-void k_ple_block(cudaStream_t s, const k_ple_args *a, int wdtype);
 
 /* embed.cu: out[t][:] = table[ids[t]][:] * scale for t < n (ids in device memory). */
 void k_embed(cudaStream_t s, float *out, const void *table, int wdtype, int cols, const int *ids,

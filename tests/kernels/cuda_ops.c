@@ -518,7 +518,6 @@ static void test_matmul_argmax(void) {
 static void test_draft_head(void); /* with the drafter checks below */
 
 #include "cuda_ops_fused.h"
-#include "cuda_ops_ple.h"
 #include "cuda_ops_matvec.h"
 
 static int run_ops(void) {
@@ -542,7 +541,6 @@ static int run_ops(void) {
     test_rope();
     test_fusions();
     test_fused();
-    test_ple_block();
     test_matvec_variants();
     mv_rows_reproduce(gpu, "default");
     mv_group_reproduce(gpu, "default");

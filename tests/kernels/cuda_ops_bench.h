@@ -346,10 +346,10 @@ static unsigned skip_mask(const char *list) {
     static const struct {
         const char *name;
         unsigned bit;
-    } fam[] = {{"split", K_SKIP_ATTN_SPLIT},        {"merge", K_SKIP_ATTN_MERGE},
-               {"nrk", K_SKIP_NORM_ROPE},           {"normadd", K_SKIP_NORM_ADD},
-               {"rmsnorm", K_SKIP_RMSNORM},         {"matvec", K_SKIP_MATVEC},
-               {"elementwise", K_SKIP_ELEMENTWISE}, {"ple", K_SKIP_PLE}};
+    } fam[] = {{"split", K_SKIP_ATTN_SPLIT},       {"merge", K_SKIP_ATTN_MERGE},
+               {"nrk", K_SKIP_NORM_ROPE},          {"normadd", K_SKIP_NORM_ADD},
+               {"rmsnorm", K_SKIP_RMSNORM},        {"matvec", K_SKIP_MATVEC},
+               {"elementwise", K_SKIP_ELEMENTWISE}};
     unsigned mask = 0;
     char *copy = xasprintf("%s", list ? list : ""), *save = NULL;
     for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -358,7 +358,7 @@ static unsigned skip_mask(const char *list) {
             i++;
         if (i == sizeof fam / sizeof fam[0])
             die("DECODE_PROFILE_SKIP: unknown family '%s' (split, merge, nrk, normadd, rmsnorm, "
-                "matvec, elementwise, ple)",
+                "matvec, elementwise)",
                 t);
         mask |= fam[i].bit;
     }

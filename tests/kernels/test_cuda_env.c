@@ -15,7 +15,7 @@ static const char *const all_vars[] = {
     "GEMMA_CUDA_MV_UNROLL",      "GEMMA_CUDA_MV_PREFETCH", "GEMMA_CUDA_MV_DECODE",
     "GEMMA_CUDA_MV_GRID",        "GEMMA_CUDA_MV_SPLIT",    "GEMMA_CUDA_MV_ROWS",
     "GEMMA_CUDA_MV_ROWS_MIN",    "GEMMA_CUDA_MV_GROUP",    "GEMMA_CUDA_MV_MMA",
-    "GEMMA_CUDA_MV_BLOCK_WARPS", "GEMMA_CUDA_ATTN",        "GEMMA_CUDA_PLE"};
+    "GEMMA_CUDA_MV_BLOCK_WARPS", "GEMMA_CUDA_ATTN"};
 
 static void clear_env(void) {
     for (size_t i = 0; i < sizeof all_vars / sizeof all_vars[0]; i++)
@@ -41,8 +41,7 @@ int main(void) {
     /* defaults */
     EXPECT(read_with(NULL, NULL, &sw, err, sizeof err) == 0, "%s", err);
     EXPECT(sw.gemm_mode == 0 && sw.use_graphs == 1 && sw.profile == 0 && sw.fuse == 1 &&
-           sw.fuse_mm == CUDA_FUSE_MM_ON && sw.pdl == 1 && sw.attn == CUDA_ATTN_AUTO &&
-           sw.ple == CUDA_PLE_AUTO);
+           sw.fuse_mm == CUDA_FUSE_MM_ON && sw.pdl == 1 && sw.attn == CUDA_ATTN_AUTO);
     EXPECT(sw.mv.unroll == 0 && sw.mv.prefetch == 2 && sw.mv.decode == K_MV_LEAN &&
            sw.mv.grid == 0 && sw.mv.split == 0 && sw.mv.rows == 2 && sw.mv.rows_min_kb == 4096 &&
            sw.mv.group == 2 && sw.mv.mma == 0 && sw.mv.block_warps == 0);
@@ -58,13 +57,6 @@ int main(void) {
     EXPECT(read_with("GEMMA_CUDA_PROFILE", "1", &sw, err, sizeof err) == 0 && sw.profile == 1);
     EXPECT(read_with("GEMMA_CUDA_FUSE", "0", &sw, err, sizeof err) == 0 && sw.fuse == 0);
     EXPECT(read_with("GEMMA_CUDA_PDL", "0", &sw, err, sizeof err) == 0 && sw.pdl == 0);
-    EXPECT(read_with("GEMMA_CUDA_PLE", "0", &sw, err, sizeof err) == 0 && sw.ple == CUDA_PLE_OFF);
-    EXPECT(read_with("GEMMA_CUDA_PLE", "auto", &sw, err, sizeof err) == 0 &&
-           sw.ple == CUDA_PLE_AUTO);
-    EXPECT(read_with("GEMMA_CUDA_PLE", "stage", &sw, err, sizeof err) == 0 &&
-           sw.ple == CUDA_PLE_STAGE);
-    EXPECT(read_with("GEMMA_CUDA_PLE", "direct", &sw, err, sizeof err) == 0 &&
-           sw.ple == CUDA_PLE_DIRECT);
     EXPECT(read_with("GEMMA_CUDA_ATTN", "split", &sw, err, sizeof err) == 0 &&
            sw.attn == K_ATTN_SPLIT);
     EXPECT(read_with("GEMMA_CUDA_ATTN", "cluster", &sw, err, sizeof err) == 0 &&
@@ -121,35 +113,20 @@ int main(void) {
     const struct {
         const char *name, *value;
     } bad[] = {
-        {"GEMMA_CUDA_GEMM", "fast"},
-        {"GEMMA_CUDA_FUSE_MM", "2"},
-        {"GEMMA_CUDA_FUSE_MM", "pair"},
-        {"GEMMA_CUDA_MV_UNROLL", "6"},
-        {"GEMMA_CUDA_MV_UNROLL", "8x"},
-        {"GEMMA_CUDA_MV_PREFETCH", "one"},
-        {"GEMMA_CUDA_MV_DECODE", "turbo"},
-        {"GEMMA_CUDA_MV_GRID", "0"},
-        {"GEMMA_CUDA_MV_GRID", "persist2"},
-        {"GEMMA_CUDA_MV_GRID", "-3"},
-        {"GEMMA_CUDA_MV_SPLIT", "0"},
-        {"GEMMA_CUDA_MV_SPLIT", "65"},
-        {"GEMMA_CUDA_MV_SPLIT", "wave"},
-        {"GEMMA_CUDA_MV_ROWS", "0"},
-        {"GEMMA_CUDA_MV_ROWS", "3"},
-        {"GEMMA_CUDA_MV_ROWS", "two"},
-        {"GEMMA_CUDA_MV_ROWS_MIN", "-1"},
-        {"GEMMA_CUDA_MV_ROWS_MIN", "1048577"},
-        {"GEMMA_CUDA_MV_ROWS_MIN", "4M"},
-        {"GEMMA_CUDA_MV_GROUP", "2"},
-        {"GEMMA_CUDA_MV_GROUP", "on"},
-        {"GEMMA_CUDA_MV_MMA", "3"},
-        {"GEMMA_CUDA_MV_MMA", "tensor"},
-        {"GEMMA_CUDA_MV_BLOCK_WARPS", "16"},
-        {"GEMMA_CUDA_MV_BLOCK_WARPS", "1"},
-        {"GEMMA_CUDA_ATTN", "clusters"},
+        {"GEMMA_CUDA_GEMM", "fast"},        {"GEMMA_CUDA_FUSE_MM", "2"},
+        {"GEMMA_CUDA_FUSE_MM", "pair"},     {"GEMMA_CUDA_MV_UNROLL", "6"},
+        {"GEMMA_CUDA_MV_UNROLL", "8x"},     {"GEMMA_CUDA_MV_PREFETCH", "one"},
+        {"GEMMA_CUDA_MV_DECODE", "turbo"},  {"GEMMA_CUDA_MV_GRID", "0"},
+        {"GEMMA_CUDA_MV_GRID", "persist2"}, {"GEMMA_CUDA_MV_GRID", "-3"},
+        {"GEMMA_CUDA_MV_SPLIT", "0"},       {"GEMMA_CUDA_MV_SPLIT", "65"},
+        {"GEMMA_CUDA_MV_SPLIT", "wave"},    {"GEMMA_CUDA_MV_ROWS", "0"},
+        {"GEMMA_CUDA_MV_ROWS", "3"},        {"GEMMA_CUDA_MV_ROWS", "two"},
+        {"GEMMA_CUDA_MV_ROWS_MIN", "-1"},   {"GEMMA_CUDA_MV_ROWS_MIN", "1048577"},
+        {"GEMMA_CUDA_MV_ROWS_MIN", "4M"},   {"GEMMA_CUDA_MV_GROUP", "2"},
+        {"GEMMA_CUDA_MV_GROUP", "on"},      {"GEMMA_CUDA_MV_MMA", "3"},
+        {"GEMMA_CUDA_MV_MMA", "tensor"},    {"GEMMA_CUDA_MV_BLOCK_WARPS", "16"},
+        {"GEMMA_CUDA_MV_BLOCK_WARPS", "1"}, {"GEMMA_CUDA_ATTN", "clusters"},
         {"GEMMA_CUDA_ATTN", "1"},
-        {"GEMMA_CUDA_PLE", "on"},
-        {"GEMMA_CUDA_PLE", "1"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const int rc = read_with(bad[i].name, bad[i].value, &sw, err, sizeof err);
