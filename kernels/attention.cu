@@ -484,7 +484,7 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
                   int, int, int, int) = head_dim <= 32    ? attn_split_kernel<1, 4>
                                         : head_dim <= 64  ? attn_split_kernel<2, 4>
                                         : head_dim <= 128 ? attn_split_kernel<4, 4>
-                                        : att_batch(head_dim) == 4
+                                        : att_batch(head_dim) == 4 && !getenv("EXP_ATT_NB2")
                                             ? attn_split_kernel<ATT_PER_LANE, 4>
                                             : attn_split_kernel<ATT_PER_LANE, 2>;
     if (!(k_skip & K_SKIP_ATTN_SPLIT))
