@@ -392,17 +392,20 @@ typedef void (*attn_cluster_fn)(float *, const float *, const float *, const flo
  * 4 take 201-203 (the one-ahead loop before: 151-154). The split form compiles every head over
  * 128 wide with 16 dims a lane, so its 256-wide kernel also holds 201 registers with 4 (2
  * blocks of 4 warps a multiprocessor); 2 there was not measured apart. */
-static int att_batch(int head_dim) {
+static int att_batch(int head_dim, int n_tok) {
+    /* EXPERIMENT: EXP_ATT_VNB2 - 2 also for 256-wide heads in chunks of several rows */
+    if (head_dim > 128 && n_tok > 1 && getenv("EXP_ATT_VNB2")) return 2;
     return head_dim > 256 ? 2 : 4;
 }
 
 /* The cluster form's kernel for a head width (NB by att_batch), and its warps a block. */
-static attn_cluster_fn attn_cluster_for(int head_dim, int *warps) {
+static attn_cluster_fn attn_cluster_for(int head_dim, int n_tok, int *warps) {
     *warps = head_dim <= 256 ? 16 : 8;
     return head_dim <= 32    ? attn_cluster_kernel<1, 16, 4>
            : head_dim <= 64  ? attn_cluster_kernel<2, 16, 4>
            : head_dim <= 128 ? attn_cluster_kernel<4, 16, 4>
-           : head_dim <= 256 ? attn_cluster_kernel<8, 16, 4>
+           : head_dim <= 256 ? (att_batch(head_dim, n_tok) == 4 ? attn_cluster_kernel<8, 16, 4>
+                                                                : attn_cluster_kernel<8, 16, 2>)
                              : attn_cluster_kernel<ATT_PER_LANE, 8, 2>;
 }
 
@@ -418,7 +421,7 @@ static int attn_clusters_fit(void) {
         major < 9)
         return 0;
     int warps;
-    attn_cluster_fn fn = attn_cluster_for(ATT_MAXD, &warps);
+    attn_cluster_fn fn = attn_cluster_for(ATT_MAXD, 1, &warps);
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(ATT_CLUSTER);
     cfg.blockDim = dim3(warps * 32);
@@ -444,7 +447,7 @@ extern "C" int k_attention_splits(int form, int max_ctx, int n_tok, int n_heads,
     (void)n_tok;
     if (form == K_ATTN_CLUSTER) {
         int warps;
-        attn_cluster_for(head_dim, &warps);
+        attn_cluster_for(head_dim, 1, &warps);
         if (max_ctx <= ATT_CLUSTER * warps * ATT_CLUSTER_POS) return 0;
     }
     /* The split form: about 512 blocks per row, no slice shorter than 16 positions, at most 64
@@ -471,7 +474,7 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
     }
     if (n_splits == 0) { /* the cluster form */
         int warps;
-        attn_cluster_fn fn = attn_cluster_for(head_dim, &warps);
+        attn_cluster_fn fn = attn_cluster_for(head_dim, n_tok, &warps);
         if (!(k_skip & K_SKIP_ATTN_SPLIT))
             k_launch_clusters(fn, dim3(ATT_CLUSTER, n_heads, n_tok), dim3(warps * 32), ATT_CLUSTER,
                               s, out, q, kc, vc, dpos, pos0, len, window, n_heads, n_kv_heads,
@@ -484,7 +487,7 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
                   int, int, int, int) = head_dim <= 32    ? attn_split_kernel<1, 4>
                                         : head_dim <= 64  ? attn_split_kernel<2, 4>
                                         : head_dim <= 128 ? attn_split_kernel<4, 4>
-                                        : att_batch(head_dim) == 4 && !getenv("EXP_ATT_NB2")
+                                        : att_batch(head_dim, n_tok) == 4 && !getenv("EXP_ATT_NB2")
                                             ? attn_split_kernel<ATT_PER_LANE, 4>
                                             : attn_split_kernel<ATT_PER_LANE, 2>;
     if (!(k_skip & K_SKIP_ATTN_SPLIT))
