@@ -135,10 +135,10 @@ extern "C" void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *
         exit(1);
     }
     unsigned threads = dim >= 1024 ? 1024 : (unsigned)((dim + 31) / 32 * 32);
-    { /* EXPERIMENT: EXP_NORM_PER=P: as few threads as hold P elements each */
+    { /* EXPERIMENT: EXP_NORM_PER=P: rows over 1024, as few threads as hold P each */
         const char *e = getenv("EXP_NORM_PER");
         const int per = e ? atoi(e) : 0;
-        if (per > 0 && (dim + per - 1) / per <= 1024)
+        if (per > 0 && dim > 1024 && (dim + per - 1) / per <= 1024)
             threads = (unsigned)(((dim + per - 1) / per + 31) / 32 * 32);
     }
     if (wdtype == KDT_BF16)

@@ -1,6 +1,6 @@
 # session 24, call 4: the candidates of call 3 with the code they would ship with - the op test,
 # memcheck / racecheck (small) and test_gpu.sh steps 2, 3, 5 all with EXP_NORM_PER=4 (norm_add_norm
-# in 640 threads on E4B; rows of at most 1024 keep a thread an element) and EXP_ATT_VNB2=1 (256-wide
+# in 640 threads on E4B; the switch leaves rows of at most 1024 at a thread an element) and EXP_ATT_VNB2=1 (256-wide
 # heads two positions a batch in verify chunks); E4B norm threads 1024 / 640 / 512 / 864 alternating;
 # verify passes with and without EXP_ATT_VNB2 in both attention forms; the small model.
 set -u
