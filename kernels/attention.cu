@@ -385,27 +385,32 @@ __global__ void attn_merge_kernel(float *out, const float *partial, int n_heads,
 
 typedef void (*attn_cluster_fn)(float *, const float *, const float *, const float *, const int *,
                                 int, int, int, int, int, int);
-/* Positions a warp of either form loads at once (att_score): 4, and 2 for heads wider than 256.
- * Measured (session 23, call 2), E4B-sized model: with 2 for the 512-wide heads, the split
- * form's step 3.27-3.29 ms against 3.31-3.33 with 4 everywhere, verify passes 0.5-1 % faster.
- * A lane of those kernels holds 16 dims of each row: 2 positions take 128 registers a thread,
- * 4 take 201-203 (the one-ahead loop before: 151-154). The split form compiles every head over
- * 128 wide with 16 dims a lane, so its 256-wide kernel also holds 201 registers with 4 (2
- * blocks of 4 warps a multiprocessor); 2 there was not measured apart. */
-static int att_batch(int head_dim, int n_tok) {
-    /* EXPERIMENT: EXP_ATT_VNB2 - 2 also for 256-wide heads in chunks of several rows */
-    if (head_dim > 128 && n_tok > 1 && getenv("EXP_ATT_VNB2")) return 2;
-    return head_dim > 256 ? 2 : 4;
+/* Positions a warp of either form loads at once (att_score): 4, and 2 for heads wider than 256;
+ * in the split form also 2 for heads over 128 wide in chunks of several rows (verify passes).
+ * The batch changes no bit (att_score), so a verify chunk may take another than the decode step
+ * it reproduces. A lane of these kernels holds 16 dims of each row (the split form compiles
+ * every head over 128 wide so): 2 positions take 128 registers a thread, 4 take 201-203 (2 blocks
+ * of 4 warps a multiprocessor). Measured on the H200, E4B-sized model, one process, alternating
+ * (docs/bench_gpu.md):
+ *   - session 23 call 2: 2 for the 512-wide heads, the split form's step 3.27-3.29 ms against
+ *     3.31-3.33 with 4 everywhere, verify passes 0.5-1 % faster;
+ *   - session 24 calls 3-4: 2 for the split form's 256-wide heads in verify passes over 2 / 4 /
+ *     8 rows 4.68-4.70 / 6.24 / 10.16-10.17 ms against 4.76-4.78 / 6.39 / 10.67-10.68, but its
+ *     decode step 3.25-3.27 against 3.23 (so decode keeps 4); 2 for the cluster form's 256-wide
+ *     heads (113 registers with 4) in verify passes 1 % slower (kept at 4). */
+static int att_batch(int head_dim, int n_tok, int cluster) {
+    if (head_dim > 256) return 2;
+    return !cluster && head_dim > 128 && n_tok > 1 ? 2 : 4;
 }
 
-/* The cluster form's kernel for a head width (NB by att_batch), and its warps a block. */
-static attn_cluster_fn attn_cluster_for(int head_dim, int n_tok, int *warps) {
+/* The cluster form's kernel for a head width (NB as att_batch gives it for the cluster form),
+ * and its warps a block. */
+static attn_cluster_fn attn_cluster_for(int head_dim, int *warps) {
     *warps = head_dim <= 256 ? 16 : 8;
     return head_dim <= 32    ? attn_cluster_kernel<1, 16, 4>
            : head_dim <= 64  ? attn_cluster_kernel<2, 16, 4>
            : head_dim <= 128 ? attn_cluster_kernel<4, 16, 4>
-           : head_dim <= 256 ? (att_batch(head_dim, n_tok) == 4 ? attn_cluster_kernel<8, 16, 4>
-                                                                : attn_cluster_kernel<8, 16, 2>)
+           : head_dim <= 256 ? attn_cluster_kernel<8, 16, 4>
                              : attn_cluster_kernel<ATT_PER_LANE, 8, 2>;
 }
 
@@ -421,7 +426,7 @@ static int attn_clusters_fit(void) {
         major < 9)
         return 0;
     int warps;
-    attn_cluster_fn fn = attn_cluster_for(ATT_MAXD, 1, &warps);
+    attn_cluster_fn fn = attn_cluster_for(ATT_MAXD, &warps);
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(ATT_CLUSTER);
     cfg.blockDim = dim3(warps * 32);
@@ -447,7 +452,7 @@ extern "C" int k_attention_splits(int form, int max_ctx, int n_tok, int n_heads,
     (void)n_tok;
     if (form == K_ATTN_CLUSTER) {
         int warps;
-        attn_cluster_for(head_dim, 1, &warps);
+        attn_cluster_for(head_dim, &warps);
         if (max_ctx <= ATT_CLUSTER * warps * ATT_CLUSTER_POS) return 0;
     }
     /* The split form: about 512 blocks per row, no slice shorter than 16 positions, at most 64
@@ -474,7 +479,7 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
     }
     if (n_splits == 0) { /* the cluster form */
         int warps;
-        attn_cluster_fn fn = attn_cluster_for(head_dim, n_tok, &warps);
+        attn_cluster_fn fn = attn_cluster_for(head_dim, &warps);
         if (!(k_skip & K_SKIP_ATTN_SPLIT))
             k_launch_clusters(fn, dim3(ATT_CLUSTER, n_heads, n_tok), dim3(warps * 32), ATT_CLUSTER,
                               s, out, q, kc, vc, dpos, pos0, len, window, n_heads, n_kv_heads,
@@ -487,7 +492,7 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
                   int, int, int, int) = head_dim <= 32    ? attn_split_kernel<1, 4>
                                         : head_dim <= 64  ? attn_split_kernel<2, 4>
                                         : head_dim <= 128 ? attn_split_kernel<4, 4>
-                                        : att_batch(head_dim, n_tok) == 4 && !getenv("EXP_ATT_NB2")
+                                        : att_batch(head_dim, n_tok, 0) == 4
                                             ? attn_split_kernel<ATT_PER_LANE, 4>
                                             : attn_split_kernel<ATT_PER_LANE, 2>;
     if (!(k_skip & K_SKIP_ATTN_SPLIT))

@@ -726,21 +726,19 @@ static void launch_rows(cudaStream_t s, const mv_launch &L, unsigned blocks, con
  * gate + up pair 28.5 against 29.2 us; blocks of 2 gain less, and lose on launches of under a
  * wave (the per-layer projection 3.0 against 2.2 us), which keep 8. Only where launch_nt runs the
  * lean kernel a block per virtual block (launch_n1: not lean8, not persistent) - the one form
- * compiled for other block sizes (mv1_pick asserts it). */
+ * compiled for other block sizes (mv1_pick asserts it). Blocks of 4 for the launches that split
+ * rows in two as well (down, o, q + k + v: the same sums, 4 being a multiple of the split) made
+ * no difference (session 24 call 3: 3.173-3.199 against 3.174-3.188 ms), and are not taken. */
 static int mv_block_warps(const k_mv_seg *segs, int n_segs, const int *ks, int n, bool lean_path) {
     if (n != 1 || !lean_path || mv_tune.decode != K_MV_LEAN || mv_tune.grid ||
         mv_tune.prefetch == 4)
         return MV_WARPS;
     long blocks8 = 0;
-    int kmax = 1;
     for (int i = 0; i < n_segs; i++) {
-        kmax = ks[i] > kmax ? ks[i] : kmax;
+        if (ks[i] != 1) return MV_WARPS;
         blocks8 += k_blocks((size_t)segs[i].rows, MV_WARPS);
     }
-    /* EXPERIMENT: a set value also for launches whose splits divide it */
-    if (mv_tune.block_warps)
-        return mv_tune.block_warps % kmax == 0 ? mv_tune.block_warps : MV_WARPS;
-    if (kmax != 1) return MV_WARPS;
+    if (mv_tune.block_warps) return mv_tune.block_warps;
     return blocks8 > (long)MV_WAVE_BLOCKS * sm_count() ? 4 : MV_WARPS;
 }
 

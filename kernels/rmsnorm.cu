@@ -134,13 +134,13 @@ extern "C" void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *
                 16 * 1024);
         exit(1);
     }
-    unsigned threads = dim >= 1024 ? 1024 : (unsigned)((dim + 31) / 32 * 32);
-    { /* EXPERIMENT: EXP_NORM_PER=P: rows over 1024, as few threads as hold P each */
-        const char *e = getenv("EXP_NORM_PER");
-        const int per = e ? atoi(e) : 0;
-        if (per > 0 && dim > 1024 && (dim + per - 1) / per <= 1024)
-            threads = (unsigned)(((dim + per - 1) / per + 31) / 32 * 32);
-    }
+    /* A thread an element for rows of up to 1024; longer rows in as few threads as hold 4
+     * elements each (at most 1024). Measured on the H200 (docs/bench_gpu.md, session 24 calls
+     * 3-4, one process, alternating): E4B's 2560-wide rows in 640 threads instead of 1024 made
+     * the step 0.014-0.031 ms faster in five pairs out of five, 512 threads (5 each) 0.05 ms
+     * slower; the small model's 256-wide rows 4 a thread (64 threads) 1.3 % slower. */
+    const int want = dim <= 1024 ? dim : (dim + 3) / 4;
+    const unsigned threads = want >= 1024 ? 1024 : (unsigned)((want + 31) / 32 * 32);
     if (wdtype == KDT_BF16)
         norm_add_norm_launch_per<__nv_bfloat16>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     else if (wdtype == KDT_F16)
