@@ -218,7 +218,7 @@ __device__ __forceinline__ void att_slice(int p, int window, int split, int n_sp
  * docs/bench_gpu.md). Wider heads keep PER = 16: E4B's 256-wide layers with PER = 8 (79
  * registers) measured 0.4 % slower a step (session 13, with the one-ahead loop; not measured
  * again with batches). Dims past head_dim were never summed, so every PER gives the same bits.
- * NB: positions a warp loads at once (att_batch). */
+ * NB: positions a warp loads at once (att_split_batch). */
 template <int PER, int NB>
 __global__ void __launch_bounds__(ATT_WARPS * 32)
     attn_split_kernel(float *partial, const float *q, const float *kc, const float *vc,
@@ -385,26 +385,25 @@ __global__ void attn_merge_kernel(float *out, const float *partial, int n_heads,
 
 typedef void (*attn_cluster_fn)(float *, const float *, const float *, const float *, const int *,
                                 int, int, int, int, int, int);
-/* Positions a warp of either form loads at once (att_score): 4, and 2 for heads wider than 256;
- * in the split form also 2 for heads over 128 wide in chunks of several rows (verify passes).
- * The batch changes no bit (att_score), so a verify chunk may take another than the decode step
- * it reproduces. A lane of these kernels holds 16 dims of each row (the split form compiles
- * every head over 128 wide so): 2 positions take 128 registers a thread, 4 take 201-203 (2 blocks
- * of 4 warps a multiprocessor). Measured on the H200, E4B-sized model, one process, alternating
- * (docs/bench_gpu.md):
- *   - session 23 call 2: 2 for the 512-wide heads, the split form's step 3.27-3.29 ms against
- *     3.31-3.33 with 4 everywhere, verify passes 0.5-1 % faster;
- *   - session 24 calls 3-4: 2 for the split form's 256-wide heads in verify passes over 2 / 4 /
- *     8 rows 4.68-4.70 / 6.24 / 10.16-10.17 ms against 4.76-4.78 / 6.39 / 10.67-10.68, but its
- *     decode step 3.25-3.27 against 3.23 (so decode keeps 4); 2 for the cluster form's 256-wide
- *     heads (113 registers with 4) in verify passes 1 % slower (kept at 4). */
-static int att_batch(int head_dim, int n_tok, int cluster) {
-    if (head_dim > 256) return 2;
-    return !cluster && head_dim > 128 && n_tok > 1 ? 2 : 4;
+/* Positions a warp of the split form loads at once (att_score): 4; 2 for heads wider than 256,
+ * and for heads over 128 wide in chunks of several rows (verify passes). The batch changes no
+ * bit (att_score), so a verify chunk may take another than the decode step it reproduces. The
+ * split form compiles every head over 128 wide with 16 dims a lane: 2 positions take 128
+ * registers a thread, 4 take 201 (2 blocks of 4 warps a multiprocessor). Measured on the H200,
+ * E4B-sized model, one process, alternating (docs/bench_gpu.md):
+ *   - session 23 call 2: 2 for the 512-wide heads (in both forms), the split form's step
+ *     3.27-3.29 ms against 3.31-3.33 with 4, verify passes 0.5-1 % faster;
+ *   - session 24 calls 3-4: 2 for the 256-wide heads in verify passes over 2 / 4 / 8 rows
+ *     4.68-4.70 / 6.24 / 10.16-10.17 ms against 4.76-4.78 / 6.39 / 10.67-10.68, but the decode
+ *     step 3.25-3.27 against 3.23 with 2 (so decode keeps 4). */
+static int att_split_batch(int head_dim, int n_tok) {
+    return head_dim > 256 || (head_dim > 128 && n_tok > 1) ? 2 : 4;
 }
 
-/* The cluster form's kernel for a head width (NB as att_batch gives it for the cluster form),
- * and its warps a block. */
+/* The cluster form's kernel for a head width, and its warps a block. Its positions a batch: 4,
+ * and 2 for heads wider than 256 (128 registers a thread against 203; session 23). 2 for the
+ * 256-wide heads in verify chunks made those passes 0.5-0.9 % slower (113 registers with 4;
+ * session 24 call 4), so the cluster form keeps one kernel a head width for every n. */
 static attn_cluster_fn attn_cluster_for(int head_dim, int *warps) {
     *warps = head_dim <= 256 ? 16 : 8;
     return head_dim <= 32    ? attn_cluster_kernel<1, 16, 4>
@@ -492,7 +491,7 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
                   int, int, int, int) = head_dim <= 32    ? attn_split_kernel<1, 4>
                                         : head_dim <= 64  ? attn_split_kernel<2, 4>
                                         : head_dim <= 128 ? attn_split_kernel<4, 4>
-                                        : att_batch(head_dim, n_tok, 0) == 4
+                                        : att_split_batch(head_dim, n_tok) == 4
                                             ? attn_split_kernel<ATT_PER_LANE, 4>
                                             : attn_split_kernel<ATT_PER_LANE, 2>;
     if (!(k_skip & K_SKIP_ATTN_SPLIT))

@@ -353,7 +353,8 @@ static void test_fusions(void) {
                 const int nv = 1 + rng_int(small_shapes ? 3 : 9), dim = dims[di];
                 tensor w1 = rand_tensor(1, dim, (weight_dtype)dt),
                        w2 = rand_tensor(1, dim, (weight_dtype)dt);
-                pair o = pair_rand((size_t)nv * dim), x = pair_rand((size_t)nv * dim);
+                float *o0 = rand_vec((size_t)nv * dim);
+                pair o = pair_new(o0, (size_t)nv * dim), x = pair_rand((size_t)nv * dim);
                 pair xn = pair_new(NULL, (size_t)nv * dim);
                 backend *bs[2] = {cpu, gpu};
                 for (int k = 0; k < 2; k++) {
@@ -370,6 +371,23 @@ static void test_fusions(void) {
                 pair_check(&o, 1e-5, 1e-5, NULL, what);
                 pair_check(&x, 1e-5, 1e-5, NULL, what);
                 pair_check(&xn, 1e-5, 1e-5, NULL, what);
+                /* the fused kernel's o is the lone rmsnorm's, bit for bit */
+                if (variant >= 1) {
+                    const size_t cnt = (size_t)nv * dim;
+                    float *fused = xmalloc(cnt * sizeof(float)),
+                          *lone = xmalloc(cnt * sizeof(float));
+                    float *ol = gpu->alloc(gpu, cnt);
+                    gpu->download(gpu, fused, o.g, cnt);
+                    gpu->upload(gpu, ol, o0, cnt);
+                    gpu->rmsnorm(gpu, ol, ol, &w1, nv, dim, 1e-6f);
+                    gpu->download(gpu, lone, ol, cnt);
+                    EXPECT(!memcmp(fused, lone, cnt * sizeof(float)),
+                           "%s: o differs from the lone rmsnorm's", what);
+                    gpu->release(gpu, ol);
+                    free(fused);
+                    free(lone);
+                }
+                free(o0);
                 pair_free(&o);
                 pair_free(&x);
                 pair_free(&xn);
