@@ -126,7 +126,9 @@ static void norm_add_norm_launch_per(cudaStream_t s, float *x, float *o, const v
                                      const void *wx, int n_vec, int dim, float eps,
                                      unsigned threads) {
     const int per = (int)((dim + threads - 1) / threads);
-    if (per <= 1) /* norm_threads: 1, 3 or 4, then over 1024 threads' worth */
+    /* norm_threads gives 1 element a thread up to 1024, 3 or 4 up to 4096, and more only
+     * to 1024 threads: PER 2 never comes */
+    if (per <= 1)
         norm_add_norm_launch<T, 1>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     else if (per <= 4)
         norm_add_norm_launch<T, 4>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
