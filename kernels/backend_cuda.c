@@ -163,8 +163,9 @@ typedef struct {
 
     /* Fusion of neighbouring ops (backend_cuda_fuse.c; GEMMA_CUDA_FUSE=0 turns it off): the
      * queue of ops not launched yet. */
-    int fuse, fuse_mm;
+    int fuse, fuse_mm, fold;
     cuda_fuser *fuser;
+    unsigned *d_fold_ticket; /* k_matvec_fold's counter (zero between launches) */
     int pdl;        /* programmatic dependent launch (kernels.h; GEMMA_CUDA_PDL=0 turns it off) */
     int attn;       /* the attention's form: K_ATTN_SPLIT or K_ATTN_CLUSTER (GEMMA_CUDA_ATTN) */
     k_mv_tuning mv; /* the matrix-vector kernel's tuning, set before each op (GEMMA_CUDA_MV_*) */
@@ -173,7 +174,7 @@ typedef struct {
     double bytes[F_COUNT];
     long calls[F_COUNT];
     double ms[F_COUNT];
-    long decode_steps, replays, captures;
+    long decode_steps, replays, captures, folds;
     cudaEvent_t ev0, ev1;
 } cuda_state;
 
@@ -620,6 +621,7 @@ void backend_cuda_stats(backend *b, backend_cuda_counters *c) {
     c->weight_bytes = st->weight_bytes;
     snprintf(c->device, sizeof c->device, "%s", st->device_name);
     c->attn_form = st->attn;
+    c->folds = st->folds;
 }
 
 void backend_cuda_reset_counters(backend *b) {
@@ -628,7 +630,7 @@ void backend_cuda_reset_counters(backend *b) {
     memset(st->bytes, 0, sizeof st->bytes);
     memset(st->calls, 0, sizeof st->calls);
     memset(st->ms, 0, sizeof st->ms);
-    st->decode_steps = st->replays = st->captures = 0;
+    st->decode_steps = st->replays = st->captures = st->folds = 0;
 }
 
 void backend_cuda_profile_print(backend *b, FILE *f) {
@@ -664,6 +666,14 @@ cuda_fuser *cuda_fuser_of(backend *b) {
     return st_of(b)->fuser;
 }
 
+unsigned *cuda_fold_ticket(backend *b) {
+    return st_of(b)->d_fold_ticket;
+}
+
+void cuda_fold_done(backend *b) {
+    st_of(b)->folds++;
+}
+
 const int *cuda_pos(backend *b, int pos0, int *pos_arg) {
     return pos_dev(st_of(b), pos0, pos_arg);
 }
@@ -695,6 +705,7 @@ static void cu_destroy(backend *b) {
     free(st->weights);
     cudaFree(st->d_ids);
     cudaFree(st->d_params);
+    cudaFree(st->d_fold_ticket);
     cudaFreeHost(st->h_params);
     cudaFree(st->d_partial);
     cudaFree(st->d_convert);
@@ -728,6 +739,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     st->profile = sw.profile;
     st->fuse = sw.fuse;
     st->fuse_mm = sw.fuse_mm;
+    st->fold = sw.fold;
     st->pdl = sw.pdl;
     st->mv = sw.mv;
     char grid_name[40] = "blocks";
@@ -756,7 +768,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
              prop.minor);
     fprintf(
         stderr,
-        "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matvec unroll %s prefetch %d decode %s "
+        "cuda: %s, %.1f GB, graphs %s, fusion %s%s, PDL %s, matvec unroll %s prefetch %d decode %s "
         "grid %s block warps %s, rows a warp at n = 2..8 %d (launches >= %d KiB), matmul %s, bf16 "
         "on the %s, attention %s\n",
         st->device_name, prop.totalGlobalMem / 1e9, st->use_graphs && !st->profile ? "on" : "off",
@@ -765,7 +777,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         : st->fuse_mm == CUDA_FUSE_MM_AUTO   ? "on (matmul groups, gate+up pair <= 1 MiB)"
         : st->fuse_mm == CUDA_FUSE_MM_NOPAIR ? "on (matmul groups, no gate+up pair)"
                                              : "on (no matmul groups)",
-        st->pdl ? "on" : "off",
+        st->fuse && st->fold ? " + norm folds" : "", st->pdl ? "on" : "off",
         st->mv.unroll == 4   ? "4"
         : st->mv.unroll == 8 ? "8"
                              : "auto",
@@ -796,7 +808,9 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     CU(cudaEventCreateWithFlags(&st->params_done, cudaEventDisableTiming));
     CU(cudaEventCreate(&st->ev0));
     CU(cudaEventCreate(&st->ev1));
-    st->fuser = cuda_fuser_new(st->fuse, st->fuse_mm);
+    CU(cudaMalloc((void **)&st->d_fold_ticket, sizeof(unsigned)));
+    CU(cudaMemset(st->d_fold_ticket, 0, sizeof(unsigned)));
+    st->fuser = cuda_fuser_new(st->fuse, st->fuse_mm, st->fold);
 
     backend *b = xcalloc(1, sizeof *b);
     b->name = "cuda";

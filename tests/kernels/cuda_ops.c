@@ -544,8 +544,10 @@ static int run_ops(void) {
     /* Every matrix product may join a launch (the default, set here explicitly), so that the
      * ops below exercise the fused launches whatever their size and whatever the default. */
     setenv("GEMMA_CUDA_FUSE_MM", "1", 1);
+    setenv("GEMMA_CUDA_FOLD", "1", 1); /* likewise the fold (off by default) */
     gpu = backend_cuda_new(err, sizeof err);
     unsetenv("GEMMA_CUDA_FUSE_MM");
+    unsetenv("GEMMA_CUDA_FOLD");
     if (!gpu) die("%s", err);
     test_buffers();
     test_matmul(gpu, 1e-5, "own");
