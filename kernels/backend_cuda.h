@@ -13,9 +13,6 @@
  *                          plain matrices and the GeLU separate. A product grouped with others
  *                          may be split otherwise than alone (matvec.cu launch_splits), so 0
  *                          changes the last bits of q / k / v and the like
- *   GEMMA_CUDA_FOLD=1      fold a norm + add into the decode product after it (off by
- *                          default: measured slower; backend_cuda_fuse.c, matvec_fold.cu: the
- *                          per-layer-input gate; the same bits either way)
  *   GEMMA_CUDA_MV_UNROLL=auto|4|8   unroll of the matrix-vector kernel's column loop (default
  *                          auto: 4 for a decode launch with the gate + up pair, else 8)
  *   GEMMA_CUDA_MV_GROUP=auto|0|1   a decode row's chunks in explicit groups (all loads of a
@@ -69,7 +66,6 @@ typedef struct {
     size_t weight_bytes; /* weights held on the device */
     char device[256];    /* device name and compute capability */
     int attn_form;       /* the attention's form: kernels.h K_ATTN_SPLIT or K_ATTN_CLUSTER */
-    long folds;          /* decode products that folded the norm + add before them (launches) */
 } backend_cuda_counters;
 
 void backend_cuda_stats(backend *b, backend_cuda_counters *c);

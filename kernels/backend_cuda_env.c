@@ -141,7 +141,6 @@ int cuda_switches_from_env(cuda_switches *sw, char *err, size_t errlen) {
                  fmm);
         return -1;
     }
-    sw->fold = env_flag("GEMMA_CUDA_FOLD", 0);
     sw->pdl = env_flag("GEMMA_CUDA_PDL", 1);
     const char *attn = getenv("GEMMA_CUDA_ATTN");
     sw->attn = !attn || !*attn || !strcmp(attn, "auto") ? CUDA_ATTN_AUTO

@@ -16,7 +16,6 @@ typedef struct {
     int profile;    /* GEMMA_CUDA_PROFILE */
     int fuse;       /* GEMMA_CUDA_FUSE */
     int fuse_mm;    /* GEMMA_CUDA_FUSE_MM: CUDA_FUSE_MM_* */
-    int fold;       /* GEMMA_CUDA_FOLD: a decode product folds the norm + add before it */
     int pdl;        /* GEMMA_CUDA_PDL (the backend also needs sm_90 for it) */
     int attn;       /* GEMMA_CUDA_ATTN: CUDA_ATTN_AUTO, K_ATTN_SPLIT or K_ATTN_CLUSTER */
     k_mv_tuning mv; /* GEMMA_CUDA_MV_UNROLL, _PREFETCH, _DECODE, _GRID, _SPLIT, _ROWS, _ROWS_MIN */

@@ -15,9 +15,6 @@
  *      block and the start of the next: one pass (k_norm_add_norm);
  *   3. a run of in-place head norms, RoPEs and KV-ring writes over up to three tensors (the
  *      q, k and v of an attention block): one launch (k_norm_rope_store);
- *   4. (tried inside 2) rmsnorm(o), x += o with no norm of x after them, then a decode product
- *      of x alone in its launch: the product does the norm and the add (k_matvec_fold; on Gemma
- *      4 the per-layer-input gate after the MLP; GEMMA_CUDA_FOLD=0 turns it off);
  * and otherwise runs the op alone.
  *
  * Hoisting is the only reordering, and it is checked: every op knows the device ranges it
@@ -25,10 +22,9 @@
  * what the other touches; the matrices of one launch must not write x or each other's
  * outputs. The fused epilogues also store the products they consume (up's, next to the
  * gelu), so what lands in memory is what the separate ops, in forward.c's order, leave there.
- * The patterns depend on the ops and their shapes, never on n (but for 4, decode only, whose
- * kernel leaves the bits of the two it replaces): a verify chunk is fused like the decode steps
- * it stands for, and matvec.cu's rows depend only on the shapes of the matrices of their
- * launch, so the two agree bit for bit. (A product grouped with others may
+ * The patterns depend on the ops and their shapes, never on n: a verify chunk is fused like
+ * the decode steps it stands for, and matvec.cu's rows depend only on the shapes of the
+ * matrices of their launch, so the two agree bit for bit. (A product grouped with others may
  * differ in the last bits from the same product alone - GEMMA_CUDA_FUSE_MM=0.)
  *
  * GEMMA_CUDA_FUSE=0 runs every op at once and alone; GEMMA_CUDA_FUSE_MM=0 keeps 2 and 3 but
@@ -75,16 +71,15 @@ typedef struct {
 } qop;
 
 struct cuda_fuser {
-    int fuse, fuse_mm, fold;
+    int fuse, fuse_mm;
     qop q[QCAP];
     int nq;
 };
 
-cuda_fuser *cuda_fuser_new(int fuse, int fuse_mm, int fold) {
+cuda_fuser *cuda_fuser_new(int fuse, int fuse_mm) {
     cuda_fuser *f = xcalloc(1, sizeof *f);
     f->fuse = fuse;
     f->fuse_mm = fuse_mm;
-    f->fold = fold;
     return f;
 }
 
@@ -238,17 +233,7 @@ static int pairable(const cuda_fuser *f, const tensor *w) {
            (f->fuse_mm == CUDA_FUSE_MM_AUTO && weight_bytes(w) <= (double)CUDA_FUSE_MM_AUTO_BYTES);
 }
 
-/* A norm + add to fold into the product's launch (4 below): o = rmsnorm(o) * w, x += o, where x
- * is the product's input. */
-typedef struct {
-    const qop *nrm;
-} fold_src;
-
-static int launch_fold(backend *b, const fold_src *fold, const k_mv_seg *seg, const qop *q0,
-                       double bytes);
-
-static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i,
-                            const fold_src *fold) {
+static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
     const qop *q0 = &bt->q[i];
     if (q0->kind != Q_MATMUL || !groupable(f) || !cuda_matmul_own(b, &q0->w, q0->n)) return 0;
     const span xs = span_of(q0->a, (size_t)q0->n * q0->w.cols);
@@ -309,7 +294,7 @@ static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i,
     int n_gelu = 0;
     for (int k = 0; k < nm; k++)
         n_gelu += gelu[k] >= 0;
-    if (nm == 1 && !n_gelu && !fold) return 0; /* nothing to fuse */
+    if (nm == 1 && !n_gelu) return 0; /* nothing to fuse */
 
     k_mv_seg segs[K_MV_SEGS];
     int ns = 0;
@@ -335,16 +320,9 @@ static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i,
             bytes += 4.0 * m->n * m->w.rows;
         }
     }
-    if (fold) {
-        if (ns != 1 || !launch_fold(b, fold, &segs[0], q0, bytes)) {
-            memset(bt->taken, 0, sizeof bt->taken);
-            return 0;
-        }
-    } else {
-        cudaStream_t s = cuda_op_begin(b);
-        k_matvec_multi(s, segs, ns, (int)q0->w.dtype, q0->a, q0->w.cols, q0->n);
-        cuda_op_end(b, cuda_family_matvec, bytes);
-    }
+    cudaStream_t s = cuda_op_begin(b);
+    k_matvec_multi(s, segs, ns, (int)q0->w.dtype, q0->a, q0->w.cols, q0->n);
+    cuda_op_end(b, cuda_family_matvec, bytes);
     for (int j = 0; j < bt->nq; j++)
         if (bt->taken[j]) bt->done[j] = 1;
     return 1;
@@ -352,9 +330,7 @@ static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i,
 
 /* ---- 2. norm(o), x += o, norm(x) ------------------------------------------------------------ */
 
-static int try_fold(backend *b, const cuda_fuser *f, batch *bt, int i, int j);
-
-static int try_norm_add(backend *b, const cuda_fuser *f, batch *bt, int i) {
+static int try_norm_add(backend *b, batch *bt, int i) {
     const qop *nrm = &bt->q[i];
     if (nrm->kind != Q_RMSNORM || nrm->out != nrm->a) return 0;
     const int j = next_live(bt, i);
@@ -372,7 +348,6 @@ static int try_norm_add(backend *b, const cuda_fuser *f, batch *bt, int i) {
                 (n2->out == add->out || !overlap(out_span(n2), xs)) &&
                 (!n2->w.data || !nrm->w.data || n2->w.dtype == nrm->w.dtype)))
         n2 = NULL;
-    if (!n2 && try_fold(b, f, bt, i, j)) return 1;
     const void *wo = nrm->w.data ? cuda_weight(b, &nrm->w) : NULL;
     const void *wx = n2 && n2->w.data ? cuda_weight(b, &n2->w) : NULL;
     const int wdt = nrm->w.data ? (int)nrm->w.dtype : n2 && n2->w.data ? (int)n2->w.dtype : KDT_F32;
@@ -383,49 +358,6 @@ static int try_norm_add(backend *b, const cuda_fuser *f, batch *bt, int i) {
                 (n2 ? 20.0 : 16.0) * cnt + weight_bytes(&nrm->w) + (n2 ? weight_bytes(&n2->w) : 0));
     bt->done[i] = bt->done[j] = 1;
     if (n2) bt->done[k] = 1;
-    return 1;
-}
-
-/* ---- 4. norm(o), x += o folded into the decode product of x after them -------------------- */
-
-/* rmsnorm(o) in place at op i and x += o at op j (try_norm_add's pattern without a norm of x
- * after it), followed by a product of x at n = 1 alone in its launch (with its GeLU epilogue,
- * if any): the product's blocks do the norm and the add themselves (matvec_fold.cu), one kernel
- * instead of two. On Gemma 4 that is the per-layer-input gate after the MLP. Decode steps only:
- * a verify pass runs the two kernels, which leave the same bits (k_matvec_fold's promise), so
- * the two still agree. */
-static int try_fold(backend *b, const cuda_fuser *f, batch *bt, int i, int j) {
-    const qop *nrm = &bt->q[i], *add = &bt->q[j];
-    const int m = next_live(bt, j);
-    if (!f->fold || nrm->n != 1 || m >= bt->nq) return 0;
-    const qop *mm = &bt->q[m];
-    if (mm->kind != Q_MATMUL || mm->a != add->out || mm->n != 1 || mm->w.cols != nrm->dim ||
-        (nrm->w.data && nrm->w.dtype != mm->w.dtype))
-        return 0;
-    const fold_src fs = {nrm};
-    if (!try_matvec_group(b, f, bt, m, &fs)) return 0;
-    bt->done[i] = bt->done[j] = 1;
-    return 1;
-}
-
-static int launch_fold(backend *b, const fold_src *fold, const k_mv_seg *seg, const qop *q0,
-                       double bytes) {
-    const qop *nrm = fold->nrm;
-    const size_t dim = (size_t)nrm->dim;
-    /* the product's output and factors must be neither x nor o: the fold writes both */
-    const span xs = span_of(q0->a, dim), os = span_of(nrm->out, dim);
-    const span outs = span_of(seg->out, (size_t)seg->rows);
-    const span muls = span_of(seg->mul, seg->mul ? (size_t)seg->rows : 0);
-    if (overlap(outs, xs) || overlap(outs, os) || overlap(muls, xs) || overlap(muls, os) ||
-        overlap(xs, os))
-        return 0;
-    const void *wn = nrm->w.data ? cuda_weight(b, &nrm->w) : NULL;
-    cudaStream_t s = cuda_op_begin(b); /* sets the tuning k_matvec_fold reads; nothing to undo */
-    if (!k_matvec_fold(s, seg, (int)q0->w.dtype, (float *)q0->a, nrm->out, wn, nrm->dim, nrm->eps,
-                       cuda_fold_ticket(b)))
-        return 0;
-    cuda_op_end(b, cuda_family_matvec, bytes + 24.0 * dim + weight_bytes(&nrm->w));
-    cuda_fold_done(b);
     return 1;
 }
 
@@ -530,8 +462,7 @@ void cuda_fuse_flush(backend *b) {
     memset(bt->done, 0, sizeof bt->done);
     for (int i = 0; i < bt->nq; i++) {
         if (bt->done[i]) continue;
-        if (try_matvec_group(b, f, bt, i, NULL) || try_norm_add(b, f, bt, i) ||
-            try_norm_parts(b, bt, i))
+        if (try_matvec_group(b, f, bt, i) || try_norm_add(b, bt, i) || try_norm_parts(b, bt, i))
             continue;
         run_single(b, &bt->q[i]);
         bt->done[i] = 1;

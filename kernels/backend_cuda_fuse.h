@@ -16,8 +16,7 @@ typedef struct cuda_fuser cuda_fuser;
  * gelu_mul its own kernel). */
 enum { CUDA_FUSE_MM_OFF = 0, CUDA_FUSE_MM_ON = 1, CUDA_FUSE_MM_AUTO = 2, CUDA_FUSE_MM_NOPAIR = 3 };
 #define CUDA_FUSE_MM_AUTO_BYTES ((size_t)1 << 20)
-/* fold: a decode product may fold the norm + add before it (4 below, GEMMA_CUDA_FOLD). */
-cuda_fuser *cuda_fuser_new(int fuse, int fuse_mm, int fold);
+cuda_fuser *cuda_fuser_new(int fuse, int fuse_mm);
 void cuda_fuser_free(cuda_fuser *f);
 /* Run every queued op. backend_cuda.c calls it before any op that is not queued, before
  * downloads, argmax, step_begin / step_end and the counters. Re-entrant: the queue is emptied
@@ -28,10 +27,6 @@ void cuda_fuse_install(backend *b);
 
 /* backend_cuda.c, for the queue */
 cuda_fuser *cuda_fuser_of(backend *b);
-/* k_matvec_fold's counter on the backend's stream (zero between launches). */
-unsigned *cuda_fold_ticket(backend *b);
-/* Count a launch that folded (backend_cuda_counters.folds). */
-void cuda_fold_done(backend *b);
 /* Position arguments of a kernel (kernels.h): the host value when eager, the device word
  * plus an offset while a step is being captured. */
 const int *cuda_pos(backend *b, int pos0, int *pos_arg);

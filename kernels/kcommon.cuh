@@ -184,19 +184,6 @@ static void k_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream
     k_launch_clusters(kernel, grid, block, 0, s, args...);
 }
 
-/* Threads a block of rmsnorm.cu's row kernels for rows of dim: a thread an element for rows of up
- * to 1024; longer rows in as few threads as hold 4 elements each (at most 1024). k_rmsnorm and
- * k_norm_add_norm sum a row in these threads (thread t its elements t, t + threads, ... in order,
- * then block_sum), so the fused norm_add_norm leaves the bits k_rmsnorm would; matvec_fold.cu's
- * prologue sums a row in the same order. Measured on the H200 (docs/bench_gpu.md, session 24
- * calls 3-4, one process, alternating; norm_add_norm): E4B's 2560-wide rows in 640 threads
- * instead of 1024 made the step 0.014-0.031 ms faster in five pairs out of five, 512 threads (5
- * each) 0.05 ms slower; the small model's 256-wide rows 4 a thread (64 threads) 1.3 % slower. */
-static inline unsigned k_norm_threads(int dim) {
-    const int want = dim <= 1024 ? dim : (dim + 3) / 4;
-    return want >= 1024 ? 1024 : (unsigned)((want + 31) / 32 * 32);
-}
-
 static inline unsigned k_blocks(size_t n, unsigned threads) {
     return (unsigned)((n + threads - 1) / threads);
 }

@@ -75,15 +75,6 @@ typedef struct {
 } k_mv_seg;
 void k_matvec_multi(cudaStream_t s, const k_mv_seg *segs, int n_segs, int wdtype, const float *x,
                     int cols, int n);
-/* matvec_fold.cu: one decode product (n = 1) with the norm + add before it folded in:
- * o = rmsnorm(o) * wn (wn of dtype wdtype, NULL: no scale), x += o, then seg's product of x
- * (K_MV_PLAIN or K_MV_GELU_MUL) - what k_norm_add_norm(x, o, wn, NULL) then k_matvec_multi(seg,
- * x) leave in memory, bit for bit. ticket: a device counter, zero, that the launch leaves zero;
- * one a stream (launches on one stream may share it). Returns 0, launching nothing, where it
- * does not apply (the gate + up pair, unaligned or odd shapes, bf16 products on the tensor
- * cores, a profiling skip of either family): run the two ops instead. */
-int k_matvec_fold(cudaStream_t s, const k_mv_seg *seg, int wdtype, float *x, float *o,
-                  const void *wn, int cols, float eps, unsigned *ticket);
 /* How the next k_matvec / k_matvec_multi launches run (matvec.cu's header says why). Results do
  * not depend on any of it (but for split, which says so). k_matvec_set_tuning returns -1 (and
  * changes nothing) for values outside those listed. The lean decode kernel and the persistent grid

@@ -61,6 +61,8 @@
 #include "kcommon.cuh"
 #include "matvec.cuh"
 
+#define MV_WARPS 8 /* warps per block */
+
 /* Blocks of MV_WARPS warps that fit a multiprocessor by its thread count: 2048 threads on
  * sm_80 and sm_90, 1536 on sm_86 / sm_87 / sm_89. The lean8 kernel asks for this many. */
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 890)
@@ -87,6 +89,17 @@
  * blocks). */
 static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0, 0};
 
+/* acc + the dot product of four weights with four inputs: the one expression every kernel
+ * here sums with, so that all of them round alike (the reproducibility rule above). One fma
+ * chain into acc: four instructions where the tree form acc + (w0 x0 + ... + w3 x3) took a
+ * multiply, three fmas and an add (E4B step 3.365 against 3.390 ms, s17 call 6). */
+__device__ __forceinline__ float mv_dot4(const float *wf, const float4 xv, float acc) {
+    acc = fmaf(wf[0], xv.x, acc);
+    acc = fmaf(wf[1], xv.y, acc);
+    acc = fmaf(wf[2], xv.z, acc);
+    return fmaf(wf[3], xv.w, acc);
+}
+
 /* acc + the dot product of 16 bytes of weights (already fp32 in wf) with x[c .. c + V), four
  * products at a time. */
 template <int V>
@@ -96,6 +109,18 @@ __device__ __forceinline__ float mv_dot16(const float *wf, const float *__restri
     for (int q = 0; q < V / 4; q++)
         acc = mv_dot4(wf + 4 * q, __ldg(reinterpret_cast<const float4 *>(xp) + q), acc);
     return acc;
+}
+
+/* Chunks 0 .. F - 1 of a lane's row (and of the up matrix's when pair). */
+template <typename T, int F>
+__device__ __forceinline__ void mv_first(uint4 *f1, uint4 *f2, const T *w1, const T *w2, int nch,
+                                         int stride, bool pair) {
+#pragma unroll
+    for (int ch = 0; ch < F; ch++)
+        if (ch < nch) {
+            f1[ch] = __ldcs(reinterpret_cast<const uint4 *>(w1 + ch * stride));
+            if (pair) f2[ch] = __ldcs(reinterpret_cast<const uint4 *>(w2 + ch * stride));
+        }
 }
 
 /* Rows of every segment for inputs t0 .. t0 + NT - 1 (those below n) per pass over the row.
@@ -522,13 +547,6 @@ static int split_for(int rows, int cols, int per_pass) {
            cols >= 2 * k * per_pass)
         k *= 2;
     return k;
-}
-
-/* matvec.cuh: the split of a one-matrix decode launch, or 0 where the products would not run on
- * this file's CUDA-core kernels (the tensor cores, mv_tune.mma, for bf16). */
-int mv_decode_split(int rows, int cols, int per_pass, bool bf16) {
-    if (bf16 && mv_tune.mma) return 0;
-    return split_for(rows, cols, per_pass);
 }
 
 /* The splits of a launch's matrices: each one's by split_for; then, by default (mv_tune.split

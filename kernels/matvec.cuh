@@ -1,14 +1,11 @@
-/* matvec.cuh: what the matrix-vector kernel files share - a launch's matrices as the kernels see
- * them, the dot product every CUDA-core kernel sums with, the epilogue that stores a finished
- * row, matvec.cu's split-K rule, and the tensor-core launcher that matvec.cu hands bf16 products
- * to (matvec_mma.cu). Device and launcher code; included by matvec.cu, matvec_mma.cu and
- * matvec_fold.cu only. */
+/* matvec.cuh: what the two matrix-vector kernel files share - a launch's matrices as the kernels
+ * see them, the epilogue that stores a finished row, and the tensor-core launcher that matvec.cu
+ * hands bf16 products to (matvec_mma.cu). Device and launcher code; included by those two
+ * .cu files only. */
 #ifndef MATVEC_CUH
 #define MATVEC_CUH
 
 #include "kcommon.cuh"
-
-#define MV_WARPS 8 /* warps per block */
 
 /* One matrix of a launch, as the kernel sees it: k warps per row, blocks from block0. */
 struct mv_seg {
@@ -63,34 +60,6 @@ __device__ __forceinline__ void mv_store(const mv_seg &sg, int t, int row, float
         sg.out[o] = v;
     }
 }
-
-/* acc + the dot product of four weights with four inputs: the one expression every kernel
- * here sums with, so that all of them round alike (the reproducibility rule above). One fma
- * chain into acc: four instructions where the tree form acc + (w0 x0 + ... + w3 x3) took a
- * multiply, three fmas and an add (E4B step 3.365 against 3.390 ms, s17 call 6). */
-__device__ __forceinline__ float mv_dot4(const float *wf, const float4 xv, float acc) {
-    acc = fmaf(wf[0], xv.x, acc);
-    acc = fmaf(wf[1], xv.y, acc);
-    acc = fmaf(wf[2], xv.z, acc);
-    return fmaf(wf[3], xv.w, acc);
-}
-
-/* Chunks 0 .. F - 1 of a lane's row (and of the up matrix's when pair). */
-template <typename T, int F>
-__device__ __forceinline__ void mv_first(uint4 *f1, uint4 *f2, const T *w1, const T *w2, int nch,
-                                         int stride, bool pair) {
-#pragma unroll
-    for (int ch = 0; ch < F; ch++)
-        if (ch < nch) {
-            f1[ch] = __ldcs(reinterpret_cast<const uint4 *>(w1 + ch * stride));
-            if (pair) f2[ch] = __ldcs(reinterpret_cast<const uint4 *>(w2 + ch * stride));
-        }
-}
-
-/* matvec.cu: the split-K (warps a row) of a decode launch of one matrix of rows x cols, as
- * matvec.cu's kernels would take it, or 0 where its products would not run on them (bf16 on the
- * tensor cores). per_pass: columns a warp's pass covers (32 lanes x 16 bytes). */
-int mv_decode_split(int rows, int cols, int per_pass, bool bf16);
 
 /* matvec_mma.cu: the products of segs (bf16 weights, every matrix and x 16-byte aligned, cols a
  * multiple of 32) on the tensor cores, x split into split (2 or 3) bf16; prefetch as

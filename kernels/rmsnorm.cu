@@ -3,6 +3,19 @@
  * read once into registers / L1, its sum of squares reduced over the block, then scaled. */
 #include "kcommon.cuh"
 
+/* Threads a block for rows of dim: a thread an element for rows of up to 1024; longer rows in as
+ * few threads as hold 4 elements each (at most 1024). Both kernels below sum a row in the same
+ * threads (thread t its elements t, t + threads, ... in order, then block_sum), so the fused
+ * norm_add_norm leaves the bits k_rmsnorm would. Measured on the H200 (docs/bench_gpu.md,
+ * session 24 calls 3-4, one process, alternating; norm_add_norm): E4B's 2560-wide rows in 640
+ * threads instead of 1024 made the step 0.014-0.031 ms faster in five pairs out of five, 512
+ * threads (5 each) 0.05 ms slower; the small model's 256-wide rows 4 a thread (64 threads)
+ * 1.3 % slower. */
+static unsigned norm_threads(int dim) {
+    const int want = dim <= 1024 ? dim : (dim + 3) / 4;
+    return want >= 1024 ? 1024 : (unsigned)((want + 31) / 32 * 32);
+}
+
 template <typename T>
 __global__ void rmsnorm_kernel(float *out, const float *x, const T *w, int dim, float eps) {
     k_wait_prior();
@@ -11,19 +24,19 @@ __global__ void rmsnorm_kernel(float *out, const float *x, const T *w, int dim, 
     float *ov = out + (size_t)blockIdx.x * dim;
     float ss = 0.0f;
     for (int i = threadIdx.x; i < dim; i += blockDim.x)
-        ss = fmaf(xv[i], xv[i], ss);
+        ss += xv[i] * xv[i];
     ss = block_sum(ss, red);
     const float inv = 1.0f / sqrtf(ss / dim + eps);
     for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-        const float v = __fmul_rn(xv[i], inv);
-        ov[i] = w ? __fmul_rn(v, to_f32(w[i])) : v;
+        float v = xv[i] * inv;
+        ov[i] = w ? v * to_f32(w[i]) : v;
     }
 }
 
 extern "C" void k_rmsnorm(cudaStream_t s, float *out, const float *x, const void *w, int wdtype,
                           int n_vec, int dim, float eps) {
     if (n_vec <= 0 || (k_skip & K_SKIP_RMSNORM)) return;
-    const unsigned threads = k_norm_threads(dim);
+    const unsigned threads = norm_threads(dim);
     if (wdtype == KDT_BF16)
         k_launch(rmsnorm_kernel<__nv_bfloat16>, dim3(n_vec), dim3(threads), s, out, x,
                  (const __nv_bfloat16 *)w, dim, eps);
@@ -41,7 +54,7 @@ extern "C" void k_rmsnorm(cudaStream_t s, float *out, const float *x, const void
  * residual stream, normalise the stream for the next block - in one pass per row instead of
  * three launches and three round trips: o = rmsnorm(o) * wo; x += o; then, when xn is
  * non-NULL, xn = rmsnorm(x) * wx. o and x are written back, so the result is exactly what the
- * separate ops leave in memory (a row is summed in k_rmsnorm's threads: k_norm_threads).
+ * separate ops leave in memory (a row is summed in k_rmsnorm's threads: norm_threads).
  *
  * Latency is all this kernel has (a decode row is 2560 floats; ncu measured the loop form at
  * 4.5-6.3 us a row, three times a layer: docs/bench_gpu.md). So each thread holds its PER
@@ -75,7 +88,7 @@ __global__ void __launch_bounds__(1024)
     float ss = 0.0f;
 #pragma unroll
     for (int k = 0; k < PER; k++)
-        if (threadIdx.x + k * blockDim.x < dim) ss = fmaf(ov[k], ov[k], ss);
+        if (threadIdx.x + k * blockDim.x < dim) ss += ov[k] * ov[k];
     ss = block_sum(ss, red);
     const float inv = 1.0f / sqrtf(ss / dim + eps);
     float ss2 = 0.0f;
@@ -83,12 +96,12 @@ __global__ void __launch_bounds__(1024)
     for (int k = 0; k < PER; k++) {
         const int i = threadIdx.x + k * blockDim.x;
         if (i >= dim) continue;
-        float v = __fmul_rn(ov[k], inv);
-        if (wo) v = __fmul_rn(v, wov[k]);
+        float v = ov[k] * inv;
+        if (wo) v *= wov[k];
         orow[i] = v;
-        xv[k] = __fadd_rn(xv[k], v);
+        xv[k] += v;
         xr[i] = xv[k];
-        ss2 = fmaf(xv[k], xv[k], ss2);
+        ss2 += xv[k] * xv[k];
     }
     if (!xn) return; /* uniform over the block: no barrier is skipped by some threads only */
     ss2 = block_sum(ss2, red);
@@ -97,8 +110,7 @@ __global__ void __launch_bounds__(1024)
 #pragma unroll
     for (int k = 0; k < PER; k++) {
         const int i = threadIdx.x + k * blockDim.x;
-        if (i < dim)
-            xnr[i] = wx ? __fmul_rn(__fmul_rn(xv[k], inv2), wxv[k]) : __fmul_rn(xv[k], inv2);
+        if (i < dim) xnr[i] = wx ? xv[k] * inv2 * wxv[k] : xv[k] * inv2;
     }
 }
 
@@ -114,7 +126,7 @@ static void norm_add_norm_launch_per(cudaStream_t s, float *x, float *o, const v
                                      const void *wx, int n_vec, int dim, float eps,
                                      unsigned threads) {
     const int per = (int)((dim + threads - 1) / threads);
-    /* k_norm_threads gives 1 element a thread up to 1024, 3 or 4 up to 4096, and more only
+    /* norm_threads gives 1 element a thread up to 1024, 3 or 4 up to 4096, and more only
      * to 1024 threads: PER 2 never comes */
     if (per <= 1)
         norm_add_norm_launch<T, 1>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
@@ -134,7 +146,7 @@ extern "C" void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *
                 16 * 1024);
         exit(1);
     }
-    const unsigned threads = k_norm_threads(dim);
+    const unsigned threads = norm_threads(dim);
     if (wdtype == KDT_BF16)
         norm_add_norm_launch_per<__nv_bfloat16>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     else if (wdtype == KDT_F16)

@@ -142,123 +142,6 @@ static void test_fused_mlp(void) {
             }
 }
 
-/* ---- the norm + add folded into the decode product after it (matvec_fold.cu) ------------- */
-
-/* rmsnorm(o) * wn, x += o, h = gelu(W x) * mul (or h = W x) on backend b, n rows. */
-static void fold_ops(backend *b, float *o, float *x, float *h, const tensor *wn, const tensor *w,
-                     const float *mul, int stride, int n, int gelu) {
-    b->rmsnorm(b, o, o, wn, n, w->cols, 1e-6f);
-    b->add(b, x, x, o, (size_t)n * w->cols);
-    b->matmul(b, h, w, x, n);
-    if (gelu) b->gelu_mul(b, h, h, mul, n, w->rows, stride);
-}
-
-/* The fold against the CPU (tolerance), against the two kernels it replaces (GEMMA_CUDA_FOLD=0,
- * bit for bit), and against row 1 of a 3-row chunk, which the fuser does not fold (bit for bit:
- * what a verify pass must give a decode step). Twice a shape, so that the second launch finds
- * the ticket the first one left at zero. Cols 2560 (E4B: the sum of squares in 640 virtual
- * threads, 4 elements each) and 256 (the small model; small shapes), rows split over 1 to 8
- * warps by matvec.cu's rule, and cols 1001 (not a multiple of the vector: no fold, the two
- * kernels; still checked). */
-static void test_fused_fold(void) {
-    const weight_dtype dts[] = {DT_F32, DT_BF16, DT_F16};
-    char err[256];
-    setenv("GEMMA_CUDA_FOLD", "0", 1); /* the ops' backend (gpu) folds: run_ops asks it to */
-    backend *apart = backend_cuda_new(err, sizeof err);
-    unsetenv("GEMMA_CUDA_FOLD");
-    if (!apart) die("%s", err);
-    for (int di = 0; di < 3; di++)
-        for (int shape = 0; shape < 3; shape++)
-            for (int gelu = 0; gelu < 2; gelu++) {
-                const int cols = shape == 0 ? (small_shapes ? 256 : 2560) : shape == 1 ? 256 : 1001;
-                const int rows = shape == 0 ? 256 : odd_size(small_shapes ? 20 : 100, 2000);
-                const int aligned = cols % 8 == 0, n3 = 3, stride = rows * 2;
-                tensor w = rand_tensor(rows, cols, dts[di]), wn = rand_tensor(1, cols, dts[di]);
-                float *o3 = rand_vec((size_t)n3 * cols), *x3 = rand_vec((size_t)n3 * cols);
-                float *mul = rand_vec((size_t)n3 * stride);
-                const float *o1 = o3 + cols, *x1 = x3 + cols; /* row 1: the decode row */
-                char what[128];
-                snprintf(what, sizeof what, "fold dtype %d [%d x %d]%s", dts[di], rows, cols,
-                         gelu ? " gelu*mul" : "");
-                for (int rep = 0; rep < 2; rep++) {
-                    pair o = pair_new(o1, (size_t)cols), x = pair_new(x1, (size_t)cols);
-                    pair m = pair_new(mul + stride, (size_t)stride), h = pair_new(NULL, rows);
-                    backend_cuda_counters c0, c1;
-                    backend_cuda_stats(gpu, &c0);
-                    fold_ops(cpu, o.c, x.c, h.c, &wn, &w, m.c, stride, 1, gelu);
-                    fold_ops(gpu, o.g, x.g, h.g, &wn, &w, m.g, stride, 1, gelu);
-                    backend_cuda_stats(gpu, &c1);
-                    EXPECT(c1.folds - c0.folds == aligned, "%s: %ld folds, expected %d", what,
-                           c1.folds - c0.folds, aligned);
-                    pair_check(&o, 1e-5, 1e-5, NULL, what);
-                    pair_check(&x, 1e-5, 1e-5, NULL, what);
-                    /* the product's rounding scale (and the GeLU's bound, as above) */
-                    double *sc = dot_scale(&w, x.c, 1);
-                    for (int r = 0; r < rows && gelu; r++)
-                        sc[r] *= 1.2 * fabs(m.c[r]);
-                    pair_check(&h, 1e-6, 1e-5, sc, what);
-                    free(sc);
-                    float *got[3], *ref[3];
-                    const pair *ps[3] = {&o, &x, &h};
-                    for (int k = 0; k < 3; k++) {
-                        got[k] = xmalloc(ps[k]->n * sizeof(float));
-                        ref[k] = xmalloc(ps[k]->n * sizeof(float));
-                        pair_host(ps[k], got[k]);
-                    }
-                    /* the two kernels, on the other backend */
-                    float *oa = apart->alloc(apart, (size_t)cols), *xa = apart->alloc(apart, cols),
-                          *ma = apart->alloc(apart, (size_t)stride),
-                          *ha = apart->alloc(apart, rows);
-                    apart->upload(apart, oa, o1, (size_t)cols);
-                    apart->upload(apart, xa, x1, (size_t)cols);
-                    apart->upload(apart, ma, mul + stride, (size_t)stride);
-                    fold_ops(apart, oa, xa, ha, &wn, &w, ma, stride, 1, gelu);
-                    apart->download(apart, ref[0], oa, (size_t)cols);
-                    apart->download(apart, ref[1], xa, (size_t)cols);
-                    apart->download(apart, ref[2], ha, (size_t)rows);
-                    const char *names[3] = {"o", "x", "the product"};
-                    for (int k = 0; k < 3; k++) {
-                        const size_t i = first_diff(got[k], ref[k], ps[k]->n);
-                        EXPECT(i == ps[k]->n,
-                               "%s: %s element %zu differs from the two kernels' (%.9g, %.9g)",
-                               what, names[k], i, i < ps[k]->n ? got[k][i] : 0.0,
-                               i < ps[k]->n ? ref[k][i] : 0.0);
-                    }
-                    apart->release(apart, oa);
-                    apart->release(apart, xa);
-                    apart->release(apart, ma);
-                    apart->release(apart, ha);
-                    /* row 1 of a 3-row chunk (not folded) */
-                    pair O = pair_new(o3, (size_t)n3 * cols), X = pair_new(x3, (size_t)n3 * cols);
-                    pair M = pair_new(mul, (size_t)n3 * stride), H = pair_new(NULL, n3 * rows);
-                    fold_ops(gpu, O.g, X.g, H.g, &wn, &w, M.g, stride, n3, gelu);
-                    const pair *Ps[3] = {&O, &X, &H};
-                    for (int k = 0; k < 3; k++) {
-                        float *all = xmalloc(Ps[k]->n * sizeof(float));
-                        pair_host(Ps[k], all);
-                        const size_t i = first_diff(got[k], all + ps[k]->n, ps[k]->n);
-                        EXPECT(i == ps[k]->n, "%s: %s element %zu differs from row 1 of 3", what,
-                               names[k], i);
-                        free(all);
-                        free(got[k]);
-                        free(ref[k]);
-                    }
-                    pair_free(&O);
-                    pair_free(&X);
-                    pair_free(&M);
-                    pair_free(&H);
-                    pair_free(&o);
-                    pair_free(&x);
-                    pair_free(&m);
-                    pair_free(&h);
-                }
-                free(o3);
-                free(x3);
-                free(mul);
-            }
-    apart->destroy(apart);
-}
-
 /* ---- the attention prologue: q, k, v products, head norms, RoPE, KV-ring writes ----------- */
 
 static void test_fused_attention_prologue(void) {
@@ -456,7 +339,6 @@ static void test_fused_switches(void) {
 
 static void test_fused(void) {
     test_fused_mlp();
-    test_fused_fold();
     test_fused_attention_prologue();
     test_fused_barriers();
     test_fused_switches();
