@@ -3,7 +3,8 @@
  * profiling.
  *
  * Memory. Activations are fp32 device buffers (cudaMalloc). Weights are copied to the device
- * once, in their file dtype, the first time an op meets them; the copies live in a table keyed
+ * once, in their file dtype, the first time an op meets them (and the copy is waited for:
+ * weight_copy); the copies live in a table keyed
  * by the tensor's host data pointer (the model is shared and read-only for decoders, so the
  * backend does not write tensor.dev) and are freed with the backend. The host data of a tensor
  * must therefore stay unchanged while the backend lives - true of mmapped models.
@@ -26,7 +27,8 @@
  * step itself (about a thousand nodes); this way a step is one cudaGraphLaunch. When a scratch
  * buffer grows (a longer chunk than any before) or a weight is copied again, every graph is
  * dropped and captured again (they may hold the old address). There is no host synchronisation
- * inside a step: only download and argmax wait.
+ * inside a step: only download and argmax wait (and, in the first forward pass of a run, which
+ * is never captured, each weight's first copy: weight_copy).
  *
  * Fusion. The ops forward.c issues in long runs - matmul, rmsnorm, rope, kv_write, gelu_mul,
  * add - are queued rather than launched, and the queue runs them as fewer, larger kernels
@@ -257,11 +259,14 @@ static void weights_grow(cuda_state *st) {
  * from pageable memory may return before the DMA lands, and our stream does not wait for the
  * legacy stream. Waited for, because a weight is first used in the middle of a forward pass, its
  * copy queued between two kernels of a programmatic-dependent-launch chain - and in session 25
- * the op test twice saw a product whose weight had just been copied there come out wrong (far
- * beyond rounding; its input and weight right in memory afterwards), on a GPU shared with
- * sanitizer runs; three more calls, with the check test_first_use, did not reproduce it, with or
- * without this wait. Cause not established; after the wait the next kernel starts with all
- * work before it done, whatever PDL allows. It costs one synchronisation per weight, once. */
+ * the op test twice (two device calls, a GPU shared with sanitizer runs) saw a product whose
+ * weight had just been copied there come out wrong, far beyond rounding, while its input was
+ * right in memory afterwards. The same test ran four more times without a failure, with and
+ * without this wait, and the op test's test_first_use has not failed either: the cause is not
+ * established. A plausible one: the product reads its first weight chunks before its PDL wait
+ * (matvec.cu). After this wait the next kernel starts with all work before it done, whatever PDL
+ * allows. It costs one synchronisation per weight, once; activations uploaded between kernels
+ * (cu_upload) are read only after a kernel's wait and are not waited for. */
 static void weight_copy(cuda_state *st, void *dev, const void *host, size_t bytes) {
     CU(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, st->stream));
     CU(cudaStreamSynchronize(st->stream));

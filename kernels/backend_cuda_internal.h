@@ -12,8 +12,8 @@
 /* Kernel families of the profile table, for cuda_op_end. */
 extern const int cuda_family_embed, cuda_family_draft_head;
 
-/* The device copy of w's data, made on first use (which must not be inside a captured step).
- * Runs what fusion has held back first. */
+/* The device copy of w's data, made (and waited for) on first use, which must not be inside a
+ * captured step. Runs what fusion has held back first. */
 const void *cuda_weight(backend *b, const tensor *w);
 /* Start an op: runs what fusion has held back, starts the op's timer when profiling; returns
  * the stream to launch on. */

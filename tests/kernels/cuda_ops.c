@@ -198,13 +198,16 @@ static void test_matmul(backend *g, double rtol, const char *who) {
 
 /* Weights used for the first time right after another kernel: each one's copy to the device is
  * queued between two kernels of a programmatic-dependent-launch chain, and the product after it
- * must see the whole copy and the whole output of the kernel before. Two cases:
+ * must see the whole copy and the whole output of the kernel before. A guard, not a
+ * reproduction: session 25's failure (backend_cuda.c weight_copy) has not recurred, here or in
+ * the test that saw it, with or without the wait. Two cases:
  *   - a long product first (a 256 MB matrix, tens of microseconds) on a fresh input, then a
  *     short copy (a fresh matrix of 4 rows) whose product reads its output - the earlier output
  *     (the product of the previous input) is still in memory, so a product that ran early would
  *     read it;
- *   - rmsnorm(o), x += o (one fused kernel), then a product of x with a fresh matrix, on a fresh
- *     backend: the sequence in which session 25's op test twice saw such a product wrong.
+ *   - rmsnorm(o), x += o (one fused kernel unless GEMMA_CUDA_FUSE=0), then a product of x with a
+ *     fresh matrix, on a fresh backend: the sequence in which session 25's op test twice saw
+ *     such a product wrong.
  * backend_cuda.c weight_copy says what is known. */
 static void test_first_use(void) {
     const int big = small_shapes ? 512 : 8192, n_big = small_shapes ? 512 : 16384;
