@@ -6,8 +6,8 @@
  * once, in their file dtype, the first time an op meets them (and the copy is waited for:
  * weight_copy); the copies live in a table keyed by the tensor's host data pointer (the model
  * is shared and read-only for decoders, so the backend does not write tensor.dev) and are freed
- * with the backend. The host data of a tensor
- * must therefore stay unchanged while the backend lives - true of mmapped models.
+ * with the backend. The host data of a tensor must therefore stay unchanged while the backend
+ * lives - true of mmapped models.
  *
  * Matrix products. n == 1 (the decode step) runs our warp-per-row kernel (matvec.cu), which
  * streams the weights at close to the copy bandwidth; cuBLAS's GEMV path needs the input
