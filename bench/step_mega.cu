@@ -36,49 +36,7 @@
  * STEP_MEGA_REPS=1 for a run under compute-sanitizer. */
 #include "step_common.cuh"
 
-/* ---- the copy engine and mbarriers (PTX; empty before sm_90, where main refuses to run) ---- */
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define BULK_OK 1
-#else
-#define BULK_OK 0
-#endif
-__device__ __forceinline__ unsigned smem_u32(const void *p) {
-    return (unsigned)__cvta_generic_to_shared(p);
-}
-__device__ __forceinline__ void mbar_init(uint64_t *b, unsigned count) {
-#if BULK_OK
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(b)), "r"(count));
-#endif
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t *b) {
-#if BULK_OK
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(b)) : "memory");
-#endif
-}
-__device__ __forceinline__ void mbar_expect(uint64_t *b, unsigned bytes) {
-#if BULK_OK
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(b)),
-                 "r"(bytes)
-                 : "memory");
-#endif
-}
-__device__ __forceinline__ void mbar_wait(uint64_t *b, unsigned parity) {
-#if BULK_OK
-    asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-                 " @!p bra W;\n}" ::"r"(smem_u32(b)),
-                 "r"(parity)
-                 : "memory");
-#endif
-}
-__device__ __forceinline__ void bulk_copy(void *dst, const void *src, unsigned bytes,
-                                          uint64_t *bar) {
-#if BULK_OK
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
-                 "%2, [%3];" ::"r"(smem_u32(dst)),
-                 "l"(src), "r"(bytes), "r"(smem_u32(bar))
-                 : "memory");
-#endif
-}
+#include "bulk.cuh"
 
 /* ---- mega: the whole step as one persistent kernel, weights streamed ahead of the dependencies --
  * One block a multiprocessor: a producer warp streams this block's rows of every stream phase,
@@ -90,15 +48,6 @@ __device__ __forceinline__ void bulk_copy(void *dst, const void *src, unsigned b
  * op themselves (the norm of the previous output, into this block's shared memory, as calm's
  * layer kernel does), then the rows' products against it, and raise the phase's counter. SYNC
  * false leaves the waits out (the same work without the dependencies: what they cost). */
-__device__ __forceinline__ void bar_consumers(int n) {
-    asm volatile("bar.sync 1, %0;" ::"r"(n) : "memory");
-}
-__device__ __forceinline__ unsigned ld_acquire(const unsigned *p) {
-    unsigned v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
 /* x_dot: acc + 8 bf16 weights against 8 floats of x held in registers */
 __device__ __forceinline__ float x_dot(uint4 u, const float *a, float acc) {
     float w[8];

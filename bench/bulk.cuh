@@ -1,0 +1,63 @@
+/* bulk.cuh: the copy engine (cp.async.bulk) and shared-memory mbarriers as inline PTX, shared by
+ * bench/step_mega.cu and bench/mlp_slice.cu: a producer thread streams weights into a ring of
+ * shared-memory stages, consumers wait on a stage's transaction count and free it again. On GPUs
+ * before sm_90 the helpers are empty (BULK_OK 0) and the benchmarks refuse to run. */
+#ifndef BULK_CUH
+#define BULK_CUH
+
+#include <stdint.h>
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define BULK_OK 1
+#else
+#define BULK_OK 0
+#endif
+__device__ __forceinline__ unsigned smem_u32(const void *p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void mbar_init(uint64_t *b, unsigned count) {
+#if BULK_OK
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(b)), "r"(count));
+#endif
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t *b) {
+#if BULK_OK
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(b)) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_expect(uint64_t *b, unsigned bytes) {
+#if BULK_OK
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(b)),
+                 "r"(bytes)
+                 : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_wait(uint64_t *b, unsigned parity) {
+#if BULK_OK
+    asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 " @!p bra W;\n}" ::"r"(smem_u32(b)),
+                 "r"(parity)
+                 : "memory");
+#endif
+}
+__device__ __forceinline__ void bulk_copy(void *dst, const void *src, unsigned bytes,
+                                          uint64_t *bar) {
+#if BULK_OK
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
+                 "%2, [%3];" ::"r"(smem_u32(dst)),
+                 "l"(src), "r"(bytes), "r"(smem_u32(bar))
+                 : "memory");
+#endif
+}
+
+/* A named barrier (id 1) over the first n threads of the block: the consumer warps only. */
+__device__ __forceinline__ void bar_consumers(int n) {
+    asm volatile("bar.sync 1, %0;" ::"r"(n) : "memory");
+}
+__device__ __forceinline__ unsigned ld_acquire(const unsigned *p) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+#endif

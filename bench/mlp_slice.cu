@@ -1,0 +1,347 @@
+/* mlp_slice.cu: E4B's MLP (gate, up, GeLU, down) with a block owning a slice of the intermediate
+ * dimension instead of rows of each product - measured before building it into the engine.
+ *
+ * The engine runs a decode layer's MLP as two products (kernels/matvec.cu: the gate + up pair
+ * with its GeLU epilogue, then down) and a norm + add, at 83 % and 70 % of copy bandwidth
+ * (ncu, session 25). Session 16 found what a product loses against a copy: the loads of x
+ * through L1, 32 bytes of fp32 x for every 16 bytes of weights, because a warp owns a row and
+ * every row needs all of x. Here:
+ *
+ *   - one block a multiprocessor owns intermediate indices [k0, k1) (10240 / 132 = 77-78);
+ *   - its 320 consumer threads each own 8 columns of the hidden size (2560 = 320 x 8) and hold
+ *     those 8 floats of x in registers for the whole kernel: a gate or up row is a 16-byte
+ *     read of shared memory and 8 fmas a thread, then one sum over the block;
+ *   - down is stored transposed (row k = column k of down: 2560 bf16), so the block's slice of it
+ *     is 77 contiguous rows and its contribution is h[k] (a broadcast scalar) times row k, added
+ *     into 8 accumulators a thread - no x at all;
+ *   - the block's 2560 partial outputs go to partial[block]; a second kernel sums the 132
+ *     partials of each output in block order (deterministic, as the engine's reproducibility
+ *     rule needs);
+ *   - a producer warp streams the block's rows (gate and up of a batch of B indices, then their
+ *     down rows) into a ring of S one-row stages with cp.async.bulk and waits only for a free
+ *     stage: there is no dependency between blocks inside the MLP, and the ring fills before the
+ *     programmatic-dependent-launch wait.
+ *
+ * Printed: us a layer and the share of copy bandwidth of the MLP's 157 MB, for the kernel alone,
+ * with the partial sums, and with a one-block norm after them (the chain a layer would run),
+ * against a CPU reference of one layer. The engine's figure to beat: gate + up 29.7 us + down
+ * 17.4 us + norm 4.0 (isolated, session 25) - about 47 us of products a layer in the step.
+ *
+ * sm_90 and later (cp.async.bulk); elsewhere it says so and exits.
+ * nvcc -O3 -arch=sm_90 -std=c++17 -o mlp_slice bench/mlp_slice.cu && ./mlp_slice */
+#include <math.h>
+
+#include "bulk.cuh"
+#include "step_common.cuh"
+
+#define HID   2560      /* hidden size */
+#define INTER 10240     /* intermediate size */
+#define CT    (HID / 8) /* consumer threads: 8 columns each */
+#define CW    (CT / 32) /* consumer warps */
+#define NTH   (CT + 32) /* and the producer warp */
+#define ROW   (HID * 2) /* bytes of a bf16 row */
+#define MLPL  42        /* layers of distinct weights (6.6 GB: far beyond L2) */
+
+__device__ __forceinline__ float gelu_tanh(float x) {
+    const float k = 0.7978845608028654f;
+    return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+}
+
+/* One step of warp_sum_t: lanes with bit OFF keep the upper HALF of the values, the others the
+ * lower, each adding its partner's copy of the half it keeps. */
+template <int HALF, int OFF> __device__ __forceinline__ void warp_fold(float *v, int lane, int &r) {
+    const bool hi = lane & OFF;
+#pragma unroll
+    for (int i = 0; i < HALF; i++) {
+        const float send = hi ? v[i] : v[i + HALF], keep = hi ? v[i + HALF] : v[i];
+        v[i] = keep + __shfl_xor_sync(0xffffffffu, send, OFF);
+    }
+    if (hi) r += HALF;
+    if constexpr (HALF > 1) warp_fold<HALF / 2, OFF / 2>(v, lane, r);
+}
+
+/* Sum v[0 .. NV) of every lane over the warp, transposed: about NV shuffles in all, not 5 a
+ * value. Lane l ends with the warp's sum of value *row (32 / NV lanes, those that differ in the
+ * low bits only, hold each). A fixed order: the same bits every run. */
+template <int NV> __device__ __forceinline__ float warp_sum_t(float *v, int lane, int *row) {
+    int r = 0;
+    warp_fold<NV / 2, 16>(v, lane, r);
+    /* the offsets not used above add the lanes that hold the same row */
+#pragma unroll
+    for (int off = 16 / NV; off >= 1; off >>= 1)
+        v[0] += __shfl_xor_sync(0xffffffffu, v[0], off);
+    *row = r;
+    return v[0];
+}
+
+/* The MLP of one layer for one input: gate, up [INTER][HID] and down transposed [INTER][HID], bf16;
+ * x [HID] fp32 (already normalised); partial [gridDim.x][HID]. */
+template <int B, int S>
+__global__ void __launch_bounds__(NTH, 1)
+    mlp_slice_kernel(const uint4 *__restrict__ gate, const uint4 *__restrict__ up,
+                     const uint4 *__restrict__ downt, const float *__restrict__ x,
+                     float *__restrict__ partial) {
+    extern __shared__ __align__(128) unsigned char ring[]; /* S stages of one row */
+    __shared__ uint64_t full[S], empty[S];
+    __shared__ float red[CW][2 * B], hs[B];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int k0 = (int)((long long)INTER * blockIdx.x / gridDim.x);
+    const int k1 = (int)((long long)INTER * (blockIdx.x + 1) / gridDim.x);
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < S; i++) {
+            mbar_init(&full[i], 1);
+            mbar_init(&empty[i], CW);
+        }
+#if BULK_OK
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+    }
+    __syncthreads();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cudaTriggerProgrammaticLaunchCompletion();
+#endif
+    if (warp == CW) { /* the producer: weights need nothing of the previous kernel */
+        if (lane) return;
+        unsigned g = 0;
+        for (int kb = k0; kb < k1; kb += B) {
+            const int n = min(B, k1 - kb);
+            for (int m = 0; m < 3; m++)
+                for (int i = 0; i < n; i++, g++) {
+                    const uint4 *src = (m == 0   ? gate
+                                        : m == 1 ? up
+                                                 : downt) +
+                                       (size_t)(kb + i) * (ROW / 16);
+                    const unsigned st = g % S;
+                    if (g >= S) mbar_wait(&empty[st], ((g / S) - 1) & 1);
+                    mbar_expect(&full[st], ROW);
+                    bulk_copy(ring + (size_t)st * ROW, src, ROW, &full[st]);
+                }
+        }
+        return;
+    }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cudaGridDependencySynchronize();
+#endif
+    const int t = threadIdx.x;
+    float xr[8], out[8];
+    {
+        const float4 a = reinterpret_cast<const float4 *>(x)[2 * t];
+        const float4 b = reinterpret_cast<const float4 *>(x)[2 * t + 1];
+        xr[0] = a.x, xr[1] = a.y, xr[2] = a.z, xr[3] = a.w;
+        xr[4] = b.x, xr[5] = b.y, xr[6] = b.z, xr[7] = b.w;
+    }
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        out[j] = 0.0f;
+    unsigned g = 0;
+    for (int kb = k0; kb < k1; kb += B) {
+        const int n = min(B, k1 - kb);
+        float acc[2 * B];
+#pragma unroll
+        for (int m = 0; m < 2; m++)
+#pragma unroll
+            for (int i = 0; i < B; i++) {
+                acc[m * B + i] = 0.0f;
+                if (i < n) {
+                    const unsigned st = g % S;
+                    mbar_wait(&full[st], (g / S) & 1);
+                    const uint4 u = reinterpret_cast<const uint4 *>(ring + (size_t)st * ROW)[t];
+                    __syncwarp();
+                    if (lane == 0) mbar_arrive(&empty[st]);
+                    float w[8];
+                    bf16x8(u, w);
+                    float a = 0.0f;
+#pragma unroll
+                    for (int j = 0; j < 8; j++)
+                        a = fmaf(w[j], xr[j], a);
+                    acc[m * B + i] = a;
+                    g++;
+                }
+            }
+        int row;
+        const float v = warp_sum_t<2 * B>(acc, lane, &row);
+        if ((lane & (32 / (2 * B) - 1)) == 0) red[warp][row] = v;
+        bar_consumers(CT);
+        if (t < n) {
+            float gs = 0.0f, us = 0.0f;
+            for (int w = 0; w < CW; w++)
+                gs += red[w][t], us += red[w][B + t];
+            hs[t] = gelu_tanh(gs) * us;
+        }
+        bar_consumers(CT);
+#pragma unroll
+        for (int i = 0; i < B; i++)
+            if (i < n) {
+                const unsigned st = g % S;
+                mbar_wait(&full[st], (g / S) & 1);
+                const uint4 u = reinterpret_cast<const uint4 *>(ring + (size_t)st * ROW)[t];
+                __syncwarp();
+                if (lane == 0) mbar_arrive(&empty[st]);
+                float w[8];
+                bf16x8(u, w);
+                const float h = hs[i];
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+                    out[j] = fmaf(h, w[j], out[j]);
+                g++;
+            }
+    }
+    float4 *po = reinterpret_cast<float4 *>(partial + (size_t)blockIdx.x * HID) + 2 * t;
+    po[0] = make_float4(out[0], out[1], out[2], out[3]);
+    po[1] = make_float4(out[4], out[5], out[6], out[7]);
+}
+
+/* y[j] = the sum over blocks b of partial[b][j], b in order. */
+__global__ void __launch_bounds__(128)
+    mlp_reduce_kernel(const float *__restrict__ partial, int nb, float *__restrict__ y) {
+    pdl_wait();
+    const int j = blockIdx.x * 128 + threadIdx.x;
+    float s = 0.0f;
+#pragma unroll 12
+    for (int b = 0; b < nb; b++)
+        s += __ldcg(partial + (size_t)b * HID + j);
+    y[j] = s;
+}
+
+__global__ void __launch_bounds__(THREADS) norm_kernel(float *x) {
+    pdl_wait();
+    small_op(x);
+}
+
+/* ---- host ---- */
+static uint16_t bf16_of(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+static float f_of_bf16(uint16_t h) {
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static uint64_t rng = 88172645463325252ull;
+static float frand(void) { /* uniform in [-1, 1) */
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+
+struct variant {
+    const char *name;
+    void (*k)(const uint4 *, const uint4 *, const uint4 *, const float *, float *);
+    int S;
+};
+
+int main(void) {
+    int dev = 0, major, sms;
+    CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    if (major < 9) {
+        printf("mlp_slice: needs sm_90 or later (cp.async.bulk); this device is sm_%d\n", major);
+        return 0;
+    }
+    pdl_on = 1;
+    const int reps = getenv("MLP_REPS") ? atoi(getenv("MLP_REPS")) : 20;
+    const size_t mat = (size_t)INTER * HID; /* elements of one matrix */
+    const double layer_bytes = 3.0 * mat * 2;
+
+    /* weights: random bf16 of about the scale of a trained MLP's */
+    uint16_t *hw = (uint16_t *)malloc(3 * mat * 2);
+    for (size_t i = 0; i < 3 * mat; i++)
+        hw[i] = bf16_of(0.03f * frand());
+    uint16_t *dw;
+    CK(cudaMalloc(&dw, 3 * mat * 2 * MLPL));
+    for (int l = 0; l < MLPL; l++) /* the same values in every layer (the check uses layer 0) */
+        CK(cudaMemcpy(dw + 3 * mat * l, hw, 3 * mat * 2, cudaMemcpyHostToDevice));
+    float hx[HID], *dx, *dpart, *dy;
+    for (int j = 0; j < HID; j++)
+        hx[j] = frand();
+    CK(cudaMalloc(&dx, HID * 4));
+    CK(cudaMalloc(&dy, HID * 4));
+    CK(cudaMalloc(&dpart, (size_t)sms * HID * 4));
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+
+    /* copy bandwidth, as bench_gpu.sh measures the floor */
+    const size_t cb = (size_t)1 << 30;
+    void *c0, *c1;
+    CK(cudaMalloc(&c0, cb));
+    CK(cudaMalloc(&c1, cb));
+    const float cms =
+        time_reps(s, 10, [&] { CK(cudaMemcpyAsync(c1, c0, cb, cudaMemcpyDeviceToDevice, s)); });
+    const double copy_gbs = 2.0 * cb / (cms * 1e-3) / 1e9;
+    CK(cudaFree(c0));
+    CK(cudaFree(c1));
+    const double floor_us = layer_bytes / (copy_gbs * 1e9) * 1e6;
+    printf(
+        "device: %d SMs, copy bandwidth %.0f GB/s; an MLP layer streams %.1f MB: floor %.2f us\n",
+        sms, copy_gbs, layer_bytes / 1e6, floor_us);
+
+    /* CPU reference of layer 0 (double sums of the bf16 weights) */
+    static double ref[HID];
+    {
+        const uint16_t *G = hw, *Up = hw + mat, *Dt = hw + 2 * mat;
+        for (int k = 0; k < INTER; k++) {
+            double gs = 0, us = 0;
+            for (int j = 0; j < HID; j++) {
+                gs += (double)f_of_bf16(G[(size_t)k * HID + j]) * hx[j];
+                us += (double)f_of_bf16(Up[(size_t)k * HID + j]) * hx[j];
+            }
+            const double h =
+                0.5 * gs * (1 + tanh(0.7978845608028654 * (gs + 0.044715 * gs * gs * gs))) * us;
+            for (int j = 0; j < HID; j++)
+                ref[j] += h * f_of_bf16(Dt[(size_t)k * HID + j]);
+        }
+    }
+
+    const variant V[] = {
+        {"B=8  S=36", mlp_slice_kernel<8, 36>, 36}, {"B=16 S=36", mlp_slice_kernel<16, 36>, 36},
+        {"B=8  S=20", mlp_slice_kernel<8, 20>, 20}, {"B=16 S=20", mlp_slice_kernel<16, 20>, 20},
+        {"B=8  S=42", mlp_slice_kernel<8, 42>, 42}, {"B=4  S=36", mlp_slice_kernel<4, 36>, 36},
+    };
+    for (const variant &v : V) {
+        const size_t smem = (size_t)v.S * ROW;
+        CK(cudaFuncSetAttribute(v.k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        /* the check: layer 0 once, against the CPU */
+        CK(cudaMemcpy(dx, hx, HID * 4, cudaMemcpyHostToDevice));
+        launch_pdl_ex(v.k, sms, NTH, smem, s, (const uint4 *)dw, (const uint4 *)(dw + mat),
+                      (const uint4 *)(dw + 2 * mat), (const float *)dx, dpart);
+        launch_pdl_ex(mlp_reduce_kernel, HID / 128, 128, 0, s, (const float *)dpart, sms, dy);
+        CK(cudaStreamSynchronize(s));
+        float hy[HID];
+        CK(cudaMemcpy(hy, dy, HID * 4, cudaMemcpyDeviceToHost));
+        double err = 0, mag = 0;
+        for (int j = 0; j < HID; j++) {
+            err = fmax(err, fabs(hy[j] - ref[j]));
+            mag = fmax(mag, fabs(ref[j]));
+        }
+        /* three chains of MLPL layers: the kernel alone, + the partial sums, + a norm */
+        for (int form = 0; form < 3; form++) {
+            cudaGraph_t gr;
+            cudaGraphExec_t ge;
+            CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+            for (int l = 0; l < MLPL; l++) {
+                const uint16_t *w = dw + 3 * mat * l;
+                launch_pdl_ex(v.k, sms, NTH, smem, s, (const uint4 *)w, (const uint4 *)(w + mat),
+                              (const uint4 *)(w + 2 * mat), (const float *)dx, dpart);
+                if (form >= 1)
+                    launch_pdl_ex(mlp_reduce_kernel, HID / 128, 128, 0, s, (const float *)dpart,
+                                  sms, dx);
+                if (form >= 2) launch_pdl_ex(norm_kernel, 1, THREADS, 0, s, dx);
+            }
+            CK(cudaStreamEndCapture(s, &gr));
+            CK(cudaGraphInstantiate(&ge, gr, 0));
+            CK(cudaMemcpy(dx, hx, HID * 4, cudaMemcpyHostToDevice));
+            const float ms = time_graph(ge, s, reps);
+            const double us = ms * 1e3 / MLPL;
+            static const char *fn[] = {"kernel alone", "+ partial sums", "+ sums + norm"};
+            printf("%s  %-15s %7.2f us a layer  %6.0f GB/s  %5.1f %% of copy   (layer 0 against "
+                   "the CPU: max |err| %.2e of max |y| %.2e)\n",
+                   v.name, fn[form], us, layer_bytes / (us * 1e-6) / 1e9, 100.0 * floor_us / us,
+                   err, mag);
+            CK(cudaGraphExecDestroy(ge));
+            CK(cudaGraphDestroy(gr));
+        }
+    }
+    return 0;
+}
