@@ -31,7 +31,7 @@
  * nvcc -O3 -arch=sm_90 -std=c++17 -o mlp_slice bench/mlp_slice.cu && ./mlp_slice */
 #include <math.h>
 
-#include "bulk.cuh"
+#include "../kernels/bulk.cuh"
 #include "step_common.cuh"
 
 #define HID   2560      /* hidden size */

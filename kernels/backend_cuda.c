@@ -109,6 +109,7 @@ static const char *const family_name[F_COUNT] = {
 /* One weight copied to the device. */
 typedef struct {
     const void *host; /* key: the tensor's host data; NULL = empty slot */
+    int transposed;   /* and the layout: 1 = stored [cols][rows] (cuda_weight_t) */
     void *dev;
     size_t bytes;
 } weight_slot;
@@ -146,6 +147,9 @@ typedef struct {
     cudaEvent_t params_done; /* the last params upload has been read */
     float *d_partial;        /* attention slices, cap_partial bytes */
     size_t cap_partial;
+    float *d_mlp; /* mlp.cu's partial sums, cap_mlp bytes */
+    size_t cap_mlp;
+    int mlp;         /* mlp.cu for the MLPs it can take (GEMMA_CUDA_MLP; sm_90 only) */
     void *d_convert; /* cuBLAS inputs in the weight dtype, cap_convert bytes */
     size_t cap_convert;
     void *d_argmax; /* argmax scratch: 2 * K_ARGMAX_BLOCKS words + the result */
@@ -230,8 +234,8 @@ static const int *pos_dev(cuda_state *st, int pos0, int *pos_arg) {
 
 /* ---- weights ------------------------------------------------------------------------- */
 
-static size_t hash_ptr(const void *p, size_t cap) {
-    uint64_t h = (uint64_t)(uintptr_t)p;
+static size_t hash_ptr(const void *p, int transposed, size_t cap) {
+    uint64_t h = (uint64_t)(uintptr_t)p ^ (uint64_t)transposed << 63;
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdULL;
     h ^= h >> 33;
@@ -245,7 +249,7 @@ static void weights_grow(cuda_state *st) {
     weight_slot *t = xcalloc(cap, sizeof *t);
     for (size_t i = 0; i < st->cap_weights; i++) {
         if (!st->weights[i].host) continue;
-        size_t j = hash_ptr(st->weights[i].host, cap);
+        size_t j = hash_ptr(st->weights[i].host, st->weights[i].transposed, cap);
         while (t[j].host)
             j = (j + 1) & (cap - 1);
         t[j] = st->weights[i];
@@ -272,14 +276,33 @@ static void weight_copy(cuda_state *st, void *dev, const void *host, size_t byte
     CU(cudaStreamSynchronize(st->stream));
 }
 
-/* The device copy of w's data, made on first use. */
-static const void *weight_dev(cuda_state *st, const tensor *w) {
+/* Copy w's data to dev: as it is, or transposed ([rows][cols] -> [cols][rows], 16-bit dtypes):
+ * copied as it is into a temporary device buffer, transposed there (k_transpose16) and the
+ * buffer freed, all waited for as weight_copy is. */
+static void weight_upload(cuda_state *st, void *dev, const tensor *w, size_t bytes,
+                          int transposed) {
+    if (!transposed) {
+        weight_copy(st, dev, w->data, bytes);
+        return;
+    }
+    CHECK(dtype_size(w->dtype) == 2);
+    void *tmp = NULL;
+    if (cudaMalloc(&tmp, bytes) != cudaSuccess)
+        die("CUDA: no room for a %zu-byte weight being transposed", bytes);
+    weight_copy(st, tmp, w->data, bytes);
+    k_transpose16(st->stream, dev, tmp, w->rows, w->cols);
+    CU(cudaStreamSynchronize(st->stream));
+    CU(cudaFree(tmp));
+}
+
+/* The device copy of w's data (transposed: stored [cols][rows]), made on first use. */
+static const void *weight_dev_as(cuda_state *st, const tensor *w, int transposed) {
     CHECK(w && w->data);
     const size_t bytes = (size_t)w->rows * (size_t)w->cols * dtype_size(w->dtype);
     if (st->cap_weights) {
-        for (size_t j = hash_ptr(w->data, st->cap_weights); st->weights[j].host;
+        for (size_t j = hash_ptr(w->data, transposed, st->cap_weights); st->weights[j].host;
              j = (j + 1) & (st->cap_weights - 1))
-            if (st->weights[j].host == w->data) {
+            if (st->weights[j].host == w->data && st->weights[j].transposed == transposed) {
                 weight_slot *ws = &st->weights[j];
                 if (ws->bytes >= bytes) return ws->dev;
                 /* A bigger tensor at the address of one seen before: that one's host memory
@@ -292,7 +315,7 @@ static const void *weight_dev(cuda_state *st, const tensor *w) {
                 CU(cudaFree(ws->dev));
                 st->weight_bytes -= ws->bytes;
                 CU(cudaMalloc(&ws->dev, bytes));
-                weight_copy(st, ws->dev, w->data, bytes);
+                weight_upload(st, ws->dev, w, bytes, transposed);
                 ws->bytes = bytes;
                 st->weight_bytes += bytes;
                 return ws->dev;
@@ -306,14 +329,18 @@ static const void *weight_dev(cuda_state *st, const tensor *w) {
         die("CUDA: cannot hold the weights on the device (%.2f GB already there, %zu more "
             "bytes asked): %s",
             st->weight_bytes / 1e9, bytes, cudaGetErrorString(e));
-    weight_copy(st, dev, w->data, bytes);
-    size_t j = hash_ptr(w->data, st->cap_weights);
+    weight_upload(st, dev, w, bytes, transposed);
+    size_t j = hash_ptr(w->data, transposed, st->cap_weights);
     while (st->weights[j].host)
         j = (j + 1) & (st->cap_weights - 1);
-    st->weights[j] = (weight_slot){w->data, dev, bytes};
+    st->weights[j] = (weight_slot){w->data, transposed, dev, bytes};
     st->n_weights++;
     st->weight_bytes += bytes;
     return dev;
+}
+
+static const void *weight_dev(cuda_state *st, const tensor *w) {
+    return weight_dev_as(st, w, 0);
 }
 
 /* ---- scratch ------------------------------------------------------------------------- */
@@ -689,6 +716,19 @@ const void *cuda_weight(backend *b, const tensor *w) {
     return weight_dev(st_flushed(b), w);
 }
 
+const void *cuda_weight_t(backend *b, const tensor *w) {
+    return weight_dev_as(st_flushed(b), w, 1);
+}
+
+int cuda_mlp_on(backend *b) {
+    return st_of(b)->mlp;
+}
+
+float *cuda_mlp_scratch(backend *b, size_t floats) {
+    cuda_state *st = st_flushed(b);
+    return scratch(st, (void **)&st->d_mlp, &st->cap_mlp, floats * sizeof(float));
+}
+
 cudaStream_t cuda_op_begin(backend *b) {
     cuda_state *st = st_flushed(b);
     op_begin(st);
@@ -715,6 +755,7 @@ static void cu_destroy(backend *b) {
     cudaFreeHost(st->h_params);
     cudaFree(st->d_partial);
     cudaFree(st->d_convert);
+    cudaFree(st->d_mlp);
     cudaFree(st->d_argmax);
     cudaFreeHost(st->h_argmax);
     cudaFree(st->d_head);
@@ -747,6 +788,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     st->fuse_mm = sw.fuse_mm;
     st->pdl = sw.pdl;
     st->mv = sw.mv;
+    st->mlp = sw.mlp;
     char grid_name[40] = "blocks";
     if (st->mv.grid < 0)
         snprintf(grid_name, sizeof grid_name, "persist");

@@ -15,6 +15,12 @@ extern const int cuda_family_embed, cuda_family_draft_head;
 /* The device copy of w's data, made (and waited for) on first use, which must not be inside a
  * captured step. Runs what fusion has held back first. */
 const void *cuda_weight(backend *b, const tensor *w);
+/* The same stored transposed ([cols][rows]; 16-bit dtypes): mlp.cu's down. */
+const void *cuda_weight_t(backend *b, const tensor *w);
+/* Whether MLPs go to mlp.cu where it takes them (GEMMA_CUDA_MLP, on by default). */
+int cuda_mlp_on(backend *b);
+/* mlp.cu's partial sums: a device buffer of at least `floats` (grown outside captures only). */
+float *cuda_mlp_scratch(backend *b, size_t floats);
 /* Start an op: runs what fusion has held back, starts the op's timer when profiling; returns
  * the stream to launch on. */
 cudaStream_t cuda_op_begin(backend *b);

@@ -160,14 +160,14 @@ static inline cudaLaunchAttribute k_cluster_attr(unsigned c) {
 }
 
 /* Launch kernel on s, with programmatic dependent launch when k_pdl is set, in clusters of
- * `cluster` blocks along x when it is not 0. */
+ * `cluster` blocks along x when it is not 0, with `smem` bytes of dynamic shared memory. */
 template <typename... KArgs, typename... Args>
-static void k_launch_clusters(void (*kernel)(KArgs...), dim3 grid, dim3 block, unsigned cluster,
-                              cudaStream_t s, Args... args) {
+static void k_launch_ex(void (*kernel)(KArgs...), dim3 grid, dim3 block, unsigned cluster,
+                        size_t smem, cudaStream_t s, Args... args) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
-    cfg.dynamicSmemBytes = 0;
+    cfg.dynamicSmemBytes = smem;
     cfg.stream = s;
     cudaLaunchAttribute attr[2];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -176,6 +176,12 @@ static void k_launch_clusters(void (*kernel)(KArgs...), dim3 grid, dim3 block, u
     cfg.attrs = attr;
     cfg.numAttrs = cluster ? 2 : 1;
     cudaLaunchKernelEx(&cfg, kernel, ((KArgs)args)...);
+}
+
+template <typename... KArgs, typename... Args>
+static void k_launch_clusters(void (*kernel)(KArgs...), dim3 grid, dim3 block, unsigned cluster,
+                              cudaStream_t s, Args... args) {
+    k_launch_ex(kernel, grid, block, cluster, 0, s, args...);
 }
 
 template <typename... KArgs, typename... Args>

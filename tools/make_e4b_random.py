@@ -3,6 +3,7 @@ bf16 weights, for the GPU benchmark (bench/bench_gpu.sh, issue 7). Nothing is do
 model is built from a config with transformers on the GPU and saved to local disk.
 
     python3 tools/make_e4b_random.py OUTDIR [--prompts 3] [--prompt-len 256] [--hf-new-tokens 64]
+                                            [--mid]
 
 writes
     OUTDIR/model/            config.json (model_type gemma4_text) + model.safetensors (bf16)
@@ -34,18 +35,22 @@ from transformers import Gemma4ForCausalLM
 from transformers.models.gemma4.configuration_gemma4 import Gemma4TextConfig
 
 
-def e4b_config():
-    n_layers = 42
+def e4b_config(mid=False):
+    # mid: the same structure at a size a CPU checks in seconds (tests/kernels/cuda_ops model),
+    # hidden 512 and MLP 2048 - shapes kernels/mlp.cu takes on sm_90 (hidden a multiple of 256,
+    # at least 8 MLP rows a multiprocessor) - 6 layers, the last 2 sharing KV, vocabulary 4096.
+    n_layers = 6 if mid else 42
     layer_types = ["full_attention" if (i + 1) % 6 == 0 else "sliding_attention" for i in range(n_layers)]
+    vocab = 4096 if mid else 262144
     return Gemma4TextConfig(
-        vocab_size=262144,
-        hidden_size=2560,
-        intermediate_size=10240,
+        vocab_size=vocab,
+        hidden_size=512 if mid else 2560,
+        intermediate_size=2048 if mid else 10240,
         num_hidden_layers=n_layers,
         num_attention_heads=8,
         num_key_value_heads=2,
-        head_dim=256,
-        global_head_dim=512,
+        head_dim=64 if mid else 256,
+        global_head_dim=128 if mid else 512,
         max_position_embeddings=131072,
         sliding_window=512,
         layer_types=layer_types,
@@ -58,10 +63,10 @@ def e4b_config():
             },
         },
         final_logit_softcapping=30.0,
-        vocab_size_per_layer_input=262144,
-        hidden_size_per_layer_input=256,
+        vocab_size_per_layer_input=vocab,
+        hidden_size_per_layer_input=64 if mid else 256,
         attention_k_eq_v=False,
-        num_kv_shared_layers=18,
+        num_kv_shared_layers=2 if mid else 18,
         use_double_wide_mlp=False,
         tie_word_embeddings=True,
         rms_norm_eps=1e-6,
@@ -84,12 +89,13 @@ def main():
     ap.add_argument("--prompt-len", type=int, default=256)
     ap.add_argument("--hf-new-tokens", type=int, default=64)
     ap.add_argument("--seed", type=int, default=4)
+    ap.add_argument("--mid", action="store_true", help="the small structural twin (e4b_config)")
     a = ap.parse_args()
     print("transformers", transformers.__version__, "torch", torch.__version__, flush=True)
     torch.set_grad_enabled(False)
     torch.manual_seed(a.seed)
 
-    cfg = e4b_config()
+    cfg = e4b_config(a.mid)
     t0 = time.time()
     torch.set_default_dtype(torch.bfloat16)
     with torch.device("cuda"):

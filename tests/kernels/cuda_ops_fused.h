@@ -142,6 +142,102 @@ static void test_fused_mlp(void) {
             }
 }
 
+/* ---- a whole MLP as one kernel: gate, up, gelu_mul, down (mlp.cu) ------------------------ */
+
+/* Against the CPU's four ops, with the bounds above for u and h and, for the output, down's
+ * rounding plus h's error carried through it: 1e-5 * sum_k |w[r][k]| (|h_k| + bound_k + 0.1).
+ * Every row of an n-row launch (n = 1 .. 17: passes of 4, 2 and 1 inputs) equals the same ops on
+ * x[t] alone, bit for bit, in out, h and u. On sm_90 and later the shapes here must take the
+ * kernel (k_mlp_supported), so that the test cannot pass on the old path there. */
+static void test_fused_whole_mlp(void) {
+    int dev = 0, major = 0, sms = 0;
+    CHECK(cudaGetDevice(&dev) == cudaSuccess);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    const int Hs[] = {256, 512, small_shapes ? 512 : 2560};
+    const int ns[] = {1, 2, 3, 5, 6, 9, 17};
+    const int n_ns = small_shapes ? 3 : 7;
+    for (int hi = 0; hi < 3; hi++)
+        for (int ni = 0; ni < n_ns; ni++) {
+            const int H = Hs[hi], n = ns[ni], I = 8 * sms + rng_int(300);
+            if (major >= 9)
+                EXPECT(k_mlp_supported(H, I), "mlp.cu does not take H %d I %d on sm_%d", H, I,
+                       major);
+            tensor wg = rand_tensor(I, H, DT_BF16), wu = rand_tensor(I, H, DT_BF16),
+                   wd = rand_tensor(H, I, DT_BF16);
+            pair x = pair_rand((size_t)n * H);
+            pair gate = pair_new(NULL, (size_t)n * I), up = pair_new(NULL, (size_t)n * I),
+                 out = pair_new(NULL, (size_t)n * H), graw = pair_new(NULL, (size_t)n * I);
+            backend *bs[2] = {cpu, gpu};
+            for (int k = 0; k < 2; k++) {
+                backend *b = bs[k];
+                const float *xb = k ? x.g : x.c;
+                float *gb = k ? gate.g : gate.c, *ub = k ? up.g : up.c, *ob = k ? out.g : out.c;
+                b->matmul(b, gb, &wg, xb, n);
+                b->matmul(b, ub, &wu, xb, n);
+                b->gelu_mul(b, gb, gb, ub, n, I, I);
+                b->matmul(b, ob, &wd, gb, n);
+            }
+            cpu->matmul(cpu, graw.c, &wg, x.c, n);
+            double *sg = dot_scale(&wg, x.c, n), *su = dot_scale(&wu, x.c, n);
+            double *bound = xmalloc((size_t)n * I * sizeof(double));
+            float *hv = xmalloc((size_t)n * I * sizeof(float));
+            for (size_t i = 0; i < (size_t)n * I; i++) {
+                bound[i] = 1.2 * sg[i] * fabs(up.c[i]) + (fabs(graw.c[i]) + 1) * su[i];
+                hv[i] = (float)(fabs(gate.c[i]) + 1e-5 * bound[i] + 0.1);
+            }
+            double *so = dot_scale(&wd, hv, n);
+            char what[128];
+            snprintf(what, sizeof what, "whole MLP n %d H %d I %d: up", n, H, I);
+            pair_check(&up, 1e-6, 1e-5, su, what);
+            snprintf(what, sizeof what, "whole MLP n %d H %d I %d: gelu(gate) * up", n, H, I);
+            pair_check(&gate, 1e-6, 1e-5, bound, what);
+            snprintf(what, sizeof what, "whole MLP n %d H %d I %d: out", n, H, I);
+            pair_check(&out, 1e-6, 1e-5, so, what);
+            /* row t alone */
+            float *fo = xmalloc((size_t)n * H * sizeof(float)),
+                  *fg = xmalloc((size_t)n * I * sizeof(float)),
+                  *fu = xmalloc((size_t)n * I * sizeof(float)), *one = xmalloc((size_t)I * 4);
+            pair_host(&out, fo);
+            pair_host(&gate, fg);
+            pair_host(&up, fu);
+            float *g1 = gpu->alloc(gpu, (size_t)I), *u1 = gpu->alloc(gpu, (size_t)I),
+                  *o1 = gpu->alloc(gpu, (size_t)H);
+            for (int t = 0; t < n; t++) {
+                gpu->matmul(gpu, g1, &wg, x.g + (size_t)t * H, 1);
+                gpu->matmul(gpu, u1, &wu, x.g + (size_t)t * H, 1);
+                gpu->gelu_mul(gpu, g1, g1, u1, 1, I, I);
+                gpu->matmul(gpu, o1, &wd, g1, 1);
+                gpu->download(gpu, one, o1, (size_t)H);
+                EXPECT(!memcmp(one, fo + (size_t)t * H, (size_t)H * 4),
+                       "whole MLP H %d: out row %d of %d differs from n = 1", H, t, n);
+                gpu->download(gpu, one, g1, (size_t)I);
+                EXPECT(!memcmp(one, fg + (size_t)t * I, (size_t)I * 4),
+                       "whole MLP H %d: h row %d of %d differs from n = 1", H, t, n);
+                gpu->download(gpu, one, u1, (size_t)I);
+                EXPECT(!memcmp(one, fu + (size_t)t * I, (size_t)I * 4),
+                       "whole MLP H %d: u row %d of %d differs from n = 1", H, t, n);
+            }
+            gpu->release(gpu, g1);
+            gpu->release(gpu, u1);
+            gpu->release(gpu, o1);
+            free(one);
+            free(fo);
+            free(fg);
+            free(fu);
+            free(hv);
+            free(so);
+            free(sg);
+            free(su);
+            free(bound);
+            pair_free(&x);
+            pair_free(&gate);
+            pair_free(&up);
+            pair_free(&out);
+            pair_free(&graw);
+        }
+}
+
 /* ---- the attention prologue: q, k, v products, head norms, RoPE, KV-ring writes ----------- */
 
 static void test_fused_attention_prologue(void) {
@@ -339,6 +435,7 @@ static void test_fused_switches(void) {
 
 static void test_fused(void) {
     test_fused_mlp();
+    test_fused_whole_mlp();
     test_fused_attention_prologue();
     test_fused_barriers();
     test_fused_switches();

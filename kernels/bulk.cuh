@@ -1,7 +1,8 @@
 /* bulk.cuh: the copy engine (cp.async.bulk) and shared-memory mbarriers as inline PTX, shared by
- * bench/step_mega.cu and bench/mlp_slice.cu: a producer thread streams weights into a ring of
- * shared-memory stages, consumers wait on a stage's transaction count and free it again. On GPUs
- * before sm_90 the helpers are empty (BULK_OK 0) and the benchmarks refuse to run. */
+ * kernels/mlp.cu and the benchmarks bench/step_mega.cu and bench/mlp_slice.cu: a producer thread
+ * streams weights into a ring of shared-memory stages, consumers wait on a stage's transaction
+ * count and free it again. Before sm_90 the helpers are empty (BULK_OK 0): the kernels that use
+ * them are not launched there (mlp.cu) or the benchmarks refuse to run. */
 #ifndef BULK_CUH
 #define BULK_CUH
 

@@ -1,0 +1,336 @@
+/* mlp.cu: a Gemma MLP - down(gelu_tanh(gate(x)) * up(x)) - for up to 17 inputs as one kernel in
+ * which a block owns a slice of the intermediate dimension (sm_90 and later, bf16 weights).
+ *
+ * Why. matvec.cu gives a warp a row; every row needs all of x, so for every 16 bytes of weights
+ * a lane loads 32 bytes of fp32 x through L1, which is what keeps the gate + up pair at 83 % and
+ * down at 70 % of copy bandwidth on an E4B-sized layer (docs/bench_gpu.md, sessions 16 and 25).
+ * Here nothing is loaded twice (bench/mlp_slice.cu measured the layout alone at 99 % of copy):
+ *
+ *   - one block a multiprocessor owns intermediate indices [k0, k1); its H / 8 consumer threads
+ *     each own 8 columns of the hidden size and hold those 8 floats of x in registers for the
+ *     whole kernel, so a gate or up row is one 16-byte read of shared memory and 8 fmas a thread,
+ *     then a sum over the block (warp_sum_t, then the warps in order);
+ *   - down is stored transposed on the device (backend_cuda.c cuda_weight_t: row k = column k
+ *     of down), so the block's slice of it is k1 - k0 contiguous rows, and h[k] = gelu(g) * u
+ *     times row k is added into 8 accumulators a thread - no x at all;
+ *   - a producer warp streams the block's rows (a batch of B gate rows, their up rows, their
+ *     down rows, the next batch...) into a ring of one-row stages with cp.async.bulk and waits
+ *     only for a free stage. Weights depend on no earlier kernel, so the ring fills while the
+ *     kernel before this one (programmatic dependent launch) is still running;
+ *   - the block's H partial outputs go to partial[t][block]; mlp_reduce_kernel sums the partials
+ *     of each output in block order.
+ *
+ * Reproducibility. An input's result does not depend on n, on the batch B or on which inputs
+ * share a launch: a thread's 8-column dot is one fma chain in column order, the warp sum is a
+ * fixed butterfly (16, 8, 4, 2, 1: floating-point addition commutes, so which lane of a pair
+ * adds gives the same bits), the warps and the partials add in order, and the down accumulation
+ * runs over k in order. Only the grid (the multiprocessor count) and the shapes decide the bits,
+ * so a verify pass reproduces the decode steps it stands for - speculation stays lossless. They
+ * are not matvec.cu's bits: the switch (GEMMA_CUDA_MLP) is all or nothing for a backend.
+ *
+ * What it leaves in memory is what the four ops it replaces leave: h in the gate buffer, u in
+ * the up buffer, the product in out. */
+#include "bulk.cuh"
+#include "kcommon.cuh"
+
+/* One step of warp_sum_t: lanes with bit OFF keep the upper HALF of their values, the others the
+ * lower half, each adding its partner's copy of the half it keeps. */
+template <int HALF, int OFF> __device__ __forceinline__ void warp_fold(float *v, int lane, int &r) {
+    const bool hi = lane & OFF;
+#pragma unroll
+    for (int i = 0; i < HALF; i++) {
+        const float send = hi ? v[i] : v[i + HALF], keep = hi ? v[i + HALF] : v[i];
+        v[i] = keep + __shfl_xor_sync(0xffffffffu, send, OFF);
+    }
+    if (hi) r += HALF;
+    if constexpr (HALF > 1) warp_fold<HALF / 2, OFF / 2>(v, lane, r);
+}
+
+/* The warp's sums of v[0 .. NV) (NV a power of two up to 32), transposed: NV - 1 shuffles in all
+ * plus the offsets left over (32 / NV - 1), not 5 a value. Lane l ends with the sum of value
+ * *row; the 32 / NV lanes that differ from l only in their low bits hold the same. */
+template <int NV> __device__ __forceinline__ float warp_sum_t(float *v, int lane, int *row) {
+    int r = 0;
+    warp_fold<NV / 2, 16>(v, lane, r);
+#pragma unroll
+    for (int off = 16 / NV; off >= 1; off >>= 1)
+        v[0] += __shfl_xor_sync(0xffffffffu, v[0], off);
+    *row = r;
+    return v[0];
+}
+
+/* The ring's stage g: wait until it holds its row, read this thread's 16 bytes, free it (one
+ * arrival a warp). */
+__device__ __forceinline__ uint4 ring_take(const unsigned char *ring, uint64_t *full,
+                                           uint64_t *empty, unsigned g, int S, int row_bytes, int c,
+                                           int lane) {
+    const unsigned st = g % S;
+    mbar_wait(&full[st], (g / S) & 1);
+    const uint4 u = reinterpret_cast<const uint4 *>(ring + (size_t)st * row_bytes)[c];
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&empty[st]);
+    return u;
+}
+
+/* Inputs t0 .. t0 + NT - 1 (those below n) of x[n][H]; B intermediate indices a batch. Dynamic
+ * shared memory: the ring (S rows of 2H bytes), then full[S] and empty[S]. */
+#define MLP_MAX_THREADS 512 /* H <= 3840: up to 128 registers a thread for NT = 4's accumulators   \
+                             */
+
+template <int NT, int B>
+__global__ void __launch_bounds__(MLP_MAX_THREADS, 1)
+    mlp_kernel(const uint4 *__restrict__ gate, const uint4 *__restrict__ up,
+               const uint4 *__restrict__ downt, const float *__restrict__ x,
+               float *__restrict__ h_out, float *__restrict__ u_out, float *__restrict__ partial,
+               int H, int I, int n, int t0, int S) {
+    extern __shared__ __align__(128) unsigned char ring[];
+    const int row_bytes = 2 * H, CT = H / 8, CW = CT / 32;
+    uint64_t *full = reinterpret_cast<uint64_t *>(ring + (size_t)S * row_bytes), *empty = full + S;
+    __shared__ float red[32][2 * B * NT], hs[B * NT];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, G = gridDim.x;
+    const int k0 = (int)((long long)I * blockIdx.x / G),
+              k1 = (int)((long long)I * (blockIdx.x + 1) / G);
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < S; i++) {
+            mbar_init(&full[i], 1);
+            mbar_init(&empty[i], CW);
+        }
+#if BULK_OK
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+    }
+    __syncthreads();
+    k_launch_next();
+    if (warp == CW) { /* the producer: weights need nothing of an earlier kernel */
+        if (lane == 0) {
+            unsigned g = 0;
+            for (int kb = k0; kb < k1; kb += B) {
+                const int nk = min(B, k1 - kb);
+                for (int m = 0; m < 3; m++)
+                    for (int i = 0; i < nk; i++, g++) {
+                        const uint4 *src = (m == 0   ? gate
+                                            : m == 1 ? up
+                                                     : downt) +
+                                           (size_t)(kb + i) * (H / 8);
+                        const unsigned st = g % S;
+                        if (g >= (unsigned)S) mbar_wait(&empty[st], ((g / S) - 1) & 1);
+                        mbar_expect(&full[st], row_bytes);
+                        bulk_copy(ring + (size_t)st * row_bytes, src, row_bytes, &full[st]);
+                    }
+            }
+        }
+        return; /* the consumers' wait is the block's (kcommon.cuh) */
+    }
+    k_wait_only();
+    const int c = threadIdx.x; /* columns 8c .. 8c + 7 */
+    float xr[NT][8], out[NT][8];
+#pragma unroll
+    for (int tt = 0; tt < NT; tt++) {
+        const bool live = t0 + tt < n;
+        const float4 *xp =
+            reinterpret_cast<const float4 *>(x + (size_t)(live ? t0 + tt : t0) * H) + 2 * c;
+        const float4 a = xp[0], b = xp[1];
+        xr[tt][0] = a.x, xr[tt][1] = a.y, xr[tt][2] = a.z, xr[tt][3] = a.w;
+        xr[tt][4] = b.x, xr[tt][5] = b.y, xr[tt][6] = b.z, xr[tt][7] = b.w;
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            out[tt][j] = 0.0f;
+    }
+    unsigned g = 0;
+    for (int kb = k0; kb < k1; kb += B) {
+        const int nk = min(B, k1 - kb);
+        float acc[NT][2 * B];
+#pragma unroll
+        for (int m = 0; m < 2; m++)
+#pragma unroll
+            for (int i = 0; i < B; i++) {
+#pragma unroll
+                for (int tt = 0; tt < NT; tt++)
+                    acc[tt][m * B + i] = 0.0f;
+                if (i < nk) {
+                    float w[8];
+                    unpack16<__nv_bfloat16>(
+                        ring_take(ring, full, empty, g++, S, row_bytes, c, lane), w);
+#pragma unroll
+                    for (int tt = 0; tt < NT; tt++) {
+                        float a = 0.0f;
+#pragma unroll
+                        for (int j = 0; j < 8; j++)
+                            a = fmaf(w[j], xr[tt][j], a);
+                        acc[tt][m * B + i] = a;
+                    }
+                }
+            }
+#pragma unroll
+        for (int tt = 0; tt < NT; tt++) {
+            int row;
+            const float v = warp_sum_t<2 * B>(acc[tt], lane, &row);
+            if ((lane & (32 / (2 * B) - 1)) == 0) red[warp][tt * 2 * B + row] = v;
+        }
+        bar_consumers(CT);
+        if (c < NT * B) {
+            const int tt = c / B, i = c % B;
+            if (i < nk && t0 + tt < n) {
+                float gs = 0.0f, us = 0.0f;
+                for (int w = 0; w < CW; w++)
+                    gs += red[w][tt * 2 * B + i], us += red[w][tt * 2 * B + B + i];
+                const float h = gelu_tanh(gs) * us;
+                hs[tt * B + i] = h;
+                h_out[(size_t)(t0 + tt) * I + kb + i] = h;
+                u_out[(size_t)(t0 + tt) * I + kb + i] = us;
+            }
+        }
+        bar_consumers(CT);
+#pragma unroll
+        for (int i = 0; i < B; i++)
+            if (i < nk) {
+                float w[8];
+                unpack16<__nv_bfloat16>(ring_take(ring, full, empty, g++, S, row_bytes, c, lane),
+                                        w);
+#pragma unroll
+                for (int tt = 0; tt < NT; tt++) {
+                    const float h = hs[tt * B + i];
+#pragma unroll
+                    for (int j = 0; j < 8; j++)
+                        out[tt][j] = fmaf(h, w[j], out[tt][j]);
+                }
+            }
+    }
+#pragma unroll
+    for (int tt = 0; tt < NT; tt++)
+        if (t0 + tt < n) {
+            float4 *po =
+                reinterpret_cast<float4 *>(partial + ((size_t)(t0 + tt) * G + blockIdx.x) * H) +
+                2 * c;
+            po[0] = make_float4(out[tt][0], out[tt][1], out[tt][2], out[tt][3]);
+            po[1] = make_float4(out[tt][4], out[tt][5], out[tt][6], out[tt][7]);
+        }
+}
+
+/* out[t][j] = the sum over blocks b of partial[t][b][j], b in order: 32 outputs a block of 256
+ * threads, each of its 8 warps summing every 8th partial, then the 8 sums in order. */
+__global__ void __launch_bounds__(256)
+    mlp_reduce_kernel(const float *__restrict__ partial, float *__restrict__ out, int H, int G) {
+    __shared__ float sums[8][33];
+    k_wait_prior();
+    const int t = blockIdx.y, lane = threadIdx.x & 31, p = threadIdx.x >> 5;
+    const int j = blockIdx.x * 32 + lane;
+    float s = 0.0f;
+    if (j < H)
+        for (int b = p; b < G; b += 8)
+            s += partial[((size_t)t * G + b) * H + j];
+    sums[p][lane] = s;
+    __syncthreads();
+    if (p == 0 && j < H) {
+        float r = sums[0][lane];
+        for (int q = 1; q < 8; q++)
+            r += sums[q][lane];
+        out[(size_t)t * H + j] = r;
+    }
+}
+
+/* ---- launchers ---- */
+
+#define MLP_RING_BYTES                                                                             \
+    (100 * 1024) /* two blocks' rings fit a multiprocessor: the next launch's                      \
+                    block can fill its ring under this one (PDL) */
+
+typedef void (*mlp_fn)(const uint4 *, const uint4 *, const uint4 *, const float *, float *, float *,
+                       float *, int, int, int, int, int);
+
+/* The form for a pass of nt inputs: 1 input and batches of 16, 2 and 8, 4 and 4 (the registers
+ * of the accumulators stay about the same). */
+static mlp_fn mlp_form(int nt) {
+    return nt >= 4 ? mlp_kernel<4, 4> : nt == 2 ? mlp_kernel<2, 8> : mlp_kernel<1, 16>;
+}
+
+static int mlp_stages(int H) {
+    const int s = MLP_RING_BYTES / (2 * H);
+    return s < 4 ? 4 : s > 48 ? 48 : s;
+}
+
+static int mlp_grid(void) {
+    static int sms;
+    if (!sms) {
+        int dev;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+            sms = -1;
+    }
+    return sms;
+}
+
+/* Whether every form runs H on this device: sm_90 (the copy engine), H / 8 consumer threads in
+ * whole warps, the block's registers and shared memory within a multiprocessor's, and at least
+ * 8 intermediate indices a block. Asked once per H (cheap afterwards). */
+extern "C" int k_mlp_supported(int H, int I) {
+    static int last_h = -1, last_i = -1, last_ok;
+    if (H == last_h && I == last_i) return last_ok;
+    int ok = H > 0 && H % 256 == 0 && H / 8 + 32 <= MLP_MAX_THREADS && mlp_grid() > 0 &&
+             I >= 8 * mlp_grid();
+    int dev, major = 0, regs_sm = 0, smem_optin = 0;
+    if (ok && cudaGetDevice(&dev) == cudaSuccess) {
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+        cudaDeviceGetAttribute(&regs_sm, cudaDevAttrMaxRegistersPerMultiprocessor, dev);
+        cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    }
+    ok = ok && major >= 9;
+    const size_t smem = (size_t)mlp_stages(H) * (2 * H + 16);
+    for (int nt = 1; ok && nt <= 4; nt *= 2) {
+        cudaFuncAttributes fa;
+        ok = cudaFuncGetAttributes(&fa, mlp_form(nt)) == cudaSuccess &&
+             fa.numRegs * (H / 8 + 32) <= regs_sm &&
+             smem + fa.sharedSizeBytes <= (size_t)smem_optin &&
+             cudaFuncSetAttribute(mlp_form(nt), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  (int)smem) == cudaSuccess;
+    }
+    cudaGetLastError(); /* a refusal above is an answer, not an error for the next launch */
+    last_h = H, last_i = I, last_ok = ok;
+    return ok;
+}
+
+extern "C" size_t k_mlp_partial_floats(int H, int n) {
+    return (size_t)n * (mlp_grid() > 0 ? mlp_grid() : 1) * H;
+}
+
+extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, const float *x,
+                      const void *gate, const void *up, const void *down_t, float *partial, int H,
+                      int I, int n) {
+    if (n <= 0 || (k_skip & K_SKIP_MATVEC)) return;
+    const int G = mlp_grid(), S = mlp_stages(H);
+    const size_t smem = (size_t)S * (2 * H + 16);
+    for (int t0 = 0; t0 < n;) {
+        const int nt = n - t0 >= 4 ? 4 : n - t0 == 3 ? 4 : n - t0;
+        k_launch_ex(mlp_form(nt), dim3(G), dim3(H / 8 + 32), 0, smem, s, (const uint4 *)gate,
+                    (const uint4 *)up, (const uint4 *)down_t, x, h_out, u_out, partial, H, I, n, t0,
+                    S);
+        K_CHECK_LAUNCH();
+        t0 += nt;
+    }
+    k_launch(mlp_reduce_kernel, dim3((H + 31) / 32, n), dim3(256), s, (const float *)partial, out,
+             H, G);
+    K_CHECK_LAUNCH();
+}
+
+/* down [H][I] -> down_t [I][H], 16-bit elements, through 32 x 32 tiles of shared memory. */
+__global__ void transpose16_kernel(const uint16_t *__restrict__ in, uint16_t *__restrict__ outp,
+                                   int rows, int cols) {
+    __shared__ uint16_t tile[32][33];
+    k_wait_prior();
+    const int c0 = blockIdx.x * 32, r0 = blockIdx.y * 32;
+    for (int i = threadIdx.y; i < 32; i += 8) {
+        const int r = r0 + i, cc = c0 + threadIdx.x;
+        if (r < rows && cc < cols) tile[i][threadIdx.x] = in[(size_t)r * cols + cc];
+    }
+    __syncthreads();
+    for (int i = threadIdx.y; i < 32; i += 8) {
+        const int cc = c0 + i, r = r0 + threadIdx.x;
+        if (cc < cols && r < rows) outp[(size_t)cc * rows + r] = tile[threadIdx.x][i];
+    }
+}
+
+extern "C" void k_transpose16(cudaStream_t s, void *out, const void *in, int rows, int cols) {
+    k_launch(transpose16_kernel, dim3((cols + 31) / 32, (rows + 31) / 32), dim3(32, 8), s,
+             (const uint16_t *)in, (uint16_t *)out, rows, cols);
+    K_CHECK_LAUNCH();
+}
