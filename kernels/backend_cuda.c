@@ -150,6 +150,8 @@ typedef struct {
     float *d_mlp; /* mlp.cu's partial sums, cap_mlp bytes */
     size_t cap_mlp;
     int mlp;         /* mlp.cu for the MLPs it can take (GEMMA_CUDA_MLP; sm_90 only) */
+    int mlp_ring;    /* EXPERIMENT: GEMMA_CUDA_MLP_RING (KiB) */
+    int carveout;    /* EXPERIMENT: GEMMA_CUDA_CARVEOUT (percent, -1 none) */
     void *d_convert; /* cuBLAS inputs in the weight dtype, cap_convert bytes */
     size_t cap_convert;
     void *d_argmax; /* argmax scratch: 2 * K_ARGMAX_BLOCKS words + the result */
@@ -200,6 +202,8 @@ static cuda_state *st_flushed(backend *b) {
 static void op_begin(cuda_state *st) {
     /* The launchers' settings are global; two backends in one process keep their own. */
     k_set_pdl(st->pdl);
+    k_set_carveout(st->carveout);
+    k_mlp_set_ring(st->mlp_ring);
     k_matvec_set_tuning(&st->mv);
     if (st->profile) CU(cudaEventRecord(st->ev0, st->stream));
 }
@@ -721,6 +725,7 @@ const void *cuda_weight_t(backend *b, const tensor *w) {
 }
 
 int cuda_mlp_on(backend *b) {
+    k_mlp_set_ring(st_of(b)->mlp_ring); /* before k_mlp_supported, which depends on it */
     return st_of(b)->mlp;
 }
 
@@ -789,6 +794,8 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     st->pdl = sw.pdl;
     st->mv = sw.mv;
     st->mlp = sw.mlp;
+    st->mlp_ring = getenv("GEMMA_CUDA_MLP_RING") ? atoi(getenv("GEMMA_CUDA_MLP_RING")) : 0;
+    st->carveout = getenv("GEMMA_CUDA_CARVEOUT") ? atoi(getenv("GEMMA_CUDA_CARVEOUT")) : -1;
     char grid_name[40] = "blocks";
     if (st->mv.grid < 0)
         snprintf(grid_name, sizeof grid_name, "persist");

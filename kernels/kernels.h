@@ -30,6 +30,11 @@ enum { KDT_F32 = 0, KDT_BF16 = 1, KDT_F16 = 2 }; /* = weight_dtype */
  * its predecessor's tail, and the kernel waits for it before touching memory). Off by default;
  * the backend turns it on for Hopper unless GEMMA_CUDA_PDL=0. */
 void k_set_pdl(int on);
+/* EXPERIMENT (session 26): every launch asks for this shared-memory carveout (percent; -1: the
+ * driver's choice). */
+void k_set_carveout(int pct);
+/* EXPERIMENT (session 26): mlp.cu's ring in KiB (0: the default). */
+void k_mlp_set_ring(int kib);
 
 /* Profiling only (cuda_ops decode-profile, DECODE_PROFILE_SKIP): kernel families whose launches
  * are left out, so that a step's time without them shows what they cost on its critical path.

@@ -74,8 +74,9 @@ __device__ __forceinline__ uint4 ring_take(const unsigned char *ring, uint64_t *
 
 /* Inputs t0 .. t0 + NT - 1 (those below n) of x[n][H]; B intermediate indices a batch. Dynamic
  * shared memory: the ring (S rows of 2H bytes), then full[S] and empty[S]. */
-#define MLP_MAX_THREADS 512 /* H <= 3840: up to 128 registers a thread for NT = 4's accumulators   \
-                             */
+#define MLP_MAX_THREADS                                                                            \
+    512 /* H <= 3840: up to 128 registers a thread for NT = 4's accumulators                       \
+         */
 
 template <int NT, int B>
 __global__ void __launch_bounds__(MLP_MAX_THREADS, 1)
@@ -244,8 +245,13 @@ static mlp_fn mlp_form(int nt) {
     return nt >= 4 ? mlp_kernel<4, 4> : nt == 2 ? mlp_kernel<2, 8> : mlp_kernel<1, 16>;
 }
 
+static int mlp_ring_kib;
+extern "C" void k_mlp_set_ring(int kib) {
+    mlp_ring_kib = kib;
+}
+
 static int mlp_stages(int H) {
-    const int s = MLP_RING_BYTES / (2 * H);
+    const int s = (mlp_ring_kib > 0 ? mlp_ring_kib * 1024 : MLP_RING_BYTES) / (2 * H);
     return s < 4 ? 4 : s > 48 ? 48 : s;
 }
 
@@ -264,8 +270,8 @@ static int mlp_grid(void) {
  * whole warps, the block's registers and shared memory within a multiprocessor's, and at least
  * 8 intermediate indices a block. Asked once per H (cheap afterwards). */
 extern "C" int k_mlp_supported(int H, int I) {
-    static int last_h = -1, last_i = -1, last_ok;
-    if (H == last_h && I == last_i) return last_ok;
+    static int last_h = -1, last_i = -1, last_ring = -1, last_ok;
+    if (H == last_h && I == last_i && mlp_ring_kib == last_ring) return last_ok;
     int ok = H > 0 && H % 256 == 0 && H / 8 + 32 <= MLP_MAX_THREADS && mlp_grid() > 0 &&
              I >= 8 * mlp_grid();
     int dev, major = 0, regs_sm = 0, smem_optin = 0;
@@ -285,7 +291,7 @@ extern "C" int k_mlp_supported(int H, int I) {
                                   (int)smem) == cudaSuccess;
     }
     cudaGetLastError(); /* a refusal above is an answer, not an error for the next launch */
-    last_h = H, last_i = I, last_ok = ok;
+    last_h = H, last_i = I, last_ring = mlp_ring_kib, last_ok = ok;
     return ok;
 }
 

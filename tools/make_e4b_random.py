@@ -38,9 +38,11 @@ from transformers.models.gemma4.configuration_gemma4 import Gemma4TextConfig
 def e4b_config(mid=False):
     # mid: the same structure at a size a CPU checks in seconds (tests/kernels/cuda_ops model),
     # hidden 512 and MLP 2048 - shapes kernels/mlp.cu takes on sm_90 (hidden a multiple of 256,
-    # at least 8 MLP rows a multiprocessor) - 6 layers, the last 2 sharing KV, vocabulary 4096.
-    n_layers = 6 if mid else 42
-    layer_types = ["full_attention" if (i + 1) % 6 == 0 else "sliding_attention" for i in range(n_layers)]
+    # at least 8 MLP rows a multiprocessor) - 8 layers, every fourth full, the last 2 sharing KV
+    # (each with an earlier layer of its type), vocabulary 4096.
+    n_layers = 8 if mid else 42
+    every = 4 if mid else 6
+    layer_types = ["full_attention" if (i + 1) % every == 0 else "sliding_attention" for i in range(n_layers)]
     vocab = 4096 if mid else 262144
     return Gemma4TextConfig(
         vocab_size=vocab,

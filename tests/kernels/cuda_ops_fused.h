@@ -197,7 +197,8 @@ static void test_fused_whole_mlp(void) {
             /* row t alone */
             float *fo = xmalloc((size_t)n * H * sizeof(float)),
                   *fg = xmalloc((size_t)n * I * sizeof(float)),
-                  *fu = xmalloc((size_t)n * I * sizeof(float)), *one = xmalloc((size_t)I * 4);
+                  *fu = xmalloc((size_t)n * I * sizeof(float)),
+                  *one = xmalloc((size_t)(I > H ? I : H) * sizeof(float));
             pair_host(&out, fo);
             pair_host(&gate, fg);
             pair_host(&up, fu);
