@@ -59,16 +59,18 @@ template <int NV> __device__ __forceinline__ float warp_sum_t(float *v, int lane
     return v[0];
 }
 
-/* The ring's stage g: wait until it holds its row, read this thread's 16 bytes, free it (one
- * arrival a warp). */
+/* The ring's next stage st (of S; ph: the parity of its fill): wait until it holds its row,
+ * read this thread's 16 bytes, free it (one arrival a warp), step on. No division by S: at one
+ * stage a row, a runtime modulo per row doubled a consumer's instructions (E4B: 55 us a layer
+ * against 38 in bench/mlp_slice.cu, session 26 call 3). */
 __device__ __forceinline__ uint4 ring_take(const unsigned char *ring, uint64_t *full,
-                                           uint64_t *empty, unsigned g, int S, int row_bytes, int c,
-                                           int lane) {
-    const unsigned st = g % S;
-    mbar_wait(&full[st], (g / S) & 1);
+                                           uint64_t *empty, unsigned &st, unsigned &ph, int S,
+                                           int row_bytes, int c, int lane) {
+    mbar_wait(&full[st], ph);
     const uint4 u = reinterpret_cast<const uint4 *>(ring + (size_t)st * row_bytes)[c];
     __syncwarp();
     if (lane == 0) mbar_arrive(&empty[st]);
+    if (++st == (unsigned)S) st = 0, ph ^= 1;
     return u;
 }
 
@@ -104,19 +106,19 @@ __global__ void __launch_bounds__(MLP_MAX_THREADS, 1)
     k_launch_next();
     if (warp == CW) { /* the producer: weights need nothing of an earlier kernel */
         if (lane == 0) {
-            unsigned g = 0;
+            unsigned st = 0, round = 0; /* the stage, and how often the ring has been filled */
             for (int kb = k0; kb < k1; kb += B) {
                 const int nk = min(B, k1 - kb);
                 for (int m = 0; m < 3; m++)
-                    for (int i = 0; i < nk; i++, g++) {
+                    for (int i = 0; i < nk; i++) {
                         const uint4 *src = (m == 0   ? gate
                                             : m == 1 ? up
                                                      : downt) +
                                            (size_t)(kb + i) * (H / 8);
-                        const unsigned st = g % S;
-                        if (g >= (unsigned)S) mbar_wait(&empty[st], ((g / S) - 1) & 1);
+                        if (round) mbar_wait(&empty[st], (round - 1) & 1);
                         mbar_expect(&full[st], row_bytes);
                         bulk_copy(ring + (size_t)st * row_bytes, src, row_bytes, &full[st]);
+                        if (++st == (unsigned)S) st = 0, round++;
                     }
             }
         }
@@ -137,7 +139,7 @@ __global__ void __launch_bounds__(MLP_MAX_THREADS, 1)
         for (int j = 0; j < 8; j++)
             out[tt][j] = 0.0f;
     }
-    unsigned g = 0;
+    unsigned st = 0, ph = 0;
     for (int kb = k0; kb < k1; kb += B) {
         const int nk = min(B, k1 - kb);
         float acc[NT][2 * B];
@@ -151,7 +153,7 @@ __global__ void __launch_bounds__(MLP_MAX_THREADS, 1)
                 if (i < nk) {
                     float w[8];
                     unpack16<__nv_bfloat16>(
-                        ring_take(ring, full, empty, g++, S, row_bytes, c, lane), w);
+                        ring_take(ring, full, empty, st, ph, S, row_bytes, c, lane), w);
 #pragma unroll
                     for (int tt = 0; tt < NT; tt++) {
                         float a = 0.0f;
@@ -186,7 +188,7 @@ __global__ void __launch_bounds__(MLP_MAX_THREADS, 1)
         for (int i = 0; i < B; i++)
             if (i < nk) {
                 float w[8];
-                unpack16<__nv_bfloat16>(ring_take(ring, full, empty, g++, S, row_bytes, c, lane),
+                unpack16<__nv_bfloat16>(ring_take(ring, full, empty, st, ph, S, row_bytes, c, lane),
                                         w);
 #pragma unroll
                 for (int tt = 0; tt < NT; tt++) {
