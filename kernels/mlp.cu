@@ -76,12 +76,11 @@ __device__ __forceinline__ uint4 ring_take(const unsigned char *ring, uint64_t *
 
 /* Inputs t0 .. t0 + NT - 1 (those below n) of x[n][H]; B intermediate indices a batch. Dynamic
  * shared memory: the ring (S rows of 2H bytes), then full[S] and empty[S]. */
-#define MLP_MAX_THREADS                                                                            \
-    512 /* H <= 3840: up to 128 registers a thread for NT = 4's accumulators                       \
-         */
+#define MLP_MAX_THREADS  512 /* H <= 3840: up to 128 registers a thread (NT <= 4) */
+#define MLP_WIDE_THREADS 384 /* NT = 8, H <= 2816: up to 168 registers a thread */
 
 template <int NT, int B>
-__global__ void __launch_bounds__(MLP_MAX_THREADS, 1)
+__global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 1)
     mlp_kernel(const uint4 *__restrict__ gate, const uint4 *__restrict__ up,
                const uint4 *__restrict__ downt, const float *__restrict__ x,
                float *__restrict__ h_out, float *__restrict__ u_out, float *__restrict__ partial,
@@ -241,11 +240,16 @@ __global__ void __launch_bounds__(256)
 typedef void (*mlp_fn)(const uint4 *, const uint4 *, const uint4 *, const float *, float *, float *,
                        float *, int, int, int, int, int);
 
-/* The form for a pass of nt inputs: 1 input and batches of 16, 2 and 8, 4 and 4 (the registers
- * of the accumulators stay about the same). */
+/* The form for a pass of nt inputs: 1 input and batches of 16, 2 and 8, 4 and 4, 8 and 2 (the
+ * accumulators' registers stay about the same; x and the outputs grow with NT). */
 static mlp_fn mlp_form(int nt) {
-    return nt >= 4 ? mlp_kernel<4, 4> : nt == 2 ? mlp_kernel<2, 8> : mlp_kernel<1, 16>;
+    return nt >= 8   ? mlp_kernel<8, 2>
+           : nt >= 4 ? mlp_kernel<4, 4>
+           : nt == 2 ? mlp_kernel<2, 8>
+                     : mlp_kernel<1, 16>;
 }
+
+static int mlp_wide_ok; /* the 8-input form runs the H k_mlp_supported last said yes to */
 
 static int mlp_ring_kib;
 extern "C" void k_mlp_set_ring(int kib) {
@@ -284,14 +288,19 @@ extern "C" int k_mlp_supported(int H, int I) {
     }
     ok = ok && major >= 9;
     const size_t smem = (size_t)mlp_stages(H) * (2 * H + 16);
-    for (int nt = 1; ok && nt <= 4; nt *= 2) {
+    int form_ok[4] = {0, 0, 0, 0}; /* nt = 1, 2, 4, 8 */
+    for (int f = 0; ok && f < 4; f++) {
         cudaFuncAttributes fa;
-        ok = cudaFuncGetAttributes(&fa, mlp_form(nt)) == cudaSuccess &&
-             fa.numRegs * (H / 8 + 32) <= regs_sm &&
-             smem + fa.sharedSizeBytes <= (size_t)smem_optin &&
-             cudaFuncSetAttribute(mlp_form(nt), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  (int)smem) == cudaSuccess;
+        form_ok[f] =
+            (f < 3 || H / 8 + 32 <= MLP_WIDE_THREADS) &&
+            cudaFuncGetAttributes(&fa, mlp_form(1 << f)) == cudaSuccess &&
+            fa.numRegs * (H / 8 + 32) <= regs_sm &&
+            smem + fa.sharedSizeBytes <= (size_t)smem_optin &&
+            cudaFuncSetAttribute(mlp_form(1 << f), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)smem) == cudaSuccess;
+        if (f < 3) ok = form_ok[f]; /* the 8-input form is optional: passes of 4 instead */
     }
+    mlp_wide_ok = ok && form_ok[3];
     cudaGetLastError(); /* a refusal above is an answer, not an error for the next launch */
     last_h = H, last_i = I, last_ring = mlp_ring_kib, last_ok = ok;
     return ok;
@@ -308,7 +317,7 @@ extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, co
     const int G = mlp_grid(), S = mlp_stages(H);
     const size_t smem = (size_t)S * (2 * H + 16);
     for (int t0 = 0; t0 < n;) {
-        const int nt = n - t0 >= 4 ? 4 : n - t0 == 3 ? 4 : n - t0;
+        const int r = n - t0, nt = r >= 5 && mlp_wide_ok ? 8 : r >= 3 ? 4 : r;
         k_launch_ex(mlp_form(nt), dim3(G), dim3(H / 8 + 32), 0, smem, s, (const uint4 *)gate,
                     (const uint4 *)up, (const uint4 *)down_t, x, h_out, u_out, partial, H, I, n, t0,
                     S);
