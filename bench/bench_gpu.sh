@@ -148,7 +148,8 @@ def model_section(title, bench_file, prof_file, hf=None):
         f"| same, graphs without programmatic dependent launch | {runs['graphs_no_pdl']['ms_per_step']:.3f} ms ({runs['graphs_no_pdl']['decode_tps']:.1f} tokens/s) |",
         f"| same, graphs without fusion of neighbouring ops | {runs['graphs_no_fusion']['ms_per_step']:.3f} ms ({runs['graphs_no_fusion']['decode_tps']:.1f} tokens/s) |"] +
         [f"| same, {what} | {runs[k]['ms_per_step']:.3f} ms ({runs[k]['decode_tps']:.1f} tokens/s) |"
-         for k, what in [("graphs_attn_split", "attention as a slices kernel and a merge kernel (GEMMA_CUDA_ATTN=split: the default before session 20, and before sm_90)"),
+         for k, what in [("graphs_no_mlp_kernel", "the MLP as grouped products, not one kernel (GEMMA_CUDA_MLP=0: the default before session 26)"),
+                         ("graphs_attn_split", "attention as a slices kernel and a merge kernel (GEMMA_CUDA_ATTN=split: the default before session 20, and before sm_90)"),
                          ("graphs_no_matmul_groups", "fusion without the grouped matrix products (GEMMA_CUDA_FUSE_MM=0)"),
                          ("graphs_auto_pair", "gate and up paired only for matrices of at most 1 MiB (GEMMA_CUDA_FUSE_MM=auto, the default before the lean kernel)"),
                          ("graphs_groups_no_pair", "every matrix product grouped, gate and up without the GeLU pair epilogue (GEMMA_CUDA_FUSE_MM=nopair)"),

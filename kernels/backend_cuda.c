@@ -4,7 +4,8 @@
  *
  * Memory. Activations are fp32 device buffers (cudaMalloc). Weights are copied to the device
  * once, in their file dtype, the first time an op meets them (and the copy is waited for:
- * weight_copy); the copies live in a table keyed by the tensor's host data pointer (the model
+ * weight_copy); an MLP's down, which mlp.cu reads transposed, is held only that way
+ * (cuda_weight_t). The copies live in a table keyed by the tensor's host data pointer (the model
  * is shared and read-only for decoders, so the backend does not write tensor.dev) and are freed
  * with the backend. The host data of a tensor must therefore stay unchanged while the backend
  * lives - true of mmapped models.
@@ -150,8 +151,6 @@ typedef struct {
     float *d_mlp; /* mlp.cu's partial sums, cap_mlp bytes */
     size_t cap_mlp;
     int mlp;         /* mlp.cu for the MLPs it can take (GEMMA_CUDA_MLP; sm_90 only) */
-    int mlp_ring;    /* EXPERIMENT: GEMMA_CUDA_MLP_RING (KiB) */
-    int carveout;    /* EXPERIMENT: GEMMA_CUDA_CARVEOUT (percent, -1 none) */
     void *d_convert; /* cuBLAS inputs in the weight dtype, cap_convert bytes */
     size_t cap_convert;
     void *d_argmax; /* argmax scratch: 2 * K_ARGMAX_BLOCKS words + the result */
@@ -202,8 +201,6 @@ static cuda_state *st_flushed(backend *b) {
 static void op_begin(cuda_state *st) {
     /* The launchers' settings are global; two backends in one process keep their own. */
     k_set_pdl(st->pdl);
-    k_set_carveout(st->carveout);
-    k_mlp_set_ring(st->mlp_ring);
     k_matvec_set_tuning(&st->mv);
     if (st->profile) CU(cudaEventRecord(st->ev0, st->stream));
 }
@@ -432,29 +429,45 @@ int cuda_matmul_own(backend *b, const tensor *w, int n) {
     return !use_cublas(st_of(b), w, n);
 }
 
+/* out[n][rows] = x[n][cols] . w^T on cuBLAS, w's device copy wd stored as it is ([rows][cols]) or
+ * transposed ([cols][rows], cuda_weight_t). */
+static void gemm_cublas(cuda_state *st, float *out, const tensor *w, const void *wd, int transposed,
+                        const float *x, int n, double bytes) {
+    const size_t nx = (size_t)n * w->cols;
+    void *xh = scratch(st, &st->d_convert, &st->cap_convert, nx * 2);
+    op_begin(st);
+    k_convert(st->stream, xh, w->dtype, x, nx);
+    const cudaDataType_t t = w->dtype == DT_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    const float one = 1.0f, zero = 0.0f;
+    /* Row-major out[n][rows] = x[n][cols] . w[rows][cols]^T is, column-major,
+     * out^T (rows x n) = op(A) x^T with A = w viewed as cols x rows (op T), or the transposed
+     * copy viewed as rows x cols (op N). */
+    CUBLAS(cublasGemmEx(st->cublas, transposed ? CUBLAS_OP_N : CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n,
+                        w->cols, &one, wd, t, transposed ? w->rows : w->cols, xh, t, w->cols, &zero,
+                        out, CUDA_R_32F, w->rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    op_end(st, F_GEMM, bytes);
+}
+
+static double matmul_bytes(const tensor *w, int n) {
+    return (double)w->rows * w->cols * dtype_size(w->dtype) + 4.0 * n * w->cols + 4.0 * n * w->rows;
+}
+
 void cuda_matmul_now(backend *b, float *out, const tensor *w, const float *x, int n) {
     cuda_state *st = st_flushed(b);
     const void *wd = weight_dev(st, w);
-    const double bytes =
-        (double)w->rows * w->cols * dtype_size(w->dtype) + 4.0 * n * w->cols + 4.0 * n * w->rows;
     if (use_cublas(st, w, n)) {
-        const size_t nx = (size_t)n * w->cols;
-        void *xh = scratch(st, &st->d_convert, &st->cap_convert, nx * 2);
-        op_begin(st);
-        k_convert(st->stream, xh, w->dtype, x, nx);
-        const cudaDataType_t t = w->dtype == DT_BF16 ? CUDA_R_16BF : CUDA_R_16F;
-        const float one = 1.0f, zero = 0.0f;
-        /* Row-major out[n][rows] = x[n][cols] . w[rows][cols]^T is, column-major,
-         * out^T (rows x n) = w^T^T ... : C = op(A) B with A = w viewed as cols x rows. */
-        CUBLAS(cublasGemmEx(st->cublas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n, w->cols, &one, wd, t,
-                            w->cols, xh, t, w->cols, &zero, out, CUDA_R_32F, w->rows,
-                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-        op_end(st, F_GEMM, bytes);
+        gemm_cublas(st, out, w, wd, 0, x, n, matmul_bytes(w, n));
         return;
     }
     op_begin(st);
     k_matvec(st->stream, out, wd, w->dtype, x, w->rows, w->cols, n);
-    op_end(st, F_MATVEC, bytes);
+    op_end(st, F_MATVEC, matmul_bytes(w, n));
+}
+
+void cuda_matmul_t_now(backend *b, float *out, const tensor *w, const float *x, int n) {
+    cuda_state *st = st_flushed(b);
+    CHECK(use_cublas(st, w, n));
+    gemm_cublas(st, out, w, weight_dev_as(st, w, 1), 1, x, n, matmul_bytes(w, n));
 }
 
 static void cu_attention(backend *b, float *out, const float *q, const float *kc, const float *vc,
@@ -725,7 +738,6 @@ const void *cuda_weight_t(backend *b, const tensor *w) {
 }
 
 int cuda_mlp_on(backend *b) {
-    k_mlp_set_ring(st_of(b)->mlp_ring); /* before k_mlp_supported, which depends on it */
     return st_of(b)->mlp;
 }
 
@@ -794,8 +806,6 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     st->pdl = sw.pdl;
     st->mv = sw.mv;
     st->mlp = sw.mlp;
-    st->mlp_ring = getenv("GEMMA_CUDA_MLP_RING") ? atoi(getenv("GEMMA_CUDA_MLP_RING")) : 0;
-    st->carveout = getenv("GEMMA_CUDA_CARVEOUT") ? atoi(getenv("GEMMA_CUDA_CARVEOUT")) : -1;
     char grid_name[40] = "blocks";
     if (st->mv.grid < 0)
         snprintf(grid_name, sizeof grid_name, "persist");

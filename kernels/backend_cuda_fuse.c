@@ -331,10 +331,12 @@ static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
 /* ---- 0. a whole MLP: gate, up, gelu_mul(gate, up), down (mlp.cu) -------------------------- */
 
 /* forward.c's mlp_block as four consecutive ops - matmul(G, gate, x), matmul(U, up, x),
- * gelu_mul(G, G, U), matmul(O, down, G) - with bf16 weights, own kernels (n <= 17), x, G, U and
- * O pairwise disjoint: one k_mlp, which leaves in G, U and O what the four ops leave. Tried
- * before the groups, so that the gate + up pair never takes half of it. The shapes and the
- * switch decide, never n: a verify pass is fused like its decode steps. */
+ * gelu_mul(G, G, U), matmul(O, down, G) - with bf16 weights, x, G, U and O pairwise disjoint, and
+ * shapes mlp.cu takes: one k_mlp for n <= 17 inputs (own kernels), which leaves in G, U and O what
+ * the four ops leave. Tried before the groups, so that the gate + up pair never takes half of it.
+ * The shapes and the switch decide, never n: a verify pass is fused like its decode steps. A
+ * prefill chunk (cuBLAS) runs the four ops, down from the transposed copy that k_mlp reads - so
+ * that down is held on the device once, not in both layouts. */
 static int try_mlp(backend *b, batch *bt, int i) {
     const qop *g = &bt->q[i];
     if (g->kind != Q_MATMUL || g->w.dtype != DT_BF16 || !cuda_mlp_on(b)) return 0;
@@ -343,26 +345,37 @@ static int try_mlp(backend *b, batch *bt, int i) {
     if (l >= bt->nq) return 0;
     const qop *u = &bt->q[j], *gm = &bt->q[k], *d = &bt->q[l];
     const int H = g->w.cols, I = g->w.rows, n = g->n;
-    if (!cuda_matmul_own(b, &g->w, n) || !same_input(b, g, u) || u->w.rows != I) return 0;
+    if (u->kind != Q_MATMUL || u->a != g->a || u->n != n || u->w.cols != H || u->w.rows != I ||
+        u->w.dtype != DT_BF16)
+        return 0;
     if (gm->kind != Q_GELU_MUL || gm->out != g->out || gm->a != g->out || gm->b != u->out ||
         gm->n != n || gm->dim != I || gm->stride != I)
         return 0;
     if (d->kind != Q_MATMUL || d->a != g->out || d->n != n || d->w.rows != H || d->w.cols != I ||
-        d->w.dtype != DT_BF16 || !cuda_matmul_own(b, &d->w, n))
+        d->w.dtype != DT_BF16)
         return 0;
     const span xs = span_of(g->a, (size_t)n * H), gs = span_of(g->out, (size_t)n * I),
                us = span_of(u->out, (size_t)n * I), os = span_of(d->out, (size_t)n * H);
     if (overlap(xs, gs) || overlap(xs, us) || overlap(gs, us) || overlap(os, xs) ||
         overlap(os, gs) || overlap(os, us) || (uintptr_t)g->a % 16 || !k_mlp_supported(H, I))
         return 0;
-    const void *wg = cuda_weight(b, &g->w), *wu = cuda_weight(b, &u->w),
-               *wd = cuda_weight_t(b, &d->w);
-    float *part = cuda_mlp_scratch(b, k_mlp_partial_floats(H, n));
-    cudaStream_t s = cuda_op_begin(b);
-    k_mlp(s, d->out, g->out, u->out, g->a, wg, wu, wd, part, H, I, n);
-    cuda_op_end(b, cuda_family_matvec,
-                weight_bytes(&g->w) + weight_bytes(&u->w) + weight_bytes(&d->w) +
-                    4.0 * n * (H + 2.0 * I + H) + 8.0 * k_mlp_partial_floats(H, n));
+    if (!cuda_matmul_own(b, &d->w, n)) { /* a prefill chunk */
+        run_single(b, g);
+        run_single(b, u);
+        run_single(b, gm);
+        cuda_matmul_t_now(b, d->out, &d->w, d->a, n);
+    } else if (n > K_MLP_MAX_N) { /* GEMMA_CUDA_GEMM=own's prefill: the plain products */
+        return 0;
+    } else {
+        const void *wg = cuda_weight(b, &g->w), *wu = cuda_weight(b, &u->w),
+                   *wd = cuda_weight_t(b, &d->w);
+        float *part = cuda_mlp_scratch(b, k_mlp_partial_floats(H, n));
+        cudaStream_t s = cuda_op_begin(b);
+        k_mlp(s, d->out, g->out, u->out, g->a, wg, wu, wd, part, H, I, n);
+        cuda_op_end(b, cuda_family_matvec,
+                    weight_bytes(&g->w) + weight_bytes(&u->w) + weight_bytes(&d->w) +
+                        4.0 * n * (H + 2.0 * I + H) + 8.0 * k_mlp_partial_floats(H, n));
+    }
     bt->done[i] = bt->done[j] = bt->done[k] = bt->done[l] = 1;
     return 1;
 }

@@ -121,7 +121,6 @@ __device__ __forceinline__ int step_pos(const int *dpos, int pos0) {
  * hundreds of kernels. Off with k_set_pdl(0) (and on GPUs before sm_90, where both are empty
  * and the attribute is not set). */
 extern int k_pdl;
-extern int k_carveout;
 extern unsigned k_skip; /* kernels.h: K_SKIP_* (profiling only) */
 
 /* Let the next kernel in the stream launch now (it still waits for this one to complete). */
@@ -170,8 +169,6 @@ static void k_launch_ex(void (*kernel)(KArgs...), dim3 grid, dim3 block, unsigne
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = s;
-    if (k_carveout >= 0)
-        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, k_carveout);
     cudaLaunchAttribute attr[2];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = k_pdl;

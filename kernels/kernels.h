@@ -30,11 +30,6 @@ enum { KDT_F32 = 0, KDT_BF16 = 1, KDT_F16 = 2 }; /* = weight_dtype */
  * its predecessor's tail, and the kernel waits for it before touching memory). Off by default;
  * the backend turns it on for Hopper unless GEMMA_CUDA_PDL=0. */
 void k_set_pdl(int on);
-/* EXPERIMENT (session 26): every launch asks for this shared-memory carveout (percent; -1: the
- * driver's choice). */
-void k_set_carveout(int pct);
-/* EXPERIMENT (session 26): mlp.cu's ring in KiB (0: the default). */
-void k_mlp_set_ring(int kib);
 
 /* Profiling only (cuda_ops decode-profile, DECODE_PROFILE_SKIP): kernel families whose launches
  * are left out, so that a step's time without them shows what they cost on its critical path.
@@ -85,6 +80,7 @@ void k_matvec_multi(cudaStream_t s, const k_mv_seg *segs, int n_segs, int wdtype
  * leaving h = gelu_tanh(g) * u in h_out[n][I] and u in u_out[n][I], as the separate ops would.
  * A block a multiprocessor owns a slice of I (mlp.cu's header says why); partial holds
  * k_mlp_partial_floats(H, n) floats. Only where k_mlp_supported(H, I) (sm_90 and later). */
+#define K_MLP_MAX_N 17 /* inputs a k_mlp call takes at most (a verify pass: 16 drafts and one) */
 int k_mlp_supported(int H, int I);
 size_t k_mlp_partial_floats(int H, int n);
 void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, const float *x, const void *gate,

@@ -850,10 +850,6 @@ extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
 
 /* kcommon.cuh: programmatic dependent launch on or off for every launcher. */
 int k_pdl = 0;
-int k_carveout = -1; /* EXPERIMENT (session 26): GEMMA_CUDA_CARVEOUT */
-extern "C" void k_set_carveout(int pct) {
-    k_carveout = pct;
-}
 
 extern "C" void k_set_pdl(int on) {
     k_pdl = on;

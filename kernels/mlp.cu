@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
     mlp_kernel(const uint4 *__restrict__ gate, const uint4 *__restrict__ up,
                const uint4 *__restrict__ downt, const float *__restrict__ x,
                float *__restrict__ h_out, float *__restrict__ u_out, float *__restrict__ partial,
-               int H, int I, int n, int t0, int S) {
+               int H, int I, int n, int t0, int p0, int S) {
     extern __shared__ __align__(128) unsigned char ring[];
     const int row_bytes = 2 * H, CT = H / 8, CW = CT / 32;
     uint64_t *full = reinterpret_cast<uint64_t *>(ring + (size_t)S * row_bytes), *empty = full + S;
@@ -201,9 +201,9 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
 #pragma unroll
     for (int tt = 0; tt < NT; tt++)
         if (t0 + tt < n) {
-            float4 *po =
-                reinterpret_cast<float4 *>(partial + ((size_t)(t0 + tt) * G + blockIdx.x) * H) +
-                2 * c;
+            float4 *po = reinterpret_cast<float4 *>(partial +
+                                                    ((size_t)(t0 + tt - p0) * G + blockIdx.x) * H) +
+                         2 * c;
             po[0] = make_float4(out[tt][0], out[tt][1], out[tt][2], out[tt][3]);
             po[1] = make_float4(out[tt][4], out[tt][5], out[tt][6], out[tt][7]);
         }
@@ -238,7 +238,7 @@ __global__ void __launch_bounds__(256)
                     block can fill its ring under this one (PDL) */
 
 typedef void (*mlp_fn)(const uint4 *, const uint4 *, const uint4 *, const float *, float *, float *,
-                       float *, int, int, int, int, int);
+                       float *, int, int, int, int, int, int);
 
 /* The form for a pass of nt inputs: 1 input and batches of 16, 2 and 8, 4 and 4, 8 and 2 (the
  * accumulators' registers stay about the same; x and the outputs grow with NT). */
@@ -251,13 +251,8 @@ static mlp_fn mlp_form(int nt) {
 
 static int mlp_wide_ok; /* the 8-input form runs the H k_mlp_supported last said yes to */
 
-static int mlp_ring_kib;
-extern "C" void k_mlp_set_ring(int kib) {
-    mlp_ring_kib = kib;
-}
-
 static int mlp_stages(int H) {
-    const int s = (mlp_ring_kib > 0 ? mlp_ring_kib * 1024 : MLP_RING_BYTES) / (2 * H);
+    const int s = MLP_RING_BYTES / (2 * H);
     return s < 4 ? 4 : s > 48 ? 48 : s;
 }
 
@@ -276,8 +271,8 @@ static int mlp_grid(void) {
  * whole warps, the block's registers and shared memory within a multiprocessor's, and at least
  * 8 intermediate indices a block. Asked once per H (cheap afterwards). */
 extern "C" int k_mlp_supported(int H, int I) {
-    static int last_h = -1, last_i = -1, last_ring = -1, last_ok;
-    if (H == last_h && I == last_i && mlp_ring_kib == last_ring) return last_ok;
+    static int last_h = -1, last_i = -1, last_ok;
+    if (H == last_h && I == last_i) return last_ok;
     int ok = H > 0 && H % 256 == 0 && H / 8 + 32 <= MLP_MAX_THREADS && mlp_grid() > 0 &&
              I >= 8 * mlp_grid();
     int dev, major = 0, regs_sm = 0, smem_optin = 0;
@@ -302,12 +297,15 @@ extern "C" int k_mlp_supported(int H, int I) {
     }
     mlp_wide_ok = ok && form_ok[3];
     cudaGetLastError(); /* a refusal above is an answer, not an error for the next launch */
-    last_h = H, last_i = I, last_ring = mlp_ring_kib, last_ok = ok;
+    last_h = H, last_i = I, last_ok = ok;
     return ok;
 }
 
+#define MLP_CHUNK 16 /* inputs a reduction covers: the partial sums of at most this many are held  \
+                      */
+
 extern "C" size_t k_mlp_partial_floats(int H, int n) {
-    return (size_t)n * (mlp_grid() > 0 ? mlp_grid() : 1) * H;
+    return (size_t)(n < MLP_CHUNK ? n : MLP_CHUNK) * (mlp_grid() > 0 ? mlp_grid() : 1) * H;
 }
 
 extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, const float *x,
@@ -316,17 +314,20 @@ extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, co
     if (n <= 0 || (k_skip & K_SKIP_MATVEC)) return;
     const int G = mlp_grid(), S = mlp_stages(H);
     const size_t smem = (size_t)S * (2 * H + 16);
-    for (int t0 = 0; t0 < n;) {
-        const int r = n - t0, nt = r >= 5 && mlp_wide_ok ? 8 : r >= 3 ? 4 : r;
-        k_launch_ex(mlp_form(nt), dim3(G), dim3(H / 8 + 32), 0, smem, s, (const uint4 *)gate,
-                    (const uint4 *)up, (const uint4 *)down_t, x, h_out, u_out, partial, H, I, n, t0,
-                    S);
+    for (int c0 = 0; c0 < n; c0 += MLP_CHUNK) { /* a prefill: chunks of MLP_CHUNK inputs */
+        const int c1 = n - c0 < MLP_CHUNK ? n : c0 + MLP_CHUNK;
+        for (int t0 = c0; t0 < c1;) {
+            const int r = c1 - t0, nt = r >= 5 && mlp_wide_ok ? 8 : r >= 3 ? 4 : r;
+            k_launch_ex(mlp_form(nt), dim3(G), dim3(H / 8 + 32), 0, smem, s, (const uint4 *)gate,
+                        (const uint4 *)up, (const uint4 *)down_t, x, h_out, u_out, partial, H, I,
+                        c1, t0, c0, S);
+            K_CHECK_LAUNCH();
+            t0 += nt;
+        }
+        k_launch(mlp_reduce_kernel, dim3((H + 31) / 32, c1 - c0), dim3(256), s,
+                 (const float *)partial, out + (size_t)c0 * H, H, G);
         K_CHECK_LAUNCH();
-        t0 += nt;
     }
-    k_launch(mlp_reduce_kernel, dim3((H + 31) / 32, n), dim3(256), s, (const float *)partial, out,
-             H, G);
-    K_CHECK_LAUNCH();
 }
 
 /* down [H][I] -> down_t [I][H], 16-bit elements, through 32 x 32 tiles of shared memory. */
