@@ -4,11 +4,11 @@
  *
  * Memory. Activations are fp32 device buffers (cudaMalloc). Weights are copied to the device
  * once, in their file dtype, the first time an op meets them (and the copy is waited for:
- * weight_copy); an MLP's down, which mlp.cu reads transposed, is held only that way
- * (cuda_weight_t). The copies live in a table keyed by the tensor's host data pointer (the model
- * is shared and read-only for decoders, so the backend does not write tensor.dev) and are freed
- * with the backend. The host data of a tensor must therefore stay unchanged while the backend
- * lives - true of mmapped models.
+ * weight_copy); an MLP's down, which mlp.cu reads transposed, is held that way (cuda_weight_t;
+ * also as it is only where products go to cuBLAS). The copies live in a table keyed by the tensor's
+ * host data pointer (the model is shared and read-only for decoders, so the backend does not write
+ * tensor.dev) and are freed with the backend. The host data of a tensor must therefore stay
+ * unchanged while the backend lives - true of mmapped models.
  *
  * Matrix products. n == 1 (the decode step) runs our warp-per-row kernel (matvec.cu), which
  * streams the weights at close to the copy bandwidth; cuBLAS's GEMV path needs the input
@@ -429,45 +429,29 @@ int cuda_matmul_own(backend *b, const tensor *w, int n) {
     return !use_cublas(st_of(b), w, n);
 }
 
-/* out[n][rows] = x[n][cols] . w^T on cuBLAS, w's device copy wd stored as it is ([rows][cols]) or
- * transposed ([cols][rows], cuda_weight_t). */
-static void gemm_cublas(cuda_state *st, float *out, const tensor *w, const void *wd, int transposed,
-                        const float *x, int n, double bytes) {
-    const size_t nx = (size_t)n * w->cols;
-    void *xh = scratch(st, &st->d_convert, &st->cap_convert, nx * 2);
-    op_begin(st);
-    k_convert(st->stream, xh, w->dtype, x, nx);
-    const cudaDataType_t t = w->dtype == DT_BF16 ? CUDA_R_16BF : CUDA_R_16F;
-    const float one = 1.0f, zero = 0.0f;
-    /* Row-major out[n][rows] = x[n][cols] . w[rows][cols]^T is, column-major,
-     * out^T (rows x n) = op(A) x^T with A = w viewed as cols x rows (op T), or the transposed
-     * copy viewed as rows x cols (op N). */
-    CUBLAS(cublasGemmEx(st->cublas, transposed ? CUBLAS_OP_N : CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n,
-                        w->cols, &one, wd, t, transposed ? w->rows : w->cols, xh, t, w->cols, &zero,
-                        out, CUDA_R_32F, w->rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    op_end(st, F_GEMM, bytes);
-}
-
-static double matmul_bytes(const tensor *w, int n) {
-    return (double)w->rows * w->cols * dtype_size(w->dtype) + 4.0 * n * w->cols + 4.0 * n * w->rows;
-}
-
 void cuda_matmul_now(backend *b, float *out, const tensor *w, const float *x, int n) {
     cuda_state *st = st_flushed(b);
     const void *wd = weight_dev(st, w);
+    const double bytes =
+        (double)w->rows * w->cols * dtype_size(w->dtype) + 4.0 * n * w->cols + 4.0 * n * w->rows;
     if (use_cublas(st, w, n)) {
-        gemm_cublas(st, out, w, wd, 0, x, n, matmul_bytes(w, n));
+        const size_t nx = (size_t)n * w->cols;
+        void *xh = scratch(st, &st->d_convert, &st->cap_convert, nx * 2);
+        op_begin(st);
+        k_convert(st->stream, xh, w->dtype, x, nx);
+        const cudaDataType_t t = w->dtype == DT_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+        const float one = 1.0f, zero = 0.0f;
+        /* Row-major out[n][rows] = x[n][cols] . w[rows][cols]^T is, column-major,
+         * out^T (rows x n) = w^T^T ... : C = op(A) B with A = w viewed as cols x rows. */
+        CUBLAS(cublasGemmEx(st->cublas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n, w->cols, &one, wd, t,
+                            w->cols, xh, t, w->cols, &zero, out, CUDA_R_32F, w->rows,
+                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        op_end(st, F_GEMM, bytes);
         return;
     }
     op_begin(st);
     k_matvec(st->stream, out, wd, w->dtype, x, w->rows, w->cols, n);
-    op_end(st, F_MATVEC, matmul_bytes(w, n));
-}
-
-void cuda_matmul_t_now(backend *b, float *out, const tensor *w, const float *x, int n) {
-    cuda_state *st = st_flushed(b);
-    CHECK(use_cublas(st, w, n));
-    gemm_cublas(st, out, w, weight_dev_as(st, w, 1), 1, x, n, matmul_bytes(w, n));
+    op_end(st, F_MATVEC, bytes);
 }
 
 static void cu_attention(backend *b, float *out, const float *q, const float *kc, const float *vc,

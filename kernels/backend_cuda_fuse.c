@@ -332,11 +332,13 @@ static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
 
 /* forward.c's mlp_block as four consecutive ops - matmul(G, gate, x), matmul(U, up, x),
  * gelu_mul(G, G, U), matmul(O, down, G) - with bf16 weights, x, G, U and O pairwise disjoint, and
- * shapes mlp.cu takes: one k_mlp for n <= 17 inputs (own kernels), which leaves in G, U and O what
- * the four ops leave. Tried before the groups, so that the gate + up pair never takes half of it.
- * The shapes and the switch decide, never n: a verify pass is fused like its decode steps. A
- * prefill chunk (cuBLAS) runs the four ops, down from the transposed copy that k_mlp reads - so
- * that down is held on the device once, not in both layouts. */
+ * shapes mlp.cu takes: one k_mlp (any n, on our kernels), which leaves in G, U and O what the
+ * four ops leave. Tried before the groups, so that the gate + up pair never takes half of it.
+ * The shapes and the switch decide, never n: a verify pass is fused like its decode steps.
+ * Products that go to cuBLAS (GEMMA_CUDA_GEMM=auto's prefill chunks, =cublas) run as they would
+ * without it, from down's plain copy: with auto, down is then held twice. (Reading the
+ * transposed copy on cuBLAS instead was tried in session 26: the mid-sized model's prefill logits
+ * came out 0.3 from the CPU's, and it was taken out unexplained.) */
 static int try_mlp(backend *b, batch *bt, int i) {
     const qop *g = &bt->q[i];
     if (g->kind != Q_MATMUL || g->w.dtype != DT_BF16 || !cuda_mlp_on(b)) return 0;
@@ -359,23 +361,15 @@ static int try_mlp(backend *b, batch *bt, int i) {
     if (overlap(xs, gs) || overlap(xs, us) || overlap(gs, us) || overlap(os, xs) ||
         overlap(os, gs) || overlap(os, us) || (uintptr_t)g->a % 16 || !k_mlp_supported(H, I))
         return 0;
-    if (!cuda_matmul_own(b, &d->w, n)) { /* a prefill chunk */
-        run_single(b, g);
-        run_single(b, u);
-        run_single(b, gm);
-        cuda_matmul_t_now(b, d->out, &d->w, d->a, n);
-    } else if (n > K_MLP_MAX_N) { /* GEMMA_CUDA_GEMM=own's prefill: the plain products */
-        return 0;
-    } else {
-        const void *wg = cuda_weight(b, &g->w), *wu = cuda_weight(b, &u->w),
-                   *wd = cuda_weight_t(b, &d->w);
-        float *part = cuda_mlp_scratch(b, k_mlp_partial_floats(H, n));
-        cudaStream_t s = cuda_op_begin(b);
-        k_mlp(s, d->out, g->out, u->out, g->a, wg, wu, wd, part, H, I, n);
-        cuda_op_end(b, cuda_family_matvec,
-                    weight_bytes(&g->w) + weight_bytes(&u->w) + weight_bytes(&d->w) +
-                        4.0 * n * (H + 2.0 * I + H) + 8.0 * k_mlp_partial_floats(H, n));
-    }
+    if (!cuda_matmul_own(b, &g->w, n) || !cuda_matmul_own(b, &d->w, n)) return 0; /* cuBLAS */
+    const void *wg = cuda_weight(b, &g->w), *wu = cuda_weight(b, &u->w),
+               *wd = cuda_weight_t(b, &d->w);
+    float *part = cuda_mlp_scratch(b, k_mlp_partial_floats(H, n));
+    cudaStream_t s = cuda_op_begin(b);
+    k_mlp(s, d->out, g->out, u->out, g->a, wg, wu, wd, part, H, I, n);
+    cuda_op_end(b, cuda_family_matvec,
+                weight_bytes(&g->w) + weight_bytes(&u->w) + weight_bytes(&d->w) +
+                    4.0 * n * (H + 2.0 * I + H) + 8.0 * k_mlp_partial_floats(H, n));
     bt->done[i] = bt->done[j] = bt->done[k] = bt->done[l] = 1;
     return 1;
 }

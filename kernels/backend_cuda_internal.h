@@ -17,9 +17,6 @@ extern const int cuda_family_embed, cuda_family_draft_head;
 const void *cuda_weight(backend *b, const tensor *w);
 /* The same stored transposed ([cols][rows]; 16-bit dtypes): mlp.cu's down. */
 const void *cuda_weight_t(backend *b, const tensor *w);
-/* backend.h's matmul on cuBLAS (n inputs for which cuda_matmul_own is false) from w's transposed
- * copy: an MLP's down, which mlp.cu keeps only transposed, in a prefill chunk. */
-void cuda_matmul_t_now(backend *b, float *out, const tensor *w, const float *x, int n);
 /* Whether MLPs go to mlp.cu where it takes them (GEMMA_CUDA_MLP, on by default). */
 int cuda_mlp_on(backend *b);
 /* mlp.cu's partial sums: a device buffer of at least `floats` (grown outside captures only). */
