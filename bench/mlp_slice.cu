@@ -32,6 +32,7 @@
 #include <math.h>
 
 #include "../kernels/bulk.cuh"
+#include "../kernels/warp_sum_t.cuh"
 #include "step_common.cuh"
 
 #define HID   2560      /* hidden size */
@@ -47,33 +48,6 @@ __device__ __forceinline__ float gelu_tanh(float x) {
     return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
 }
 
-/* One step of warp_sum_t: lanes with bit OFF keep the upper HALF of the values, the others the
- * lower, each adding its partner's copy of the half it keeps. */
-template <int HALF, int OFF> __device__ __forceinline__ void warp_fold(float *v, int lane, int &r) {
-    const bool hi = lane & OFF;
-#pragma unroll
-    for (int i = 0; i < HALF; i++) {
-        const float send = hi ? v[i] : v[i + HALF], keep = hi ? v[i + HALF] : v[i];
-        v[i] = keep + __shfl_xor_sync(0xffffffffu, send, OFF);
-    }
-    if (hi) r += HALF;
-    if constexpr (HALF > 1) warp_fold<HALF / 2, OFF / 2>(v, lane, r);
-}
-
-/* Sum v[0 .. NV) of every lane over the warp, transposed: about NV shuffles in all, not 5 a
- * value. Lane l ends with the warp's sum of value *row (32 / NV lanes, those that differ in the
- * low bits only, hold each). A fixed order: the same bits every run. */
-template <int NV> __device__ __forceinline__ float warp_sum_t(float *v, int lane, int *row) {
-    int r = 0;
-    warp_fold<NV / 2, 16>(v, lane, r);
-    /* the offsets not used above add the lanes that hold the same row */
-#pragma unroll
-    for (int off = 16 / NV; off >= 1; off >>= 1)
-        v[0] += __shfl_xor_sync(0xffffffffu, v[0], off);
-    *row = r;
-    return v[0];
-}
-
 /* The MLP of one layer for one input: gate, up [INTER][HID] and down transposed [INTER][HID], bf16;
  * x [HID] fp32 (already normalised); partial [gridDim.x][HID]. */
 template <int B, int S>
@@ -87,15 +61,7 @@ __global__ void __launch_bounds__(NTH, 1)
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int k0 = (int)((long long)INTER * blockIdx.x / gridDim.x);
     const int k1 = (int)((long long)INTER * (blockIdx.x + 1) / gridDim.x);
-    if (threadIdx.x == 0) {
-        for (int i = 0; i < S; i++) {
-            mbar_init(&full[i], 1);
-            mbar_init(&empty[i], CW);
-        }
-#if BULK_OK
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-#endif
-    }
+    ring_init(full, empty, S, CW);
     __syncthreads();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     cudaTriggerProgrammaticLaunchCompletion();

@@ -156,15 +156,7 @@ __global__ void __launch_bounds__((W + 1) * 32, 1)
     __shared__ __align__(16) float xs[SMALL_N];
     __shared__ float red[W];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, G = gridDim.x;
-    if (threadIdx.x == 0) {
-        for (int i = 0; i < STG; i++) {
-            mbar_init(&full[i], 1);
-            mbar_init(&empty[i], W);
-        }
-#if BULK_OK
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-#endif
-    }
+    ring_init(full, empty, STG, W);
     __syncthreads();
     if (warp == W) { /* the producer: every stage of every phase, in order */
         if (lane) return;

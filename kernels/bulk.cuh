@@ -51,6 +51,22 @@ __device__ __forceinline__ void bulk_copy(void *dst, const void *src, unsigned b
 #endif
 }
 
+/* A ring of S stages: full[i] completes when stage i's bytes have landed (one arrival, the
+ * producer's expect_tx), empty[i] when each of `consumers` warps has freed it. Thread 0 of the
+ * block initialises; the caller then synchronises the block (__syncthreads). */
+__device__ __forceinline__ void ring_init(uint64_t *full, uint64_t *empty, int S,
+                                          unsigned consumers) {
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < S; i++) {
+            mbar_init(&full[i], 1);
+            mbar_init(&empty[i], consumers);
+        }
+#if BULK_OK
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+    }
+}
+
 /* A named barrier (id 1) over the first n threads of the block: the consumer warps only. */
 __device__ __forceinline__ void bar_consumers(int n) {
     asm volatile("bar.sync 1, %0;" ::"r"(n) : "memory");

@@ -32,32 +32,7 @@
  * the up buffer, the product in out. */
 #include "bulk.cuh"
 #include "kcommon.cuh"
-
-/* One step of warp_sum_t: lanes with bit OFF keep the upper HALF of their values, the others the
- * lower half, each adding its partner's copy of the half it keeps. */
-template <int HALF, int OFF> __device__ __forceinline__ void warp_fold(float *v, int lane, int &r) {
-    const bool hi = lane & OFF;
-#pragma unroll
-    for (int i = 0; i < HALF; i++) {
-        const float send = hi ? v[i] : v[i + HALF], keep = hi ? v[i + HALF] : v[i];
-        v[i] = keep + __shfl_xor_sync(0xffffffffu, send, OFF);
-    }
-    if (hi) r += HALF;
-    if constexpr (HALF > 1) warp_fold<HALF / 2, OFF / 2>(v, lane, r);
-}
-
-/* The warp's sums of v[0 .. NV) (NV a power of two up to 32), transposed: NV - 1 shuffles in all
- * plus the offsets left over (32 / NV - 1), not 5 a value. Lane l ends with the sum of value
- * *row; the 32 / NV lanes that differ from l only in their low bits hold the same. */
-template <int NV> __device__ __forceinline__ float warp_sum_t(float *v, int lane, int *row) {
-    int r = 0;
-    warp_fold<NV / 2, 16>(v, lane, r);
-#pragma unroll
-    for (int off = 16 / NV; off >= 1; off >>= 1)
-        v[0] += __shfl_xor_sync(0xffffffffu, v[0], off);
-    *row = r;
-    return v[0];
-}
+#include "warp_sum_t.cuh"
 
 /* The ring's next stage st (of S; ph: the parity of its fill): wait until it holds its row,
  * read this thread's 16 bytes, free it (one arrival a warp), step on. No division by S: at one
@@ -92,15 +67,7 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, G = gridDim.x;
     const int k0 = (int)((long long)I * blockIdx.x / G),
               k1 = (int)((long long)I * (blockIdx.x + 1) / G);
-    if (threadIdx.x == 0) {
-        for (int i = 0; i < S; i++) {
-            mbar_init(&full[i], 1);
-            mbar_init(&empty[i], CW);
-        }
-#if BULK_OK
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-#endif
-    }
+    ring_init(full, empty, S, CW);
     __syncthreads();
     k_launch_next();
     if (warp == CW) { /* the producer: weights need nothing of an earlier kernel */
@@ -301,8 +268,9 @@ extern "C" int k_mlp_supported(int H, int I) {
     return ok;
 }
 
-#define MLP_CHUNK 16 /* inputs a reduction covers: the partial sums of at most this many are held  \
-                      */
+#define MLP_CHUNK                                                                                  \
+    16 /* inputs a reduction covers: the partial sums of at most this many are held                \
+        */
 
 extern "C" size_t k_mlp_partial_floats(int H, int n) {
     return (size_t)(n < MLP_CHUNK ? n : MLP_CHUNK) * (mlp_grid() > 0 ? mlp_grid() : 1) * H;

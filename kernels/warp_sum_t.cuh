@@ -1,0 +1,33 @@
+/* warp_sum_t.cuh: a warp's sums of many values at once, transposed - each lane ends with the sum
+ * of one of them - in about one shuffle a value instead of five (kernels/mlp.cu, and the
+ * benchmark it came from, bench/mlp_slice.cu). */
+#ifndef WARP_SUM_T_CUH
+#define WARP_SUM_T_CUH
+
+/* One step of warp_sum_t: lanes with bit OFF keep the upper HALF of their values, the others the
+ * lower half, each adding its partner's copy of the half it keeps. */
+template <int HALF, int OFF> __device__ __forceinline__ void warp_fold(float *v, int lane, int &r) {
+    const bool hi = lane & OFF;
+#pragma unroll
+    for (int i = 0; i < HALF; i++) {
+        const float send = hi ? v[i] : v[i + HALF], keep = hi ? v[i + HALF] : v[i];
+        v[i] = keep + __shfl_xor_sync(0xffffffffu, send, OFF);
+    }
+    if (hi) r += HALF;
+    if constexpr (HALF > 1) warp_fold<HALF / 2, OFF / 2>(v, lane, r);
+}
+
+/* The warp's sums of v[0 .. NV) (NV a power of two up to 32), transposed: NV - 1 shuffles in all
+ * plus the offsets left over (32 / NV - 1), not 5 a value. Lane l ends with the sum of value
+ * *row; the 32 / NV lanes that differ from l only in their low bits hold the same. */
+template <int NV> __device__ __forceinline__ float warp_sum_t(float *v, int lane, int *row) {
+    int r = 0;
+    warp_fold<NV / 2, 16>(v, lane, r);
+#pragma unroll
+    for (int off = 16 / NV; off >= 1; off >>= 1)
+        v[0] += __shfl_xor_sync(0xffffffffu, v[0], off);
+    *row = r;
+    return v[0];
+}
+
+#endif
