@@ -305,11 +305,15 @@ static const void *weight_dev_as(cuda_state *st, const tensor *w, int transposed
              j = (j + 1) & (st->cap_weights - 1))
             if (st->weights[j].host == w->data && st->weights[j].transposed == transposed) {
                 weight_slot *ws = &st->weights[j];
-                if (ws->bytes >= bytes) return ws->dev;
-                /* A bigger tensor at the address of one seen before: that one's host memory
-                 * was freed and reused, so its copy is stale. Copy the new one. */
+                /* (a smaller tensor at the same address may read a prefix of the plain copy,
+                 * not of the transposed one) */
+                if (ws->bytes == bytes || (ws->bytes > bytes && !transposed)) return ws->dev;
+                /* Another tensor at the address of one seen before (bigger, or smaller for a
+                 * transposed copy): that one's host memory was freed and reused, so its copy is
+                 * stale. Copy the new one. */
                 if (st->mode == 1) die("a weight changed size inside a captured CUDA graph");
-                fprintf(stderr, "cuda: the weight at %p grew from %zu to %zu bytes: copied again\n",
+                fprintf(stderr,
+                        "cuda: the weight at %p changed from %zu to %zu bytes: copied again\n",
                         w->data, ws->bytes, bytes);
                 CU(cudaStreamSynchronize(st->stream));
                 graphs_drop(st); /* they read the old copy */

@@ -75,12 +75,11 @@ typedef struct {
 } k_mv_seg;
 void k_matvec_multi(cudaStream_t s, const k_mv_seg *segs, int n_segs, int wdtype, const float *x,
                     int cols, int n);
-/* mlp.cu: a Gemma MLP for n <= 17 inputs x[n][H], bf16 weights gate and up [I][H] and down
+/* mlp.cu: a Gemma MLP for n inputs x[n][H], bf16 weights gate and up [I][H] and down
  * stored transposed (down_t [I][H], k_transpose16): out[t] = down(gelu_tanh(gate x[t]) * up x[t]),
  * leaving h = gelu_tanh(g) * u in h_out[n][I] and u in u_out[n][I], as the separate ops would.
  * A block a multiprocessor owns a slice of I (mlp.cu's header says why); partial holds
  * k_mlp_partial_floats(H, n) floats. Only where k_mlp_supported(H, I) (sm_90 and later). */
-#define K_MLP_MAX_N 17 /* inputs a k_mlp call takes at most (a verify pass: 16 drafts and one) */
 int k_mlp_supported(int H, int I);
 size_t k_mlp_partial_floats(int H, int n);
 void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, const float *x, const void *gate,

@@ -1,5 +1,6 @@
-/* mlp.cu: a Gemma MLP - down(gelu_tanh(gate(x)) * up(x)) - for up to 17 inputs as one kernel in
- * which a block owns a slice of the intermediate dimension (sm_90 and later, bf16 weights).
+/* mlp.cu: a Gemma MLP - down(gelu_tanh(gate(x)) * up(x)) - as one kernel in which a block owns a
+ * slice of the intermediate dimension (sm_90 and later, bf16 weights), for any number of inputs
+ * (passes of 1, 2, 4 or 8 over the weights, chunks of 16 a reduction).
  *
  * Why. matvec.cu gives a warp a row; every row needs all of x, so for every 16 bytes of weights
  * a lane loads 32 bytes of fp32 x through L1, which is what keeps the gate + up pair at 83 % and
@@ -216,8 +217,6 @@ static mlp_fn mlp_form(int nt) {
                      : mlp_kernel<1, 16>;
 }
 
-static int mlp_wide_ok; /* the 8-input form runs the H k_mlp_supported last said yes to */
-
 static int mlp_stages(int H) {
     const int s = MLP_RING_BYTES / (2 * H);
     return s < 4 ? 4 : s > 48 ? 48 : s;
@@ -237,9 +236,19 @@ static int mlp_grid(void) {
 /* Whether every form runs H on this device: sm_90 (the copy engine), H / 8 consumer threads in
  * whole warps, the block's registers and shared memory within a multiprocessor's, and at least
  * 8 intermediate indices a block. Asked once per H (cheap afterwards). */
-extern "C" int k_mlp_supported(int H, int I) {
-    static int last_h = -1, last_i = -1, last_ok;
-    if (H == last_h && I == last_i) return last_ok;
+/* What k_mlp_supported found for a shape: every form fits (ok), the 8-input form too (wide). A
+ * process asks about few shapes (one a model); the device is the current one at the first ask. */
+typedef struct {
+    int H, I, ok, wide;
+} mlp_shape;
+
+static mlp_shape *mlp_shape_of(int H, int I) {
+    static mlp_shape seen[8];
+    static int n_seen;
+    for (int i = 0; i < n_seen; i++)
+        if (seen[i].H == H && seen[i].I == I) return &seen[i];
+    mlp_shape *e = &seen[n_seen < 8 ? n_seen++ : 7]; /* past 8 shapes, the last slot is reused */
+    *e = (mlp_shape){H, I, 0, 0};
     int ok = H > 0 && H % 256 == 0 && H / 8 + 32 <= MLP_MAX_THREADS && mlp_grid() > 0 &&
              I >= 8 * mlp_grid();
     int dev, major = 0, regs_sm = 0, smem_optin = 0;
@@ -249,23 +258,32 @@ extern "C" int k_mlp_supported(int H, int I) {
         cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
     }
     ok = ok && major >= 9;
+    /* Each form's dynamic shared memory limit only grows, so that it fits every shape said yes
+     * to, whichever was asked last. */
+    static size_t smem_set[4];
     const size_t smem = (size_t)mlp_stages(H) * (2 * H + 16);
     int form_ok[4] = {0, 0, 0, 0}; /* nt = 1, 2, 4, 8 */
     for (int f = 0; ok && f < 4; f++) {
         cudaFuncAttributes fa;
+        const size_t want = smem > smem_set[f] ? smem : smem_set[f];
         form_ok[f] =
             (f < 3 || H / 8 + 32 <= MLP_WIDE_THREADS) &&
             cudaFuncGetAttributes(&fa, mlp_form(1 << f)) == cudaSuccess &&
             fa.numRegs * (H / 8 + 32) <= regs_sm &&
-            smem + fa.sharedSizeBytes <= (size_t)smem_optin &&
+            want + fa.sharedSizeBytes <= (size_t)smem_optin &&
             cudaFuncSetAttribute(mlp_form(1 << f), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 (int)smem) == cudaSuccess;
+                                 (int)want) == cudaSuccess;
+        if (form_ok[f]) smem_set[f] = want;
         if (f < 3) ok = form_ok[f]; /* the 8-input form is optional: passes of 4 instead */
     }
-    mlp_wide_ok = ok && form_ok[3];
     cudaGetLastError(); /* a refusal above is an answer, not an error for the next launch */
-    last_h = H, last_i = I, last_ok = ok;
-    return ok;
+    e->ok = ok;
+    e->wide = ok && form_ok[3];
+    return e;
+}
+
+extern "C" int k_mlp_supported(int H, int I) {
+    return mlp_shape_of(H, I)->ok;
 }
 
 #define MLP_CHUNK                                                                                  \
@@ -280,12 +298,12 @@ extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, co
                       const void *gate, const void *up, const void *down_t, float *partial, int H,
                       int I, int n) {
     if (n <= 0 || (k_skip & K_SKIP_MATVEC)) return;
-    const int G = mlp_grid(), S = mlp_stages(H);
+    const int G = mlp_grid(), S = mlp_stages(H), wide = mlp_shape_of(H, I)->wide;
     const size_t smem = (size_t)S * (2 * H + 16);
     for (int c0 = 0; c0 < n; c0 += MLP_CHUNK) { /* a prefill: chunks of MLP_CHUNK inputs */
         const int c1 = n - c0 < MLP_CHUNK ? n : c0 + MLP_CHUNK;
         for (int t0 = c0; t0 < c1;) {
-            const int r = c1 - t0, nt = r >= 5 && mlp_wide_ok ? 8 : r >= 3 ? 4 : r;
+            const int r = c1 - t0, nt = r >= 5 && wide ? 8 : r >= 3 ? 4 : r;
             k_launch_ex(mlp_form(nt), dim3(G), dim3(H / 8 + 32), 0, smem, s, (const uint4 *)gate,
                         (const uint4 *)up, (const uint4 *)down_t, x, h_out, u_out, partial, H, I,
                         c1, t0, c0, S);

@@ -146,17 +146,18 @@ static void test_fused_mlp(void) {
 
 /* Against the CPU's four ops, with the bounds above for u and h and, for the output, down's
  * rounding plus h's error carried through it: 1e-5 * sum_k |w[r][k]| (|h_k| + bound_k + 0.1).
- * Every row of an n-row launch (n = 1 .. 17: passes of 4, 2 and 1 inputs) equals the same ops on
- * x[t] alone, bit for bit, in out, h and u. On sm_90 and later the shapes here must take the
- * kernel (k_mlp_supported), so that the test cannot pass on the old path there. */
+ * Every row of an n-row launch (n = 1 .. 64: passes of 8, 4, 2 and 1 inputs, chunks of 16) equals
+ * the same ops on x[t] alone, bit for bit, in out, h and u. On sm_90 and later the shapes here must
+ * take the kernel (k_mlp_supported), so that the test cannot pass on the old path there. */
 static void test_fused_whole_mlp(void) {
     int dev = 0, major = 0, sms = 0;
     CHECK(cudaGetDevice(&dev) == cudaSuccess);
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     const int Hs[] = {256, 512, small_shapes ? 512 : 2560};
-    const int ns[] = {1, 2, 3, 5, 6, 9, 17};
-    const int n_ns = small_shapes ? 3 : 7;
+    /* 33 and 64: a prefill chunk of the decoder (DECODER_CHUNK), in reductions of 16 inputs */
+    const int ns[] = {1, 2, 3, 5, 6, 9, 17, 33, 64};
+    const int n_ns = small_shapes ? 3 : 9;
     for (int hi = 0; hi < 3; hi++)
         for (int ni = 0; ni < n_ns; ni++) {
             const int H = Hs[hi], n = ns[ni], I = 8 * sms + rng_int(300);
