@@ -1,0 +1,175 @@
+/* step_slice.cu: E4B's decode step (bench/step_common.cuh: the same bytes and small ops as
+ * step_shape.cu and step_mega.cu) as a chain of PDL launches in which every stream is a product
+ * in the layout of kernels/mlp.cu - what session 26 left to measure before converting every
+ * product of the engine to it.
+ *
+ * Session 26 found that kernels/mlp.cu's layout - one block a multiprocessor owning a run of
+ * rows, x in registers (8 columns a thread), the rows streamed through a shared-memory ring by
+ * the copy engine - streams E4B's MLP at 99.8 % of copy bandwidth in a chain of its own kernels
+ * (bench/mlp_slice.cu), because a launch's ring (100 KB) fits beside the running one's and fills
+ * under it (programmatic dependent launch). In the engine it gained only 1 %: the products before
+ * it hold the multiprocessors, so its ring starts late. If every product had the layout, every
+ * ring could fill under its predecessor. This measures that chain:
+ *
+ *   - slice: every stream one slice_kernel launch (rows of 2560 bf16, batches of 16 rows a block
+ *     reduction), every small op one one-block kernel that reads the product's first 2560
+ *     outputs and writes x (a norm's latency chain), all PDL;
+ *   - the same without the small ops (the streams' own overlap);
+ *   - rings of 20 and 9 rows (100 and 45 KB: two or four launches' rings fit a multiprocessor).
+ *
+ * Compare with step_shape's "chain" rows (the engine's layout) from the same device call. The
+ * sums are real (x in registers against the weights) but the values are not checked: this is
+ * the timing of the layout, not a kernel of the engine.
+ *
+ * sm_90 and later (cp.async.bulk); elsewhere it says so and exits.
+ * nvcc -O3 -arch=sm_90 -std=c++17 -o step_slice bench/step_slice.cu && ./step_slice */
+#include "../kernels/bulk.cuh"
+#include "../kernels/warp_sum_t.cuh"
+#include "step_common.cuh"
+
+#define SL_CT  (ROWB / 16) /* consumer threads: 8 columns each (320) */
+#define SL_CW  (SL_CT / 32)
+#define SL_NTH (SL_CT + 32)
+#define SL_B   16 /* rows a block reduction */
+
+/* Rows [r0, r1) of w (rows x 2560 bf16) against x, a block a multiprocessor; y[r] = w[r] . x. */
+template <int S>
+__global__ void __launch_bounds__(SL_NTH, 1)
+    slice_kernel(const uint4 *__restrict__ w, int rows, const float *__restrict__ x,
+                 float *__restrict__ y) {
+    extern __shared__ __align__(128) unsigned char ring[];
+    __shared__ uint64_t full[S], empty[S];
+    __shared__ float red[SL_CW][SL_B];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int r0 = (int)((long long)rows * blockIdx.x / gridDim.x);
+    const int r1 = (int)((long long)rows * (blockIdx.x + 1) / gridDim.x);
+    ring_init(full, empty, S, SL_CW);
+    __syncthreads();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cudaTriggerProgrammaticLaunchCompletion();
+#endif
+    if (warp == SL_CW) { /* the producer: weights need nothing of the previous kernel */
+        if (lane == 0)
+            for (int r = r0, g = 0; r < r1; r++, g++) {
+                const int st = g % S;
+                if (g >= S) mbar_wait(&empty[st], ((g / S) - 1) & 1);
+                mbar_expect(&full[st], ROWB);
+                bulk_copy(ring + (size_t)st * ROWB, w + (size_t)r * (ROWB / 16), ROWB, &full[st]);
+            }
+        return;
+    }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cudaGridDependencySynchronize();
+#endif
+    const int t = threadIdx.x;
+    float xr[8];
+    {
+        const float4 a = reinterpret_cast<const float4 *>(x)[2 * t];
+        const float4 b = reinterpret_cast<const float4 *>(x)[2 * t + 1];
+        xr[0] = a.x, xr[1] = a.y, xr[2] = a.z, xr[3] = a.w;
+        xr[4] = b.x, xr[5] = b.y, xr[6] = b.z, xr[7] = b.w;
+    }
+    for (int rb = r0, g = 0; rb < r1; rb += SL_B) {
+        const int nr = min(SL_B, r1 - rb);
+        float acc[SL_B];
+#pragma unroll
+        for (int i = 0; i < SL_B; i++) {
+            acc[i] = 0.0f;
+            if (i < nr) {
+                const int st = g % S;
+                mbar_wait(&full[st], (g / S) & 1);
+                const uint4 u = reinterpret_cast<const uint4 *>(ring + (size_t)st * ROWB)[t];
+                __syncwarp();
+                if (lane == 0) mbar_arrive(&empty[st]);
+                float wf[8];
+                bf16x8(u, wf);
+                float a = 0.0f;
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+                    a = fmaf(wf[j], xr[j], a);
+                acc[i] = a;
+                g++;
+            }
+        }
+        int row;
+        const float v = warp_sum_t<SL_B>(acc, lane, &row);
+        if ((lane & (32 / SL_B - 1)) == 0) red[warp][row] = v;
+        bar_consumers(SL_CT);
+        if (t < nr) {
+            float sum = 0.0f;
+            for (int k = 0; k < SL_CW; k++)
+                sum += red[k][t];
+            y[rb + t] = sum;
+        }
+        bar_consumers(SL_CT);
+    }
+}
+
+/* The small op: x = y / rms(y) over the product's first SMALL_N outputs, one block. */
+__global__ void __launch_bounds__(THREADS) slice_small_kernel(const float *y, float *x) {
+    pdl_wait();
+    __shared__ float red[THREADS / 32];
+    float v[SMALL_N / THREADS], ss = 0.0f;
+#pragma unroll
+    for (int i = 0; i < SMALL_N / THREADS; i++) {
+        v[i] = __ldcg(y + threadIdx.x + i * THREADS);
+        ss += v[i] * v[i];
+    }
+    ss = warp_sum(ss);
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = ss;
+    __syncthreads();
+    ss = 0.0f;
+    for (int i = 0; i < THREADS / 32; i++)
+        ss += red[i];
+    const float inv = rsqrtf(ss / SMALL_N + 1e-6f);
+#pragma unroll
+    for (int i = 0; i < SMALL_N / THREADS; i++)
+        x[threadIdx.x + i * THREADS] = v[i] * inv + 1e-3f;
+}
+
+template <int S> static float slice_chain(const step_setup &St, float *y, int small_ops, int reps) {
+    const size_t smem = (size_t)S * ROWB;
+    CK(cudaFuncSetAttribute(slice_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            (int)smem));
+    cudaGraph_t gr;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(St.s, cudaStreamCaptureModeThreadLocal));
+    for (int p = 0; p < St.n_ph; p++)
+        if (St.ph[p].n16)
+            launch_pdl_ex(slice_kernel<S>, St.sms, SL_NTH, smem, St.s,
+                          (const uint4 *)(St.w + St.ph[p].off), (int)(St.ph[p].n16 * 16 / ROWB),
+                          (const float *)St.x, y);
+        else if (small_ops)
+            launch_pdl(slice_small_kernel, 1, 0, St.s, (const float *)y, St.x);
+    CK(cudaStreamEndCapture(St.s, &gr));
+    CK(cudaGraphInstantiate(&ge, gr, 0));
+    const float ms = time_graph(ge, St.s, reps);
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(gr));
+    return ms;
+}
+
+int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    int major;
+    CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+    if (major < 9) {
+        printf("step_slice: needs sm_90 or later (cp.async.bulk); this device is sm_%d\n", major);
+        return 0;
+    }
+    step_setup St = step_setup_new();
+    float *y;
+    CK(cudaMalloc(&y, (size_t)32 << 20)); /* outputs of the largest stream (20.5 K rows) */
+    CK(cudaMemset(y, 0, (size_t)32 << 20));
+    const int reps = getenv("STEP_SLICE_REPS") ? atoi(getenv("STEP_SLICE_REPS")) : 20;
+    for (int small_ops = 1; small_ops >= 0; small_ops--) {
+        const float m20 = slice_chain<20>(St, y, small_ops, reps);
+        const float m9 = slice_chain<9>(St, y, small_ops, reps);
+        const char *what = small_ops ? "with the small ops" : "streams only";
+        printf("slice chain, ring of 20 rows (100 KB), %-18s %.3f ms  %5.1f %% of copy\n", what,
+               m20, 100.0 * St.floor_ms / m20);
+        printf("slice chain, ring of  9 rows  (45 KB), %-18s %.3f ms  %5.1f %% of copy\n", what, m9,
+               100.0 * St.floor_ms / m9);
+    }
+    return 0;
+}
