@@ -48,19 +48,6 @@ __device__ __forceinline__ float gelu_tanh(float x) {
     return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
 }
 
-/* Ring stage g (of S, a compile-time count: g % S is a multiply and shift): wait for its row,
- * read thread t's 16 bytes, free it (one arrival a warp). */
-template <int S>
-__device__ __forceinline__ uint4 take(const unsigned char *ring, uint64_t *full, uint64_t *empty,
-                                      unsigned g, int t, int lane) {
-    const unsigned st = g % S;
-    mbar_wait(&full[st], (g / S) & 1);
-    const uint4 u = reinterpret_cast<const uint4 *>(ring + (size_t)st * ROW)[t];
-    __syncwarp();
-    if (lane == 0) mbar_arrive(&empty[st]);
-    return u;
-}
-
 /* The MLP of one layer for one input: gate, up [INTER][HID] and down transposed [INTER][HID], bf16;
  * x [HID] fp32 (already normalised); partial [gridDim.x][HID]. */
 template <int B, int S>
@@ -123,7 +110,7 @@ __global__ void __launch_bounds__(NTH, 1)
                 acc[m * B + i] = 0.0f;
                 if (i < n) {
                     float w[8];
-                    bf16x8(take<S>(ring, full, empty, g, t, lane), w);
+                    bf16x8(ring_take_at<S>(ring, full, empty, g, ROW, t, lane), w);
                     float a = 0.0f;
 #pragma unroll
                     for (int j = 0; j < 8; j++)
@@ -147,7 +134,7 @@ __global__ void __launch_bounds__(NTH, 1)
         for (int i = 0; i < B; i++)
             if (i < n) {
                 float w[8];
-                bf16x8(take<S>(ring, full, empty, g, t, lane), w);
+                bf16x8(ring_take_at<S>(ring, full, empty, g, ROW, t, lane), w);
                 const float h = hs[i];
 #pragma unroll
                 for (int j = 0; j < 8; j++)

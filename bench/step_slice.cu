@@ -76,13 +76,8 @@ __global__ void __launch_bounds__(SL_NTH, 1)
         for (int i = 0; i < SL_B; i++) {
             acc[i] = 0.0f;
             if (i < nr) {
-                const int st = g % S;
-                mbar_wait(&full[st], (g / S) & 1);
-                const uint4 u = reinterpret_cast<const uint4 *>(ring + (size_t)st * ROWB)[t];
-                __syncwarp();
-                if (lane == 0) mbar_arrive(&empty[st]);
                 float wf[8];
-                bf16x8(u, wf);
+                bf16x8(ring_take_at<S>(ring, full, empty, g, ROWB, t, lane), wf);
                 float a = 0.0f;
 #pragma unroll
                 for (int j = 0; j < 8; j++)

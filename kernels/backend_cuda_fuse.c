@@ -337,8 +337,9 @@ static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
  * The shapes and the switch decide, never n: a verify pass is fused like its decode steps.
  * Products that go to cuBLAS (GEMMA_CUDA_GEMM=auto's prefill chunks, =cublas) run as they would
  * without it, from down's plain copy: with auto, down is then held twice. (Reading the
- * transposed copy on cuBLAS instead was tried in session 26: the mid-sized model's prefill logits
- * came out 0.3 from the CPU's, and it was taken out unexplained.) */
+ * transposed copy on cuBLAS instead was tried in session 26 and taken out when the mid-sized
+ * model's prefill came out 0.3 from the CPU's - most likely auto's bf16 inputs, not the
+ * layout; docs/bench_gpu.md.) */
 static int try_mlp(backend *b, batch *bt, int i) {
     const qop *g = &bt->q[i];
     if (g->kind != Q_MATMUL || g->w.dtype != DT_BF16 || !cuda_mlp_on(b)) return 0;
@@ -347,9 +348,7 @@ static int try_mlp(backend *b, batch *bt, int i) {
     if (l >= bt->nq) return 0;
     const qop *u = &bt->q[j], *gm = &bt->q[k], *d = &bt->q[l];
     const int H = g->w.cols, I = g->w.rows, n = g->n;
-    if (u->kind != Q_MATMUL || u->a != g->a || u->n != n || u->w.cols != H || u->w.rows != I ||
-        u->w.dtype != DT_BF16)
-        return 0;
+    if (!same_input(b, g, u) || u->w.rows != I) return 0;
     if (gm->kind != Q_GELU_MUL || gm->out != g->out || gm->a != g->out || gm->b != u->out ||
         gm->n != n || gm->dim != I || gm->stride != I)
         return 0;

@@ -67,6 +67,21 @@ __device__ __forceinline__ void ring_init(uint64_t *full, uint64_t *empty, int S
     }
 }
 
+/* Consumer side of such a ring, stage g of S (a compile-time count, so g % S is a multiply and a
+ * shift; kernels/mlp.cu steps the stage instead, for a runtime S): wait until its row of
+ * row_bytes has landed, read thread t's 16 bytes, free the stage (one arrival a warp). */
+template <int S>
+__device__ __forceinline__ uint4 ring_take_at(const unsigned char *ring, uint64_t *full,
+                                              uint64_t *empty, unsigned g, int row_bytes, int t,
+                                              int lane) {
+    const unsigned st = g % S;
+    mbar_wait(&full[st], (g / S) & 1);
+    const uint4 u = reinterpret_cast<const uint4 *>(ring + (size_t)st * row_bytes)[t];
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&empty[st]);
+    return u;
+}
+
 /* A named barrier (id 1) over the first n threads of the block: the consumer warps only. */
 __device__ __forceinline__ void bar_consumers(int n) {
     asm volatile("bar.sync 1, %0;" ::"r"(n) : "memory");
