@@ -44,16 +44,16 @@ __device__ __forceinline__ float warp_sum(float v) {
     return v;
 }
 
-/* The small op: x = x / rms(x) over SMALL_N floats, one block of NT threads (a norm's latency
- * chain). */
-template <int NT = THREADS> __device__ void small_op(float *x) {
+/* The small op: out = in / rms(in) over SMALL_N floats, one block of NT threads (a norm's latency
+ * chain); small_op(x) normalises x in place. */
+template <int NT = THREADS> __device__ void small_op(const float *in, float *out) {
     constexpr int PER = (SMALL_N + NT - 1) / NT;
     __shared__ float red[NT / 32];
     float v[PER], ss = 0.0f;
 #pragma unroll
     for (int i = 0; i < PER; i++) {
         const int j = threadIdx.x + i * NT;
-        v[i] = SMALL_N % NT == 0 || j < SMALL_N ? __ldcg(x + j) : 0.0f;
+        v[i] = SMALL_N % NT == 0 || j < SMALL_N ? __ldcg(in + j) : 0.0f;
         ss += v[i] * v[i];
     }
     ss = warp_sum(ss);
@@ -66,9 +66,13 @@ template <int NT = THREADS> __device__ void small_op(float *x) {
 #pragma unroll
     for (int i = 0; i < PER; i++) {
         const int j = threadIdx.x + i * NT;
-        if (SMALL_N % NT == 0 || j < SMALL_N) x[j] = v[i] * inv + 1e-3f;
+        if (SMALL_N % NT == 0 || j < SMALL_N) out[j] = v[i] * inv + 1e-3f;
     }
     __syncthreads();
+}
+
+template <int NT = THREADS> __device__ void small_op(float *x) {
+    small_op<NT>(x, x);
 }
 
 /* Programmatic dependent launch, as kcommon.cuh (Hopper and later; before, the chain waits). */

@@ -103,23 +103,7 @@ __global__ void __launch_bounds__(SL_NTH, 1)
 /* The small op: x = y / rms(y) over the product's first SMALL_N outputs, one block. */
 __global__ void __launch_bounds__(THREADS) slice_small_kernel(const float *y, float *x) {
     pdl_wait();
-    __shared__ float red[THREADS / 32];
-    float v[SMALL_N / THREADS], ss = 0.0f;
-#pragma unroll
-    for (int i = 0; i < SMALL_N / THREADS; i++) {
-        v[i] = __ldcg(y + threadIdx.x + i * THREADS);
-        ss += v[i] * v[i];
-    }
-    ss = warp_sum(ss);
-    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = ss;
-    __syncthreads();
-    ss = 0.0f;
-    for (int i = 0; i < THREADS / 32; i++)
-        ss += red[i];
-    const float inv = rsqrtf(ss / SMALL_N + 1e-6f);
-#pragma unroll
-    for (int i = 0; i < SMALL_N / THREADS; i++)
-        x[threadIdx.x + i * THREADS] = v[i] * inv + 1e-3f;
+    small_op(y, x);
 }
 
 template <int S> static float slice_chain(const step_setup &St, float *y, int small_ops, int reps) {
