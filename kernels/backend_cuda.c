@@ -731,7 +731,7 @@ int cuda_mlp_on(backend *b) {
 }
 
 int cuda_mlp_norm_on(backend *b) {
-    return st_of(b)->mlp && st_of(b)->mlp_norm;
+    return st_of(b)->mlp ? st_of(b)->mlp_norm : 0;
 }
 
 float *cuda_mlp_scratch(backend *b, size_t floats) {

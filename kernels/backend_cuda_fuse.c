@@ -475,6 +475,7 @@ static int try_norm_add_mlp(backend *b, batch *bt, int i) {
         .wx = n2->w.data ? cuda_weight(b, &n2->w) : NULL,
         .xn = n2->out,
         .eps = nrm->eps,
+        .late = cuda_mlp_norm_on(b) == 2,
     };
     mlp_run(b, bt, ml, &pre, norm_add_bytes(bt, na));
     for (int k = 0; k < 3; k++)

@@ -89,6 +89,7 @@ typedef struct {
     const void *wo, *wx; /* [H] bf16 scales, or NULL for none */
     float *xn;           /* [n][H] the MLP's input, written */
     float eps;
+    int late;            /* EXPERIMENT (GEMMA_CUDA_MLP_NORM=2): the producer waits too */
     float *stage, *o_to; /* k_mlp's own (the stage in partial; o, or NULL where out is o) */
 } k_mlp_pre;
 /* norm_in: NULL, or the norm before (x is then not read; pass norm_in->xn). out may be o (as

@@ -167,6 +167,7 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
     __syncthreads();
     k_launch_next();
     if (warp == CW) { /* the producer: weights need nothing of an earlier kernel */
+        if (PRE && pre.late) k_wait_only(); /* EXPERIMENT: no streaming under the predecessor */
         if (lane == 0) {
             unsigned st = 0, round = 0; /* the stage, and how often the ring has been filled */
             for (int kb = k0; kb < k1; kb += B) {
