@@ -240,6 +240,160 @@ static void test_fused_whole_mlp(void) {
         }
 }
 
+/* ---- the norm + add before a whole MLP, in the MLP kernel's blocks (mlp.cu k_mlp_pre) ------ */
+
+/* forward.c's end of an attention block and the MLP after it - o = rmsnorm(o) * wo; x += o;
+ * xn = rmsnorm(x) * wx; then gate, up, gelu_mul, down of xn - against the CPU's seven ops: o, x
+ * and xn within 2e-5 (relative and absolute: one rounded sum of squares each), the MLP's
+ * outputs within test_fused_whole_mlp's bounds taken from the CPU's xn. Every row of an n-row
+ * run equals the same ops on that row alone, bit for bit, in all six outputs (a verify pass
+ * reproduces decoding). On sm_90 and later the fold must be taken: a fresh backend's counters
+ * show one launch, of the matrix family, and no norm. */
+static void test_fused_norm_mlp(void) {
+    int dev = 0, major = 0, sms = 0;
+    CHECK(cudaGetDevice(&dev) == cudaSuccess);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    const int Hs[] = {256, small_shapes ? 512 : 2560};
+    const int ns[] = {1, 3, 9, 20};
+    for (int hi = 0; hi < 2; hi++)
+        for (int ni = 0; ni < (small_shapes ? 2 : 4); ni++)
+            for (int over = 0; over < 2; over++) { /* over: down writes o, as forward.c has it */
+                const int H = Hs[hi], n = ns[ni], I = 8 * sms + rng_int(300);
+                const float eps = 1e-6f;
+                tensor wg = rand_tensor(I, H, DT_BF16), wu = rand_tensor(I, H, DT_BF16),
+                       wd = rand_tensor(H, I, DT_BF16), wo = rand_tensor(1, H, DT_BF16),
+                       wx = rand_tensor(1, H, DT_BF16);
+                pair x = pair_rand((size_t)n * H), o = pair_rand((size_t)n * H),
+                     xn = pair_new(NULL, (size_t)n * H), gate = pair_new(NULL, (size_t)n * I),
+                     up = pair_new(NULL, (size_t)n * I), out = pair_new(NULL, (size_t)n * H),
+                     graw = pair_new(NULL, (size_t)n * I);
+                float *x0 = xmalloc((size_t)n * H * 4), *o0 = xmalloc((size_t)n * H * 4);
+                pair_host(&x, x0);
+                pair_host(&o, o0);
+                backend *bs[2] = {cpu, gpu};
+                for (int k = 0; k < 2; k++) {
+                    backend *b = bs[k];
+                    float *xb = k ? x.g : x.c, *ob = k ? o.g : o.c, *nb = k ? xn.g : xn.c,
+                          *gb = k ? gate.g : gate.c, *ub = k ? up.g : up.c,
+                          *yb = over ? ob
+                                : k  ? out.g
+                                     : out.c;
+                    b->rmsnorm(b, ob, ob, &wo, n, H, eps);
+                    b->add(b, xb, xb, ob, (size_t)n * H);
+                    b->rmsnorm(b, nb, xb, &wx, n, H, eps);
+                    b->matmul(b, gb, &wg, nb, n);
+                    b->matmul(b, ub, &wu, nb, n);
+                    b->gelu_mul(b, gb, gb, ub, n, I, I);
+                    b->matmul(b, yb, &wd, gb, n);
+                }
+                char what[128];
+                snprintf(what, sizeof what, "norm + MLP n %d H %d I %d over %d: ", n, H, I, over);
+                const size_t wl = strlen(what);
+                if (!over) {
+                    snprintf(what + wl, sizeof what - wl, "o");
+                    pair_check(&o, 2e-5, 2e-5, NULL, what);
+                }
+                snprintf(what + wl, sizeof what - wl, "x");
+                pair_check(&x, 2e-5, 2e-5, NULL, what);
+                snprintf(what + wl, sizeof what - wl, "xn");
+                pair_check(&xn, 2e-5, 2e-5, NULL, what);
+                cpu->matmul(cpu, graw.c, &wg, xn.c, n);
+                double *sg = dot_scale(&wg, xn.c, n), *su = dot_scale(&wu, xn.c, n);
+                double *bound = xmalloc((size_t)n * I * sizeof(double));
+                float *hv = xmalloc((size_t)n * I * sizeof(float));
+                for (size_t i = 0; i < (size_t)n * I; i++) {
+                    bound[i] = 1.2 * sg[i] * fabs(up.c[i]) + (fabs(graw.c[i]) + 1) * su[i];
+                    hv[i] = (float)(fabs(gate.c[i]) + 1e-5 * bound[i] + 0.1);
+                }
+                double *so = dot_scale(&wd, hv, n);
+                snprintf(what + wl, sizeof what - wl, "up");
+                pair_check(&up, 1e-6, 1e-5, su, what);
+                snprintf(what + wl, sizeof what - wl, "gelu(gate) * up");
+                pair_check(&gate, 1e-6, 1e-5, bound, what);
+                snprintf(what + wl, sizeof what - wl, "out");
+                pair_check(over ? &o : &out, 1e-6, 1e-5, so, what);
+                /* row t alone, from the same inputs: o, x, xn, h, u, out (o when over) */
+                const pair *outs[6] = {&o, &x, &xn, &gate, &up, &out};
+                const char *names[6] = {"o", "x", "xn", "h", "u", "out"};
+                float *full[6], *one[6];
+                for (int m = 0; m < 6; m++) {
+                    full[m] = xmalloc(outs[m]->n * sizeof(float));
+                    pair_host(outs[m], full[m]);
+                    one[m] = gpu->alloc(gpu, outs[m]->n / (size_t)n);
+                }
+                float *host = xmalloc((size_t)(I > H ? I : H) * sizeof(float));
+                for (int t = 0; t < n; t++) {
+                    gpu->upload(gpu, one[1], x0 + (size_t)t * H, (size_t)H);
+                    gpu->upload(gpu, one[0], o0 + (size_t)t * H, (size_t)H);
+                    gpu->rmsnorm(gpu, one[0], one[0], &wo, 1, H, eps);
+                    gpu->add(gpu, one[1], one[1], one[0], (size_t)H);
+                    gpu->rmsnorm(gpu, one[2], one[1], &wx, 1, H, eps);
+                    gpu->matmul(gpu, one[3], &wg, one[2], 1);
+                    gpu->matmul(gpu, one[4], &wu, one[2], 1);
+                    gpu->gelu_mul(gpu, one[3], one[3], one[4], 1, I, I);
+                    gpu->matmul(gpu, over ? one[0] : one[5], &wd, one[3], 1);
+                    for (int m = 0; m < (over ? 5 : 6); m++) {
+                        const size_t w = outs[m]->n / (size_t)n;
+                        gpu->download(gpu, host, one[m], w);
+                        EXPECT(!memcmp(host, full[m] + t * w, w * 4),
+                               "norm + MLP H %d over %d: %s row %d of %d differs from n = 1", H,
+                               over, over && !m ? "out" : names[m], t, n);
+                    }
+                }
+                for (int m = 0; m < 6; m++) {
+                    gpu->release(gpu, one[m]);
+                    free(full[m]);
+                }
+                free(host);
+                free(x0);
+                free(o0);
+                free(hv);
+                free(so);
+                free(sg);
+                free(su);
+                free(bound);
+                pair_free(&x);
+                pair_free(&o);
+                pair_free(&xn);
+                pair_free(&gate);
+                pair_free(&up);
+                pair_free(&out);
+                pair_free(&graw);
+            }
+    if (major < 9) return;
+    /* forward.c's sequence takes the fold: one launch, of the matrix family, on a fresh backend */
+    char err[256];
+    backend *alt = backend_cuda_new(err, sizeof err);
+    if (!alt) die("%s", err);
+    const int H = 256, I = 8 * sms;
+    tensor wg = rand_tensor(I, H, DT_BF16), wu = rand_tensor(I, H, DT_BF16),
+           wd = rand_tensor(H, I, DT_BF16), wo = rand_tensor(1, H, DT_BF16),
+           wx = rand_tensor(1, H, DT_BF16);
+    float *x = alt->alloc(alt, H), *o = alt->alloc(alt, H), *xn = alt->alloc(alt, H),
+          *g = alt->alloc(alt, I), *u = alt->alloc(alt, I);
+    alt->rmsnorm(alt, o, o, &wo, 1, H, 1e-6f);
+    alt->add(alt, x, x, o, H);
+    alt->rmsnorm(alt, xn, x, &wx, 1, H, 1e-6f);
+    alt->matmul(alt, g, &wg, xn, 1);
+    alt->matmul(alt, u, &wu, xn, 1);
+    alt->gelu_mul(alt, g, g, u, 1, I, I);
+    alt->matmul(alt, o, &wd, g, 1);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mf = open_memstream(&text, &len);
+    CHECK(mf);
+    backend_cuda_profile_print(alt, mf);
+    fclose(mf);
+    const char *mv = strstr(text, "matvec (own)");
+    long calls = -1;
+    if (mv) sscanf(mv + strlen("matvec (own)"), "%ld", &calls);
+    EXPECT(!strstr(text, "rmsnorm") && calls == 1,
+           "norm + MLP on sm_%d: not one launch of mlp.cu (counters:\n%s)", major, text);
+    free(text);
+    alt->destroy(alt);
+}
+
 /* ---- the attention prologue: q, k, v products, head norms, RoPE, KV-ring writes ----------- */
 
 static void test_fused_attention_prologue(void) {
@@ -438,6 +592,7 @@ static void test_fused_switches(void) {
 static void test_fused(void) {
     test_fused_mlp();
     test_fused_whole_mlp();
+    test_fused_norm_mlp();
     test_fused_attention_prologue();
     test_fused_barriers();
     test_fused_switches();
