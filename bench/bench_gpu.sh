@@ -149,7 +149,6 @@ def model_section(title, bench_file, prof_file, hf=None):
         f"| same, graphs without fusion of neighbouring ops | {runs['graphs_no_fusion']['ms_per_step']:.3f} ms ({runs['graphs_no_fusion']['decode_tps']:.1f} tokens/s) |"] +
         [f"| same, {what} | {runs[k]['ms_per_step']:.3f} ms ({runs[k]['decode_tps']:.1f} tokens/s) |"
          for k, what in [("graphs_no_mlp_kernel", "the MLP as grouped products, not one kernel (GEMMA_CUDA_MLP=0: the default before session 26)"),
-                         ("graphs_no_mlp_norm", "the norm + add before the MLP as its own kernel, not in the MLP kernel's blocks (GEMMA_CUDA_MLP_NORM=0: the default before session 27)"),
                          ("graphs_attn_split", "attention as a slices kernel and a merge kernel (GEMMA_CUDA_ATTN=split: the default before session 20, and before sm_90)"),
                          ("graphs_no_matmul_groups", "fusion without the grouped matrix products (GEMMA_CUDA_FUSE_MM=0)"),
                          ("graphs_auto_pair", "gate and up paired only for matrices of at most 1 MiB (GEMMA_CUDA_FUSE_MM=auto, the default before the lean kernel)"),

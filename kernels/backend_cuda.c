@@ -151,7 +151,6 @@ typedef struct {
     float *d_mlp; /* mlp.cu's partial sums, cap_mlp bytes */
     size_t cap_mlp;
     int mlp;         /* mlp.cu for the MLPs it can take (GEMMA_CUDA_MLP; sm_90 only) */
-    int mlp_norm;    /* ... with the norm before it in its blocks (GEMMA_CUDA_MLP_NORM) */
     void *d_convert; /* cuBLAS inputs in the weight dtype, cap_convert bytes */
     size_t cap_convert;
     void *d_argmax; /* argmax scratch: 2 * K_ARGMAX_BLOCKS words + the result */
@@ -730,10 +729,6 @@ int cuda_mlp_on(backend *b) {
     return st_of(b)->mlp;
 }
 
-int cuda_mlp_norm_on(backend *b) {
-    return st_of(b)->mlp && st_of(b)->mlp_norm;
-}
-
 float *cuda_mlp_scratch(backend *b, size_t floats) {
     cuda_state *st = st_flushed(b);
     return scratch(st, (void **)&st->d_mlp, &st->cap_mlp, floats * sizeof(float));
@@ -799,7 +794,6 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     st->pdl = sw.pdl;
     st->mv = sw.mv;
     st->mlp = sw.mlp;
-    st->mlp_norm = sw.mlp_norm;
     char grid_name[40] = "blocks";
     if (st->mv.grid < 0)
         snprintf(grid_name, sizeof grid_name, "persist");

@@ -143,7 +143,6 @@ int cuda_switches_from_env(cuda_switches *sw, char *err, size_t errlen) {
     }
     sw->pdl = env_flag("GEMMA_CUDA_PDL", 1);
     sw->mlp = env_flag("GEMMA_CUDA_MLP", 1);
-    sw->mlp_norm = env_flag("GEMMA_CUDA_MLP_NORM", 1);
     const char *attn = getenv("GEMMA_CUDA_ATTN");
     sw->attn = !attn || !*attn || !strcmp(attn, "auto") ? CUDA_ATTN_AUTO
                : !strcmp(attn, "split")                 ? K_ATTN_SPLIT

@@ -340,8 +340,7 @@ static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
  * transposed copy on cuBLAS instead was tried in session 26 and taken out when the mid-sized
  * model's prefill came out 0.3 from the CPU's - most likely auto's bf16 inputs, not the
  * layout; docs/bench_gpu.md.) */
-/* The four ops of an MLP at i (indices into idx, gate first) that k_mlp takes, or 0. */
-static int mlp_match(backend *b, const batch *bt, int i, int idx[4]) {
+static int try_mlp(backend *b, batch *bt, int i) {
     const qop *g = &bt->q[i];
     if (g->kind != Q_MATMUL || g->w.dtype != DT_BF16 || !cuda_mlp_on(b)) return 0;
     const int j = next_live(bt, i), k = j < bt->nq ? next_live(bt, j) : bt->nq,
@@ -361,49 +360,22 @@ static int mlp_match(backend *b, const batch *bt, int i, int idx[4]) {
     if (overlap(xs, gs) || overlap(xs, us) || overlap(gs, us) || overlap(os, xs) ||
         overlap(os, gs) || overlap(os, us) || (uintptr_t)g->a % 16 || !k_mlp_supported(H, I))
         return 0;
-    if (!cuda_matmul_own(b, &g->w, n) || !cuda_matmul_own(b, &bt->q[l].w, n)) return 0; /* cuBLAS */
-    idx[0] = i, idx[1] = j, idx[2] = k, idx[3] = l;
-    return 1;
-}
-
-/* Whether any of the MLP's buffers (x, G, U, and O unless out_ok) overlaps s. */
-static int mlp_touches(const batch *bt, const int idx[4], span s, int out_ok) {
-    const qop *g = &bt->q[idx[0]], *d = &bt->q[idx[3]];
-    const size_t n = (size_t)g->n, H = (size_t)g->w.cols, I = (size_t)g->w.rows;
-    return overlap(s, span_of(g->a, n * H)) || overlap(s, span_of(g->out, n * I)) ||
-           overlap(s, span_of(bt->q[idx[1]].out, n * I)) ||
-           (!out_ok && overlap(s, span_of(d->out, n * H)));
-}
-
-/* One k_mlp for the MLP idx, with the norm before it (norm_in) or not; bytes: the norm's. */
-static void mlp_run(backend *b, batch *bt, const int idx[4], const k_mlp_pre *norm_in,
-                    double bytes) {
-    const qop *g = &bt->q[idx[0]], *u = &bt->q[idx[1]], *d = &bt->q[idx[3]];
-    const int H = g->w.cols, I = g->w.rows, n = g->n;
+    if (!cuda_matmul_own(b, &g->w, n) || !cuda_matmul_own(b, &d->w, n)) return 0; /* cuBLAS */
     const void *wg = cuda_weight(b, &g->w), *wu = cuda_weight(b, &u->w),
                *wd = cuda_weight_t(b, &d->w);
     float *part = cuda_mlp_scratch(b, k_mlp_partial_floats(H, n));
     cudaStream_t s = cuda_op_begin(b);
-    k_mlp(s, d->out, g->out, u->out, g->a, wg, wu, wd, part, H, I, n, norm_in);
+    k_mlp(s, d->out, g->out, u->out, g->a, wg, wu, wd, part, H, I, n);
     cuda_op_end(b, cuda_family_matvec,
-                bytes + weight_bytes(&g->w) + weight_bytes(&u->w) + weight_bytes(&d->w) +
+                weight_bytes(&g->w) + weight_bytes(&u->w) + weight_bytes(&d->w) +
                     4.0 * n * (H + 2.0 * I + H) + 8.0 * k_mlp_partial_floats(H, n));
-    for (int m = 0; m < 4; m++)
-        bt->done[idx[m]] = 1;
-}
-
-static int try_mlp(backend *b, batch *bt, int i) {
-    int idx[4];
-    if (!mlp_match(b, bt, i, idx)) return 0;
-    mlp_run(b, bt, idx, NULL, 0);
+    bt->done[i] = bt->done[j] = bt->done[k] = bt->done[l] = 1;
     return 1;
 }
 
 /* ---- 2. norm(o), x += o, norm(x) ------------------------------------------------------------ */
 
-/* rmsnorm(o) in place at i, x += o, and maybe rmsnorm(x) into xn: the ops' indices in idx
- * (idx[2] = -1 without the second norm), or 0. */
-static int norm_add_match(const batch *bt, int i, int idx[3]) {
+static int try_norm_add(backend *b, batch *bt, int i) {
     const qop *nrm = &bt->q[i];
     if (nrm->kind != Q_RMSNORM || nrm->out != nrm->a) return 0;
     const int j = next_live(bt, i);
@@ -420,65 +392,17 @@ static int norm_add_match(const batch *bt, int i, int idx[3]) {
                 n2->dim == nrm->dim && n2->eps == nrm->eps && !overlap(out_span(n2), os) &&
                 (n2->out == add->out || !overlap(out_span(n2), xs)) &&
                 (!n2->w.data || !nrm->w.data || n2->w.dtype == nrm->w.dtype)))
-        k = -1;
-    idx[0] = i, idx[1] = j, idx[2] = n2 ? k : -1;
-    return 1;
-}
-
-static double norm_add_bytes(const batch *bt, const int idx[3]) {
-    const qop *nrm = &bt->q[idx[0]], *n2 = idx[2] >= 0 ? &bt->q[idx[2]] : NULL;
-    return (n2 ? 20.0 : 16.0) * nrm->n * nrm->dim + weight_bytes(&nrm->w) +
-           (n2 ? weight_bytes(&n2->w) : 0);
-}
-
-static int try_norm_add(backend *b, batch *bt, int i) {
-    int idx[3];
-    if (!norm_add_match(bt, i, idx)) return 0;
-    const qop *nrm = &bt->q[i], *add = &bt->q[idx[1]], *n2 = idx[2] >= 0 ? &bt->q[idx[2]] : NULL;
+        n2 = NULL;
     const void *wo = nrm->w.data ? cuda_weight(b, &nrm->w) : NULL;
     const void *wx = n2 && n2->w.data ? cuda_weight(b, &n2->w) : NULL;
     const int wdt = nrm->w.data ? (int)nrm->w.dtype : n2 && n2->w.data ? (int)n2->w.dtype : KDT_F32;
     cudaStream_t s = cuda_op_begin(b);
     k_norm_add_norm(s, add->out, nrm->out, wo, n2 ? n2->out : NULL, wx, wdt, nrm->n, nrm->dim,
                     nrm->eps);
-    cuda_op_end(b, cuda_family_rmsnorm, norm_add_bytes(bt, idx));
-    for (int m = 0; m < 3; m++)
-        if (idx[m] >= 0) bt->done[idx[m]] = 1;
-    return 1;
-}
-
-/* ---- 2b. norm(o), x += o, norm(x) into xn, then an MLP of xn (mlp.cu) ------------------- */
-
-/* The end of an attention block followed by the MLP that reads its xn: one k_mlp whose blocks
- * do the norms themselves (mlp.cu's header), one kernel less between the o product and the
- * MLP. Where the norms have bf16 scales (or none), the MLP's own buffers touch neither x nor o
- * (they are rewritten after it) - but for its output over o itself, as forward.c writes it
- * (the norm's o is then dead) - and GEMMA_CUDA_MLP_NORM is not 0. */
-static int try_norm_add_mlp(backend *b, batch *bt, int i) {
-    int na[3], ml[4];
-    if (!cuda_mlp_norm_on(b) || !norm_add_match(bt, i, na) || na[2] < 0) return 0;
-    const qop *nrm = &bt->q[i], *add = &bt->q[na[1]], *n2 = &bt->q[na[2]];
-    const int m = next_live(bt, na[2]);
-    if (m >= bt->nq || !mlp_match(b, bt, m, ml)) return 0;
-    const qop *g = &bt->q[m];
-    const size_t cnt = (size_t)nrm->n * nrm->dim;
-    if (g->a != n2->out || g->n != nrm->n || g->w.cols != nrm->dim || n2->out == add->out ||
-        (nrm->w.data && nrm->w.dtype != DT_BF16) || (n2->w.data && n2->w.dtype != DT_BF16) ||
-        (uintptr_t)add->out % 16 || (uintptr_t)nrm->out % 16 ||
-        mlp_touches(bt, ml, span_of(add->out, cnt), 0) ||
-        mlp_touches(bt, ml, out_span(nrm), bt->q[ml[3]].out == nrm->out))
-        return 0;
-    const k_mlp_pre pre = {
-        .x = add->out,
-        .o = nrm->out,
-        .wo = nrm->w.data ? cuda_weight(b, &nrm->w) : NULL,
-        .wx = n2->w.data ? cuda_weight(b, &n2->w) : NULL,
-        .xn = n2->out,
-        .eps = nrm->eps,
-    };
-    mlp_run(b, bt, ml, &pre, norm_add_bytes(bt, na));
-    for (int k = 0; k < 3; k++)
-        bt->done[na[k]] = 1;
+    cuda_op_end(b, cuda_family_rmsnorm,
+                (n2 ? 20.0 : 16.0) * cnt + weight_bytes(&nrm->w) + (n2 ? weight_bytes(&n2->w) : 0));
+    bt->done[i] = bt->done[j] = 1;
+    if (n2) bt->done[k] = 1;
     return 1;
 }
 
@@ -583,8 +507,8 @@ void cuda_fuse_flush(backend *b) {
     memset(bt->done, 0, sizeof bt->done);
     for (int i = 0; i < bt->nq; i++) {
         if (bt->done[i]) continue;
-        if (try_mlp(b, bt, i) || try_matvec_group(b, f, bt, i) || try_norm_add_mlp(b, bt, i) ||
-            try_norm_add(b, bt, i) || try_norm_parts(b, bt, i))
+        if (try_mlp(b, bt, i) || try_matvec_group(b, f, bt, i) || try_norm_add(b, bt, i) ||
+            try_norm_parts(b, bt, i))
             continue;
         run_single(b, &bt->q[i]);
         bt->done[i] = 1;

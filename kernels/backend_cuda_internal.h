@@ -19,8 +19,6 @@ const void *cuda_weight(backend *b, const tensor *w);
 const void *cuda_weight_t(backend *b, const tensor *w);
 /* Whether MLPs go to mlp.cu where it takes them (GEMMA_CUDA_MLP, on by default). */
 int cuda_mlp_on(backend *b);
-/* Whether such an MLP also takes the norm before it (GEMMA_CUDA_MLP_NORM, on by default). */
-int cuda_mlp_norm_on(backend *b);
 /* mlp.cu's partial sums: a device buffer of at least `floats` (grown outside captures only). */
 float *cuda_mlp_scratch(backend *b, size_t floats);
 /* Start an op: runs what fusion has held back, starts the op's timer when profiling; returns

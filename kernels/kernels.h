@@ -82,20 +82,8 @@ void k_matvec_multi(cudaStream_t s, const k_mv_seg *segs, int n_segs, int wdtype
  * k_mlp_partial_floats(H, n) floats. Only where k_mlp_supported(H, I) (sm_90 and later). */
 int k_mlp_supported(int H, int I);
 size_t k_mlp_partial_floats(int H, int n);
-/* The norm before the MLP, done by its own blocks (mlp.cu's header): o = rmsnorm(o) * wo;
- * x += o; xn = rmsnorm(x) * wx, with xn the MLP's input - what k_norm_add_norm leaves. */
-typedef struct {
-    float *x, *o;        /* [n][H] the residual stream and the block output: both rewritten */
-    const void *wo, *wx; /* [H] bf16 scales, or NULL for none */
-    float *xn;           /* [n][H] the MLP's input, written */
-    float eps;
-    float *stage, *o_to; /* k_mlp's own (the stage in partial; o, or NULL where out is o) */
-} k_mlp_pre;
-/* norm_in: NULL, or the norm before (x is then not read; pass norm_in->xn). out may be o (as
- * forward.c has it): out then holds the MLP's output; it must not overlap x, o or xn otherwise. */
 void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, const float *x, const void *gate,
-           const void *up, const void *down_t, float *partial, int H, int I, int n,
-           const k_mlp_pre *norm_in);
+           const void *up, const void *down_t, float *partial, int H, int I, int n);
 /* mlp.cu: in [rows][cols] -> out [cols][rows], 16-bit elements. */
 void k_transpose16(cudaStream_t s, void *out, const void *in, int rows, int cols);
 

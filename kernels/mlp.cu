@@ -30,19 +30,7 @@
  * are not matvec.cu's bits: the switch (GEMMA_CUDA_MLP) is all or nothing for a backend.
  *
  * What it leaves in memory is what the four ops it replaces leave: h in the gate buffer, u in
- * the up buffer, the product in out.
- *
- * The norm before it (k_mlp_pre). Where the MLP's input is the end of an attention block's
- * norm_add_norm - o = rmsnorm(o) * wo; x += o; xn = rmsnorm(x) * wx - every block does that work
- * itself for its own registers, instead of a one-block kernel on the critical path between the
- * o product and this one: a consumer thread's 8 columns of o and x are exactly the 8 columns of
- * x it holds, so the norms are two sums over the block's consumer warps. The blocks must not
- * write x and o while others read them: block 0 writes the new o and x to a stage and xn in
- * place, and mlp_reduce_kernel - which runs after every block has finished - copies the stage
- * into o and x. The sums run in a fixed order (thread: columns in order; warp: butterfly;
- * block: warps in order), so every block, and every n, gets the same bits. */
-#include <string.h>
-
+ * the up buffer, the product in out. */
 #include "bulk.cuh"
 #include "kcommon.cuh"
 #include "warp_sum_t.cuh"
@@ -62,89 +50,6 @@ __device__ __forceinline__ uint4 ring_take(const unsigned char *ring, uint64_t *
     return u;
 }
 
-__device__ __forceinline__ void load8(const float *row, int c, float (&v)[8]) {
-    const float4 a = reinterpret_cast<const float4 *>(row)[2 * c],
-                 b = reinterpret_cast<const float4 *>(row)[2 * c + 1];
-    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
-}
-__device__ __forceinline__ void store8(float *row, int c, const float (&v)[8]) {
-    reinterpret_cast<float4 *>(row)[2 * c] = make_float4(v[0], v[1], v[2], v[3]);
-    reinterpret_cast<float4 *>(row)[2 * c + 1] = make_float4(v[4], v[5], v[6], v[7]);
-}
-
-/* The consumer warps' sums of v[NT] (each thread's own), in a fixed order: a butterfly in each
- * warp, then the warps in order, the same total in every thread. red must hold [CW][NT]. */
-template <int NT>
-__device__ __forceinline__ void consumers_sum(float (&v)[NT], float (*red)[NT], int CW, int CT,
-                                              int lane, int warp) {
-#pragma unroll
-    for (int tt = 0; tt < NT; tt++) {
-        const float w = warp_sum(v[tt]);
-        if (lane == 0) red[warp][tt] = w;
-    }
-    bar_consumers(CT);
-#pragma unroll
-    for (int tt = 0; tt < NT; tt++) {
-        float a = 0.0f;
-        for (int k = 0; k < CW; k++)
-            a += red[k][tt];
-        v[tt] = a;
-    }
-    bar_consumers(CT); /* red is free again */
-}
-
-/* The norm before the MLP, for inputs t0 .. t0 + NT - 1 (mlp.cu's header): on return xr holds
- * this thread's 8 columns of rmsnorm(x + rmsnorm(o) * wo) * wx; block 0 has written the new o
- * and x to the stage and the result to pre.xn. ov is scratch of the caller's (its outputs). */
-template <int NT>
-__device__ __forceinline__ void mlp_norm_in(const k_mlp_pre &pre, const float (&wo)[8],
-                                            const float (&wx)[8], float (&xr)[NT][8],
-                                            float (&ov)[NT][8], float (*red)[NT], int H, int n,
-                                            int t0, int p0, int c, int lane, int warp) {
-    const int CT = H / 8, CW = CT / 32;
-    float ss[NT];
-#pragma unroll
-    for (int tt = 0; tt < NT; tt++) {
-        const size_t row = (size_t)(t0 + tt < n ? t0 + tt : t0) * H;
-        load8(pre.o + row, c, ov[tt]);
-        load8(pre.x + row, c, xr[tt]);
-        ss[tt] = 0.0f;
-#pragma unroll
-        for (int j = 0; j < 8; j++)
-            ss[tt] = fmaf(ov[tt][j], ov[tt][j], ss[tt]);
-    }
-    consumers_sum<NT>(ss, red, CW, CT, lane, warp);
-#pragma unroll
-    for (int tt = 0; tt < NT; tt++) {
-        const float inv = 1.0f / sqrtf(ss[tt] / H + pre.eps);
-        float s2 = 0.0f;
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            ov[tt][j] = pre.wo ? ov[tt][j] * inv * wo[j] : ov[tt][j] * inv;
-            xr[tt][j] += ov[tt][j];
-            s2 = fmaf(xr[tt][j], xr[tt][j], s2);
-        }
-        ss[tt] = s2;
-    }
-    if (blockIdx.x == 0)
-#pragma unroll
-        for (int tt = 0; tt < NT; tt++)
-            if (t0 + tt < n) {
-                float *st = pre.stage + (size_t)(t0 + tt - p0) * 2 * H;
-                if (pre.o_to) store8(st, c, ov[tt]);
-                store8(st + H, c, xr[tt]);
-            }
-    consumers_sum<NT>(ss, red, CW, CT, lane, warp);
-#pragma unroll
-    for (int tt = 0; tt < NT; tt++) {
-        const float inv = 1.0f / sqrtf(ss[tt] / H + pre.eps);
-#pragma unroll
-        for (int j = 0; j < 8; j++)
-            xr[tt][j] = pre.wx ? xr[tt][j] * inv * wx[j] : xr[tt][j] * inv;
-        if (blockIdx.x == 0 && t0 + tt < n) store8(pre.xn + (size_t)(t0 + tt) * H, c, xr[tt]);
-    }
-}
-
 /* Inputs t0 .. t0 + NT - 1 (those below n) of x[n][H]; B intermediate indices a batch. Dynamic
  * shared memory: the ring (S rows of 2H bytes), then full[S] and empty[S]. */
 #define MLP_MAX_THREADS  512 /* H <= 3840: up to 128 registers a thread (NT <= 4) */
@@ -155,7 +60,7 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
     mlp_kernel(const uint4 *__restrict__ gate, const uint4 *__restrict__ up,
                const uint4 *__restrict__ downt, const float *__restrict__ x,
                float *__restrict__ h_out, float *__restrict__ u_out, float *__restrict__ partial,
-               int H, int I, int n, int t0, int p0, int S, k_mlp_pre pre) {
+               int H, int I, int n, int t0, int p0, int S) {
     extern __shared__ __align__(128) unsigned char ring[];
     const int row_bytes = 2 * H, CT = H / 8, CW = CT / 32;
     uint64_t *full = reinterpret_cast<uint64_t *>(ring + (size_t)S * row_bytes), *empty = full + S;
@@ -186,26 +91,21 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
         }
         return; /* the consumers' wait is the block's (kcommon.cuh) */
     }
+    k_wait_only();
     const int c = threadIdx.x; /* columns 8c .. 8c + 7 */
     float xr[NT][8], out[NT][8];
-    if (pre.stage) {        /* a runtime branch, not a template: both share the loop's code */
-        float wo[8], wx[8]; /* the scales need nothing of an earlier kernel: before the wait */
-        unpack16<__nv_bfloat16>(pre.wo ? reinterpret_cast<const uint4 *>(pre.wo)[c] : uint4{}, wo);
-        unpack16<__nv_bfloat16>(pre.wx ? reinterpret_cast<const uint4 *>(pre.wx)[c] : uint4{}, wx);
-        k_wait_only();
-        mlp_norm_in<NT>(pre, wo, wx, xr, out, reinterpret_cast<float(*)[NT]>(&red[0][0]), H, n, t0,
-                        p0, c, lane, warp);
-    } else {
-        k_wait_only();
 #pragma unroll
-        for (int tt = 0; tt < NT; tt++)
-            load8(x + (size_t)(t0 + tt < n ? t0 + tt : t0) * H, c, xr[tt]);
-    }
-#pragma unroll
-    for (int tt = 0; tt < NT; tt++)
+    for (int tt = 0; tt < NT; tt++) {
+        const bool live = t0 + tt < n;
+        const float4 *xp =
+            reinterpret_cast<const float4 *>(x + (size_t)(live ? t0 + tt : t0) * H) + 2 * c;
+        const float4 a = xp[0], b = xp[1];
+        xr[tt][0] = a.x, xr[tt][1] = a.y, xr[tt][2] = a.z, xr[tt][3] = a.w;
+        xr[tt][4] = b.x, xr[tt][5] = b.y, xr[tt][6] = b.z, xr[tt][7] = b.w;
 #pragma unroll
         for (int j = 0; j < 8; j++)
             out[tt][j] = 0.0f;
+    }
     unsigned st = 0, ph = 0;
     for (int kb = k0; kb < k1; kb += B) {
         const int nk = min(B, k1 - kb);
@@ -278,20 +178,13 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
 }
 
 /* out[t][j] = the sum over blocks b of partial[t][b][j], b in order: 32 outputs a block of 256
- * threads, each of its 8 warps summing every 8th partial, then the 8 sums in order. With the
- * norm before the MLP (pre.stage set), also o[t][j] and x[t][j] from the stage, now that no
- * block of the MLP reads them any more. */
+ * threads, each of its 8 warps summing every 8th partial, then the 8 sums in order. */
 __global__ void __launch_bounds__(256)
-    mlp_reduce_kernel(const float *__restrict__ partial, float *__restrict__ out, int H, int G,
-                      k_mlp_pre pre, int p0) {
+    mlp_reduce_kernel(const float *__restrict__ partial, float *__restrict__ out, int H, int G) {
     __shared__ float sums[8][33];
     k_wait_prior();
     const int t = blockIdx.y, lane = threadIdx.x & 31, p = threadIdx.x >> 5;
     const int j = blockIdx.x * 32 + lane;
-    if (pre.stage && j < H && (p == 1 || (p == 0 && pre.o_to))) {
-        const float *st = pre.stage + (size_t)t * 2 * H;
-        (p == 0 ? pre.o_to : pre.x)[(size_t)(p0 + t) * H + j] = st[p * H + j];
-    }
     float s = 0.0f;
     if (j < H)
         for (int b = p; b < G; b += 8)
@@ -313,7 +206,7 @@ __global__ void __launch_bounds__(256)
                     block can fill its ring under this one (PDL) */
 
 typedef void (*mlp_fn)(const uint4 *, const uint4 *, const uint4 *, const float *, float *, float *,
-                       float *, int, int, int, int, int, int, k_mlp_pre);
+                       float *, int, int, int, int, int, int);
 
 /* The form for a pass of nt inputs: 1 input and batches of 16, 2 and 8, 4 and 4, 8 and 2 (the
  * accumulators' registers stay about the same; x and the outputs grow with NT). */
@@ -397,38 +290,28 @@ extern "C" int k_mlp_supported(int H, int I) {
     16 /* inputs a reduction covers: the partial sums of at most this many are held                \
         */
 
-/* The partial sums of a chunk, then (for the norm before) its stage of new o and x rows. */
 extern "C" size_t k_mlp_partial_floats(int H, int n) {
-    const size_t rows = (size_t)(n < MLP_CHUNK ? n : MLP_CHUNK);
-    return rows * (mlp_grid() > 0 ? mlp_grid() : 1) * H + rows * 2 * H;
+    return (size_t)(n < MLP_CHUNK ? n : MLP_CHUNK) * (mlp_grid() > 0 ? mlp_grid() : 1) * H;
 }
 
 extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, const float *x,
                       const void *gate, const void *up, const void *down_t, float *partial, int H,
-                      int I, int n, const k_mlp_pre *norm_in) {
+                      int I, int n) {
     if (n <= 0 || (k_skip & K_SKIP_MATVEC)) return;
     const int G = mlp_grid(), S = mlp_stages(H), wide = mlp_shape_of(H, I)->wide;
     const size_t smem = (size_t)S * (2 * H + 16);
-    k_mlp_pre pre;
-    memset(&pre, 0, sizeof pre);
-    if (norm_in) {
-        pre = *norm_in;
-        pre.stage = partial + (size_t)(n < MLP_CHUNK ? n : MLP_CHUNK) * G * H;
-        /* forward.c's MLP writes its output over o: the new o is then never seen */
-        pre.o_to = pre.o == out ? NULL : pre.o;
-    }
     for (int c0 = 0; c0 < n; c0 += MLP_CHUNK) { /* a prefill: chunks of MLP_CHUNK inputs */
         const int c1 = n - c0 < MLP_CHUNK ? n : c0 + MLP_CHUNK;
         for (int t0 = c0; t0 < c1;) {
             const int r = c1 - t0, nt = r >= 5 && wide ? 8 : r >= 3 ? 4 : r;
             k_launch_ex(mlp_form(nt), dim3(G), dim3(H / 8 + 32), 0, smem, s, (const uint4 *)gate,
                         (const uint4 *)up, (const uint4 *)down_t, x, h_out, u_out, partial, H, I,
-                        c1, t0, c0, S, pre);
+                        c1, t0, c0, S);
             K_CHECK_LAUNCH();
             t0 += nt;
         }
         k_launch(mlp_reduce_kernel, dim3((H + 31) / 32, c1 - c0), dim3(256), s,
-                 (const float *)partial, out + (size_t)c0 * H, H, G, pre, c0);
+                 (const float *)partial, out + (size_t)c0 * H, H, G);
         K_CHECK_LAUNCH();
     }
 }

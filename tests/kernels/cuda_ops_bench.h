@@ -488,7 +488,6 @@ static int run_decode_profile(const char *dir, int prompt, int steps) {
         {"graphs_no_pdl", "1", "0", "1", "0", NULL},
         {"graphs_no_fusion", "1", "0", "0", "1", NULL},
         {"graphs_no_mlp_kernel", "1", "0", "1", "1", "GEMMA_CUDA_MLP=0"},
-        {"graphs_no_mlp_norm", "1", "0", "1", "1", "GEMMA_CUDA_MLP_NORM=0"},
         {"graphs_attn_split", "1", "0", "1", "1", "GEMMA_CUDA_ATTN=split"},
         {"graphs_no_matmul_groups", "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=0"},
         {"graphs_auto_pair", "1", "0", "1", "1", "GEMMA_CUDA_FUSE_MM=auto"},
