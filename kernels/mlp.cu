@@ -50,39 +50,12 @@ __device__ __forceinline__ uint4 ring_take(const unsigned char *ring, uint64_t *
     return u;
 }
 
-/* EXPERIMENT (s27): the next k rows of the ring, this thread's 16 bytes of each, loaded back to
- * back (a wait and a load each, no release between, so that k shared loads are in flight),
- * then the k stages freed together. */
-template <int G>
-__device__ __forceinline__ void ring_take_g(const unsigned char *ring, uint64_t *full,
-                                            uint64_t *empty, unsigned &st, unsigned &ph, int S,
-                                            int row_bytes, int c, int lane, int k, uint4 (&u)[G]) {
-    const unsigned s0 = st;
-#pragma unroll
-    for (int q = 0; q < G; q++)
-        if (q < k) {
-            mbar_wait(&full[st], ph);
-            u[q] = reinterpret_cast<const uint4 *>(ring + (size_t)st * row_bytes)[c];
-            if (++st == (unsigned)S) st = 0, ph ^= 1;
-        }
-    __syncwarp();
-    if (lane == 0) {
-        unsigned s2 = s0;
-#pragma unroll
-        for (int q = 0; q < G; q++)
-            if (q < k) {
-                mbar_arrive(&empty[s2]);
-                if (++s2 == (unsigned)S) s2 = 0;
-            }
-    }
-}
-
 /* Inputs t0 .. t0 + NT - 1 (those below n) of x[n][H]; B intermediate indices a batch. Dynamic
  * shared memory: the ring (S rows of 2H bytes), then full[S] and empty[S]. */
 #define MLP_MAX_THREADS  512 /* H <= 3840: up to 128 registers a thread (NT <= 4) */
 #define MLP_WIDE_THREADS 384 /* NT = 8, H <= 2816: up to 168 registers a thread */
 
-template <int NT, int B, int GR = 1>
+template <int NT, int B>
 __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 1)
     mlp_kernel(const uint4 *__restrict__ gate, const uint4 *__restrict__ up,
                const uint4 *__restrict__ downt, const float *__restrict__ x,
@@ -139,31 +112,6 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
         float acc[NT][2 * B];
 #pragma unroll
         for (int m = 0; m < 2; m++)
-            if (GR > 1) {
-#pragma unroll
-                for (int i0 = 0; i0 < B; i0 += GR) {
-                    uint4 raw[GR];
-                    ring_take_g<GR>(ring, full, empty, st, ph, S, row_bytes, c, lane, nk - i0, raw);
-#pragma unroll
-                    for (int q = 0; q < GR; q++) {
-#pragma unroll
-                        for (int tt = 0; tt < NT; tt++)
-                            acc[tt][m * B + i0 + q] = 0.0f;
-                        if (i0 + q < nk) {
-                            float w[8];
-                            unpack16<__nv_bfloat16>(raw[q], w);
-#pragma unroll
-                            for (int tt = 0; tt < NT; tt++) {
-                                float a = 0.0f;
-#pragma unroll
-                                for (int j = 0; j < 8; j++)
-                                    a = fmaf(w[j], xr[tt][j], a);
-                                acc[tt][m * B + i0 + q] = a;
-                            }
-                        }
-                    }
-                }
-            } else
 #pragma unroll
             for (int i = 0; i < B; i++) {
 #pragma unroll
@@ -203,26 +151,6 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
             }
         }
         bar_consumers(CT);
-        if (GR > 1) {
-#pragma unroll
-            for (int i0 = 0; i0 < B; i0 += GR) {
-                uint4 raw[GR];
-                ring_take_g<GR>(ring, full, empty, st, ph, S, row_bytes, c, lane, nk - i0, raw);
-#pragma unroll
-                for (int q = 0; q < GR; q++)
-                    if (i0 + q < nk) {
-                        float w[8];
-                        unpack16<__nv_bfloat16>(raw[q], w);
-#pragma unroll
-                        for (int tt = 0; tt < NT; tt++) {
-                            const float h = hs[tt * B + i0 + q];
-#pragma unroll
-                            for (int j = 0; j < 8; j++)
-                                out[tt][j] = fmaf(h, w[j], out[tt][j]);
-                        }
-                    }
-            }
-        } else
 #pragma unroll
         for (int i = 0; i < B; i++)
             if (i < nk) {
@@ -283,13 +211,6 @@ typedef void (*mlp_fn)(const uint4 *, const uint4 *, const uint4 *, const float 
 /* The form for a pass of nt inputs: 1 input and batches of 16, 2 and 8, 4 and 4, 8 and 2 (the
  * accumulators' registers stay about the same; x and the outputs grow with NT). */
 static mlp_fn mlp_form(int nt) {
-    if (nt == 1) { /* EXPERIMENT (s27): GEMMA_CUDA_MLP_GROUP_ROWS=2|4|8 */
-        const char *e = getenv("GEMMA_CUDA_MLP_GROUP_ROWS"); /* read at each launch (capture) */
-        const int g = e ? atoi(e) : 1;
-        if (g == 2) return mlp_kernel<1, 16, 2>;
-        if (g == 4) return mlp_kernel<1, 16, 4>;
-        if (g == 8) return mlp_kernel<1, 16, 8>;
-    }
     return nt >= 8   ? mlp_kernel<8, 2>
            : nt >= 4 ? mlp_kernel<4, 4>
            : nt == 2 ? mlp_kernel<2, 8>
@@ -383,9 +304,6 @@ extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, co
         const int c1 = n - c0 < MLP_CHUNK ? n : c0 + MLP_CHUNK;
         for (int t0 = c0; t0 < c1;) {
             const int r = c1 - t0, nt = r >= 5 && wide ? 8 : r >= 3 ? 4 : r;
-            if (nt == 1 && mlp_form(1) != mlp_kernel<1, 16>) /* EXPERIMENT: its smem limit */
-                cudaFuncSetAttribute(mlp_form(1), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)smem);
             k_launch_ex(mlp_form(nt), dim3(G), dim3(H / 8 + 32), 0, smem, s, (const uint4 *)gate,
                         (const uint4 *)up, (const uint4 *)down_t, x, h_out, u_out, partial, H, I,
                         c1, t0, c0, S);
