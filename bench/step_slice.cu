@@ -106,10 +106,15 @@ __global__ void __launch_bounds__(THREADS) slice_small_kernel(const float *y, fl
     small_op(y, x);
 }
 
-template <int S> static float slice_chain(const step_setup &St, float *y, int small_ops, int reps) {
+/* carveout: the kernel's preferred shared-memory carveout in percent (-1: the driver's choice),
+ * which decides whether the next launch's block (its ring) fits beside a running one. */
+template <int S>
+static float slice_chain(const step_setup &St, float *y, int small_ops, int reps, int carveout) {
     const size_t smem = (size_t)S * ROWB;
     CK(cudaFuncSetAttribute(slice_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                             (int)smem));
+    CK(cudaFuncSetAttribute(slice_kernel<S>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                            carveout));
     cudaGraph_t gr;
     cudaGraphExec_t ge;
     CK(cudaStreamBeginCapture(St.s, cudaStreamCaptureModeThreadLocal));
@@ -141,14 +146,34 @@ int main(void) {
     CK(cudaMalloc(&y, (size_t)32 << 20)); /* outputs of the largest stream (20.5 K rows) */
     CK(cudaMemset(y, 0, (size_t)32 << 20));
     const int reps = getenv("STEP_SLICE_REPS") ? atoi(getenv("STEP_SLICE_REPS")) : 20;
-    for (int small_ops = 1; small_ops >= 0; small_ops--) {
-        const float m20 = slice_chain<20>(St, y, small_ops, reps);
-        const float m9 = slice_chain<9>(St, y, small_ops, reps);
-        const char *what = small_ops ? "with the small ops" : "streams only";
-        printf("slice chain, ring of 20 rows (100 KB), %-18s %.3f ms  %5.1f %% of copy\n", what,
-               m20, 100.0 * St.floor_ms / m20);
-        printf("slice chain, ring of  9 rows  (45 KB), %-18s %.3f ms  %5.1f %% of copy\n", what, m9,
-               100.0 * St.floor_ms / m9);
+    /* how many of its blocks a multiprocessor holds at once (the next launch's ring must fit
+     * beside the running one's for PDL to fill it early) */
+    for (int co = -1; co <= 100; co += 101) {
+        int b20 = 0, b9 = 0;
+        CK(cudaFuncSetAttribute(slice_kernel<20>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                20 * ROWB));
+        CK(cudaFuncSetAttribute(slice_kernel<9>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                9 * ROWB));
+        CK(cudaFuncSetAttribute(slice_kernel<20>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                co));
+        CK(cudaFuncSetAttribute(slice_kernel<9>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                co));
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b20, slice_kernel<20>, SL_NTH,
+                                                         20 * ROWB));
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b9, slice_kernel<9>, SL_NTH, 9 * ROWB));
+        printf("carveout %s: blocks a multiprocessor, ring of 20 rows %d, of 9 rows %d\n",
+               co < 0 ? "driver's" : "100 %", b20, b9);
     }
+    for (int co = -1; co <= 100; co += 101)
+        for (int small_ops = 1; small_ops >= 0; small_ops--) {
+            const float m20 = slice_chain<20>(St, y, small_ops, reps, co);
+            const float m9 = slice_chain<9>(St, y, small_ops, reps, co);
+            const char *what = small_ops ? "with the small ops" : "streams only";
+            const char *cv = co < 0 ? "" : ", carveout 100 %";
+            printf("slice chain, ring of 20 rows (100 KB), %-18s %.3f ms  %5.1f %% of copy%s\n",
+                   what, m20, 100.0 * St.floor_ms / m20, cv);
+            printf("slice chain, ring of  9 rows  (45 KB), %-18s %.3f ms  %5.1f %% of copy%s\n",
+                   what, m9, 100.0 * St.floor_ms / m9, cv);
+        }
     return 0;
 }
