@@ -177,37 +177,16 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
         }
 }
 
-/* The sum of v[p], v[p + 8], v[p + 16], ... below G (v[b] at v + b * stride), in that order.
- * PER >= ceil(G / 8): every load is issued before the first add, so the sum costs one round
- * trip to L2, not one a partial (a loop with a runtime bound leaves most of them in series);
- * the adds keep the loop's order, so the bits are the loop's. */
-template <int PER>
-__device__ __forceinline__ float sum_every8(const float *__restrict__ v, size_t stride, int p,
-                                            int G) {
-    float x[PER];
-#pragma unroll
-    for (int i = 0; i < PER; i++)
-        x[i] = p + 8 * i < G ? v[(size_t)(p + 8 * i) * stride] : 0.0f;
-    float s = 0.0f;
-#pragma unroll
-    for (int i = 0; i < PER; i++)
-        if (p + 8 * i < G) s += x[i];
-    return s;
-}
-
 /* out[t][j] = the sum over blocks b of partial[t][b][j], b in order: 32 outputs a block of 256
  * threads, each of its 8 warps summing every 8th partial, then the 8 sums in order. */
 __global__ void __launch_bounds__(256)
-    mlp_reduce_kernel(const float *__restrict__ partial, float *__restrict__ out, int H, int G,
-                      int loop) {
+    mlp_reduce_kernel(const float *__restrict__ partial, float *__restrict__ out, int H, int G) {
     __shared__ float sums[8][33];
     k_wait_prior();
     const int t = blockIdx.y, lane = threadIdx.x & 31, p = threadIdx.x >> 5;
     const int j = blockIdx.x * 32 + lane;
     float s = 0.0f;
-    if (j < H && G <= 8 * 32 && !loop)
-        s = sum_every8<32>(partial + (size_t)t * G * H + j, (size_t)H, p, G);
-    else if (j < H)
+    if (j < H)
         for (int b = p; b < G; b += 8)
             s += partial[((size_t)t * G + b) * H + j];
     sums[p][lane] = s;
@@ -332,8 +311,7 @@ extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, co
             t0 += nt;
         }
         k_launch(mlp_reduce_kernel, dim3((H + 31) / 32, c1 - c0), dim3(256), s,
-                 (const float *)partial, out + (size_t)c0 * H, H, G,
-                 getenv("GEMMA_CUDA_MLP_REDUCE_LOOP") != NULL); /* EXPERIMENT (s27 call 7) */
+                 (const float *)partial, out + (size_t)c0 * H, H, G);
         K_CHECK_LAUNCH();
     }
 }
