@@ -106,15 +106,23 @@ __global__ void __launch_bounds__(THREADS) slice_small_kernel(const float *y, fl
     small_op(y, x);
 }
 
-/* carveout: the kernel's preferred shared-memory carveout in percent (-1: the driver's choice),
- * which decides whether the next launch's block (its ring) fits beside a running one. */
+/* The kernel's ring of S rows allowed, at a preferred shared-memory carveout in percent (-1:
+ * the driver's choice), which decides whether the next launch's block (its ring) fits beside a
+ * running one; returns how many of its blocks a multiprocessor then holds. */
+template <int S> static int slice_attrs(int carveout) {
+    CK(cudaFuncSetAttribute(slice_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            S * ROWB));
+    CK(cudaFuncSetAttribute(slice_kernel<S>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                            carveout));
+    int blocks = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, slice_kernel<S>, SL_NTH, S * ROWB));
+    return blocks;
+}
+
 template <int S>
 static float slice_chain(const step_setup &St, float *y, int small_ops, int reps, int carveout) {
     const size_t smem = (size_t)S * ROWB;
-    CK(cudaFuncSetAttribute(slice_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                            (int)smem));
-    CK(cudaFuncSetAttribute(slice_kernel<S>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                            carveout));
+    slice_attrs<S>(carveout);
     cudaGraph_t gr;
     cudaGraphExec_t ge;
     CK(cudaStreamBeginCapture(St.s, cudaStreamCaptureModeThreadLocal));
@@ -146,26 +154,17 @@ int main(void) {
     CK(cudaMalloc(&y, (size_t)32 << 20)); /* outputs of the largest stream (20.5 K rows) */
     CK(cudaMemset(y, 0, (size_t)32 << 20));
     const int reps = getenv("STEP_SLICE_REPS") ? atoi(getenv("STEP_SLICE_REPS")) : 20;
-    /* how many of its blocks a multiprocessor holds at once (the next launch's ring must fit
-     * beside the running one's for PDL to fill it early) */
-    for (int co = -1; co <= 100; co += 101) {
-        int b20 = 0, b9 = 0;
-        CK(cudaFuncSetAttribute(slice_kernel<20>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                20 * ROWB));
-        CK(cudaFuncSetAttribute(slice_kernel<9>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                9 * ROWB));
-        CK(cudaFuncSetAttribute(slice_kernel<20>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                co));
-        CK(cudaFuncSetAttribute(slice_kernel<9>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                co));
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b20, slice_kernel<20>, SL_NTH,
-                                                         20 * ROWB));
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b9, slice_kernel<9>, SL_NTH, 9 * ROWB));
+    /* the driver's carveout, then 100 %: how many blocks fit a multiprocessor (the next
+     * launch's ring must fit beside the running one's for PDL to fill it early), then the
+     * chains */
+    const int carveouts[2] = {-1, 100};
+    for (int k = 0; k < 2; k++) {
+        const int co = carveouts[k];
         printf("carveout %s: blocks a multiprocessor, ring of 20 rows %d, of 9 rows %d\n",
-               co < 0 ? "driver's" : "100 %", b20, b9);
+               co < 0 ? "driver's" : "100 %", slice_attrs<20>(co), slice_attrs<9>(co));
     }
-    for (int co = -1; co <= 100; co += 101)
-        for (int small_ops = 1; small_ops >= 0; small_ops--) {
+    for (int k = 0; k < 2; k++)
+        for (int small_ops = 1, co = carveouts[k]; small_ops >= 0; small_ops--) {
             const float m20 = slice_chain<20>(St, y, small_ops, reps, co);
             const float m9 = slice_chain<9>(St, y, small_ops, reps, co);
             const char *what = small_ops ? "with the small ops" : "streams only";
