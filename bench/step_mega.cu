@@ -56,12 +56,6 @@ __device__ __forceinline__ float x_dot(uint4 u, const float *a, float acc) {
            (w[4] * a[4] + w[5] * a[5] + w[6] * a[6] + w[7] * a[7]);
 }
 
-__device__ __forceinline__ void bulk_prefetch_l2(const void *src, unsigned bytes) {
-#if BULK_OK
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
-#endif
-}
-
 /* The producer's walk over this block's stages of every stream phase, in step order. */
 struct stage_iter {
     const phase *ph;

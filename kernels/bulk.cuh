@@ -1,8 +1,8 @@
 /* bulk.cuh: the copy engine (cp.async.bulk) and shared-memory mbarriers as inline PTX, shared by
- * kernels/mlp.cu and the benchmarks bench/step_mega.cu and bench/mlp_slice.cu: a producer thread
- * streams weights into a ring of shared-memory stages, consumers wait on a stage's transaction
- * count and free it again. Before sm_90 the helpers are empty (BULK_OK 0): the kernels that use
- * them are not launched there (mlp.cu) or the benchmarks refuse to run. */
+ * kernels/mlp.cu and the benchmarks bench/step_mega.cu, bench/mlp_slice.cu and bench/step_slice.cu:
+ * a producer thread streams weights into a ring of shared-memory stages, consumers wait on a
+ * stage's transaction count and free it again. Before sm_90 the helpers are empty (BULK_OK 0): the
+ * kernels that use them are not launched there (mlp.cu) or the benchmarks refuse to run. */
 #ifndef BULK_CUH
 #define BULK_CUH
 
@@ -48,6 +48,13 @@ __device__ __forceinline__ void bulk_copy(void *dst, const void *src, unsigned b
                  "%2, [%3];" ::"r"(smem_u32(dst)),
                  "l"(src), "r"(bytes), "r"(smem_u32(bar))
                  : "memory");
+#endif
+}
+
+/* Ask L2 for bytes at src (a multiple of 16) without waiting: the copy engine's prefetch. */
+__device__ __forceinline__ void bulk_prefetch_l2(const void *src, unsigned bytes) {
+#if BULK_OK
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
 #endif
 }
 
