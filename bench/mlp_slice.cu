@@ -77,10 +77,7 @@ __global__ void __launch_bounds__(NTH, 1)
                                         : m == 1 ? up
                                                  : downt) +
                                        (size_t)(kb + i) * (ROW / 16);
-                    const unsigned st = g % S;
-                    if (g >= S) mbar_wait(&empty[st], ((g / S) - 1) & 1);
-                    mbar_expect(&full[st], ROW);
-                    bulk_copy(ring + (size_t)st * ROW, src, ROW, &full[st]);
+                    ring_put_at<S>(ring, full, empty, g, src, ROW);
                 }
         }
         return;

@@ -58,15 +58,10 @@ __global__ void __launch_bounds__(SL_NTH, 1)
 #endif
     if (warp == SL_CW) { /* the producer: weights need nothing of the previous kernel */
         if (lane == 0) {
-            for (int r = r0, g = 0; r < r1; r++, g++) {
-                const int st = g % S;
-                if (g >= S) mbar_wait(&empty[st], ((g / S) - 1) & 1);
-                mbar_expect(&full[st], ROWB);
-                bulk_copy(ring + (size_t)st * ROWB, w + (size_t)r * (ROWB / 16), ROWB, &full[st]);
-            }
+            for (int r = r0, g = 0; r < r1; r++, g++)
+                ring_put_at<S>(ring, full, empty, g, w + (size_t)r * (ROWB / 16), ROWB);
             if (pf_bytes) {
-                const int last = r1 - r0 - 1;
-                if (pf_landed && last >= 0) mbar_wait(&full[last % S], (last / S) & 1);
+                if (pf_landed && r1 > r0) ring_wait_landed<S>(full, r1 - r0 - 1);
                 const size_t share = pf_bytes / gridDim.x / 16 * 16;
                 const unsigned char *p = (const unsigned char *)pf + share * blockIdx.x;
                 for (size_t o = 0; o < share; o += ROWB)

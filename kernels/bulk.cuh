@@ -74,15 +74,32 @@ __device__ __forceinline__ void ring_init(uint64_t *full, uint64_t *empty, int S
     }
 }
 
-/* Consumer side of such a ring, stage g of S (a compile-time count, so g % S is a multiply and a
- * shift; kernels/mlp.cu steps the stage instead, for a runtime S): wait until its row of
- * row_bytes has landed, read thread t's 16 bytes, free the stage (one arrival a warp). */
+/* Producer side of such a ring, the g-th row put in of S stages (a compile-time count, so
+ * g % S is a multiply and a shift; kernels/mlp.cu steps the stage instead, for a runtime S):
+ * wait until its stage has been freed (from the second round on), then copy row_bytes at src
+ * into it. */
+template <int S>
+__device__ __forceinline__ void ring_put_at(unsigned char *ring, uint64_t *full, uint64_t *empty,
+                                            unsigned g, const void *src, unsigned row_bytes) {
+    const unsigned st = g % S;
+    if (g >= S) mbar_wait(&empty[st], ((g / S) - 1) & 1);
+    mbar_expect(&full[st], row_bytes);
+    bulk_copy(ring + (size_t)st * row_bytes, src, row_bytes, &full[st]);
+}
+
+/* Wait until the g-th row put in has landed in its stage. */
+template <int S> __device__ __forceinline__ void ring_wait_landed(uint64_t *full, unsigned g) {
+    mbar_wait(&full[g % S], (g / S) & 1);
+}
+
+/* Consumer side, row g: wait until it has landed, read thread t's 16 bytes, free the stage (one
+ * arrival a warp). */
 template <int S>
 __device__ __forceinline__ uint4 ring_take_at(const unsigned char *ring, uint64_t *full,
                                               uint64_t *empty, unsigned g, int row_bytes, int t,
                                               int lane) {
     const unsigned st = g % S;
-    mbar_wait(&full[st], (g / S) & 1);
+    ring_wait_landed<S>(full, g);
     const uint4 u = reinterpret_cast<const uint4 *>(ring + (size_t)st * row_bytes)[t];
     __syncwarp();
     if (lane == 0) mbar_arrive(&empty[st]);
