@@ -16,11 +16,15 @@
  *     outputs and writes x (a norm's latency chain), all PDL;
  *   - the same without the small ops (the streams' own overlap);
  *   - rings of 20 and 9 rows (100 and 45 KB: two or four launches' rings fit a multiprocessor);
- *   - (session 27) each launch's producer, once its rows are asked for (or have landed), asks L2
- *     for its share of the next 8 or 24 MB of the step's weights (cp.async.bulk.prefetch.L2):
- *     a ring that is full before a boundary cannot keep memory busy during it (the next
- *     launch's consumers wait for this one to end, and its producer for a free stage), but
- *     requests for what comes after can, if L2 keeps them until they are read.
+ *   - (session 28) the producer keeps at most D rows in flight (asked for, not landed), the ring
+ *     still 20 rows: a ring of 100 KB a multiprocessor, two launches' worth, is 13-26 MB asked
+ *     of memory at once, 3-6 us of the copy bandwidth. If the memory system serves requests
+ *     roughly in order, every request on a dependency's path (the reduction's stores, the small
+ *     op's reads of y, the next launch's reads of x) queues behind that much, and a boundary
+ *     costs that long (Little's law). About 3 MB in flight (0.7 us of latency times the
+ *     bandwidth) should keep memory busy; more only adds queueing. Session 27's rows asking L2
+ *     for the next 8 / 24 MB at each stream's end lost 3-19 % (docs/gpu_logs/s28/call1) and
+ *     are gone.
  *
  * Compare with step_shape's "chain" rows (the engine's layout) from the same device call. The
  * sums are real (x in registers against the weights) but the values are not checked: this is
@@ -37,14 +41,12 @@
 #define SL_NTH (SL_CT + 32)
 #define SL_B   16 /* rows a block reduction */
 
-/* Rows [r0, r1) of w (rows x 2560 bf16) against x, a block a multiprocessor; y[r] = w[r] . x. */
-/* pf, pf_bytes: what to ask L2 for after the rows (none: 0), once they are asked for
- * (pf_landed 0) or once the last has landed (1); the grid's blocks take equal shares. */
+/* Rows [r0, r1) of w (rows x 2560 bf16) against x, a block a multiprocessor; y[r] = w[r] . x.
+ * depth: the most rows the producer has asked for that have not landed (S: no limit). */
 template <int S>
 __global__ void __launch_bounds__(SL_NTH, 1)
     slice_kernel(const uint4 *__restrict__ w, int rows, const float *__restrict__ x,
-                 float *__restrict__ y, const uint4 *__restrict__ pf, size_t pf_bytes,
-                 int pf_landed) {
+                 float *__restrict__ y, int depth) {
     extern __shared__ __align__(128) unsigned char ring[];
     __shared__ uint64_t full[S], empty[S];
     __shared__ float red[SL_CW][SL_B];
@@ -58,14 +60,11 @@ __global__ void __launch_bounds__(SL_NTH, 1)
 #endif
     if (warp == SL_CW) { /* the producer: weights need nothing of the previous kernel */
         if (lane == 0) {
-            for (int r = r0, g = 0; r < r1; r++, g++)
+            for (int r = r0, g = 0; r < r1; r++, g++) {
+                /* row g - depth's stage is refilled only at g - depth + S > g: its phase is
+                 * still the one to wait for */
+                if (depth < S && g >= depth) ring_wait_landed<S>(full, g - depth);
                 ring_put_at<S>(ring, full, empty, g, w + (size_t)r * (ROWB / 16), ROWB);
-            if (pf_bytes) {
-                if (pf_landed && r1 > r0) ring_wait_landed<S>(full, r1 - r0 - 1);
-                const size_t share = pf_bytes / gridDim.x / 16 * 16;
-                const unsigned char *p = (const unsigned char *)pf + share * blockIdx.x;
-                for (size_t o = 0; o < share; o += ROWB)
-                    bulk_prefetch_l2(p + o, (unsigned)(share - o < ROWB ? share - o : ROWB));
             }
         }
         return;
@@ -131,24 +130,21 @@ template <int S> static int slice_attrs(int carveout) {
     return blocks;
 }
 
-/* pf_mb: after each stream, ask L2 for the next pf_mb MB of the step's weights (0: no) */
+/* depth: rows in flight a producer at most (S: no limit) */
 template <int S>
 static float slice_chain(const step_setup &St, float *y, int small_ops, int reps, int carveout,
-                         double pf_mb = 0, int pf_landed = 0) {
+                         int depth = S) {
     const size_t smem = (size_t)S * ROWB;
     slice_attrs<S>(carveout);
     cudaGraph_t gr;
     cudaGraphExec_t ge;
     CK(cudaStreamBeginCapture(St.s, cudaStreamCaptureModeThreadLocal));
     for (int p = 0; p < St.n_ph; p++)
-        if (St.ph[p].n16) {
-            const size_t end = St.ph[p].off + St.ph[p].n16, want = (size_t)(pf_mb * 1e6 / 16);
-            const size_t pf16 = end + want <= St.words ? want : St.words - end;
+        if (St.ph[p].n16)
             launch_pdl_ex(slice_kernel<S>, St.sms, SL_NTH, smem, St.s,
                           (const uint4 *)(St.w + St.ph[p].off), (int)(St.ph[p].n16 * 16 / ROWB),
-                          (const float *)St.x, y, (const uint4 *)(St.w + end), pf16 * 16,
-                          pf_landed);
-        } else if (small_ops)
+                          (const float *)St.x, y, depth);
+        else if (small_ops)
             launch_pdl(slice_small_kernel, 1, 0, St.s, (const float *)y, St.x);
     CK(cudaStreamEndCapture(St.s, &gr));
     CK(cudaGraphInstantiate(&ge, gr, 0));
@@ -191,23 +187,21 @@ int main(void) {
             printf("slice chain, ring of  9 rows  (45 KB), %-18s %.3f ms  %5.1f %% of copy%s\n",
                    what, m9, 100.0 * St.floor_ms / m9, cv);
         }
-    /* after each stream, L2 asked for the next 8 or 24 MB (ring of 20 rows, driver's carveout),
-     * against the same chain without, measured again beside them */
+    /* at most D rows in flight a producer (ring of 20 rows, driver's carveout), against the
+     * same chain without the limit, measured again beside them */
     for (int small_ops = 1; small_ops >= 0; small_ops--) {
         const char *what = small_ops ? "with the small ops" : "streams only";
         const float m0 = slice_chain<20>(St, y, small_ops, reps, -1);
-        printf("slice chain, ring of 20 rows, %-18s, no L2 requests        %.3f ms  %5.1f %%\n",
+        printf("slice chain, ring of 20 rows, %-18s, no limit in flight   %.3f ms  %5.1f %%\n",
                what, m0, 100.0 * St.floor_ms / m0);
-        const double mbs[2] = {8, 24};
-        for (int i = 0; i < 2; i++)
-            for (int landed = 0; landed < 2; landed++) {
-                const float m = slice_chain<20>(St, y, small_ops, reps, -1, mbs[i], landed);
-                printf(
-                    "slice chain, ring of 20 rows, %-18s, next %2.0f MB to L2, %s %.3f ms  %5.1f "
-                    "%%\n",
-                    what, mbs[i], landed ? "rows landed" : "rows asked ", m,
-                    100.0 * St.floor_ms / m);
-            }
+        const int depths[6] = {1, 2, 3, 4, 6, 10};
+        for (int i = 0; i < 6; i++) {
+            const float m = slice_chain<20>(St, y, small_ops, reps, -1, depths[i]);
+            printf("slice chain, ring of 20 rows, %-18s, %2d rows in flight     %.3f ms  %5.1f %% "
+                   "(%.1f MB a launch)\n",
+                   what, depths[i], m, 100.0 * St.floor_ms / m,
+                   depths[i] * (double)ROWB * St.sms / 1e6);
+        }
     }
     return 0;
 }
