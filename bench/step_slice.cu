@@ -194,7 +194,7 @@ int main(void) {
         const float m0 = slice_chain<20>(St, y, small_ops, reps, -1);
         printf("slice chain, ring of 20 rows, %-18s, no limit in flight   %.3f ms  %5.1f %%\n",
                what, m0, 100.0 * St.floor_ms / m0);
-        const int depths[6] = {1, 2, 3, 4, 6, 10};
+        const int depths[6] = {6, 8, 10, 12, 14, 16};
         for (int i = 0; i < 6; i++) {
             const float m = slice_chain<20>(St, y, small_ops, reps, -1, depths[i]);
             printf("slice chain, ring of 20 rows, %-18s, %2d rows in flight     %.3f ms  %5.1f %% "
