@@ -10,8 +10,10 @@ C="base:;d10:GEMMA_CUDA_MLP_DEPTH=10;d12:GEMMA_CUDA_MLP_DEPTH=12;d14:GEMMA_CUDA_
 DECODE_PROFILE_CUSTOM="$C;$C" timeout 250 $N/cuda_ops decode-profile /tmp/e4b/model 256 128 > $T/e4b.txt 2>&1; el "e4b rc $?"; ms $T/e4b.txt
 C="base:;d12:GEMMA_CUDA_MLP_DEPTH=12"
 DECODE_PROFILE_VERIFY="2 8" DECODE_PROFILE_CUSTOM="$C;$C" timeout 200 $N/cuda_ops decode-profile /tmp/e4b/model 256 128 > $T/e4b_verify.txt 2>&1; el "verify rc $?"; ms $T/e4b_verify.txt
+i=0
 for d in 0 12 0 12; do
+  i=$((i + 1))
   GEMMA_CUDA_MLP_DEPTH=$d ENGINE_DEVICE=cuda WARMUP_NUM_PROMPTS=1 MAX_NEW_TOKENS=128 timeout 120 $N/engine bench /tmp/e4b/model \
-    --prompts /tmp/e4b/prompts.jsonl > $T/bench_d$d.out 2> $T/bench_d$d.err; el "engine bench depth=$d rc $?"; tail -1 $T/bench_d$d.out | cut -c1-300
+    --prompts /tmp/e4b/prompts.jsonl > $T/bench${i}_d$d.out 2> $T/bench${i}_d$d.err; el "engine bench depth=$d rc $?"; tail -1 $T/bench${i}_d$d.out | cut -c1-300
 done
 cd $OUT && tar czf c3.tgz c3
