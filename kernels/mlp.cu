@@ -15,9 +15,10 @@
  *     of down), so the block's slice of it is k1 - k0 contiguous rows, and h[k] = gelu(g) * u
  *     times row k is added into 8 accumulators a thread - no x at all;
  *   - a producer warp streams the block's rows (a batch of B gate rows, their up rows, their
- *     down rows, the next batch...) into a ring of one-row stages with cp.async.bulk and waits
- *     only for a free stage. Weights depend on no earlier kernel, so the ring fills while the
- *     kernel before this one (programmatic dependent launch) is still running;
+ *     down rows, the next batch...) into a ring of one-row stages with cp.async.bulk, waiting
+ *     only for a free stage and for fewer than mlp_depth rows in flight. Weights depend on no
+ * earlier kernel, so the ring fills while the kernel before this one (programmatic dependent
+ * launch) is still running;
  *   - the block's H partial outputs go to partial[t][block]; mlp_reduce_kernel sums the partials
  *     of each output in block order.
  *
@@ -83,7 +84,7 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
                                             : m == 1 ? up
                                                      : downt) +
                                            (size_t)(kb + i) * (H / 8);
-                        /* (experiment) at most depth rows asked for and not landed */
+                        /* at most depth rows asked for and not landed (mlp_depth) */
                         if (depth < S && g++ >= (unsigned)depth) {
                             mbar_wait(&full[lst], lph);
                             if (++lst == (unsigned)S) lst = 0, lph ^= 1;
@@ -228,6 +229,23 @@ static int mlp_stages(int H) {
     return s < 4 ? 4 : s > 48 ? 48 : s;
 }
 
+/* The most rows a block's producer keeps asked for and not landed: MLP_INFLIGHT_BYTES. The ring
+ * (MLP_RING_BYTES) may still fill further ahead; the limit is on requests in the memory system.
+ * Why. Memory needs about its latency times its bandwidth in flight to stay busy (~3 MB on an
+ * H200); past that, requests only queue. With the whole ring asked for at once (100 KB a
+ * multiprocessor, 13 MB over the GPU, twice that while the next launch's ring fills), every
+ * request on the step's critical path - the reduction's partials, the next kernel's reads of
+ * what this one wrote - waits behind microseconds of weights. Measured (session 28, calls 2-3,
+ * E4B's step, one process alternating): 8 rows in flight 3.11 ms, 10-16 rows 3.05-3.07, no
+ * limit 3.10-3.14; bench/step_slice.cu's chain of such kernels 2.46-2.47 ms at 8-10 rows
+ * against 2.55-2.56 without. 4 rows (20 KB) starves memory (3.49-3.53 ms). */
+#define MLP_INFLIGHT_BYTES (60 * 1024)
+
+static int mlp_depth(int H) {
+    const int d = MLP_INFLIGHT_BYTES / (2 * H);
+    return d < 4 ? 4 : d;
+}
+
 static int mlp_grid(void) {
     static int sms;
     if (!sms) {
@@ -305,10 +323,7 @@ extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, co
                       int I, int n) {
     if (n <= 0 || (k_skip & K_SKIP_MATVEC)) return;
     const int G = mlp_grid(), S = mlp_stages(H), wide = mlp_shape_of(H, I)->wide;
-    /* (experiment) GEMMA_CUDA_MLP_DEPTH: rows in flight at most (read at each call: the
-     * decode profile's runs set it in turn; graphs replay what was read at capture) */
-    const char *dv = getenv("GEMMA_CUDA_MLP_DEPTH");
-    const int depth = dv && atoi(dv) > 0 ? atoi(dv) : 1 << 20;
+    const int depth = mlp_depth(H);
     const size_t smem = (size_t)S * (2 * H + 16);
     for (int c0 = 0; c0 < n; c0 += MLP_CHUNK) { /* a prefill: chunks of MLP_CHUNK inputs */
         const int c1 = n - c0 < MLP_CHUNK ? n : c0 + MLP_CHUNK;
