@@ -323,32 +323,15 @@ extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, co
                       int I, int n) {
     if (n <= 0 || (k_skip & K_SKIP_MATVEC)) return;
     const int G = mlp_grid(), S = mlp_stages(H), wide = mlp_shape_of(H, I)->wide;
-    /* (experiment, s28) GEMMA_CUDA_MLP_DEPTH: rows in flight; GEMMA_CUDA_MLP_RING_KB: the ring of
-     * a chunk's last launch (no MLP launch follows it, so its ring need not leave room for one;
-     * the kernels before it are mostly latency-bound, so a longer ring soaks up idle memory).
-     * Read at each call: the decode profile's runs set them in turn. */
-    const char *dv = getenv("GEMMA_CUDA_MLP_DEPTH"), *rv = getenv("GEMMA_CUDA_MLP_RING_KB");
-    const int depth = dv && atoi(dv) > 0 ? atoi(dv) : mlp_depth(H);
-    int S_last = rv && atoi(rv) > 0 ? atoi(rv) * 1024 / (2 * H) : S;
-    if (S_last < 4) S_last = 4;
+    const int depth = mlp_depth(H);
     const size_t smem = (size_t)S * (2 * H + 16);
-    size_t smem_last = (size_t)S_last * (2 * H + 16);
     for (int c0 = 0; c0 < n; c0 += MLP_CHUNK) { /* a prefill: chunks of MLP_CHUNK inputs */
         const int c1 = n - c0 < MLP_CHUNK ? n : c0 + MLP_CHUNK;
         for (int t0 = c0; t0 < c1;) {
             const int r = c1 - t0, nt = r >= 5 && wide ? 8 : r >= 3 ? 4 : r;
-            int Sl = S;
-            size_t sm = smem;
-            if (t0 + nt >= c1 && S_last != S) {
-                if (cudaFuncSetAttribute(mlp_form(nt), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)smem_last) == cudaSuccess)
-                    Sl = S_last, sm = smem_last;
-                else
-                    cudaGetLastError();
-            }
-            k_launch_ex(mlp_form(nt), dim3(G), dim3(H / 8 + 32), 0, sm, s, (const uint4 *)gate,
+            k_launch_ex(mlp_form(nt), dim3(G), dim3(H / 8 + 32), 0, smem, s, (const uint4 *)gate,
                         (const uint4 *)up, (const uint4 *)down_t, x, h_out, u_out, partial, H, I,
-                        c1, t0, c0, Sl, depth);
+                        c1, t0, c0, S, depth);
             K_CHECK_LAUNCH();
             t0 += nt;
         }
