@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
     mlp_kernel(const uint4 *__restrict__ gate, const uint4 *__restrict__ up,
                const uint4 *__restrict__ downt, const float *__restrict__ x,
                float *__restrict__ h_out, float *__restrict__ u_out, float *__restrict__ partial,
-               int H, int I, int n, int t0, int p0, int S, int depth, int early, int l2rows) {
+               int H, int I, int n, int t0, int p0, int S, int depth) {
     extern __shared__ __align__(128) unsigned char ring[];
     const int row_bytes = 2 * H, CT = H / 8, CW = CT / 32;
     uint64_t *full = reinterpret_cast<uint64_t *>(ring + (size_t)S * row_bytes), *empty = full + S;
@@ -76,16 +76,6 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
         if (lane == 0) {
             unsigned st = 0, round = 0; /* the stage, and how often the ring has been filled */
             unsigned lst = 0, lph = 0, g = 0; /* row g - depth's stage and parity; rows put */
-            /* (experiment, s28) ask L2 for the rows after the ring's first fill, l2rows of them,
-             * while the kernels before this one leave memory idle */
-            const int total = 3 * (k1 - k0);
-            for (int q = S; q < S + l2rows && q < total; q++) {
-                const int kb = k0 + q / (3 * B) * B, nk = min(B, k1 - kb), rem = q - (kb - k0) * 3;
-                const int m = rem / nk, i = rem % nk;
-                bulk_prefetch_l2((m == 0 ? gate : m == 1 ? up : downt) + (size_t)(kb + i) * (H / 8),
-                                 row_bytes);
-            }
-            int puts = 0;
             for (int kb = k0; kb < k1; kb += B) {
                 const int nk = min(B, k1 - kb);
                 for (int m = 0; m < 3; m++)
@@ -99,9 +89,6 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
                             mbar_wait(&full[lst], lph);
                             if (++lst == (unsigned)S) lst = 0, lph ^= 1;
                         }
-                        /* (experiment, s28) at most `early` rows before the kernel before
-                         * this one has ended */
-                        if (puts++ == early) k_wait_only();
                         if (round) mbar_wait(&empty[st], (round - 1) & 1);
                         mbar_expect(&full[st], row_bytes);
                         bulk_copy(ring + (size_t)st * row_bytes, src, row_bytes, &full[st]);
@@ -226,7 +213,7 @@ __global__ void __launch_bounds__(256)
                     block can fill its ring under this one (PDL) */
 
 typedef void (*mlp_fn)(const uint4 *, const uint4 *, const uint4 *, const float *, float *, float *,
-                       float *, int, int, int, int, int, int, int, int, int);
+                       float *, int, int, int, int, int, int, int);
 
 /* The form for a pass of nt inputs: 1 input and batches of 16, 2 and 8, 4 and 4, 8 and 2 (the
  * accumulators' registers stay about the same; x and the outputs grow with NT). */
@@ -337,11 +324,6 @@ extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, co
     if (n <= 0 || (k_skip & K_SKIP_MATVEC)) return;
     const int G = mlp_grid(), S = mlp_stages(H), wide = mlp_shape_of(H, I)->wide;
     const int depth = mlp_depth(H);
-    /* (experiment, s28) GEMMA_CUDA_MLP_EARLY: rows put before the wait for the previous kernel
-     * (default all); GEMMA_CUDA_MLP_L2: rows after the ring's first fill asked of L2 at the
-     * start. Read at each call: the decode profile's runs set them in turn. */
-    const char *ev = getenv("GEMMA_CUDA_MLP_EARLY"), *lv = getenv("GEMMA_CUDA_MLP_L2");
-    const int early = ev && atoi(ev) > 0 ? atoi(ev) : -1, l2rows = lv ? atoi(lv) : 0;
     const size_t smem = (size_t)S * (2 * H + 16);
     for (int c0 = 0; c0 < n; c0 += MLP_CHUNK) { /* a prefill: chunks of MLP_CHUNK inputs */
         const int c1 = n - c0 < MLP_CHUNK ? n : c0 + MLP_CHUNK;
@@ -349,7 +331,7 @@ extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, co
             const int r = c1 - t0, nt = r >= 5 && wide ? 8 : r >= 3 ? 4 : r;
             k_launch_ex(mlp_form(nt), dim3(G), dim3(H / 8 + 32), 0, smem, s, (const uint4 *)gate,
                         (const uint4 *)up, (const uint4 *)down_t, x, h_out, u_out, partial, H, I,
-                        c1, t0, c0, S, depth, early, l2rows);
+                        c1, t0, c0, S, depth);
             K_CHECK_LAUNCH();
             t0 += nt;
         }
