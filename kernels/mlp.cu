@@ -322,14 +322,8 @@ extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, co
                       const void *gate, const void *up, const void *down_t, float *partial, int H,
                       int I, int n) {
     if (n <= 0 || (k_skip & K_SKIP_MATVEC)) return;
-    const int G = mlp_grid(), wide = mlp_shape_of(H, I)->wide;
-    /* (experiment, s28 call 7) GEMMA_CUDA_MLP_RING_KB: a shorter ring (fewer KB than the 100 the
-     * attribute allows), GEMMA_CUDA_MLP_DEPTH: rows in flight. Read at each call. */
-    const char *rv = getenv("GEMMA_CUDA_MLP_RING_KB"), *dv = getenv("GEMMA_CUDA_MLP_DEPTH");
-    int S = mlp_stages(H);
-    if (rv && atoi(rv) > 0 && atoi(rv) * 1024 / (2 * H + 16) < S) S = atoi(rv) * 1024 / (2 * H + 16);
-    if (S < 4) S = 4;
-    const int depth = dv && atoi(dv) > 0 ? atoi(dv) : mlp_depth(H);
+    const int G = mlp_grid(), S = mlp_stages(H), wide = mlp_shape_of(H, I)->wide;
+    const int depth = mlp_depth(H);
     const size_t smem = (size_t)S * (2 * H + 16);
     for (int c0 = 0; c0 < n; c0 += MLP_CHUNK) { /* a prefill: chunks of MLP_CHUNK inputs */
         const int c1 = n - c0 < MLP_CHUNK ? n : c0 + MLP_CHUNK;
