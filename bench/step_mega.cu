@@ -21,7 +21,11 @@
  *     (session 16: all 1.83-1.87 us - not the fence's kind; most likely the stores draining);
  *   - LL outputs (prev_x): the data as its own signal, no fence, counter or poll (session 19);
  *   - FOLD consumers: no x, a fold of the weights - consumers well faster than memory, as
- *     tensor cores would make them, to see whether the ring then absorbs the waits (session 19).
+ *     tensor cores would make them, to see whether the ring then absorbs the waits (session 19);
+ *   - DEPTH: at most that many stages asked for and not landed (session 28). The traced 1.8 us
+ *     of fence + counter looked like stores draining behind the weight copies; with 160 KB a
+ *     multiprocessor asked for at once (21 MB over the GPU, 5 us of bandwidth) every request
+ *     queues that long. step_slice.cu and the engine's MLP kernel gained with 40-60 KB.
  *
  * Measured on an H200 in docs/bench_gpu.md (session 15): 89 % of copy bandwidth without the
  * waits, 62 % with them - each of the 252 dependencies costs about 3.4 us of the critical path
@@ -140,7 +144,7 @@ __device__ __forceinline__ float prev_x(const float *prev, const unsigned long l
  * well faster than memory, as tensor cores would make them - does the ring then absorb the
  * waits? */
 template <int W, int STG, bool SYNC, bool XR = false, int AHEAD = 0, int SIG = 0, bool LL = false,
-          bool FOLD = false>
+          bool FOLD = false, int DEPTH = 0>
 __global__ void __launch_bounds__((W + 1) * 32, 1)
     mega_kernel(const uint4 *w, const phase *ph, int n_ph, float *buf, unsigned *cnt,
                 unsigned target, float *sink, unsigned long long *trace, unsigned long long *ll,
@@ -171,6 +175,10 @@ __global__ void __launch_bounds__((W + 1) * 32, 1)
                 pf.next();
             }
             const int st = g % STG, nr = min(W, it.r1 - it.ra);
+            /* DEPTH > 0: at most DEPTH stages asked for and not landed (stage g - DEPTH is
+             * refilled only at g - DEPTH + STG > g, so its phase is still the one to wait for) */
+            static_assert(DEPTH < STG, "DEPTH counts stages in flight, fewer than the ring's");
+            if (DEPTH && g >= DEPTH) mbar_wait(&full[(g - DEPTH) % STG], ((g - DEPTH) / STG) & 1);
             if (g >= STG) mbar_wait(&empty[st], ((g / STG) - 1) & 1);
             mbar_expect(&full[st], nr * ROWB);
             bulk_copy(ring + (size_t)st * W * ROWB, w + ph[it.p].off + (size_t)it.ra * (ROWB / 16),
@@ -360,6 +368,27 @@ int main(void) {
              (const void *)mega_kernel<16, 2, false, false, 4>, 16, 2, false},
             {"8 warps, 4 stages, L2 8 ahead", (const void *)mega_kernel<8, 4, true, false, 8>, 8, 4,
              false},
+            /* session 28: the stages in flight limited apart from the ring (step_slice and the
+             * engine's MLP kernel gained with 40-60 KB a multiprocessor in flight) */
+            {"8 warps, 4 stages", (const void *)mega_kernel<8, 4, true>, 8, 4, false},
+            {"8 warps, 4 stages, 1 in flight (40 KB)",
+             (const void *)mega_kernel<8, 4, true, false, 0, 0, false, false, 1>, 8, 4, true},
+            {"8 warps, 4 stages, 2 in flight (80 KB)",
+             (const void *)mega_kernel<8, 4, true, false, 0, 0, false, false, 2>, 8, 4, false},
+            {"8 warps, 4 stages, LL outputs, 1 in flight",
+             (const void *)mega_kernel<8, 4, true, false, 0, 0, true, false, 1>, 8, 4, true},
+            {"8 warps, 4 stages, LL outputs, fold, 1 in flight",
+             (const void *)mega_kernel<8, 4, true, false, 0, 0, true, true, 1>, 8, 4, false},
+            {"4 warps, 8 stages, 2 in flight (40 KB)",
+             (const void *)mega_kernel<4, 8, true, false, 0, 0, false, false, 2>, 4, 8, false},
+            {"4 warps, 8 stages, LL outputs, 2 in flight",
+             (const void *)mega_kernel<4, 8, true, false, 0, 0, true, false, 2>, 4, 8, false},
+            {"4 warps, 8 stages, LL outputs, fold, 2 in flight",
+             (const void *)mega_kernel<4, 8, true, false, 0, 0, true, true, 2>, 4, 8, false},
+            {"4 warps, 8 stages, no waits, 2 in flight",
+             (const void *)mega_kernel<4, 8, false, false, 0, 0, false, false, 2>, 4, 8, false},
+            {"16 warps, 2 stages, 1 in flight (80 KB)",
+             (const void *)mega_kernel<16, 2, true, false, 0, 0, false, false, 1>, 16, 2, true},
         };
         printf("mega (one persistent kernel, bulk-copy ring, counters, x in shared memory, "
                "math):\n");
