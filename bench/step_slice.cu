@@ -22,9 +22,10 @@
  *     roughly in order, every request on a dependency's path (the reduction's stores, the small
  *     op's reads of y, the next launch's reads of x) queues behind that much, and a boundary
  *     costs that long (Little's law). About 3 MB in flight (0.7 us of latency times the
- *     bandwidth) should keep memory busy; more only adds queueing. Session 27's rows asking L2
- *     for the next 8 / 24 MB at each stream's end lost 3-19 % (docs/gpu_logs/s28/call1) and
- *     are gone.
+ *     bandwidth) should keep memory busy; more only adds queueing. Measured (s28 calls 2-3):
+ *     8-10 rows best, 2.46 against 2.55 ms with the small ops; 4 and fewer starve memory.
+ *     Session 27's rows asking L2 for the next 8 / 24 MB at each stream's end lost 3-19 %
+ *     (docs/gpu_logs/s28/call1) and are gone.
  *
  * Compare with step_shape's "chain" rows (the engine's layout) from the same device call. The
  * sums are real (x in registers against the weights) but the values are not checked: this is
