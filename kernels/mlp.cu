@@ -17,8 +17,8 @@
  *   - a producer warp streams the block's rows (a batch of B gate rows, their up rows, their
  *     down rows, the next batch...) into a ring of one-row stages with cp.async.bulk, waiting
  *     only for a free stage and for fewer than mlp_depth rows in flight. Weights depend on no
- * earlier kernel, so the ring fills while the kernel before this one (programmatic dependent
- * launch) is still running;
+ *     earlier kernel, so the ring fills while the kernel before this one (programmatic
+ *     dependent launch) is still running;
  *   - the block's H partial outputs go to partial[t][block]; mlp_reduce_kernel sums the partials
  *     of each output in block order.
  *
@@ -84,7 +84,9 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
                                             : m == 1 ? up
                                                      : downt) +
                                            (size_t)(kb + i) * (H / 8);
-                        /* at most depth rows asked for and not landed (mlp_depth) */
+                        /* at most depth rows asked for and not landed (mlp_depth): row
+                         * g - depth's stage is refilled only at g - depth + S > g. (g counts
+                         * only under a limit; written so, this is the code measured.) */
                         if (depth < S && g++ >= (unsigned)depth) {
                             mbar_wait(&full[lst], lph);
                             if (++lst == (unsigned)S) lst = 0, lph ^= 1;
@@ -233,9 +235,9 @@ static int mlp_stages(int H) {
  * (MLP_RING_BYTES) may still fill further ahead; the limit is on requests in the memory system.
  * Why. Memory needs about its latency times its bandwidth in flight to stay busy (~3 MB on an
  * H200); past that, requests only queue. With the whole ring asked for at once (100 KB a
- * multiprocessor, 13 MB over the GPU, twice that while the next launch's ring fills), every
- * request on the step's critical path - the reduction's partials, the next kernel's reads of
- * what this one wrote - waits behind microseconds of weights. Measured (session 28, calls 2-3,
+ * multiprocessor, 13 MB over the GPU: 3 us of bandwidth), every request on the step's critical
+ * path - the consumers' first reads of x, the kernels before this one that it overlaps, the
+ * reduction's partials - waits behind microseconds of weights. Measured (session 28, calls 2-3,
  * E4B's step, one process alternating): 8 rows in flight 3.11 ms, 10-16 rows 3.05-3.07, no
  * limit 3.10-3.14; bench/step_slice.cu's chain of such kernels 2.46-2.47 ms at 8-10 rows
  * against 2.55-2.56 without. 4 rows (20 KB) starves memory (3.49-3.53 ms). */
