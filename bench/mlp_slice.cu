@@ -27,8 +27,20 @@
  * against a CPU reference of one layer. The engine's figure to beat: gate + up 29.7 us + down
  * 17.4 us + norm 4.0 (isolated, session 25) - about 47 us of products a layer in the step.
  *
+ * (Session 28, prepared for the next device session.) The reduction after the MLP without a
+ * kernel of its own: the engine runs kernel, partial sums and norm as three kernels, two
+ * boundaries of about 2 us each. Two ways to fewer, measured as chains beside that form:
+ *   - pairs: the kernel in clusters of 2 blocks (a TPC), each pair adding its two partials
+ *     through distributed shared memory, so the sums read 66 partials instead of 132;
+ *   - reduce-norm: the partial sums and the norm as one kernel of one cluster of 8 blocks (320
+ *     columns each), the sum of squares exchanged through distributed shared memory;
+ *   - both.
+ * Each new form's first layer is checked against the CPU (the norm's output against the
+ * reference's norm).
+ *
  * sm_90 and later (cp.async.bulk); elsewhere it says so and exits.
  * nvcc -O3 -arch=sm_90 -std=c++17 -o mlp_slice bench/mlp_slice.cu && ./mlp_slice */
+#include <cooperative_groups.h>
 #include <math.h>
 
 #include "../kernels/bulk.cuh"
@@ -42,6 +54,9 @@
 #define NTH   (CT + 32) /* and the producer warp */
 #define ROW   (HID * 2) /* bytes of a bf16 row */
 #define MLPL  42        /* layers of distinct weights (6.6 GB: far beyond L2) */
+#define RN_CL 8         /* reduce-norm: blocks of its one cluster */
+
+namespace cg = cooperative_groups;
 
 __device__ __forceinline__ float gelu_tanh(float x) {
     const float k = 0.7978845608028654f;
@@ -49,8 +64,10 @@ __device__ __forceinline__ float gelu_tanh(float x) {
 }
 
 /* The MLP of one layer for one input: gate, up [INTER][HID] and down transposed [INTER][HID], bf16;
- * x [HID] fp32 (already normalised); partial [gridDim.x][HID]. */
-template <int B, int S>
+ * x [HID] fp32 (already normalised); partial [gridDim.x / CL][HID]. CL 2: launched in clusters of
+ * 2, a pair adds its two blocks' outputs (rank 0's first) through distributed shared memory,
+ * rank r writing columns [r HID / 2, (r + 1) HID / 2) of the pair's partial. */
+template <int B, int S, int CL = 1>
 __global__ void __launch_bounds__(NTH, 1)
     mlp_slice_kernel(const uint4 *__restrict__ gate, const uint4 *__restrict__ up,
                      const uint4 *__restrict__ downt, const float *__restrict__ x,
@@ -67,19 +84,27 @@ __global__ void __launch_bounds__(NTH, 1)
     cudaTriggerProgrammaticLaunchCompletion();
 #endif
     if (warp == CW) { /* the producer: weights need nothing of the previous kernel */
-        if (lane) return;
-        unsigned g = 0;
-        for (int kb = k0; kb < k1; kb += B) {
-            const int n = min(B, k1 - kb);
-            for (int m = 0; m < 3; m++)
-                for (int i = 0; i < n; i++, g++) {
-                    const uint4 *src = (m == 0   ? gate
-                                        : m == 1 ? up
-                                                 : downt) +
-                                       (size_t)(kb + i) * (ROW / 16);
-                    ring_put_at<S>(ring, full, empty, g, src, ROW);
-                }
+        if (lane == 0) {
+            unsigned g = 0;
+            for (int kb = k0; kb < k1; kb += B) {
+                const int n = min(B, k1 - kb);
+                for (int m = 0; m < 3; m++)
+                    for (int i = 0; i < n; i++, g++) {
+                        const uint4 *src = (m == 0   ? gate
+                                            : m == 1 ? up
+                                                     : downt) +
+                                           (size_t)(kb + i) * (ROW / 16);
+                        ring_put_at<S>(ring, full, empty, g, src, ROW);
+                    }
+            }
         }
+#if BULK_OK                     /* clusters: sm_90 and later, as the copy engine */
+        if constexpr (CL > 1) { /* every thread of a cluster meets its barriers */
+            __syncwarp();
+            cg::this_cluster().sync();
+            cg::this_cluster().sync();
+        }
+#endif
         return;
     }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -139,9 +164,34 @@ __global__ void __launch_bounds__(NTH, 1)
                 g++;
             }
     }
-    float4 *po = reinterpret_cast<float4 *>(partial + (size_t)blockIdx.x * HID) + 2 * t;
-    po[0] = make_float4(out[0], out[1], out[2], out[3]);
-    po[1] = make_float4(out[4], out[5], out[6], out[7]);
+    if constexpr (CL == 1) {
+        float4 *po = reinterpret_cast<float4 *>(partial + (size_t)blockIdx.x * HID) + 2 * t;
+        po[0] = make_float4(out[0], out[1], out[2], out[3]);
+        po[1] = make_float4(out[4], out[5], out[6], out[7]);
+    } else {
+#if BULK_OK
+        /* the outputs go to the ring's first 10 KB, which no copy writes any more once every
+         * consumer has taken its last row (hence the barrier): a second static buffer would
+         * keep two blocks' shared memory from fitting one multiprocessor */
+        float *xfer = reinterpret_cast<float *>(ring);
+        cg::cluster_group cl = cg::this_cluster();
+        bar_consumers(CT);
+        float4 *px = reinterpret_cast<float4 *>(xfer) + 2 * t;
+        px[0] = make_float4(out[0], out[1], out[2], out[3]);
+        px[1] = make_float4(out[4], out[5], out[6], out[7]);
+        cl.sync(); /* every block's xfer is written */
+        const int rank = (int)cl.block_rank(), c = blockIdx.x / CL;
+        for (int j = t; j < HID / CL; j += CT) {
+            const int col = rank * (HID / CL) + j;
+            float v = 0.0f;
+#pragma unroll
+            for (int q = 0; q < CL; q++)
+                v += cl.map_shared_rank(xfer, q)[col];
+            partial[(size_t)c * HID + col] = v;
+        }
+        cl.sync(); /* no block leaves while another still reads its xfer */
+#endif
+    }
 }
 
 /* y[j] = the sum over blocks b of partial[b][j], b in order. */
@@ -161,6 +211,42 @@ __global__ void __launch_bounds__(THREADS) norm_kernel(float *x) {
     small_op(x);
 }
 
+/* The partial sums and the norm as one cluster of RN_CL blocks: block r sums columns
+ * [r HID / RN_CL, (r + 1) HID / RN_CL) over the nb partials (one thread a column, in block
+ * order), the blocks' sums of squares go to every block through distributed shared memory (added
+ * in rank order), and each writes its columns as small_op does: y = v / rms(v) + 1e-3. */
+__global__ void __launch_bounds__(HID / RN_CL)
+    reduce_norm_kernel(const float *__restrict__ partial, int nb, float *__restrict__ y) {
+#if BULK_OK /* clusters: sm_90 and later */
+    __shared__ float red[HID / RN_CL / 32], sq[RN_CL];
+    cg::cluster_group cl = cg::this_cluster();
+    /* a block may write another's shared memory only once that block has started: this
+     * arrival says so; the wait comes before the first remote write (attention.cu's pattern) */
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+    pdl_wait();
+    const int r = (int)cl.block_rank(), j = r * (HID / RN_CL) + threadIdx.x;
+    float v = 0.0f;
+#pragma unroll 12
+    for (int b = 0; b < nb; b++)
+        v += __ldcg(partial + (size_t)b * HID + j);
+    float ss = warp_sum(v * v);
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = ss;
+    __syncthreads();
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+    if (threadIdx.x < RN_CL) {
+        float b = 0.0f;
+        for (int w = 0; w < HID / RN_CL / 32; w++)
+            b += red[w];
+        cl.map_shared_rank(sq, (int)threadIdx.x)[r] = b;
+    }
+    cl.sync();
+    float tot = 0.0f;
+    for (int q = 0; q < RN_CL; q++)
+        tot += sq[q];
+    y[j] = v * rsqrtf(tot / HID + 1e-6f) + 1e-3f;
+#endif
+}
+
 /* ---- host ---- */
 static uint16_t bf16_of(float f) {
     uint32_t u;
@@ -177,6 +263,25 @@ static uint64_t rng = 88172645463325252ull;
 static float frand(void) { /* uniform in [-1, 1) */
     rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
     return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+
+/* launch_pdl_ex in clusters of cl blocks (cl 1: none) */
+template <typename... KArgs, typename... Args>
+static void launch_pdl_cl(void (*k)(KArgs...), int grid, int threads, size_t smem, cudaStream_t s,
+                          int cl, Args... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(threads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cudaLaunchAttribute at[2];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = pdl_on;
+    at[1].id = cudaLaunchAttributeClusterDimension;
+    at[1].val.clusterDim.x = cl, at[1].val.clusterDim.y = 1, at[1].val.clusterDim.z = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = cl > 1 ? 2 : 1;
+    CK(cudaLaunchKernelEx(&cfg, k, ((KArgs)args)...));
 }
 
 struct variant {
@@ -292,6 +397,69 @@ int main(void) {
                    "the CPU: max |err| %.2e of max |y| %.2e)\n",
                    v.name, fn[form], us, layer_bytes / (us * 1e-6) / 1e9, 100.0 * floor_us / us,
                    err, mag);
+            CK(cudaGraphExecDestroy(ge));
+            CK(cudaGraphDestroy(gr));
+        }
+    }
+
+    /* Session 28: the reduction after the MLP with fewer kernels (B = 16, S = 20: the engine's
+     * decode form). The first layer of each form against the CPU's y / rms(y) + 1e-3. */
+    {
+        double rn[HID], ss = 0;
+        for (int j = 0; j < HID; j++)
+            ss += ref[j] * ref[j];
+        for (int j = 0; j < HID; j++)
+            rn[j] = ref[j] / sqrt(ss / HID + 1e-6) + 1e-3;
+        typedef void (*mlp_fn)(const uint4 *, const uint4 *, const uint4 *, const float *, float *);
+        const mlp_fn k1 = mlp_slice_kernel<16, 20>, k2 = mlp_slice_kernel<16, 20, 2>;
+        const size_t smem = (size_t)20 * ROW;
+        CK(cudaFuncSetAttribute(k1, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        CK(cudaFuncSetAttribute(k2, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        const int g2 = sms / 2 * 2; /* the pairs' grid */
+        struct form {
+            const char *name;
+            int pairs, fused; /* the kernel in pairs; the reduce-norm cluster kernel */
+        } F[] = {{"kernel, sums (132), norm: three kernels", 0, 0},
+                 {"pairs, sums (66), norm", 1, 0},
+                 {"kernel, reduce-norm cluster (132)", 0, 1},
+                 {"pairs, reduce-norm cluster (66)", 1, 1},
+                 {"kernel, sums (132), norm: again", 0, 0}};
+        auto layer = [&](const form &f, const uint16_t *w) {
+            const int grid = f.pairs ? g2 : sms, nb = f.pairs ? g2 / 2 : sms;
+            launch_pdl_cl(f.pairs ? k2 : k1, grid, NTH, smem, s, f.pairs ? 2 : 1, (const uint4 *)w,
+                          (const uint4 *)(w + mat), (const uint4 *)(w + 2 * mat), (const float *)dx,
+                          dpart);
+            if (f.fused)
+                launch_pdl_cl(reduce_norm_kernel, RN_CL, HID / RN_CL, 0, s, RN_CL,
+                              (const float *)dpart, nb, dx);
+            else {
+                launch_pdl_ex(mlp_reduce_kernel, HID / 128, 128, 0, s, (const float *)dpart, nb,
+                              dx);
+                launch_pdl_ex(norm_kernel, 1, THREADS, 0, s, dx);
+            }
+        };
+        printf("the reduction after the MLP (B=16 S=20), chains of %d layers:\n", MLPL);
+        for (const form &f : F) {
+            CK(cudaMemcpy(dx, hx, HID * 4, cudaMemcpyHostToDevice));
+            layer(f, dw);
+            CK(cudaStreamSynchronize(s));
+            float hy[HID];
+            CK(cudaMemcpy(hy, dx, HID * 4, cudaMemcpyDeviceToHost));
+            double err = 0;
+            for (int j = 0; j < HID; j++)
+                err = fmax(err, fabs(hy[j] - rn[j]));
+            cudaGraph_t gr;
+            cudaGraphExec_t ge;
+            CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+            for (int l = 0; l < MLPL; l++)
+                layer(f, dw + 3 * mat * l);
+            CK(cudaStreamEndCapture(s, &gr));
+            CK(cudaGraphInstantiate(&ge, gr, 0));
+            CK(cudaMemcpy(dx, hx, HID * 4, cudaMemcpyHostToDevice));
+            const double us = time_graph(ge, s, reps) * 1e3 / MLPL;
+            printf("  %-42s %7.2f us a layer  %5.1f %% of copy   (layer 0's norm against the "
+                   "CPU: max |err| %.2e)\n",
+                   f.name, us, 100.0 * floor_us / us, err);
             CK(cudaGraphExecDestroy(ge));
             CK(cudaGraphDestroy(gr));
         }
