@@ -266,25 +266,6 @@ static float frand(void) { /* uniform in [-1, 1) */
     return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
 }
 
-/* launch_pdl_ex in clusters of cl blocks (cl 1: none) */
-template <typename... KArgs, typename... Args>
-static void launch_pdl_cl(void (*k)(KArgs...), int grid, int threads, size_t smem, cudaStream_t s,
-                          int cl, Args... args) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(grid);
-    cfg.blockDim = dim3(threads);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = s;
-    cudaLaunchAttribute at[2];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = pdl_on;
-    at[1].id = cudaLaunchAttributeClusterDimension;
-    at[1].val.clusterDim.x = cl, at[1].val.clusterDim.y = 1, at[1].val.clusterDim.z = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = cl > 1 ? 2 : 1;
-    CK(cudaLaunchKernelEx(&cfg, k, ((KArgs)args)...));
-}
-
 struct variant {
     const char *name;
     void (*k)(const uint4 *, const uint4 *, const uint4 *, const float *, float *);

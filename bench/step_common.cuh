@@ -150,20 +150,30 @@ static inline float time_graph(cudaGraphExec_t ge, cudaStream_t s, int reps) {
     return time_reps(s, reps, [&] { CK(cudaGraphLaunch(ge, s)); });
 }
 
+/* k on s with programmatic dependent launch (where the device has it), in clusters of cl blocks
+ * along x when cl > 1 (sm_90 and later) */
 template <typename... KArgs, typename... Args>
-static void launch_pdl_ex(void (*k)(KArgs...), int grid, int threads, size_t smem, cudaStream_t s,
-                          Args... args) {
+static void launch_pdl_cl(void (*k)(KArgs...), int grid, int threads, size_t smem, cudaStream_t s,
+                          int cl, Args... args) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(grid);
     cfg.blockDim = dim3(threads);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = s;
-    cudaLaunchAttribute at[1];
+    cudaLaunchAttribute at[2];
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at[0].val.programmaticStreamSerializationAllowed = pdl_on;
+    at[1].id = cudaLaunchAttributeClusterDimension;
+    at[1].val.clusterDim.x = cl, at[1].val.clusterDim.y = 1, at[1].val.clusterDim.z = 1;
     cfg.attrs = at;
-    cfg.numAttrs = 1;
+    cfg.numAttrs = cl > 1 ? 2 : 1;
     CK(cudaLaunchKernelEx(&cfg, k, ((KArgs)args)...));
+}
+
+template <typename... KArgs, typename... Args>
+static void launch_pdl_ex(void (*k)(KArgs...), int grid, int threads, size_t smem, cudaStream_t s,
+                          Args... args) {
+    launch_pdl_cl(k, grid, threads, smem, s, 1, args...);
 }
 
 template <typename... KArgs, typename... Args>
