@@ -266,6 +266,32 @@ static float frand(void) { /* uniform in [-1, 1) */
     return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
 }
 
+/* The largest |y[j] - ref[j]| over n outputs, and in *mag the largest |ref[j]|. */
+static double max_err(const float *y, const double *ref, int n, double *mag) {
+    double err = 0;
+    *mag = 0;
+    for (int j = 0; j < n; j++) {
+        err = fmax(err, fabs(y[j] - ref[j]));
+        *mag = fmax(*mag, fabs(ref[j]));
+    }
+    return err;
+}
+
+/* ms of one replay of the graph that body() issues on s, after reset() (outside the graph). */
+template <typename F, typename R> static float chain_ms(cudaStream_t s, int reps, F body, R reset) {
+    cudaGraph_t gr;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    body();
+    CK(cudaStreamEndCapture(s, &gr));
+    CK(cudaGraphInstantiate(&ge, gr, 0));
+    reset();
+    const float ms = time_graph(ge, s, reps);
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(gr));
+    return ms;
+}
+
 struct variant {
     const char *name;
     void (*k)(const uint4 *, const uint4 *, const uint4 *, const float *, float *);
@@ -350,37 +376,31 @@ int main(void) {
         CK(cudaStreamSynchronize(s));
         float hy[HID];
         CK(cudaMemcpy(hy, dy, HID * 4, cudaMemcpyDeviceToHost));
-        double err = 0, mag = 0;
-        for (int j = 0; j < HID; j++) {
-            err = fmax(err, fabs(hy[j] - ref[j]));
-            mag = fmax(mag, fabs(ref[j]));
-        }
+        double mag;
+        const double err = max_err(hy, ref, HID, &mag);
         /* three chains of MLPL layers: the kernel alone, + the partial sums, + a norm */
         for (int form = 0; form < 3; form++) {
-            cudaGraph_t gr;
-            cudaGraphExec_t ge;
-            CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-            for (int l = 0; l < MLPL; l++) {
-                const uint16_t *w = dw + 3 * mat * l;
-                launch_pdl_ex(v.k, sms, NTH, smem, s, (const uint4 *)w, (const uint4 *)(w + mat),
-                              (const uint4 *)(w + 2 * mat), (const float *)dx, dpart);
-                if (form >= 1)
-                    launch_pdl_ex(mlp_reduce_kernel, HID / 128, 128, 0, s, (const float *)dpart,
-                                  sms, dx);
-                if (form >= 2) launch_pdl_ex(norm_kernel, 1, THREADS, 0, s, dx);
-            }
-            CK(cudaStreamEndCapture(s, &gr));
-            CK(cudaGraphInstantiate(&ge, gr, 0));
-            CK(cudaMemcpy(dx, hx, HID * 4, cudaMemcpyHostToDevice));
-            const float ms = time_graph(ge, s, reps);
+            const float ms = chain_ms(
+                s, reps,
+                [&] {
+                    for (int l = 0; l < MLPL; l++) {
+                        const uint16_t *w = dw + 3 * mat * l;
+                        launch_pdl_ex(v.k, sms, NTH, smem, s, (const uint4 *)w,
+                                      (const uint4 *)(w + mat), (const uint4 *)(w + 2 * mat),
+                                      (const float *)dx, dpart);
+                        if (form >= 1)
+                            launch_pdl_ex(mlp_reduce_kernel, HID / 128, 128, 0, s,
+                                          (const float *)dpart, sms, dx);
+                        if (form >= 2) launch_pdl_ex(norm_kernel, 1, THREADS, 0, s, dx);
+                    }
+                },
+                [&] { CK(cudaMemcpy(dx, hx, HID * 4, cudaMemcpyHostToDevice)); });
             const double us = ms * 1e3 / MLPL;
             static const char *fn[] = {"kernel alone", "+ partial sums", "+ sums + norm"};
             printf("%s  %-15s %7.2f us a layer  %6.0f GB/s  %5.1f %% of copy   (layer 0 against "
                    "the CPU: max |err| %.2e of max |y| %.2e)\n",
                    v.name, fn[form], us, layer_bytes / (us * 1e-6) / 1e9, 100.0 * floor_us / us,
                    err, mag);
-            CK(cudaGraphExecDestroy(ge));
-            CK(cudaGraphDestroy(gr));
         }
     }
 
@@ -429,28 +449,23 @@ int main(void) {
             CK(cudaStreamSynchronize(s));
             float hy[HID];
             CK(cudaMemcpy(hy, dx, HID * 4, cudaMemcpyDeviceToHost));
-            double err = 0, mag = 0;
-            for (int j = 0; j < HID; j++) {
-                err = fmax(err, fabs(hy[j] - rn[j]));
-                mag = fmax(mag, fabs(rn[j]));
-            }
-            cudaGraph_t gr;
-            cudaGraphExec_t ge;
-            CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-            for (int l = 0; l < MLPL; l++)
-                layer(f, dw + 3 * mat * l);
-            CK(cudaStreamEndCapture(s, &gr));
-            CK(cudaGraphInstantiate(&ge, gr, 0));
-            CK(cudaMemcpy(dx, hx, HID * 4, cudaMemcpyHostToDevice));
-            const double us = time_graph(ge, s, reps) * 1e3 / MLPL;
+            double mag;
+            const double err = max_err(hy, rn, HID, &mag);
+            const double us =
+                chain_ms(
+                    s, reps,
+                    [&] {
+                        for (int l = 0; l < MLPL; l++)
+                            layer(f, dw + 3 * mat * l);
+                    },
+                    [&] { CK(cudaMemcpy(dx, hx, HID * 4, cudaMemcpyHostToDevice)); }) *
+                1e3 / MLPL;
             /* fp32 sums of bf16 products against double ones: 1e-3 of the largest output */
             const int ok = err <= 1e-3 * mag;
             bad |= !ok;
             printf("  %-42s %7.2f us a layer  %5.1f %% of copy   (layer 0's norm against the "
                    "CPU: max |err| %.2e of max %.2e%s)\n",
                    f.name, us, 100.0 * floor_us / us, err, mag, ok ? "" : ": WRONG");
-            CK(cudaGraphExecDestroy(ge));
-            CK(cudaGraphDestroy(gr));
         }
     }
     return bad;
