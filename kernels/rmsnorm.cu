@@ -1,7 +1,11 @@
 /* rmsnorm.cu: RMSNorm over many short vectors (Gemma 4 normalises the residual stream, every
  * query and key head, and the values without a scale). One block per vector: the vector is
  * read once into registers / L1, its sum of squares reduced over the block, then scaled. */
+#include <cooperative_groups.h>
+
 #include "kcommon.cuh"
+
+namespace cg = cooperative_groups;
 
 /* Threads a block for rows of dim: a thread an element for rows of up to 1024; longer rows in as
  * few threads as hold 4 elements each (at most 1024). Both kernels below sum a row in the same
@@ -153,6 +157,190 @@ extern "C" void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *
         norm_add_norm_launch_per<__half>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     else
         norm_add_norm_launch_per<float>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
+    K_CHECK_LAUNCH();
+}
+
+/* ---- norm_add_norm over a cluster, o summed from partials ---------------------------------- */
+/* Why. After an MLP (mlp.cu) a step ran mlp_reduce_kernel - each output the sum of the 132
+ * blocks' partials - and then norm_add_norm, whose one block a row the norm needs: two kernel
+ * boundaries of about 2 us each on the step's critical path, and one block cannot read
+ * 132 x 2560 partials fast enough to take the sums in. Here a row is one cluster of CL blocks:
+ * each sums its share of the columns' partials, the blocks trade their warps' sums of squares
+ * through distributed shared memory, and each finishes its columns. bench/mlp_slice.cu (session
+ * 29 call 1, E4B's MLP, chains of 42 layers): 41.9 us a layer against 50.9 for the three kernels.
+ *
+ * The same bits as mlp_reduce_kernel then norm_add_norm_kernel. Column j's partials are added
+ * as mlp_reduce_kernel adds them: 8 chains (partial b in chain b % 8, each from 0.0f in b order),
+ * then the chains in order. norm_add_norm's thread t (nthreads = norm_threads(dim) of them,
+ * elements t, t + nthreads, ...) is thread t - r TB of cluster block r (TB = nthreads / CL,
+ * whole warps), so every thread's sum of squares and every warp's butterfly are the same; each
+ * block gathers all the warps' sums and finishes them as block_sum does. The block's other
+ * threads (TB PER in all: one a column) only help with the partials. partial NULL: o is read as
+ * it is (norm_add_norm spread over a cluster). */
+
+/* block_sum for a row spread over the cluster: v is this thread's sum (0 past the row's norm
+ * threads); the warps of the TB norm threads of block r are warps r TB / 32 ... of the row. Every
+ * thread of every block of the cluster calls it (it holds a cluster barrier); red: 32 floats, a
+ * buffer no other call of the same launch uses. */
+__device__ __forceinline__ float cluster_row_sum(float v, float *red, int TB, int W) {
+    cg::cluster_group cl = cg::this_cluster();
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, r = (int)cl.block_rank();
+    v = warp_sum(v);
+    if (lane == 0 && (int)threadIdx.x < TB)
+        for (int q = 0; q < (int)cl.num_blocks(); q++)
+            cl.map_shared_rank(red, q)[r * (TB >> 5) + warp] = v;
+    cl.sync(); /* release / acquire: every block's sums are in every block */
+    v = lane < W ? red[lane] : 0.0f;
+    return warp_sum(v);
+}
+
+template <typename T, int PER>
+__global__ void __launch_bounds__(1024)
+    norm_add_parts_kernel(const float *__restrict__ partial, int parts, float *x, float *o,
+                          const T *wo, float *xn, const T *wx, int dim, int nthreads, float eps) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    __shared__ float col[1024], red1[32], red2[32];
+    cg::cluster_group cl = cg::this_cluster();
+    const int TB = nthreads / (int)cl.num_blocks(), W = nthreads >> 5, tl = threadIdx.x;
+    const bool norm = tl < TB;               /* one of norm_add_norm's threads */
+    const int t = (int)cl.block_rank() * TB + tl % TB; /* which one (or whose columns) */
+    float *xr = x + (size_t)blockIdx.y * dim, *orow = o + (size_t)blockIdx.y * dim;
+    float ov[PER], xv[PER], wov[PER], wxv[PER];
+    /* a block may write another's shared memory only once that one has started: this arrival
+     * says so, and the wait comes before the first remote write (attention.cu's pattern) */
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+    k_launch_next();
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        const int i = t + k * nthreads;
+        wov[k] = wo && i < dim ? to_f32(wo[i]) : 1.0f;
+        wxv[k] = wx && i < dim ? to_f32(wx[i]) : 1.0f;
+    }
+    k_wait_only();
+#pragma unroll
+    for (int k = 0; k < PER; k++) { /* x first: its round trip under the partials' */
+        const int i = t + k * nthreads;
+        xv[k] = norm && i < dim ? xr[i] : 0.0f;
+    }
+    { /* thread tl's column: t + (tl / TB) nthreads, into col[tl] */
+        const int j = t + tl / TB * nthreads;
+        float v = 0.0f;
+        if (j < dim && !partial)
+            v = orow[j];
+        else if (j < dim) {
+            const float *p = partial + (size_t)blockIdx.y * parts * dim + j;
+            float c[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+            int b0 = 0;
+            for (; b0 + 32 <= parts; b0 += 32) /* 32 loads in flight a thread */
+#pragma unroll
+                for (int q = 0; q < 32; q++)
+                    c[q & 7] += p[(size_t)(b0 + q) * dim];
+            for (; b0 < parts; b0 += 8)
+#pragma unroll
+                for (int q = 0; q < 8; q++)
+                    if (b0 + q < parts) c[q] += p[(size_t)(b0 + q) * dim];
+            v = c[0];
+#pragma unroll
+            for (int q = 1; q < 8; q++)
+                v += c[q];
+        }
+        col[tl] = v;
+    }
+    __syncthreads();
+    float ss = 0.0f;
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        ov[k] = norm && t + k * nthreads < dim ? col[k * TB + tl] : 0.0f;
+        if (norm && t + k * nthreads < dim) ss += ov[k] * ov[k];
+    }
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+    ss = cluster_row_sum(ss, red1, TB, W);
+    const float inv = 1.0f / sqrtf(ss / dim + eps);
+    float ss2 = 0.0f;
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        const int i = t + k * nthreads;
+        if (!norm || i >= dim) continue;
+        float v = ov[k] * inv;
+        if (wo) v *= wov[k];
+        orow[i] = v;
+        xv[k] += v;
+        xr[i] = xv[k];
+        ss2 += xv[k] * xv[k];
+    }
+    if (!xn) return; /* uniform over the cluster: no barrier is skipped by some blocks only */
+    ss2 = cluster_row_sum(ss2, red2, TB, W);
+    const float inv2 = 1.0f / sqrtf(ss2 / dim + eps);
+    float *xnr = xn + (size_t)blockIdx.y * dim;
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        const int i = t + k * nthreads;
+        if (norm && i < dim) xnr[i] = wx ? xv[k] * inv2 * wxv[k] : xv[k] * inv2;
+    }
+#endif
+}
+
+/* The blocks a cluster for rows of dim (0: not here): as many as divide the norm's warps evenly,
+ * at most 8 (the portable cluster size), each at most 1024 threads. GEMMA_CUDA_NORM_CL=c asks
+ * for c (an experiment switch, read at each launch; taken only where it divides). */
+static int norm_add_cl(int dim, unsigned *threads, int *per) {
+    static int major = -1;
+    if (major < 0) {
+        int dev;
+        major = 0;
+        if (cudaGetDevice(&dev) == cudaSuccess)
+            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    }
+    if (major < 9 || dim <= 0 || dim > 4096) return 0;
+    *threads = norm_threads(dim);
+    *per = (int)((dim + *threads - 1) / *threads) <= 1 ? 1 : 4;
+    const int W = (int)(*threads / 32);
+    const char *e = getenv("GEMMA_CUDA_NORM_CL");
+    const int want = e && *e ? atoi(e) : 0;
+    if (want >= 1 && want <= 8 && W % want == 0 && (int)(*threads / want) * *per <= 1024)
+        return want;
+    for (int c = 8; c > 1; c--)
+        if (W % c == 0 && (int)(*threads / c) * *per <= 1024) return c;
+    return *threads * *per <= 1024 ? 1 : 0;
+}
+
+extern "C" int k_norm_add_clusters(int dim) {
+    unsigned threads;
+    int per;
+    return norm_add_cl(dim, &threads, &per);
+}
+
+template <typename T>
+static void norm_add_parts_launch(cudaStream_t s, const k_norm_add *na, float *o,
+                                  const float *partial, int parts, int n_vec, int dim) {
+    unsigned threads;
+    int per;
+    const int cl = norm_add_cl(dim, &threads, &per);
+    const dim3 grid((unsigned)cl, (unsigned)n_vec), block(threads / cl * per);
+    if (per == 1)
+        k_launch_clusters(norm_add_parts_kernel<T, 1>, grid, block, cl, s, partial, parts, na->x,
+                          o, (const T *)na->wo, na->xn, (const T *)na->wx, dim, (int)threads,
+                          na->eps);
+    else
+        k_launch_clusters(norm_add_parts_kernel<T, 4>, grid, block, cl, s, partial, parts, na->x,
+                          o, (const T *)na->wo, na->xn, (const T *)na->wx, dim, (int)threads,
+                          na->eps);
+}
+
+extern "C" void k_norm_add_norm_parts(cudaStream_t s, const k_norm_add *na, float *o,
+                                      const float *partial, int parts, int n_vec, int dim) {
+    if (n_vec <= 0 || (!partial && (k_skip & K_SKIP_NORM_ADD))) return;
+    if (!k_norm_add_clusters(dim)) {
+        fprintf(stderr, "%s:%d: k_norm_add_norm_parts: rows of %d on this device\n", __FILE__,
+                __LINE__, dim);
+        exit(1);
+    }
+    if (na->wdtype == KDT_BF16)
+        norm_add_parts_launch<__nv_bfloat16>(s, na, o, partial, parts, n_vec, dim);
+    else if (na->wdtype == KDT_F16)
+        norm_add_parts_launch<__half>(s, na, o, partial, parts, n_vec, dim);
+    else
+        norm_add_parts_launch<float>(s, na, o, partial, parts, n_vec, dim);
     K_CHECK_LAUNCH();
 }
 

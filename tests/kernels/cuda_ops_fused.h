@@ -242,6 +242,134 @@ static void test_fused_whole_mlp(void) {
         }
 }
 
+/* ---- the norm + add after an MLP, with the MLP's sums (rmsnorm.cu norm_add_parts_kernel) ---- */
+
+/* forward.c's MLP and the norm + add after it (o = rmsnorm(o) * wo; x += o; with xn, xn =
+ * rmsnorm(x) * wx) on the GPU, all queued together (k_mlp takes the norm + add: the sums of the
+ * partials in the norm's clusters) or with a flush after down (k_mlp, then norm_add_norm).
+ * xin, x and xn are uploaded from the host first (xn may be xin: forward.c's buffer when no
+ * per-layer input follows). The bytes the backend counted for it. */
+typedef struct {
+    const tensor *wg, *wu, *wd, *wo, *wx;
+    int n, H, I;
+} mlp_norm_case;
+
+static double mlp_norm_run(const mlp_norm_case *c, const float *hxin, const float *hx, float *xin,
+                           float *gate, float *up, float *o, float *x, float *xn, int split) {
+    const size_t nh = (size_t)c->n * c->H;
+    float h;
+    gpu->upload(gpu, xin, hxin, nh);
+    gpu->upload(gpu, x, hx, nh);
+    backend_cuda_counters c0, c1;
+    backend_cuda_stats(gpu, &c0);
+    gpu->matmul(gpu, gate, c->wg, xin, c->n);
+    gpu->matmul(gpu, up, c->wu, xin, c->n);
+    gpu->gelu_mul(gpu, gate, gate, up, c->n, c->I, c->I);
+    gpu->matmul(gpu, o, c->wd, gate, c->n);
+    if (split) gpu->download(gpu, &h, o, 1); /* runs what is queued */
+    gpu->rmsnorm(gpu, o, o, c->wo, c->n, c->H, 1e-6f);
+    gpu->add(gpu, x, x, o, nh);
+    if (xn) gpu->rmsnorm(gpu, xn, x, c->wx, c->n, c->H, 1e-6f);
+    gpu->download(gpu, &h, x, 1);
+    backend_cuda_stats(gpu, &c1);
+    return c1.bytes - c0.bytes;
+}
+
+/* Both ways, bit for bit in o, x and xn, for n = 1 .. 33 (a verify pass, a prefill's chunks of
+ * 16), with and without the second norm, xn a buffer of its own or the MLP's input. On sm_90 the
+ * queued form must take the fused path: it moves 8 bytes a value less (o is not stored by the
+ * sums and read back). Then the cluster form of a lone norm + add (GEMMA_CUDA_NORM_CLUSTER=1,
+ * partial NULL) against the one-block kernel, every dtype, rows of 1 .. 4 elements a thread. */
+static void test_fused_norm_clusters(void) {
+    int dev = 0, sms = 0;
+    CHECK(cudaGetDevice(&dev) == cudaSuccess);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    const int H = small_shapes ? 1024 : 2560, I = 8 * sms + rng_int(300);
+    const int ns[] = {1, 3, 9, 17, 33};
+    const int fused_here = k_mlp_supported(H, I) && k_norm_add_clusters(H);
+    tensor wg = rand_tensor(I, H, DT_BF16), wu = rand_tensor(I, H, DT_BF16),
+           wd = rand_tensor(H, I, DT_BF16), wo = rand_tensor(1, H, DT_BF16),
+           wx = rand_tensor(1, H, DT_BF16);
+    for (int ni = 0; ni < (small_shapes ? 3 : 5); ni++)
+        for (int form = 0; form < 3; form++) { /* no xn; xn its own; xn = the MLP's input */
+            const mlp_norm_case c = {&wg, &wu, &wd, &wo, &wx, ns[ni], H, I};
+            const size_t nh = (size_t)c.n * H;
+            float *hxin = rand_vec(nh), *hx = rand_vec(nh), *res[2][3];
+            float *xin = gpu->alloc(gpu, nh), *gate = gpu->alloc(gpu, (size_t)c.n * I),
+                  *up = gpu->alloc(gpu, (size_t)c.n * I), *o = gpu->alloc(gpu, nh),
+                  *x = gpu->alloc(gpu, nh), *own = gpu->alloc(gpu, nh);
+            float *xn = form == 0 ? NULL : form == 1 ? own : xin;
+            double bytes[2];
+            for (int split = 0; split < 2; split++) {
+                bytes[split] = mlp_norm_run(&c, hxin, hx, xin, gate, up, o, x, xn, split);
+                float *bufs[3] = {o, x, xn ? xn : x};
+                for (int k = 0; k < 3; k++) {
+                    res[split][k] = xmalloc(nh * sizeof(float));
+                    gpu->download(gpu, res[split][k], bufs[k], nh);
+                }
+            }
+            static const char *names[3] = {"o", "x", "xn"};
+            for (int k = 0; k < 3; k++) {
+                const size_t d = first_diff(res[0][k], res[1][k], nh);
+                EXPECT(d == nh, "MLP + norm/add n %d H %d form %d: %s[%zu] differs queued / apart",
+                       c.n, H, form, names[k], d);
+                free(res[0][k]);
+                free(res[1][k]);
+            }
+            if (fused_here)
+                EXPECT(bytes[1] - bytes[0] == 8.0 * nh,
+                       "MLP + norm/add n %d form %d: the queued form moved %.0f bytes, apart "
+                       "%.0f: not fused",
+                       c.n, form, bytes[0], bytes[1]);
+            gpu->release(gpu, xin);
+            gpu->release(gpu, gate);
+            gpu->release(gpu, up);
+            gpu->release(gpu, o);
+            gpu->release(gpu, x);
+            gpu->release(gpu, own);
+            free(hxin);
+            free(hx);
+        }
+    printf("MLP + norm/add: %s\n", fused_here ? "fused (clusters)" : "not fused on this device");
+
+    const int dims[] = {96, 1000, 2560, 3000};
+    for (int dt = 0; dt < 3 && k_norm_add_clusters(2560); dt++)
+        for (int di = 0; di < 4; di++) {
+            const int nv = 1 + rng_int(small_shapes ? 3 : 9), dim = dims[di];
+            const size_t cnt = (size_t)nv * dim;
+            tensor w1 = rand_tensor(1, dim, (weight_dtype)dt),
+                   w2 = rand_tensor(1, dim, (weight_dtype)dt);
+            float *ho = rand_vec(cnt), *hx = rand_vec(cnt), *res[2][3];
+            float *o = gpu->alloc(gpu, cnt), *x = gpu->alloc(gpu, cnt), *xn = gpu->alloc(gpu, cnt);
+            for (int cl = 0; cl < 2; cl++) {
+                if (cl) setenv("GEMMA_CUDA_NORM_CLUSTER", "1", 1);
+                gpu->upload(gpu, o, ho, cnt);
+                gpu->upload(gpu, x, hx, cnt);
+                gpu->rmsnorm(gpu, o, o, di == 1 ? NULL : &w1, nv, dim, 1e-6f);
+                gpu->add(gpu, x, x, o, cnt);
+                gpu->rmsnorm(gpu, xn, x, &w2, nv, dim, 1e-6f);
+                float *bufs[3] = {o, x, xn};
+                for (int k = 0; k < 3; k++) {
+                    res[cl][k] = xmalloc(cnt * sizeof(float));
+                    gpu->download(gpu, res[cl][k], bufs[k], cnt);
+                }
+                unsetenv("GEMMA_CUDA_NORM_CLUSTER");
+            }
+            for (int k = 0; k < 3; k++) {
+                const size_t d = first_diff(res[0][k], res[1][k], cnt);
+                EXPECT(d == cnt, "norm/add in clusters dtype %d dim %d: element %zu of %s differs",
+                       dt, dim, d, k == 0 ? "o" : k == 1 ? "x" : "xn");
+                free(res[0][k]);
+                free(res[1][k]);
+            }
+            gpu->release(gpu, o);
+            gpu->release(gpu, x);
+            gpu->release(gpu, xn);
+            free(ho);
+            free(hx);
+        }
+}
+
 /* ---- the attention prologue: q, k, v products, head norms, RoPE, KV-ring writes ----------- */
 
 static void test_fused_attention_prologue(void) {
@@ -440,6 +568,7 @@ static void test_fused_switches(void) {
 static void test_fused(void) {
     test_fused_mlp();
     test_fused_whole_mlp();
+    test_fused_norm_clusters();
     test_fused_attention_prologue();
     test_fused_barriers();
     test_fused_switches();
