@@ -2,6 +2,7 @@
  * query and key head, and the values without a scale). One block per vector: the vector is
  * read once into registers / L1, its sum of squares reduced over the block, then scaled. */
 #include <cooperative_groups.h>
+#include <string.h>
 
 #include "kcommon.cuh"
 
@@ -197,7 +198,8 @@ __device__ __forceinline__ float cluster_row_sum(float v, float *red, int TB, in
 template <typename T, int PER>
 __global__ void __launch_bounds__(1024)
     norm_add_parts_kernel(const float *__restrict__ partial, int parts, float *x, float *o,
-                          const T *wo, float *xn, const T *wx, int dim, int nthreads, float eps) {
+                          const T *wo, float *xn, const T *wx, int dim, int nthreads, float eps,
+                          int late) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     __shared__ float col[1024], red1[32], red2[32];
     cg::cluster_group cl = cg::this_cluster();
@@ -209,7 +211,7 @@ __global__ void __launch_bounds__(1024)
     /* a block may write another's shared memory only once that one has started: this arrival
      * says so, and the wait comes before the first remote write (attention.cu's pattern) */
     asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-    k_launch_next();
+    if (!late) k_launch_next();
 #pragma unroll
     for (int k = 0; k < PER; k++) {
         const int i = t + k * nthreads;
@@ -247,6 +249,7 @@ __global__ void __launch_bounds__(1024)
         col[tl] = v;
     }
     __syncthreads();
+    if (late) k_launch_next();
     float ss = 0.0f;
 #pragma unroll
     for (int k = 0; k < PER; k++) {
@@ -297,7 +300,7 @@ static int norm_add_cl(int dim, unsigned *threads, int *per) {
     const int W = (int)(*threads / 32);
     const char *e = getenv("GEMMA_CUDA_NORM_CL");
     const int want = e && *e ? atoi(e) : 0;
-    if (want >= 1 && want <= 8 && W % want == 0 && (int)(*threads / want) * *per <= 1024)
+    if (want >= 1 && want <= 16 && W % want == 0 && (int)(*threads / want) * *per <= 1024)
         return want;
     for (int c = 8; c > 1; c--)
         if (W % c == 0 && (int)(*threads / c) * *per <= 1024) return c;
@@ -317,14 +320,13 @@ static void norm_add_parts_launch(cudaStream_t s, const k_norm_add *na, float *o
     int per;
     const int cl = norm_add_cl(dim, &threads, &per);
     const dim3 grid((unsigned)cl, (unsigned)n_vec), block(threads / cl * per);
-    if (per == 1)
-        k_launch_clusters(norm_add_parts_kernel<T, 1>, grid, block, cl, s, partial, parts, na->x,
-                          o, (const T *)na->wo, na->xn, (const T *)na->wx, dim, (int)threads,
-                          na->eps);
-    else
-        k_launch_clusters(norm_add_parts_kernel<T, 4>, grid, block, cl, s, partial, parts, na->x,
-                          o, (const T *)na->wo, na->xn, (const T *)na->wx, dim, (int)threads,
-                          na->eps);
+    const char *e = getenv("GEMMA_CUDA_NORM_LATE"); /* experiment: trigger after the sums */
+    const int late = e && *e && strcmp(e, "0");
+    void (*kern)(const float *, int, float *, float *, const T *, float *, const T *, int, int,
+                 float, int) = per == 1 ? norm_add_parts_kernel<T, 1> : norm_add_parts_kernel<T, 4>;
+    if (cl > 8) cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    k_launch_clusters(kern, grid, block, cl, s, partial, parts, na->x, o, (const T *)na->wo, na->xn,
+                      (const T *)na->wx, dim, (int)threads, na->eps, late);
 }
 
 extern "C" void k_norm_add_norm_parts(cudaStream_t s, const k_norm_add *na, float *o,

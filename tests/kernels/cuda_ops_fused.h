@@ -262,6 +262,7 @@ static double mlp_norm_run(const mlp_norm_case *c, const float *hxin, const floa
     gpu->upload(gpu, x, hx, nh);
     backend_cuda_counters c0, c1;
     backend_cuda_stats(gpu, &c0);
+    if (!split) gpu->download(gpu, &h, xin, 1); /* as many bytes as the split's download */
     gpu->matmul(gpu, gate, c->wg, xin, c->n);
     gpu->matmul(gpu, up, c->wu, xin, c->n);
     gpu->gelu_mul(gpu, gate, gate, up, c->n, c->I, c->I);
