@@ -328,85 +328,6 @@ static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
     return 1;
 }
 
-/* ---- 2. norm(o), x += o, norm(x) ------------------------------------------------------------ */
-
-/* The ops of one: op i is rmsnorm(o) in place, the next live one x += o, and the one after that,
- * when it fits, xn = rmsnorm(x) (n2 = -1 otherwise). */
-typedef struct {
-    int nrm, add, n2;
-} norm_add_ops;
-
-static int norm_add_match(const batch *bt, int i, norm_add_ops *m) {
-    const qop *nrm = &bt->q[i];
-    if (nrm->kind != Q_RMSNORM || nrm->out != nrm->a) return 0;
-    const int j = next_live(bt, i);
-    if (j >= bt->nq) return 0;
-    const qop *add = &bt->q[j];
-    const size_t cnt = (size_t)nrm->n * nrm->dim;
-    const span os = out_span(nrm), xs = span_of(add->out, cnt);
-    if (add->kind != Q_ADD || add->out != add->a || add->b != nrm->out || add->count != cnt ||
-        overlap(os, xs))
-        return 0;
-    const int k = next_live(bt, j);
-    const qop *n2 = k < bt->nq ? &bt->q[k] : NULL;
-    if (n2 && !(n2->kind == Q_RMSNORM && n2->a == add->out && n2->n == nrm->n &&
-                n2->dim == nrm->dim && n2->eps == nrm->eps && !overlap(out_span(n2), os) &&
-                (n2->out == add->out || !overlap(out_span(n2), xs)) &&
-                (!n2->w.data || !nrm->w.data || n2->w.dtype == nrm->w.dtype)))
-        n2 = NULL;
-    *m = (norm_add_ops){i, j, n2 ? k : -1};
-    return 1;
-}
-
-/* A match's arguments for k_norm_add_norm_parts / k_mlp (o is the norm's out), and in *bytes
- * what it moves besides reading o (norm_add_norm reads o and writes it back: 8 more a value). */
-static k_norm_add norm_add_args(backend *b, const batch *bt, const norm_add_ops *m,
-                                double *bytes) {
-    const qop *nrm = &bt->q[m->nrm], *n2 = m->n2 >= 0 ? &bt->q[m->n2] : NULL;
-    const size_t cnt = (size_t)nrm->n * nrm->dim;
-    *bytes = (n2 ? 12.0 : 8.0) * cnt + weight_bytes(&nrm->w) + (n2 ? weight_bytes(&n2->w) : 0);
-    return (k_norm_add){
-        .x = bt->q[m->add].out,
-        .xn = n2 ? n2->out : NULL,
-        .wo = nrm->w.data ? cuda_weight(b, &nrm->w) : NULL,
-        .wx = n2 && n2->w.data ? cuda_weight(b, &n2->w) : NULL,
-        .wdtype = nrm->w.data ? (int)nrm->w.dtype
-                  : n2 && n2->w.data ? (int)n2->w.dtype
-                                     : KDT_F32,
-        .eps = nrm->eps,
-    };
-}
-
-static void norm_add_done(batch *bt, const norm_add_ops *m) {
-    bt->done[m->nrm] = bt->done[m->add] = 1;
-    if (m->n2 >= 0) bt->done[m->n2] = 1;
-}
-
-/* An experiment switch, read at each flush (a profiling run captures each configuration
- * afresh): GEMMA_CUDA_NORM_CLUSTER=1 runs every norm + add in clusters (k_norm_add_norm_parts
- * with o as it is) instead of one block a row. */
-static int env_on(const char *name, int dflt) {
-    const char *v = getenv(name);
-    return v && *v ? strcmp(v, "0") != 0 : dflt;
-}
-
-static int try_norm_add(backend *b, batch *bt, int i) {
-    norm_add_ops m;
-    if (!norm_add_match(bt, i, &m)) return 0;
-    const qop *nrm = &bt->q[m.nrm];
-    double bytes;
-    const k_norm_add na = norm_add_args(b, bt, &m, &bytes);
-    cudaStream_t s = cuda_op_begin(b);
-    if (env_on("GEMMA_CUDA_NORM_CLUSTER", 0) && k_norm_add_clusters(nrm->dim))
-        k_norm_add_norm_parts(s, &na, nrm->out, NULL, 0, nrm->n, nrm->dim);
-    else
-        k_norm_add_norm(s, na.x, nrm->out, na.wo, na.xn, na.wx, na.wdtype, nrm->n, nrm->dim,
-                        na.eps);
-    cuda_op_end(b, cuda_family_rmsnorm, bytes + 8.0 * nrm->n * nrm->dim);
-    norm_add_done(bt, &m);
-    return 1;
-}
-
 /* ---- 0. a whole MLP: gate, up, gelu_mul(gate, up), down (mlp.cu) -------------------------- */
 
 /* forward.c's mlp_block as four consecutive ops - matmul(G, gate, x), matmul(U, up, x),
@@ -443,33 +364,45 @@ static int try_mlp(backend *b, batch *bt, int i) {
     const void *wg = cuda_weight(b, &g->w), *wu = cuda_weight(b, &u->w),
                *wd = cuda_weight_t(b, &d->w);
     float *part = cuda_mlp_scratch(b, k_mlp_partial_floats(H, n));
-    /* The norm + add after it, when forward.c's ops follow, goes into k_mlp (the sums of the
-     * partials on the norm's way in). k_mlp runs it a chunk of rows at a time, after that
-     * chunk's MLP: so x and xn may not be any of the MLP's buffers, but for xn being its input x
-     * itself (row t of it is read before row t is written). */
-    norm_add_ops m;
-    double na_bytes = 0;
-    k_norm_add na = {0};
-    const int nx = next_live(bt, l);
-    int with_na = env_on("GEMMA_CUDA_MLP_NORM", 1) && nx < bt->nq && norm_add_match(bt, nx, &m) &&
-                  bt->q[m.nrm].out == d->out && bt->q[m.nrm].n == n && bt->q[m.nrm].dim == H &&
-                  k_norm_add_clusters(H);
-    if (with_na) {
-        na = norm_add_args(b, bt, &m, &na_bytes);
-        const span ws[2] = {span_of(na.x, (size_t)n * H), span_of(na.xn, (size_t)n * H)};
-        for (int w = 0; w < 2; w++)
-            if (overlap(ws[w], gs) || overlap(ws[w], us) ||
-                (overlap(ws[w], xs) && !(w == 1 && na.xn == g->a)))
-                with_na = 0;
-        if (!with_na) na_bytes = 0;
-    }
     cudaStream_t s = cuda_op_begin(b);
-    k_mlp(s, d->out, g->out, u->out, g->a, wg, wu, wd, part, H, I, n, with_na ? &na : NULL);
+    k_mlp(s, d->out, g->out, u->out, g->a, wg, wu, wd, part, H, I, n);
     cuda_op_end(b, cuda_family_matvec,
                 weight_bytes(&g->w) + weight_bytes(&u->w) + weight_bytes(&d->w) +
-                    4.0 * n * (H + 2.0 * I + H) + 8.0 * k_mlp_partial_floats(H, n) + na_bytes);
+                    4.0 * n * (H + 2.0 * I + H) + 8.0 * k_mlp_partial_floats(H, n));
     bt->done[i] = bt->done[j] = bt->done[k] = bt->done[l] = 1;
-    if (with_na) norm_add_done(bt, &m);
+    return 1;
+}
+
+/* ---- 2. norm(o), x += o, norm(x) ------------------------------------------------------------ */
+
+static int try_norm_add(backend *b, batch *bt, int i) {
+    const qop *nrm = &bt->q[i];
+    if (nrm->kind != Q_RMSNORM || nrm->out != nrm->a) return 0;
+    const int j = next_live(bt, i);
+    if (j >= bt->nq) return 0;
+    const qop *add = &bt->q[j];
+    const size_t cnt = (size_t)nrm->n * nrm->dim;
+    const span os = out_span(nrm), xs = span_of(add->out, cnt);
+    if (add->kind != Q_ADD || add->out != add->a || add->b != nrm->out || add->count != cnt ||
+        overlap(os, xs))
+        return 0;
+    int k = next_live(bt, j);
+    const qop *n2 = k < bt->nq ? &bt->q[k] : NULL;
+    if (n2 && !(n2->kind == Q_RMSNORM && n2->a == add->out && n2->n == nrm->n &&
+                n2->dim == nrm->dim && n2->eps == nrm->eps && !overlap(out_span(n2), os) &&
+                (n2->out == add->out || !overlap(out_span(n2), xs)) &&
+                (!n2->w.data || !nrm->w.data || n2->w.dtype == nrm->w.dtype)))
+        n2 = NULL;
+    const void *wo = nrm->w.data ? cuda_weight(b, &nrm->w) : NULL;
+    const void *wx = n2 && n2->w.data ? cuda_weight(b, &n2->w) : NULL;
+    const int wdt = nrm->w.data ? (int)nrm->w.dtype : n2 && n2->w.data ? (int)n2->w.dtype : KDT_F32;
+    cudaStream_t s = cuda_op_begin(b);
+    k_norm_add_norm(s, add->out, nrm->out, wo, n2 ? n2->out : NULL, wx, wdt, nrm->n, nrm->dim,
+                    nrm->eps);
+    cuda_op_end(b, cuda_family_rmsnorm,
+                (n2 ? 20.0 : 16.0) * cnt + weight_bytes(&nrm->w) + (n2 ? weight_bytes(&n2->w) : 0));
+    bt->done[i] = bt->done[j] = 1;
+    if (n2) bt->done[k] = 1;
     return 1;
 }
 

@@ -75,26 +75,15 @@ typedef struct {
 } k_mv_seg;
 void k_matvec_multi(cudaStream_t s, const k_mv_seg *segs, int n_segs, int wdtype, const float *x,
                     int cols, int n);
-/* rmsnorm.cu: the rest of k_norm_add_norm's arguments, for k_norm_add_norm_parts and k_mlp. */
-typedef struct {
-    float *x, *xn;        /* x += o; xn = rmsnorm(x) * wx when xn is non-NULL */
-    const void *wo, *wx;  /* the scales (NULL: none), of dtype wdtype */
-    int wdtype;
-    float eps;
-} k_norm_add;
-
 /* mlp.cu: a Gemma MLP for n inputs x[n][H], bf16 weights gate and up [I][H] and down
  * stored transposed (down_t [I][H], k_transpose16): out[t] = down(gelu_tanh(gate x[t]) * up x[t]),
  * leaving h = gelu_tanh(g) * u in h_out[n][I] and u in u_out[n][I], as the separate ops would.
  * A block a multiprocessor owns a slice of I (mlp.cu's header says why); partial holds
- * k_mlp_partial_floats(H, n) floats. Only where k_mlp_supported(H, I) (sm_90 and later). With
- * na, what k_norm_add_norm(out, na) then does follows in the same launches (the sums of the
- * partials fused into it: k_norm_add_norm_parts, which must then take H); the same bits. */
+ * k_mlp_partial_floats(H, n) floats. Only where k_mlp_supported(H, I) (sm_90 and later). */
 int k_mlp_supported(int H, int I);
 size_t k_mlp_partial_floats(int H, int n);
 void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, const float *x, const void *gate,
-           const void *up, const void *down_t, float *partial, int H, int I, int n,
-           const k_norm_add *na);
+           const void *up, const void *down_t, float *partial, int H, int I, int n);
 /* mlp.cu: in [rows][cols] -> out [cols][rows], 16-bit elements. */
 void k_transpose16(cudaStream_t s, void *out, const void *in, int rows, int cols);
 
@@ -154,16 +143,6 @@ void k_rmsnorm(cudaStream_t s, float *out, const float *x, const void *w, int wd
  * wdtype, either may be NULL = no scale). Rows of dim values, n_vec of them. */
 void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *wo, float *xn, const void *wx,
                      int wdtype, int n_vec, int dim, float eps);
-
-/* rmsnorm.cu: k_norm_add_norm where o is first the sum of `parts` partial rows - row t's are
- * partial[t * parts + b][dim], b < parts, added in mlp.cu's reduction order - or o itself when
- * partial is NULL. A row is one cluster of blocks that trade their sums of squares through
- * distributed shared memory, so the sums need no kernel of their own. The same bits as mlp.cu's
- * reduction followed by k_norm_add_norm. Only where k_norm_add_clusters(dim) > 0 (sm_90 and
- * later, dim <= 4096): it returns the blocks a cluster. */
-int k_norm_add_clusters(int dim);
-void k_norm_add_norm_parts(cudaStream_t s, const k_norm_add *na, float *o, const float *partial,
-                           int parts, int n_vec, int dim);
 
 /* rmsnorm.cu: what the attention block does to q, k and v after their projections, for up to
  * K_NRS_PARTS tensors in one launch: each vector of dim values (a head) of part p is

@@ -20,9 +20,7 @@
  *     earlier kernel, so the ring fills while the kernel before this one (programmatic
  *     dependent launch) is still running;
  *   - the block's H partial outputs go to partial[t][block]; mlp_reduce_kernel sums the partials
- *     of each output in a fixed order - or, when the forward pass's norm + add follows (na),
- *     rmsnorm.cu's norm_add_parts_kernel sums them in the same order on its way in (one kernel
- *     boundary fewer a layer).
+ *     of each output in block order.
  *
  * Reproducibility. An input's result does not depend on n, on the batch B or on which inputs
  * share a launch: a thread's 8-column dot is one fma chain in column order, the warp sum is a
@@ -188,9 +186,8 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
         }
 }
 
-/* out[t][j] = the sum over blocks b of partial[t][b][j]: 32 outputs a block of 256 threads, each
- * of its 8 warps summing every 8th partial, then the 8 sums in order. rmsnorm.cu's
- * norm_add_parts_kernel adds them in this order too (the same bits with or without it). */
+/* out[t][j] = the sum over blocks b of partial[t][b][j], b in order: 32 outputs a block of 256
+ * threads, each of its 8 warps summing every 8th partial, then the 8 sums in order. */
 __global__ void __launch_bounds__(256)
     mlp_reduce_kernel(const float *__restrict__ partial, float *__restrict__ out, int H, int G) {
     __shared__ float sums[8][33];
@@ -325,7 +322,7 @@ extern "C" size_t k_mlp_partial_floats(int H, int n) {
 
 extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, const float *x,
                       const void *gate, const void *up, const void *down_t, float *partial, int H,
-                      int I, int n, const k_norm_add *na) {
+                      int I, int n) {
     if (n <= 0 || (k_skip & K_SKIP_MATVEC)) return;
     const int G = mlp_grid(), S = mlp_stages(H), wide = mlp_shape_of(H, I)->wide;
     const int depth = mlp_depth(H);
@@ -339,13 +336,6 @@ extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, co
                         c1, t0, c0, S, depth);
             K_CHECK_LAUNCH();
             t0 += nt;
-        }
-        if (na && !(k_skip & K_SKIP_NORM_ADD)) { /* the sums in the norm + add after */
-            k_norm_add c = *na;
-            c.x += (size_t)c0 * H;
-            if (c.xn) c.xn += (size_t)c0 * H;
-            k_norm_add_norm_parts(s, &c, out + (size_t)c0 * H, partial, G, c1 - c0, H);
-            continue;
         }
         k_launch(mlp_reduce_kernel, dim3((H + 31) / 32, c1 - c0), dim3(256), s,
                  (const float *)partial, out + (size_t)c0 * H, H, G);
