@@ -1,0 +1,103 @@
+/* cuda_ops_attention.h: the decode attention (attention.cu) checked against the CPU backend -
+ * KV-ring writes into rings that wrap, then attention over them, in both GPU forms (slices and
+ * merge; thread block clusters), every row of a chunk also against that row alone. Included
+ * once, by cuda_ops.c, after its helpers (test_util.h keeps everything static: one translation
+ * unit). */
+
+/* kv_write into rings that wrap, then attention over them, against the CPU; each row of a
+ * chunk of up to 8 rows (a verify pass) must also be, bit for bit, that row attended alone
+ * (a decode step), which is what keeps speculation lossless. form names the GPU's form. */
+static void test_attention(const char *form) {
+    struct {
+        int n_tok, heads, kv_heads, hd, len, window, pos0;
+    } cases[] = {
+        {1, 8, 2, 256, 600, 512, 0},     /* first token */
+        {1, 8, 2, 256, 575, 512, 2000},  /* sliding ring, wrapped many times */
+        {1, 8, 2, 512, 3000, 0, 2500},   /* full context, long: many splits */
+        {5, 8, 2, 256, 575, 512, 700},   /* verify-sized chunk over a wrapped ring */
+        {64, 8, 2, 256, 575, 512, 1000}, /* prefill chunk */
+        {64, 4, 4, 48, 200, 0, 100},     /* odd head_dim, no GQA */
+        {3, 6, 1, 32, 40, 7, 33},        /* tiny window */
+        {4, 8, 2, 128, 300, 0, 200},     /* 128-wide heads, short full context */
+        {2, 8, 2, 512, 700, 0, 650},     /* 512-wide heads, a ring the cluster form takes */
+    };
+    /* which form each case ran in: the backend's form (its counters say which) and the cut
+     * k_attention_splits gives that ring in it (0: one cluster kernel) */
+    const int has_clusters = k_attention_has_clusters();
+    backend_cuda_counters bc;
+    backend_cuda_stats(gpu, &bc);
+    int in_clusters = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int n_tok = cases[i].n_tok, H = cases[i].heads, KV = cases[i].kv_heads, hd = cases[i].hd;
+        int len = cases[i].len, window = cases[i].window, pos0 = cases[i].pos0;
+        if (small_shapes) {
+            if (n_tok > 8) n_tok = 8;
+            if (len > 300) len = window ? window + 63 : 300;
+            if (pos0 + n_tok > len && !window) pos0 = len - n_tok;
+            if (pos0 > 400) pos0 = 400;
+        }
+        const int kv_dim = KV * hd;
+        /* Fill the ring with the positions the queries can see, as decoding would. */
+        pair kc = pair_rand((size_t)len * kv_dim), vc = pair_rand((size_t)len * kv_dim);
+        int start = pos0 - len + n_tok > 0 ? pos0 - len + n_tok : 0;
+        int fill = pos0 - start;
+        if (fill > 0) {
+            pair src = pair_rand((size_t)fill * kv_dim);
+            cpu->kv_write(cpu, kc.c, src.c, fill, kv_dim, start, len);
+            gpu->kv_write(gpu, kc.g, src.g, fill, kv_dim, start, len);
+            pair_free(&src);
+        }
+        pair nk = pair_rand((size_t)n_tok * kv_dim), nv = pair_rand((size_t)n_tok * kv_dim);
+        cpu->kv_write(cpu, kc.c, nk.c, n_tok, kv_dim, pos0, len);
+        gpu->kv_write(gpu, kc.g, nk.g, n_tok, kv_dim, pos0, len);
+        cpu->kv_write(cpu, vc.c, nv.c, n_tok, kv_dim, pos0, len);
+        gpu->kv_write(gpu, vc.g, nv.g, n_tok, kv_dim, pos0, len);
+        char what[128];
+        snprintf(what, sizeof what, "kv_write len %d pos %d", len, pos0);
+        pair_check(&kc, 0, 0, NULL, what);
+        pair_check(&vc, 0, 0, NULL, what);
+        pair q = pair_rand((size_t)n_tok * H * hd), out = pair_new(NULL, (size_t)n_tok * H * hd);
+        cpu->attention(cpu, out.c, q.c, kc.c, vc.c, n_tok, pos0, len, window, H, KV, hd);
+        gpu->attention(gpu, out.g, q.g, kc.g, vc.g, n_tok, pos0, len, window, H, KV, hd);
+        in_clusters += k_attention_splits(bc.attn_form, window > 0 && window < len ? window : len,
+                                          n_tok, H, hd) == 0;
+        snprintf(what, sizeof what,
+                 "attention (%s) %d rows, %d/%d heads, hd %d, len %d, window %d, pos %d", form,
+                 n_tok, H, KV, hd, len, window, pos0);
+        pair_check(&out, 1e-5, 1e-5, NULL, what);
+        if (n_tok > 1 && n_tok <= 8) {
+            const size_t row = (size_t)H * hd;
+            float *chunk = xmalloc((size_t)n_tok * row * sizeof(float));
+            float *alone = xmalloc(row * sizeof(float));
+            float *one = gpu->alloc(gpu, row);
+            gpu->download(gpu, chunk, out.g, (size_t)n_tok * row);
+            for (int t = 0; t < n_tok; t++) {
+                gpu->attention(gpu, one, q.g + t * row, kc.g, vc.g, 1, pos0 + t, len, window, H, KV,
+                               hd);
+                gpu->download(gpu, alone, one, row);
+                if (memcmp(alone, chunk + t * row, row * sizeof(float))) {
+                    fprintf(stderr, "%s: row %d differs from the same row attended alone\n", what,
+                            t);
+                    failures++;
+                    break;
+                }
+            }
+            gpu->release(gpu, one);
+            free(alone);
+            free(chunk);
+        }
+        pair_free(&kc);
+        pair_free(&vc);
+        pair_free(&nk);
+        pair_free(&nv);
+        pair_free(&q);
+        pair_free(&out);
+    }
+    /* the default form takes the short rings in clusters where the device has them; the split
+     * form never does */
+    const int want = !strcmp(form, "default") && has_clusters;
+    EXPECT(want ? in_clusters > 0 : in_clusters == 0,
+           "attention (%s): %d cases ran in thread block clusters (the device %s them)", form,
+           in_clusters, has_clusters ? "has" : "does not have");
+    printf("attention (%s): %d cases in thread block clusters\n", form, in_clusters);
+}
