@@ -4,11 +4,11 @@
  *
  * Memory. Activations are fp32 device buffers (cudaMalloc). Weights are copied to the device
  * once, in their file dtype, the first time an op meets them (and the copy is waited for:
- * weight_copy); an MLP's down, which mlp.cu reads transposed, is held that way (cuda_weight_t;
- * also as it is only where products go to cuBLAS). The copies live in a table keyed by the tensor's
- * host data pointer (the model is shared and read-only for decoders, so the backend does not write
- * tensor.dev) and are freed with the backend. The host data of a tensor must therefore stay
- * unchanged while the backend lives - true of mmapped models.
+ * backend_cuda_weights.c); an MLP's down, which mlp.cu reads transposed, is held that way
+ * (cuda_weight_t; also as it is only where products go to cuBLAS). The copies live in a table keyed
+ * by the tensor's host data pointer (the model is shared and read-only for decoders, so the backend
+ * does not write tensor.dev) and are freed with the backend. The host data of a tensor must
+ * therefore stay unchanged while the backend lives - true of mmapped models.
  *
  * Matrix products. n == 1 (the decode step) runs our warp-per-row kernel (matvec.cu), which
  * streams the weights at close to the copy bandwidth; cuBLAS's GEMV path needs the input
@@ -29,7 +29,7 @@
  * buffer grows (a longer chunk than any before) or a weight is copied again, every graph is
  * dropped and captured again (they may hold the old address). There is no host synchronisation
  * inside a step: only download and argmax wait (and, in the first forward pass of a run, which
- * is never captured, each weight's first copy: weight_copy).
+ * is never captured, each weight's first copy: backend_cuda_weights.c).
  *
  * Fusion. The ops forward.c issues in long runs - matmul, rmsnorm, rope, kv_write, gelu_mul,
  * add - are queued rather than launched, and the queue runs them as fewer, larger kernels
@@ -72,11 +72,6 @@
 #include "speculate.h"
 #include "util.h"
 
-#define CU(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) die("CUDA: %s: %s", #call, cudaGetErrorString(e_));                 \
-    } while (0)
 #define CUBLAS(call)                                                                               \
     do {                                                                                           \
         cublasStatus_t s_ = (call);                                                                \
@@ -107,14 +102,6 @@ static const char *const family_name[F_COUNT] = {
     "attention",    "gelu_mul",        "embed",     "add/scale", "softcap",      "argmax",
     "copy (d2d)",   "upload/download", "draft_head"};
 
-/* One weight copied to the device. */
-typedef struct {
-    const void *host; /* key: the tensor's host data; NULL = empty slot */
-    int transposed;   /* and the layout: 1 = stored [cols][rows] (cuda_weight_t) */
-    void *dev;
-    size_t bytes;
-} weight_slot;
-
 #define MAX_GRAPHS     32 /* (key, rows) pairs of captured steps */
 #define GRAPH_MAX_ROWS 16 /* steps of at most this many tokens are captured */
 
@@ -137,9 +124,7 @@ typedef struct {
     int use_graphs;
     int profile;
 
-    weight_slot *weights; /* open-addressing table, cap_weights slots */
-    size_t cap_weights, n_weights;
-    size_t weight_bytes; /* bytes of weights on the device */
+    cuda_weights weights; /* each weight's device copy (backend_cuda_weights.c) */
 
     int *d_ids;              /* [cap_ids] token ids of eager embeds */
     int cap_ids;             /* capacity of d_ids */
@@ -233,115 +218,17 @@ static const int *pos_dev(cuda_state *st, int pos0, int *pos_arg) {
     return NULL;
 }
 
-/* ---- weights ------------------------------------------------------------------------- */
-
-static size_t hash_ptr(const void *p, int transposed, size_t cap) {
-    uint64_t h = (uint64_t)(uintptr_t)p ^ (uint64_t)transposed << 63;
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    return (size_t)(h & (cap - 1));
-}
+/* ---- weights (backend_cuda_weights.c) ------------------------------------------------ */
 
 static void graphs_drop(cuda_state *st);
 
-static void weights_grow(cuda_state *st) {
-    size_t cap = st->cap_weights ? st->cap_weights * 2 : 256;
-    weight_slot *t = xcalloc(cap, sizeof *t);
-    for (size_t i = 0; i < st->cap_weights; i++) {
-        if (!st->weights[i].host) continue;
-        size_t j = hash_ptr(st->weights[i].host, st->weights[i].transposed, cap);
-        while (t[j].host)
-            j = (j + 1) & (cap - 1);
-        t[j] = st->weights[i];
-    }
-    free(st->weights);
-    st->weights = t;
-    st->cap_weights = cap;
+static void graphs_drop_cb(void *st) {
+    graphs_drop((cuda_state *)st);
 }
 
-/* Copy a weight to the device, and wait for the copy. On the backend's stream: a plain cudaMemcpy
- * from pageable memory may return before the DMA lands, and our stream does not wait for the
- * legacy stream. Waited for, because a weight is first used in the middle of a forward pass, its
- * copy queued between two kernels of a programmatic-dependent-launch chain - and in session 25
- * the op test twice (two device calls, a GPU shared with sanitizer runs) saw a product whose
- * weight had just been copied there come out wrong, far beyond rounding, while its input was
- * right in memory afterwards. The same test ran four more times without a failure, with and
- * without this wait, and the op test's test_first_use has not failed either: the cause is not
- * established. A plausible one: the product reads its first weight chunks before its PDL wait
- * (matvec.cu). After this wait the next kernel starts with all work before it done, whatever PDL
- * allows. It costs one synchronisation per weight, once; activations uploaded between kernels
- * (cu_upload) are read only after a kernel's wait and are not waited for. */
-static void weight_copy(cuda_state *st, void *dev, const void *host, size_t bytes) {
-    CU(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, st->stream));
-    CU(cudaStreamSynchronize(st->stream));
-}
-
-/* Copy w's data to dev: as it is, or transposed ([rows][cols] -> [cols][rows], 16-bit dtypes):
- * copied as it is into a temporary device buffer, transposed there (k_transpose16) and the
- * buffer freed, all waited for as weight_copy is. */
-static void weight_upload(cuda_state *st, void *dev, const tensor *w, size_t bytes,
-                          int transposed) {
-    if (!transposed) {
-        weight_copy(st, dev, w->data, bytes);
-        return;
-    }
-    CHECK(dtype_size(w->dtype) == 2);
-    void *tmp = NULL;
-    if (cudaMalloc(&tmp, bytes) != cudaSuccess)
-        die("CUDA: no room for a %zu-byte weight being transposed", bytes);
-    weight_copy(st, tmp, w->data, bytes);
-    k_transpose16(st->stream, dev, tmp, w->rows, w->cols);
-    CU(cudaStreamSynchronize(st->stream));
-    CU(cudaFree(tmp));
-}
-
-/* The device copy of w's data (transposed: stored [cols][rows]), made on first use. */
 static const void *weight_dev_as(cuda_state *st, const tensor *w, int transposed) {
-    CHECK(w && w->data);
-    const size_t bytes = (size_t)w->rows * (size_t)w->cols * dtype_size(w->dtype);
-    if (st->cap_weights) {
-        for (size_t j = hash_ptr(w->data, transposed, st->cap_weights); st->weights[j].host;
-             j = (j + 1) & (st->cap_weights - 1))
-            if (st->weights[j].host == w->data && st->weights[j].transposed == transposed) {
-                weight_slot *ws = &st->weights[j];
-                /* (a smaller tensor at the same address may read a prefix of the plain copy,
-                 * not of the transposed one) */
-                if (ws->bytes == bytes || (ws->bytes > bytes && !transposed)) return ws->dev;
-                /* Another tensor at the address of one seen before (bigger, or smaller for a
-                 * transposed copy): that one's host memory was freed and reused, so its copy is
-                 * stale. Copy the new one. */
-                if (st->mode == 1) die("a weight changed size inside a captured CUDA graph");
-                fprintf(stderr,
-                        "cuda: the weight at %p changed from %zu to %zu bytes: copied again\n",
-                        w->data, ws->bytes, bytes);
-                CU(cudaStreamSynchronize(st->stream));
-                graphs_drop(st); /* they read the old copy */
-                CU(cudaFree(ws->dev));
-                st->weight_bytes -= ws->bytes;
-                CU(cudaMalloc(&ws->dev, bytes));
-                weight_upload(st, ws->dev, w, bytes, transposed);
-                ws->bytes = bytes;
-                st->weight_bytes += bytes;
-                return ws->dev;
-            }
-    }
-    if (st->mode == 1) die("a weight was first used inside a captured CUDA graph");
-    if (2 * (st->n_weights + 1) > st->cap_weights) weights_grow(st);
-    void *dev = NULL;
-    cudaError_t e = cudaMalloc(&dev, bytes ? bytes : 1);
-    if (e != cudaSuccess)
-        die("CUDA: cannot hold the weights on the device (%.2f GB already there, %zu more "
-            "bytes asked): %s",
-            st->weight_bytes / 1e9, bytes, cudaGetErrorString(e));
-    weight_upload(st, dev, w, bytes, transposed);
-    size_t j = hash_ptr(w->data, transposed, st->cap_weights);
-    while (st->weights[j].host)
-        j = (j + 1) & (st->cap_weights - 1);
-    st->weights[j] = (weight_slot){w->data, transposed, dev, bytes};
-    st->n_weights++;
-    st->weight_bytes += bytes;
-    return dev;
+    return cuda_weights_get(&st->weights, st->stream, w, transposed, st->mode == 1, graphs_drop_cb,
+                            st);
 }
 
 static const void *weight_dev(cuda_state *st, const tensor *w) {
@@ -666,7 +553,7 @@ void backend_cuda_stats(backend *b, backend_cuda_counters *c) {
     c->decode_steps = st->decode_steps;
     c->replays = st->replays;
     c->captures = st->captures;
-    c->weight_bytes = st->weight_bytes;
+    c->weight_bytes = st->weights.bytes;
     snprintf(c->device, sizeof c->device, "%s", st->device_name);
     c->attn_form = st->attn;
 }
@@ -752,9 +639,7 @@ static void cu_destroy(backend *b) {
     if (st->profile) backend_cuda_profile_print(b, stderr);
     for (int i = 0; i < st->n_graphs; i++)
         if (st->graphs[i].exec) cudaGraphExecDestroy(st->graphs[i].exec);
-    for (size_t i = 0; i < st->cap_weights; i++)
-        if (st->weights[i].host) cudaFree(st->weights[i].dev);
-    free(st->weights);
+    cuda_weights_free(&st->weights);
     cudaFree(st->d_ids);
     cudaFree(st->d_params);
     cudaFreeHost(st->h_params);

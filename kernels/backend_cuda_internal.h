@@ -1,13 +1,45 @@
 /* backend_cuda_internal.h: what backend_cuda.c shares with the other C files of the CUDA
- * backend. backend_cuda.c owns the state (stream, weight table, counters); a file that adds
- * ops (backend_cuda_draft.c: the drafter's head and the device-id embed) reaches it only
- * through these calls, and backend_cuda.c puts the ops into the table. */
+ * backend. backend_cuda.c owns the state (stream, weight table, counters; the table's code is
+ * backend_cuda_weights.c); a file that adds ops (backend_cuda_draft.c: the drafter's head and
+ * the device-id embed) reaches it only through these calls, and backend_cuda.c puts the ops
+ * into the table. */
 #ifndef BACKEND_CUDA_INTERNAL_H
 #define BACKEND_CUDA_INTERNAL_H
 
 #include <cuda_runtime_api.h>
 
 #include "backend.h"
+#include "util.h"
+
+/* A CUDA runtime call that must succeed: otherwise die naming the call and the error. */
+#define CU(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) die("CUDA: %s: %s", #call, cudaGetErrorString(e_));                 \
+    } while (0)
+
+/* backend_cuda_weights.c: the weight table. */
+typedef struct {
+    const void *host; /* key: the tensor's host data; NULL = empty slot */
+    int transposed;   /* and the layout: 1 = stored [cols][rows] (cuda_weight_t) */
+    void *dev;
+    size_t bytes;
+} cuda_weight_slot;
+
+typedef struct {
+    cuda_weight_slot *slots; /* cap slots (a power of two), n of them used */
+    size_t cap, n;
+    size_t bytes; /* bytes of weights on the device */
+} cuda_weights;
+
+/* The device copy of w's data (transposed: stored [cols][rows], 16-bit dtypes only), copied on
+ * s and waited for the first time it is asked for. capturing: a copy now would be recorded into
+ * a CUDA graph - a programming error, fatal. A tensor at the address of one seen before with
+ * another size means that one's host memory was reused: its copy is replaced, after drop(ctx)
+ * lets the caller forget what may hold the old address. */
+const void *cuda_weights_get(cuda_weights *cw, cudaStream_t s, const tensor *w, int transposed,
+                             int capturing, void (*drop)(void *), void *ctx);
+void cuda_weights_free(cuda_weights *cw);
 
 /* Kernel families of the profile table, for cuda_op_end. */
 extern const int cuda_family_embed, cuda_family_draft_head;
