@@ -847,16 +847,3 @@ extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
     mv_tune = *t;
     return 0;
 }
-
-/* kcommon.cuh: programmatic dependent launch on or off for every launcher. */
-int k_pdl = 0;
-
-extern "C" void k_set_pdl(int on) {
-    k_pdl = on;
-}
-
-unsigned k_skip = 0;
-
-extern "C" void k_set_skip(unsigned mask) {
-    k_skip = mask;
-}
