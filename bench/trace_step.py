@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""trace_step.py: where a decode step's time goes, from the kernel timeline that
+`cuda_ops decode-profile` writes with DECODE_PROFILE_TRACE=FILE (tests/kernels/cuda_ops_trace.h:
+a line "# measured T0 T1 STEPS", then start,end,name,grid,block,cluster a kernel, CUPTI ns).
+
+With programmatic dependent launch a kernel starts while the one before it runs, so its duration
+says little. What a kernel adds to the step is its end minus the previous kernel's end ("adds"):
+the adds of a step's kernels sum to the step's span. Printed: the steps' span; per kernel (name,
+grid, block) its launches a step, mean duration, mean lead (previous end minus its start: how long
+it was resident before the kernel it waits for ended) and mean adds, with their sum a step; and
+the kernels of one layer in the middle of a step, in order.
+
+usage: trace_step.py FILE [LAYER_KERNELS]   (LAYER_KERNELS: how many to list, default 24)
+"""
+import collections
+import re
+import sys
+
+
+def short(name):
+    m = re.match(r"_Z(\d+)(\w+)", name)
+    base = m.group(2)[: int(m.group(1))] if m else name.split("(")[0]
+    if m and ("mlp_kernel" in base or base.startswith("matvec")):
+        tail = m.group(2)[int(m.group(1)):]
+        args = re.findall(r"Li(\d+)E|Lb(\d)E", tail)
+        base += "<" + ",".join(a or b for a, b in args) + ">"
+    return base
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    path = sys.argv[1]
+    show = int(sys.argv[2]) if len(sys.argv) > 2 else 24
+    recs, window = [], None
+    with open(path) as f:
+        for line in f:
+            if line.startswith("# measured"):
+                _, _, t0, t1, steps = line.split()
+                window = (int(t0), int(t1), int(steps))
+                continue
+            parts = line.rstrip("\n").split(",")
+            if len(parts) < 6:
+                continue
+            start, end = int(parts[0]), int(parts[1])
+            recs.append((start, end, short(parts[2]), int(parts[3]), int(parts[4])))
+    if not window:
+        sys.exit(f"{path}: no '# measured' line: the run did not finish")
+    t0, t1, steps = window
+    # the measured steps' kernels, in launch order (a kernel starts after the one before it)
+    recs = sorted(r for r in recs if r[0] >= t0 and r[1] <= t1)
+    per = len(recs) // steps
+    if per == 0:
+        sys.exit(f"{path}: no kernels in the measured window")
+    if len(recs) % steps:
+        print(f"note: {len(recs)} kernels for {steps} steps: the last {len(recs) % steps} left out")
+    recs = recs[: per * steps]
+    first = recs[0][2]
+    print(f"{path}: {steps} steps, {per} kernels a step (the first: {first})")
+    spans, table = [], collections.defaultdict(lambda: [0, 0.0, 0.0, 0.0])
+    host_gaps = []
+    for s in range(steps):
+        step = recs[s * per:(s + 1) * per]
+        prev_end = recs[s * per - 1][1] if s else None
+        spans.append((step[-1][1] - step[0][0]) / 1e3)
+        for i, (start, end, name, grid, block) in enumerate(step):
+            if prev_end is None:
+                prev_end = start
+            key = f"{name} g{grid} b{block}"
+            if i == 0:
+                host_gaps.append((start - prev_end) / 1e3)
+                adds, lead = (end - start) / 1e3, 0.0
+            else:
+                adds, lead = (end - prev_end) / 1e3, (prev_end - start) / 1e3
+            t = table[key]
+            t[0] += 1
+            t[1] += (end - start) / 1e3
+            t[2] += lead
+            t[3] += adds
+            prev_end = end
+    span = sum(spans) / steps
+    print(f"step span (first start to last end): {span:.1f} us mean, "
+          f"{min(spans):.1f} - {max(spans):.1f}; between steps (host): "
+          f"{sum(host_gaps[1:]) / max(1, steps - 1):.1f} us")
+    print(f"{'kernel (grid, block)':58} {'a step':>6} {'dur us':>8} {'lead us':>8} "
+          f"{'adds us':>8} {'a step us':>10} {'share':>6}")
+    for key, (n, dur, lead, adds) in sorted(table.items(), key=lambda kv: -kv[1][3]):
+        print(f"{key[:58]:58} {n / steps:6.1f} {dur / n:8.2f} {lead / n:8.2f} {adds / n:8.2f} "
+              f"{adds / steps:10.1f} {100 * adds / steps / span:5.1f}%")
+    mid = steps // 2
+    step = recs[mid * per:(mid + 1) * per]
+    i0 = per // 2
+    print(f"\nkernels {i0} .. {i0 + show - 1} of step {mid} (us from the step's first start):")
+    for i in range(i0, min(per, i0 + show)):
+        start, end, name, grid, block = step[i]
+        pe = step[i - 1][1]
+        print(f"  {i:4d} {name[:40]:40} g{grid:<6} b{block:<5} start {(start - step[0][0]) / 1e3:8.1f}"
+              f"  dur {(end - start) / 1e3:6.2f}  lead {(pe - start) / 1e3:6.2f}  adds {(end - pe) / 1e3:6.2f}")
+
+
+if __name__ == "__main__":
+    main()
