@@ -524,16 +524,6 @@ static int sm_count(void) {
  * registers a thread: 6 on sm_86 / sm_89 / sm_90, by threads or by registers). */
 #define MV_WAVE_BLOCKS 6
 
-/* Experiment (session 29): the wave the split rule below fills, GEMMA_CUDA_MV_WAVE blocks a
- * multiprocessor instead of MV_WAVE_BLOCKS (read at each launch: a profiling run captures each
- * configuration afresh). A smaller wave splits less, so a launch has fewer blocks and the next
- * kernel, let in once all of them have started, starts sooner. */
-static long split_wave(void) {
-    const char *e = getenv("GEMMA_CUDA_MV_WAVE");
-    const int w = e && *e ? atoi(e) : MV_WAVE_BLOCKS;
-    return (long)(w >= 1 && w <= 16 ? w : MV_WAVE_BLOCKS) * sm_count();
-}
-
 /* Warps per row (split-K) of a matrix, a function of its shape (launch_splits may halve it in a
  * launch of several matrices). Splitting gives a row's bytes to more warps, so more loads are
  * in flight at once; but every doubling doubles the blocks, and a launch of more blocks than
@@ -552,7 +542,7 @@ static int split_for(int rows, int cols, int per_pass) {
             k *= 2;
         return k;
     }
-    const long wave = split_wave();
+    const long wave = (long)MV_WAVE_BLOCKS * sm_count();
     while (k < MV_WARPS && ((long)rows * 2 * k + MV_WARPS - 1) / MV_WARPS <= wave &&
            cols >= 2 * k * per_pass)
         k *= 2;
@@ -570,7 +560,7 @@ static void launch_splits(const k_mv_seg *segs, int n_segs, int cols, int per_pa
     for (int i = 0; i < n_segs; i++)
         ks[i] = split_for(segs[i].rows, cols, per_pass);
     if (mv_tune.split > 0 || n_segs < 2) return;
-    const long wave = split_wave();
+    const long wave = (long)MV_WAVE_BLOCKS * sm_count();
     for (;;) {
         long blocks = 0;
         int big = -1;
