@@ -10,11 +10,19 @@ grid, block) its launches a step, mean duration, mean lead (previous end minus i
 it was resident before the kernel it waits for ended) and mean adds, with their sum a step; and
 the kernels of one layer in the middle of a step, in order.
 
-usage: trace_step.py FILE [LAYER_KERNELS]   (LAYER_KERNELS: how many to list, default 24)
+usage: trace_step.py FILE[.gz] [LAYER_KERNELS]   (LAYER_KERNELS: how many to list, default 24)
+A file that cannot be read, has no "# measured" line (the run did not finish) or a line that is
+not a kernel record: a message naming the file (and line), exit status 2.
 """
 import collections
+import gzip
 import re
 import sys
+
+
+def fail(msg):
+    print(f"trace_step: {msg}", file=sys.stderr)
+    sys.exit(2)
 
 
 def short(name):
@@ -29,29 +37,35 @@ def short(name):
 
 def main():
     if len(sys.argv) < 2:
-        sys.exit(__doc__)
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
     path = sys.argv[1]
     show = int(sys.argv[2]) if len(sys.argv) > 2 else 24
     recs, window = [], None
-    with open(path) as f:
-        for line in f:
-            if line.startswith("# measured"):
-                _, _, t0, t1, steps = line.split()
-                window = (int(t0), int(t1), int(steps))
-                continue
-            parts = line.rstrip("\n").split(",")
-            if len(parts) < 6:
-                continue
-            start, end = int(parts[0]), int(parts[1])
-            recs.append((start, end, short(parts[2]), int(parts[3]), int(parts[4])))
+    try:
+        f = gzip.open(path, "rt") if path.endswith(".gz") else open(path)
+        with f:
+            for n, line in enumerate(f, 1):
+                if line.startswith("# measured"):
+                    _, _, t0, t1, steps = line.split()
+                    window = (int(t0), int(t1), int(steps))
+                    continue
+                parts = line.rstrip("\n").split(",")
+                # start,end,name,grid,block,cluster (a C++ name holds no comma: it is mangled)
+                if len(parts) != 6 or not (parts[0].isdigit() and parts[1].isdigit()):
+                    fail(f"{path}:{n}: not a kernel record (start,end,name,grid,block,cluster)")
+                start, end = int(parts[0]), int(parts[1])
+                recs.append((start, end, short(parts[2]), int(parts[3]), int(parts[4])))
+    except (OSError, EOFError, ValueError, UnicodeDecodeError) as e:
+        fail(f"{path}: {e.strerror if isinstance(e, OSError) and e.strerror else e}")
     if not window:
-        sys.exit(f"{path}: no '# measured' line: the run did not finish")
+        fail(f"{path}: no '# measured' line: the run did not finish")
     t0, t1, steps = window
     # the measured steps' kernels, in launch order (a kernel starts after the one before it)
     recs = sorted(r for r in recs if r[0] >= t0 and r[1] <= t1)
     per = len(recs) // steps
     if per == 0:
-        sys.exit(f"{path}: no kernels in the measured window")
+        fail(f"{path}: no kernels in the measured window")
     if len(recs) % steps:
         print(f"note: {len(recs)} kernels for {steps} steps: the last {len(recs) % steps} left out")
     recs = recs[: per * steps]
@@ -90,8 +104,9 @@ def main():
     mid = steps // 2
     step = recs[mid * per:(mid + 1) * per]
     i0 = per // 2
-    print(f"\nkernels {i0} .. {i0 + show - 1} of step {mid} (us from the step's first start):")
-    for i in range(i0, min(per, i0 + show)):
+    i1 = min(per, i0 + show)
+    print(f"\nkernels {i0} .. {i1 - 1} of step {mid} (us from the step's first start):")
+    for i in range(i0, i1):
         start, end, name, grid, block = step[i]
         pe = step[i - 1][1]
         print(f"  {i:4d} {name[:40]:40} g{grid:<6} b{block:<5} start {(start - step[0][0]) / 1e3:8.1f}"
