@@ -7,8 +7,10 @@ With programmatic dependent launch a kernel starts while the one before it runs,
 says little. What a kernel adds to the step is its end minus the previous kernel's end ("adds"):
 the adds of a step's kernels sum to the step's span. Printed: the steps' span; per kernel (name,
 grid, block) its launches a step, mean duration, mean lead (previous end minus its start: how long
-it was resident before the kernel it waits for ended) and mean adds, with their sum a step; and
-the kernels of one layer in the middle of a step, in order.
+it was resident before the kernel it waits for ended) and mean adds, with their sum a step; the
+step cut into layers at the kernel that adds the most among those launched more than once a step
+(the MLP kernel), each kind of layer with its kernels' mean adds and lead; and some kernels from
+the middle of a step, in order.
 
 usage: trace_step.py FILE[.gz] [LAYER_KERNELS]   (LAYER_KERNELS: how many to list, default 24)
 A file that cannot be read, has no "# measured" line (the run did not finish) or a line that is
@@ -33,6 +35,34 @@ def short(name):
         args = re.findall(r"Li(\d+)E|Lb(\d)E", tail)
         base += "<" + ",".join(a or b for a, b in args) + ">"
     return base
+
+
+def layers(keyed, table, steps, per):
+    """The step cut into layers: at each launch of the kernel that adds the most among those
+    launched more than once a step (the MLP kernel), up to the next. Pieces of the same kernel
+    sequence are one kind; per kind, each position's mean adds and lead."""
+    many = [k for k, t in table.items() if t[0] >= 2 * steps]
+    if not many:
+        return
+    anchor = max(many, key=lambda k: table[k][3])
+    kinds = collections.defaultdict(list)  # kernel sequence -> its pieces' (adds, lead) lists
+    for s in range(steps):
+        step = keyed[s * per:(s + 1) * per]
+        cuts = [i for i, k in enumerate(step) if k[0] == anchor] + [per]
+        for a, b in zip(cuts, cuts[1:]):
+            piece = step[a:b]
+            kinds[tuple(k[0] for k in piece)].append(piece)
+    print(f"\nlayers, from each {anchor.split()[0]} to the next (us; kinds seen more than once a step):")
+    for seq, pieces in sorted(kinds.items(), key=lambda kv: -len(kv[1])):
+        if len(pieces) < 2 * steps:
+            continue
+        n = len(pieces)
+        total = sum(sum(k[1] for k in p) for p in pieces) / n
+        print(f"  {n / steps:.0f} a step, {total:.2f} us each:")
+        for i, key in enumerate(seq):
+            adds = sum(p[i][1] for p in pieces) / n
+            lead = sum(p[i][2] for p in pieces) / n
+            print(f"    {i:3d} {key[:52]:52} adds {adds:7.2f}  lead {lead:7.2f}")
 
 
 def main():
@@ -72,7 +102,7 @@ def main():
     first = recs[0][2]
     print(f"{path}: {steps} steps, {per} kernels a step (the first: {first})")
     spans, table = [], collections.defaultdict(lambda: [0, 0.0, 0.0, 0.0])
-    host_gaps = []
+    host_gaps, keyed = [], []  # keyed: (key, adds, lead) of every kernel, in order
     for s in range(steps):
         step = recs[s * per:(s + 1) * per]
         prev_end = recs[s * per - 1][1] if s else None
@@ -91,6 +121,7 @@ def main():
             t[1] += (end - start) / 1e3
             t[2] += lead
             t[3] += adds
+            keyed.append((key, adds, lead))
             prev_end = end
     span = sum(spans) / steps
     print(f"step span (first start to last end): {span:.1f} us mean, "
@@ -101,6 +132,7 @@ def main():
     for key, (n, dur, lead, adds) in sorted(table.items(), key=lambda kv: -kv[1][3]):
         print(f"{key[:58]:58} {n / steps:6.1f} {dur / n:8.2f} {lead / n:8.2f} {adds / n:8.2f} "
               f"{adds / steps:10.1f} {100 * adds / steps / span:5.1f}%")
+    layers(keyed, table, steps, per)
     mid = steps // 2
     step = recs[mid * per:(mid + 1) * per]
     i0 = per // 2

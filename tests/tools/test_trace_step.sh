@@ -41,12 +41,31 @@ check "hand listing" "$out" "kernels 1 .. 2 of step 1 (us from the step's first 
 check "hand listing b" "$out" "     1 b                                        g8      b256   start      1.0  dur   1.50  lead   1.00  adds   0.50"
 check "hand listing mlp" "$out" "     2 mlp_kernel<1,16>                         g132    b352   start      1.5  dur   2.50  lead   1.00  adds   1.50"
 
+# One step: x, then two layers m, r (m launched twice, so the step is cut at each m; x before the
+# first m is in no layer). m 500-3000 after x's end 1000: adds 2.0, lead 0.5; r 2800-3500: adds
+# 0.5, lead 0.2; m 3000-6000: adds 2.5, lead 0.5; r 5000-6400: adds 0.4, lead 1.0. The kind
+# (m, r): 2 a step, (2.5 + 2.9) / 2 = 2.70 us each; m adds 2.25 lead 0.50, r adds 0.45 lead 0.60.
+cat > "$tmp/l.csv" <<'CSV'
+0,1000,_Z1xPf,1,32,0
+500,3000,_Z1mPf,132,352,0
+2800,3500,_Z1rPf,80,256,0
+3000,6000,_Z1mPf,132,352,0
+5000,6400,_Z1rPf,80,256,0
+# measured 0 7000 1
+CSV
+out=$(python3 "$TS" "$tmp/l.csv")
+check "layers anchor" "$out" "layers, from each m to the next (us; kinds seen more than once a step):"
+check "layers kind" "$out" "  2 a step, 2.70 us each:"
+check "layers m" "$out" "      0 m g132 b352                                          adds    2.25  lead    0.50"
+check "layers r" "$out" "      1 r g80 b256                                           adds    0.45  lead    0.60"
+
 out=$(python3 "$TS" "$ROOT/docs/gpu_logs/s29/call6/trace.csv.gz"); rc=$?
 check "s29 exit status" "rc $rc" "rc 0"
 check "s29 steps" "$out" "64 steps, 474 kernels a step (the first: embed_kernel)"
 check "s29 span" "$out" "step span (first start to last end): 3068.5 us mean"
 check "s29 mlp" "$out" "mlp_kernel<1,16> g132 b352                                   42.0    42.83     5.12    37.71     1583.8  51.6%"
 check "s29 norms" "$out" "norm_add_norm_kernel g1 b640                                126.0    18.26    16.10     2.16      272.8   8.9%"
+check "s29 sliding layers" "$out" "  19 a step, 64.42 us each:"
 
 err=$(python3 "$TS" "$tmp/missing.csv" 2>&1); rc=$?
 check "missing file" "rc $rc: $err" "rc 2: trace_step: $tmp/missing.csv: No such file"
