@@ -7,8 +7,9 @@
  * Included once, by cuda_ops.c (one translation unit); without CUPTI at build time
  * (HAVE_CUPTI unset) the switch is refused with a message.
  *
- * FILE: a line "# measured T0 T1 STEPS" (CUPTI timestamps, ns, of the measured steps), then one
- * line a kernel: start,end,name,grid x,block x,cluster x. */
+ * FILE: one line a kernel - start,end,name,grid x,block x,cluster x (CUPTI timestamps, ns) - and
+ * a line "# measured T0 T1 STEPS", the window of the measured steps. With several runs in one
+ * process (DECODE_PROFILE_CUSTOM) each rewrites FILE: the last run's is what stays. */
 #ifdef HAVE_CUPTI
 #include <cupti.h>
 
@@ -46,9 +47,12 @@ static void CUPTIAPI trace_buffer_completed(CUcontext ctx, uint32_t stream, uint
 
 /* Start recording (before the decoder exists, so that its graphs are instantiated with it). */
 static void trace_begin(const char *path) {
+    static int registered; /* once a process: each run (DECODE_PROFILE_CUSTOM) rewrites FILE */
     trace_out = fopen(path, "w");
     if (!trace_out) die("trace: cannot write %s", path);
-    CUPTI_OK(cuptiActivityRegisterCallbacks(trace_buffer_requested, trace_buffer_completed));
+    if (!registered)
+        CUPTI_OK(cuptiActivityRegisterCallbacks(trace_buffer_requested, trace_buffer_completed));
+    registered = 1;
     CUPTI_OK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
 }
 
@@ -61,8 +65,8 @@ static uint64_t trace_now(void) {
 /* Stop, write what is left and the measured steps' window, close the file. */
 static void trace_end(uint64_t t0, uint64_t t1, int steps) {
     CUDA_OK(cudaDeviceSynchronize());
-    fprintf(trace_out, "# measured %llu %llu %d\n", (unsigned long long)t0,
-            (unsigned long long)t1, steps);
+    fprintf(trace_out, "# measured %llu %llu %d\n", (unsigned long long)t0, (unsigned long long)t1,
+            steps);
     CUPTI_OK(cuptiActivityFlushAll(1));
     CUPTI_OK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     if (fclose(trace_out)) die("trace: writing the trace failed");
