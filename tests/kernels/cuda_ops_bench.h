@@ -408,8 +408,9 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
     /* DECODE_PROFILE_TRACE=FILE: the measured steps' kernels, each with its start and end
      * (cuda_ops_trace.h), recorded from before the decoder exists so that its graphs are seen */
     const char *trace = getenv("DECODE_PROFILE_TRACE");
+    const int tracing = trace && *trace;
     uint64_t trace_t0 = 0, trace_t1 = 0;
-    if (trace && *trace) trace_begin(trace);
+    if (tracing) trace_begin(trace);
     /* room for DECODE_PROFILE_VERIFY's passes only when asked (the length sets the full
      * layers' attention slices, and so the step) */
     const char *verify = getenv("DECODE_PROFILE_VERIFY");
@@ -435,14 +436,14 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
          * kernels alone (bench/bench_gpu.sh, bench/ncu_step_split.py). */
         const int ncu = rep == 1 && env_on("DECODE_PROFILE_NCU");
         if (ncu) CUDA_OK(cudaProfilerStart());
-        if (rep == 1 && trace && *trace) trace_t0 = trace_now();
+        if (rep == 1 && tracing) trace_t0 = trace_now();
         double t0 = now_seconds();
         for (int s = 0; s < (rep ? steps : 4); s++) {
             CHECK(decoder_forward_argmax(d, &tok, 1, &tok) == 0);
             if (skip) tok = ids[0];
         }
         double dt = now_seconds() - t0;
-        if (rep == 1 && trace && *trace) trace_t1 = trace_now();
+        if (rep == 1 && tracing) trace_t1 = trace_now();
         if (ncu) CUDA_OK(cudaProfilerStop());
         if (rep == 0) continue;
         backend_cuda_counters c;
@@ -453,7 +454,7 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
                label, steps, 1e3 * dt / steps, steps / dt, c.bytes / steps, c.weight_bytes,
                c.replays, c.device);
         if (!strcmp(profile, "1")) backend_cuda_profile_print(d->b, stdout);
-        if (trace && *trace) trace_end(trace_t0, trace_t1, steps); /* before the verify passes */
+        if (tracing) trace_end(trace_t0, trace_t1, steps); /* before the verify passes */
         verify_profile(d, label, 1e3 * dt / steps);
     }
     fflush(stdout);

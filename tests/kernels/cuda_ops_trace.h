@@ -12,8 +12,10 @@
  * process (DECODE_PROFILE_CUSTOM) each rewrites FILE: the last run's is what stays. */
 #ifdef HAVE_CUPTI
 #include <cupti.h>
+#include <errno.h>
 
 static FILE *trace_out;
+static const char *trace_path; /* for the messages */
 
 #define CUPTI_OK(call)                                                                             \
     do {                                                                                           \
@@ -48,8 +50,9 @@ static void CUPTIAPI trace_buffer_completed(CUcontext ctx, uint32_t stream, uint
 /* Start recording (before the decoder exists, so that its graphs are instantiated with it). */
 static void trace_begin(const char *path) {
     static int registered; /* once a process: each run (DECODE_PROFILE_CUSTOM) rewrites FILE */
+    trace_path = path;
     trace_out = fopen(path, "w");
-    if (!trace_out) die("trace: cannot write %s", path);
+    if (!trace_out) die("trace: cannot write %s: %s", path, strerror(errno));
     if (!registered)
         CUPTI_OK(cuptiActivityRegisterCallbacks(trace_buffer_requested, trace_buffer_completed));
     registered = 1;
@@ -69,7 +72,8 @@ static void trace_end(uint64_t t0, uint64_t t1, int steps) {
             steps);
     CUPTI_OK(cuptiActivityFlushAll(1));
     CUPTI_OK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
-    if (fclose(trace_out)) die("trace: writing the trace failed");
+    /* a record the callback could not write (a full disk) leaves the stream's error flag set */
+    if (ferror(trace_out) | fclose(trace_out)) die("trace: writing %s failed", trace_path);
     trace_out = NULL;
 }
 #else
