@@ -736,6 +736,13 @@ backend *backend_cuda_new(char *err, size_t errlen) {
                           : "CUDA cores",
         st->attn == K_ATTN_CLUSTER ? "in thread block clusters (short rings)" : "split + merge");
     CU(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
+    /* EXPERIMENT (session 30): GEMMA_CUDA_L2_KEEP=MB sets aside that much L2 for evict-last
+     * lines (kcommon.cuh: ld_keep), 0 none; the setting outlives the backend. */
+    const char *keep = getenv("GEMMA_CUDA_L2_KEEP");
+    if (keep) {
+        CU(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, (size_t)atoi(keep) << 20));
+        CU(cudaCtxResetPersistingL2Cache());
+    }
     CUBLAS(cublasCreate(&st->cublas));
     CUBLAS(cublasSetStream(st->cublas, st->stream));
     CU(cudaMalloc((void **)&st->d_params, (1 + GRAPH_MAX_ROWS) * sizeof(int)));

@@ -11,6 +11,13 @@
  * threads instead of 1024 made the step 0.014-0.031 ms faster in five pairs out of five, 512
  * threads (5 each) 0.05 ms slower; the small model's 256-wide rows 4 a thread (64 threads)
  * 1.3 % slower. */
+/* EXPERIMENT (session 30): GEMMA_CUDA_SMALL_W=0|1|2, how the norm kernels load their scales
+ * (kcommon.cuh: ld_small), read at every launch. */
+static int small_wmode(void) {
+    const char *v = getenv("GEMMA_CUDA_SMALL_W");
+    return v ? atoi(v) : 0;
+}
+
 static unsigned norm_threads(int dim) {
     const int want = dim <= 1024 ? dim : (dim + 3) / 4;
     return want >= 1024 ? 1024 : (unsigned)((want + 31) / 32 * 32);
@@ -67,7 +74,7 @@ extern "C" void k_rmsnorm(cudaStream_t s, float *out, const float *x, const void
 template <typename T, int PER>
 __global__ void __launch_bounds__(1024)
     norm_add_norm_kernel(float *x, float *o, const T *wo, float *xn, const T *wx, int dim,
-                         float eps) {
+                         float eps, int wmode) {
     __shared__ float red[32];
     float *xr = x + (size_t)blockIdx.x * dim, *orow = o + (size_t)blockIdx.x * dim;
     float ov[PER], xv[PER], wov[PER], wxv[PER];
@@ -75,8 +82,8 @@ __global__ void __launch_bounds__(1024)
 #pragma unroll
     for (int k = 0; k < PER; k++) {
         const int i = threadIdx.x + k * blockDim.x;
-        wov[k] = wo && i < dim ? to_f32(wo[i]) : 1.0f;
-        wxv[k] = wx && i < dim ? to_f32(wx[i]) : 1.0f;
+        wov[k] = wo && i < dim ? ld_small(wo + i, wmode) : 1.0f;
+        wxv[k] = wx && i < dim ? ld_small(wx + i, wmode) : 1.0f;
     }
     k_wait_only();
 #pragma unroll
@@ -118,7 +125,7 @@ template <typename T, int PER>
 static void norm_add_norm_launch(cudaStream_t s, float *x, float *o, const void *wo, float *xn,
                                  const void *wx, int n_vec, int dim, float eps, unsigned threads) {
     k_launch(norm_add_norm_kernel<T, PER>, dim3(n_vec), dim3(threads), s, x, o, (const T *)wo, xn,
-             (const T *)wx, dim, eps);
+             (const T *)wx, dim, eps, small_wmode());
 }
 
 template <typename T>
@@ -165,6 +172,7 @@ struct nrs_launch {
     k_nrs_part part[K_NRS_PARTS];
     int block0[K_NRS_PARTS];
     int n_parts;
+    int wmode; /* EXPERIMENT: ld_small's mode for the scales and frequencies */
 };
 
 template <typename T>
@@ -191,11 +199,11 @@ __global__ void norm_rope_store_kernel(const nrs_launch L, int dim, float eps, c
     bool rot = false;
     if (live && p.w) {
         const T *w = (const T *)p.w;
-        w1 = to_f32(w[i]);
-        w2 = to_f32(w[i + half]);
+        w1 = ld_small(w + i, L.wmode);
+        w2 = ld_small(w + i + half, L.wmode);
     }
     if (live && p.inv_freq) {
-        const float f = p.inv_freq[i];
+        const float f = L.wmode == 1 ? ld_keep(p.inv_freq + i) : p.inv_freq[i];
         rot = f != 0.0f;
         if (rot) sincosf(f * (float)(step_pos(dpos, pos0) + t), &sn, &cs);
     }
@@ -240,6 +248,7 @@ extern "C" void k_norm_rope_store(cudaStream_t s, const k_nrs_part *parts, int n
         blocks += (unsigned)parts[k].n_vec;
     }
     L.n_parts = n_parts;
+    L.wmode = small_wmode();
     if (!blocks) return;
     const unsigned threads = (unsigned)((dim / 2 + 31) / 32 * 32);
     if (wdtype == KDT_BF16)
