@@ -320,6 +320,27 @@ static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
             bytes += 4.0 * m->n * m->w.rows;
         }
     }
+    /* EXPERIMENT (session 30, GEMMA_CUDA_SMALL_W=3): the launch asks L2 for the scales of the
+     * norms that follow it (up to the next product) and the RoPE frequencies. */
+    const char *sw = getenv("GEMMA_CUDA_SMALL_W");
+    if (sw && atoi(sw) == 3) {
+        const void *pp[3];
+        size_t pb[3];
+        int np = 0;
+        for (int j = i + 1; j < bt->nq && np < 3; j++) {
+            const qop *o = &bt->q[j];
+            if (bt->taken[j] || bt->done[j]) continue;
+            if (o->kind == Q_MATMUL) break;
+            if (o->kind == Q_RMSNORM && o->w.data) {
+                pp[np] = cuda_weight(b, &o->w);
+                pb[np++] = (size_t)weight_bytes(&o->w);
+            } else if (o->kind == Q_ROPE && o->inv_freq) {
+                pp[np] = o->inv_freq;
+                pb[np++] = (size_t)o->dim / 2 * sizeof(float);
+            }
+        }
+        k_mv_prefetch_next(pp, pb, np);
+    }
     cudaStream_t s = cuda_op_begin(b);
     k_matvec_multi(s, segs, ns, (int)q0->w.dtype, q0->a, q0->w.cols, q0->n);
     cuda_op_end(b, cuda_family_matvec, bytes);

@@ -61,9 +61,9 @@ __device__ __forceinline__ float ld_keep(const __half *p) {
                  : "l"(p));
     return __half2float(__ushort_as_half(v));
 }
-/* mode 0: a plain load; 1: ld_keep; 2: no load at all (1.0: wrong results, profiling only) */
+/* mode 1: ld_keep; 2: no load at all (1.0: wrong results, profiling only); else a plain load */
 template <typename T> __device__ __forceinline__ float ld_small(const T *p, int mode) {
-    return mode == 0 ? to_f32(*p) : mode == 1 ? ld_keep(p) : 1.0f;
+    return mode == 1 ? ld_keep(p) : mode == 2 ? 1.0f : to_f32(*p);
 }
 
 /* 16 bytes of weights (vec16<T>::n elements) as fp32. */

@@ -89,6 +89,16 @@
  * blocks). */
 static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0, 0};
 
+/* EXPERIMENT (session 30): what the next launch asks L2 for (k_mv_prefetch_next). */
+static const void *mv_pf[3];
+static size_t mv_pf_bytes[3];
+extern "C" void k_mv_prefetch_next(const void *const *p, const size_t *bytes, int n) {
+    for (int i = 0; i < 3; i++) {
+        mv_pf[i] = i < n ? p[i] : NULL;
+        mv_pf_bytes[i] = i < n ? bytes[i] : 0;
+    }
+}
+
 /* acc + the dot product of four weights with four inputs: the one expression every kernel
  * here sums with, so that all of them round alike (the reproducibility rule above). One fma
  * chain into acc: four instructions where the tree form acc + (w0 x0 + ... + w3 x3) took a
@@ -305,6 +315,7 @@ __global__ void __launch_bounds__(WB * 32, mv1_blocks_for<T>(MINB, U, PAIR, GRP,
     locate(vb);
     uint4 f1[F], f2[PAIR ? F : 1];
     k_launch_next();
+    mv_prefetch_small(L);
     if (!prefetch) k_wait_only();
     mv_first<T, F>(f1, f2, w1, w2, nch, K * 32 * V, pr);
     if (prefetch) k_wait_only();
@@ -795,6 +806,12 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
         blocks += k_blocks((size_t)segs[i].rows, (unsigned)(rows_per_warp * L.wb / k));
     }
     L.blocks = (int)blocks;
+    for (int i = 0; i < 3; i++) {
+        L.pf[i] = (const char *)mv_pf[i];
+        L.pf_lines[i] = (int)((mv_pf_bytes[i] + 127) / 128);
+        mv_pf[i] = NULL;
+        mv_pf_bytes[i] = 0;
+    }
     if (rows_kernel)
         launch_rows<T>(s, L, blocks, x, cols, n, rows_per_warp, pair);
     else if (n == 1)
