@@ -24,12 +24,18 @@ typedef struct {
     int transposed;   /* and the layout: 1 = stored [cols][rows] (cuda_weight_t) */
     void *dev;
     size_t bytes;
+    int in_arena; /* dev is part of an arena chunk (not freed alone) */
 } cuda_weight_slot;
 
+#define CUDA_ARENA_CHUNKS 64
 typedef struct {
     cuda_weight_slot *slots; /* cap slots (a power of two), n of them used */
     size_t cap, n;
     size_t bytes; /* bytes of weights on the device */
+    /* EXPERIMENT (session 30, GEMMA_CUDA_SMALL_ARENA=1): small weights packed into chunks */
+    char *chunk[CUDA_ARENA_CHUNKS];
+    int n_chunks;
+    size_t chunk_used; /* bytes used of the last chunk */
 } cuda_weights;
 
 /* The device copy of w's data (transposed: stored [cols][rows], 16-bit dtypes only), copied on
