@@ -323,7 +323,7 @@ static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
     /* EXPERIMENT (session 30, GEMMA_CUDA_SMALL_W=3): the launch asks L2 for the scales of the
      * norms that follow it (up to the next product) and the RoPE frequencies. */
     const char *sw = getenv("GEMMA_CUDA_SMALL_W");
-    if (sw && atoi(sw) == 3) {
+    if (sw && (atoi(sw) == 3 || atoi(sw) == 6)) {
         const void *pp[3];
         size_t pb[3];
         int np = 0;

@@ -82,11 +82,11 @@ __global__ void __launch_bounds__(1024)
 #pragma unroll
     for (int k = 0; k < PER; k++) {
         const int i = threadIdx.x + k * blockDim.x;
-        wov[k] = wo && i < dim && wmode != 5 ? ld_small(wo + i, wmode) : 1.0f;
-        wxv[k] = wx && i < dim && wmode != 5 ? ld_small(wx + i, wmode) : 1.0f;
+        wov[k] = wo && i < dim && wmode < 5 ? ld_small(wo + i, wmode) : 1.0f;
+        wxv[k] = wx && i < dim && wmode < 5 ? ld_small(wx + i, wmode) : 1.0f;
     }
     k_wait_only();
-    if (wmode == 5) /* EXPERIMENT: the scales loaded after the wait */
+    if (wmode == 5 || wmode == 6) /* EXPERIMENT: the scales loaded after the wait */
 #pragma unroll
         for (int k = 0; k < PER; k++) {
             const int i = threadIdx.x + k * blockDim.x;
