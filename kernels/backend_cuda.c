@@ -135,6 +135,8 @@ typedef struct {
     size_t cap_partial;
     float *d_mlp; /* mlp.cu's partial sums, cap_mlp bytes */
     size_t cap_mlp;
+    float *d_nrm; /* EXPERIMENT: the norm scales a product copies (cuda_norm_scratch) */
+    size_t cap_nrm;
     int mlp;         /* mlp.cu for the MLPs it can take (GEMMA_CUDA_MLP; sm_90 only) */
     void *d_convert; /* cuBLAS inputs in the weight dtype, cap_convert bytes */
     size_t cap_convert;
@@ -621,6 +623,11 @@ float *cuda_mlp_scratch(backend *b, size_t floats) {
     return scratch(st, (void **)&st->d_mlp, &st->cap_mlp, floats * sizeof(float));
 }
 
+float *cuda_norm_scratch(backend *b, size_t floats) {
+    cuda_state *st = st_flushed(b);
+    return scratch(st, (void **)&st->d_nrm, &st->cap_nrm, floats * sizeof(float));
+}
+
 cudaStream_t cuda_op_begin(backend *b) {
     cuda_state *st = st_flushed(b);
     op_begin(st);
@@ -646,6 +653,7 @@ static void cu_destroy(backend *b) {
     cudaFree(st->d_partial);
     cudaFree(st->d_convert);
     cudaFree(st->d_mlp);
+    cudaFree(st->d_nrm);
     cudaFree(st->d_argmax);
     cudaFreeHost(st->h_argmax);
     cudaFree(st->d_head);

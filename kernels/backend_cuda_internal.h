@@ -59,6 +59,8 @@ const void *cuda_weight_t(backend *b, const tensor *w);
 int cuda_mlp_on(backend *b);
 /* mlp.cu's partial sums: a device buffer of at least `floats` (grown outside captures only). */
 float *cuda_mlp_scratch(backend *b, size_t floats);
+/* EXPERIMENT (session 30): a device buffer for the norm scales a product copies. */
+float *cuda_norm_scratch(backend *b, size_t floats);
 /* Start an op: runs what fusion has held back, starts the op's timer when profiling; returns
  * the stream to launch on. */
 cudaStream_t cuda_op_begin(backend *b);

@@ -20,23 +20,10 @@ struct mv_launch {
     int n_segs;
     int blocks; /* virtual blocks of all segments (the grid, unless it is persistent) */
     int wb;     /* warps a block of matvec1_kernel (MV_WARPS unless a narrow form is asked) */
-    const char *pf[3]; /* EXPERIMENT: small vectors asked of L2 (k_mv_prefetch_next) */
-    int pf_lines[3];
+    const void *cw[2]; /* EXPERIMENT: scales copied as fp32 (k_mv_copy_next) */
+    float *cw_out[2];
+    int cw_n;
 };
-
-/* EXPERIMENT: block b's thread 0 asks L2 for line b of the launch's small vectors. */
-__device__ __forceinline__ void mv_prefetch_small(const mv_launch &L) {
-    if (threadIdx.x) return;
-    int b = blockIdx.x;
-#pragma unroll
-    for (int i = 0; i < 3; i++) {
-        if (b < L.pf_lines[i]) {
-            asm volatile("prefetch.global.L2 [%0];" ::"l"(L.pf[i] + 128 * (size_t)b));
-            return;
-        }
-        b -= L.pf_lines[i];
-    }
-}
 
 /* The kernels' view of a launcher's matrix: k warps per row (or row tile), blocks from block0. */
 static inline mv_seg mv_seg_make(const k_mv_seg &s, int k, int block0) {
