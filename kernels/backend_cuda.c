@@ -135,8 +135,6 @@ typedef struct {
     size_t cap_partial;
     float *d_mlp; /* mlp.cu's partial sums, cap_mlp bytes */
     size_t cap_mlp;
-    float *d_nrm; /* EXPERIMENT: the norm scales a product copies (cuda_norm_scratch) */
-    size_t cap_nrm;
     int mlp;         /* mlp.cu for the MLPs it can take (GEMMA_CUDA_MLP; sm_90 only) */
     void *d_convert; /* cuBLAS inputs in the weight dtype, cap_convert bytes */
     size_t cap_convert;
@@ -623,11 +621,6 @@ float *cuda_mlp_scratch(backend *b, size_t floats) {
     return scratch(st, (void **)&st->d_mlp, &st->cap_mlp, floats * sizeof(float));
 }
 
-float *cuda_norm_scratch(backend *b, size_t floats) {
-    cuda_state *st = st_flushed(b);
-    return scratch(st, (void **)&st->d_nrm, &st->cap_nrm, floats * sizeof(float));
-}
-
 cudaStream_t cuda_op_begin(backend *b) {
     cuda_state *st = st_flushed(b);
     op_begin(st);
@@ -653,7 +646,6 @@ static void cu_destroy(backend *b) {
     cudaFree(st->d_partial);
     cudaFree(st->d_convert);
     cudaFree(st->d_mlp);
-    cudaFree(st->d_nrm);
     cudaFree(st->d_argmax);
     cudaFreeHost(st->h_argmax);
     cudaFree(st->d_head);
@@ -744,13 +736,6 @@ backend *backend_cuda_new(char *err, size_t errlen) {
                           : "CUDA cores",
         st->attn == K_ATTN_CLUSTER ? "in thread block clusters (short rings)" : "split + merge");
     CU(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
-    /* EXPERIMENT (session 30): GEMMA_CUDA_L2_KEEP=MB sets aside that much L2 for evict-last
-     * lines (kcommon.cuh: ld_keep), 0 none; the setting outlives the backend. */
-    const char *keep = getenv("GEMMA_CUDA_L2_KEEP");
-    if (keep) {
-        CU(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, (size_t)atoi(keep) << 20));
-        CU(cudaCtxResetPersistingL2Cache());
-    }
     CUBLAS(cublasCreate(&st->cublas));
     CUBLAS(cublasSetStream(st->cublas, st->stream));
     CU(cudaMalloc((void **)&st->d_params, (1 + GRAPH_MAX_ROWS) * sizeof(int)));

@@ -215,10 +215,6 @@ static void run_single(backend *b, const qop *op) {
     }
 }
 
-/* EXPERIMENT (session 30): the scales the last product copied, and where (try_norm_add). */
-static const void *fz_copy_from[2];
-static float *fz_copy_to;
-
 /* ---- 1. matrix products reading the same x ------------------------------------------------ */
 
 static int same_input(backend *b, const qop *x, const qop *y) {
@@ -324,31 +320,6 @@ static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
             bytes += 4.0 * m->n * m->w.rows;
         }
     }
-    /* EXPERIMENT (session 30, GEMMA_CUDA_NORM_COPY=1): a lone product whose output the next
-     * ops normalise, add to x and normalise again (try_norm_add) copies both scales as fp32
-     * into a scratch buffer, loaded before its wait (before the burst of its own loads) and
-     * stored after; the norm + add then reads them from L2 with o and x. The same values, so the
-     * same bits. */
-    const char *nc = getenv("GEMMA_CUDA_NORM_COPY");
-    if (nc && atoi(nc) == 1 && ns == 1 && k_mv_copies(q0->n)) {
-        int j = i + 1;
-        while (j < bt->nq && (bt->done[j] || bt->taken[j]))
-            j++;
-        const int k = j < bt->nq ? next_live(bt, j) : bt->nq, l = k < bt->nq ? next_live(bt, k) : bt->nq;
-        const qop *nrm = j < bt->nq ? &bt->q[j] : NULL, *add = k < bt->nq ? &bt->q[k] : NULL,
-                  *n2 = l < bt->nq ? &bt->q[l] : NULL;
-        if (nrm && add && n2 && nrm->kind == Q_RMSNORM && nrm->a == q0->out &&
-            nrm->out == q0->out && nrm->w.data && nrm->w.dtype == q0->w.dtype &&
-            add->kind == Q_ADD && n2->kind == Q_RMSNORM && n2->a == add->out && n2->w.data &&
-            n2->w.dtype == q0->w.dtype && nrm->dim == n2->dim && nrm->n == 1) {
-            float *cp = cuda_norm_scratch(b, 2 * (size_t)nrm->dim);
-            const void *w0 = cuda_weight(b, &nrm->w), *w1 = cuda_weight(b, &n2->w);
-            k_mv_copy_next(w0, w1, cp, cp + nrm->dim, nrm->dim);
-            fz_copy_from[0] = w0;
-            fz_copy_from[1] = w1;
-            fz_copy_to = cp;
-        }
-    }
     cudaStream_t s = cuda_op_begin(b);
     k_matvec_multi(s, segs, ns, (int)q0->w.dtype, q0->a, q0->w.cols, q0->n);
     cuda_op_end(b, cuda_family_matvec, bytes);
@@ -424,13 +395,7 @@ static int try_norm_add(backend *b, batch *bt, int i) {
         n2 = NULL;
     const void *wo = nrm->w.data ? cuda_weight(b, &nrm->w) : NULL;
     const void *wx = n2 && n2->w.data ? cuda_weight(b, &n2->w) : NULL;
-    int wdt = nrm->w.data ? (int)nrm->w.dtype : n2 && n2->w.data ? (int)n2->w.dtype : KDT_F32;
-    if (fz_copy_to && wo == fz_copy_from[0] && wx == fz_copy_from[1]) { /* EXPERIMENT */
-        wo = fz_copy_to;
-        wx = fz_copy_to + nrm->dim;
-        wdt = KDT_F32;
-    }
-    fz_copy_to = NULL;
+    const int wdt = nrm->w.data ? (int)nrm->w.dtype : n2 && n2->w.data ? (int)n2->w.dtype : KDT_F32;
     cudaStream_t s = cuda_op_begin(b);
     k_norm_add_norm(s, add->out, nrm->out, wo, n2 ? n2->out : NULL, wx, wdt, nrm->n, nrm->dim,
                     nrm->eps);

@@ -24,18 +24,12 @@ typedef struct {
     int transposed;   /* and the layout: 1 = stored [cols][rows] (cuda_weight_t) */
     void *dev;
     size_t bytes;
-    int in_arena; /* dev is part of an arena chunk (not freed alone) */
 } cuda_weight_slot;
 
-#define CUDA_ARENA_CHUNKS 64
 typedef struct {
     cuda_weight_slot *slots; /* cap slots (a power of two), n of them used */
     size_t cap, n;
     size_t bytes; /* bytes of weights on the device */
-    /* EXPERIMENT (session 30, GEMMA_CUDA_SMALL_ARENA=1): small weights packed into chunks */
-    char *chunk[CUDA_ARENA_CHUNKS];
-    int n_chunks;
-    size_t chunk_used; /* bytes used of the last chunk */
 } cuda_weights;
 
 /* The device copy of w's data (transposed: stored [cols][rows], 16-bit dtypes only), copied on
@@ -59,8 +53,6 @@ const void *cuda_weight_t(backend *b, const tensor *w);
 int cuda_mlp_on(backend *b);
 /* mlp.cu's partial sums: a device buffer of at least `floats` (grown outside captures only). */
 float *cuda_mlp_scratch(backend *b, size_t floats);
-/* EXPERIMENT (session 30): a device buffer for the norm scales a product copies. */
-float *cuda_norm_scratch(backend *b, size_t floats);
 /* Start an op: runs what fusion has held back, starts the op's timer when profiling; returns
  * the stream to launch on. */
 cudaStream_t cuda_op_begin(backend *b);

@@ -71,26 +71,6 @@ static void weight_upload(cudaStream_t s, void *dev, const tensor *w, size_t byt
     CU(cudaFree(tmp));
 }
 
-/* EXPERIMENT (session 30): with GEMMA_CUDA_SMALL_ARENA=1 a weight of at most 64 KB (the norm
- * scales, a few KB each) is cut from 2 MB chunks, 256-byte aligned, so that all of them share a
- * few pages; NULL: allocate it alone. */
-#define ARENA_CHUNK   (2u << 20)
-#define ARENA_MAX_ONE (64u << 10)
-static void *arena_take(cuda_weights *cw, size_t bytes) {
-    const char *v = getenv("GEMMA_CUDA_SMALL_ARENA");
-    if (!v || atoi(v) != 1 || bytes > ARENA_MAX_ONE) return NULL;
-    const size_t need = (bytes + 255) / 256 * 256;
-    if (!cw->n_chunks || cw->chunk_used + need > ARENA_CHUNK) {
-        if (cw->n_chunks == CUDA_ARENA_CHUNKS) return NULL;
-        if (cudaMalloc((void **)&cw->chunk[cw->n_chunks], ARENA_CHUNK) != cudaSuccess) return NULL;
-        cw->n_chunks++;
-        cw->chunk_used = 0;
-    }
-    void *p = cw->chunk[cw->n_chunks - 1] + cw->chunk_used;
-    cw->chunk_used += need;
-    return p;
-}
-
 const void *cuda_weights_get(cuda_weights *cw, cudaStream_t s, const tensor *w, int transposed,
                              int capturing, void (*drop)(void *), void *ctx) {
     CHECK(w && w->data);
@@ -112,8 +92,7 @@ const void *cuda_weights_get(cuda_weights *cw, cudaStream_t s, const tensor *w, 
                         w->data, ws->bytes, bytes);
                 CU(cudaStreamSynchronize(s));
                 drop(ctx); /* what may hold the old copy (the caller's graphs) */
-                if (!ws->in_arena) CU(cudaFree(ws->dev));
-                ws->in_arena = 0;
+                CU(cudaFree(ws->dev));
                 cw->bytes -= ws->bytes;
                 CU(cudaMalloc(&ws->dev, bytes));
                 weight_upload(s, ws->dev, w, bytes, transposed);
@@ -124,9 +103,8 @@ const void *cuda_weights_get(cuda_weights *cw, cudaStream_t s, const tensor *w, 
     }
     if (capturing) die("a weight was first used inside a captured CUDA graph");
     if (2 * (cw->n + 1) > cw->cap) weights_grow(cw);
-    void *dev = arena_take(cw, bytes);
-    const int in_arena = dev != NULL;
-    cudaError_t e = in_arena ? cudaSuccess : cudaMalloc(&dev, bytes ? bytes : 1);
+    void *dev = NULL;
+    cudaError_t e = cudaMalloc(&dev, bytes ? bytes : 1);
     if (e != cudaSuccess)
         die("CUDA: cannot hold the weights on the device (%.2f GB already there, %zu more "
             "bytes asked): %s",
@@ -135,7 +113,7 @@ const void *cuda_weights_get(cuda_weights *cw, cudaStream_t s, const tensor *w, 
     size_t j = hash_ptr(w->data, transposed, cw->cap);
     while (cw->slots[j].host)
         j = (j + 1) & (cw->cap - 1);
-    cw->slots[j] = (cuda_weight_slot){w->data, transposed, dev, bytes, in_arena};
+    cw->slots[j] = (cuda_weight_slot){w->data, transposed, dev, bytes};
     cw->n++;
     cw->bytes += bytes;
     return dev;
@@ -143,9 +121,7 @@ const void *cuda_weights_get(cuda_weights *cw, cudaStream_t s, const tensor *w, 
 
 void cuda_weights_free(cuda_weights *cw) {
     for (size_t i = 0; i < cw->cap; i++)
-        if (cw->slots[i].host && !cw->slots[i].in_arena) cudaFree(cw->slots[i].dev);
-    for (int i = 0; i < cw->n_chunks; i++)
-        cudaFree(cw->chunk[i]);
+        if (cw->slots[i].host) cudaFree(cw->slots[i].dev);
     free(cw->slots);
     *cw = (cuda_weights){0};
 }

@@ -34,38 +34,6 @@ __device__ __forceinline__ float to_f32(__half v) {
     return __half2float(v);
 }
 
-/* EXPERIMENT (session 30, GEMMA_CUDA_SMALL_W): one small-vector weight element loaded with an
- * L2 evict-last policy, so that the norm scales (a few KB a layer) might survive the step's
- * 9 GB of weight streams in L2 and be an L2 hit when a late-placed kernel asks for them. */
-__device__ __forceinline__ float ld_keep(const float *p) {
-    float v;
-    asm volatile("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
-                 "ld.global.L2::cache_hint.f32 %0, [%1], pol;\n\t}"
-                 : "=f"(v)
-                 : "l"(p));
-    return v;
-}
-__device__ __forceinline__ float ld_keep(const __nv_bfloat16 *p) {
-    unsigned short v;
-    asm volatile("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
-                 "ld.global.L2::cache_hint.b16 %0, [%1], pol;\n\t}"
-                 : "=h"(v)
-                 : "l"(p));
-    return __uint_as_float((unsigned)v << 16);
-}
-__device__ __forceinline__ float ld_keep(const __half *p) {
-    unsigned short v;
-    asm volatile("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
-                 "ld.global.L2::cache_hint.b16 %0, [%1], pol;\n\t}"
-                 : "=h"(v)
-                 : "l"(p));
-    return __half2float(__ushort_as_half(v));
-}
-/* mode 1: ld_keep; 2: no load at all (1.0: wrong results, profiling only); else a plain load */
-template <typename T> __device__ __forceinline__ float ld_small(const T *p, int mode) {
-    return mode == 1 ? ld_keep(p) : mode == 2 ? 1.0f : to_f32(*p);
-}
-
 /* 16 bytes of weights (vec16<T>::n elements) as fp32. */
 template <typename T> struct vec16 { static constexpr int n = 16 / sizeof(T); };
 template <typename T> __device__ __forceinline__ void unpack16(const uint4 &u, float *f) {

@@ -75,12 +75,6 @@ typedef struct {
 } k_mv_seg;
 void k_matvec_multi(cudaStream_t s, const k_mv_seg *segs, int n_segs, int wdtype, const float *x,
                     int cols, int n);
-/* EXPERIMENT (session 30): the next k_matvec_multi launch also copies count elements of w0 and
- * w1 (the matrices' dtype; either may be NULL) as fp32 into out0 and out1: loaded before its
- * wait, stored after it. Only the lean one-input kernel does: k_mv_copies(n) says whether a
- * launch of n inputs will. */
-void k_mv_copy_next(const void *w0, const void *w1, float *out0, float *out1, int count);
-int k_mv_copies(int n);
 /* mlp.cu: a Gemma MLP for n inputs x[n][H], bf16 weights gate and up [I][H] and down
  * stored transposed (down_t [I][H], k_transpose16): out[t] = down(gelu_tanh(gate x[t]) * up x[t]),
  * leaving h = gelu_tanh(g) * u in h_out[n][I] and u in u_out[n][I], as the separate ops would.

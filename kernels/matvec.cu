@@ -89,24 +89,6 @@
  * blocks). */
 static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0, 0};
 
-extern "C" int k_mv_copies(int n) {
-    return n == 1 && !mv_tune.mma && mv_tune.prefetch != 4 &&
-           (mv_tune.decode != K_MV_GENERAL || mv_tune.grid);
-}
-
-/* EXPERIMENT (session 30): what the next launch copies (k_mv_copy_next). */
-static const void *mv_cw[2];
-static float *mv_cw_out[2];
-static int mv_cw_n;
-extern "C" void k_mv_copy_next(const void *w0, const void *w1, float *out0, float *out1,
-                               int count) {
-    mv_cw[0] = w0;
-    mv_cw[1] = w1;
-    mv_cw_out[0] = out0;
-    mv_cw_out[1] = out1;
-    mv_cw_n = count;
-}
-
 /* acc + the dot product of four weights with four inputs: the one expression every kernel
  * here sums with, so that all of them round alike (the reproducibility rule above). One fma
  * chain into acc: four instructions where the tree form acc + (w0 x0 + ... + w3 x3) took a
@@ -323,20 +305,9 @@ __global__ void __launch_bounds__(WB * 32, mv1_blocks_for<T>(MINB, U, PAIR, GRP,
     locate(vb);
     uint4 f1[F], f2[PAIR ? F : 1];
     k_launch_next();
-    /* EXPERIMENT: this thread's element of the copied scales, loaded with the first chunks */
-    const int ci = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-    float cv0 = 0.0f, cv1 = 0.0f;
-    if (ci < L.cw_n) {
-        if (L.cw[0]) cv0 = to_f32(((const T *)L.cw[0])[ci]);
-        if (L.cw[1]) cv1 = to_f32(((const T *)L.cw[1])[ci]);
-    }
     if (!prefetch) k_wait_only();
     mv_first<T, F>(f1, f2, w1, w2, nch, K * 32 * V, pr);
     if (prefetch) k_wait_only();
-    if (ci < L.cw_n) {
-        if (L.cw_out[0]) L.cw_out[0][ci] = cv0;
-        if (L.cw_out[1]) L.cw_out[1][ci] = cv1;
-    }
 
     for (;;) {
         const mv_seg &sg = L.seg[si];
@@ -791,12 +762,6 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
                 launch<T>(s, segs + j, 1, x, cols, n);
             return;
         }
-    /* EXPERIMENT: a copy is asked for only where matvec1_kernel runs (k_mv_copies) */
-    if (mv_cw_n && !(vec[0] && k_mv_copies(n))) {
-        fprintf(stderr, "%s:%d: k_mv_copy_next for a launch that does not copy\n", __FILE__,
-                __LINE__);
-        exit(1);
-    }
     /* bf16 on the tensor cores when asked (matvec_mma.cu: 16-byte aligned, 32-column steps) */
     if constexpr (std::is_same<T, __nv_bfloat16>::value)
         if (mv_tune.mma && vec[0] && cols % 32 == 0) {
@@ -830,14 +795,6 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
         blocks += k_blocks((size_t)segs[i].rows, (unsigned)(rows_per_warp * L.wb / k));
     }
     L.blocks = (int)blocks;
-    for (int i = 0; i < 2; i++) {
-        L.cw[i] = mv_cw[i];
-        L.cw_out[i] = mv_cw_out[i];
-        mv_cw[i] = NULL;
-        mv_cw_out[i] = NULL;
-    }
-    L.cw_n = mv_cw_n;
-    mv_cw_n = 0;
     if (rows_kernel)
         launch_rows<T>(s, L, blocks, x, cols, n, rows_per_warp, pair);
     else if (n == 1)

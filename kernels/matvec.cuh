@@ -20,9 +20,6 @@ struct mv_launch {
     int n_segs;
     int blocks; /* virtual blocks of all segments (the grid, unless it is persistent) */
     int wb;     /* warps a block of matvec1_kernel (MV_WARPS unless a narrow form is asked) */
-    const void *cw[2]; /* EXPERIMENT: scales copied as fp32 (k_mv_copy_next) */
-    float *cw_out[2];
-    int cw_n;
 };
 
 /* The kernels' view of a launcher's matrix: k warps per row (or row tile), blocks from block0. */

@@ -11,13 +11,6 @@
  * threads instead of 1024 made the step 0.014-0.031 ms faster in five pairs out of five, 512
  * threads (5 each) 0.05 ms slower; the small model's 256-wide rows 4 a thread (64 threads)
  * 1.3 % slower. */
-/* EXPERIMENT (session 30): GEMMA_CUDA_SMALL_W=0|1|2, how the norm kernels load their scales
- * (kcommon.cuh: ld_small), read at every launch. */
-static int small_wmode(void) {
-    const char *v = getenv("GEMMA_CUDA_SMALL_W");
-    return v ? atoi(v) : 0;
-}
-
 static unsigned norm_threads(int dim) {
     const int want = dim <= 1024 ? dim : (dim + 3) / 4;
     return want >= 1024 ? 1024 : (unsigned)((want + 31) / 32 * 32);
@@ -74,7 +67,7 @@ extern "C" void k_rmsnorm(cudaStream_t s, float *out, const float *x, const void
 template <typename T, int PER>
 __global__ void __launch_bounds__(1024)
     norm_add_norm_kernel(float *x, float *o, const T *wo, float *xn, const T *wx, int dim,
-                         float eps, int wmode) {
+                         float eps) {
     __shared__ float red[32];
     float *xr = x + (size_t)blockIdx.x * dim, *orow = o + (size_t)blockIdx.x * dim;
     float ov[PER], xv[PER], wov[PER], wxv[PER];
@@ -82,17 +75,10 @@ __global__ void __launch_bounds__(1024)
 #pragma unroll
     for (int k = 0; k < PER; k++) {
         const int i = threadIdx.x + k * blockDim.x;
-        wov[k] = wo && i < dim && wmode < 5 ? ld_small(wo + i, wmode) : 1.0f;
-        wxv[k] = wx && i < dim && wmode < 5 ? ld_small(wx + i, wmode) : 1.0f;
+        wov[k] = wo && i < dim ? to_f32(wo[i]) : 1.0f;
+        wxv[k] = wx && i < dim ? to_f32(wx[i]) : 1.0f;
     }
     k_wait_only();
-    if (wmode == 5 || wmode == 6) /* EXPERIMENT: the scales loaded after the wait */
-#pragma unroll
-        for (int k = 0; k < PER; k++) {
-            const int i = threadIdx.x + k * blockDim.x;
-            wov[k] = wo && i < dim ? to_f32(wo[i]) : 1.0f;
-            wxv[k] = wx && i < dim ? to_f32(wx[i]) : 1.0f;
-        }
 #pragma unroll
     for (int k = 0; k < PER; k++) {
         const int i = threadIdx.x + k * blockDim.x;
@@ -132,7 +118,7 @@ template <typename T, int PER>
 static void norm_add_norm_launch(cudaStream_t s, float *x, float *o, const void *wo, float *xn,
                                  const void *wx, int n_vec, int dim, float eps, unsigned threads) {
     k_launch(norm_add_norm_kernel<T, PER>, dim3(n_vec), dim3(threads), s, x, o, (const T *)wo, xn,
-             (const T *)wx, dim, eps, small_wmode());
+             (const T *)wx, dim, eps);
 }
 
 template <typename T>
@@ -152,91 +138,6 @@ static void norm_add_norm_launch_per(cudaStream_t s, float *x, float *o, const v
         norm_add_norm_launch<T, 16>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
 }
 
-/* EXPERIMENT (session 30, GEMMA_CUDA_NORM_SMALL=1): norm_add_norm in a block small enough to be
- * resident beside a product's blocks (4 warps, at most 32 registers: 4096 registers, what a
- * multiprocessor holding five 8-warp product blocks has left), so that it starts, and loads
- * its scales, long before the product ends - the 640-thread block starts only as the product's
- * blocks leave. The row goes through shared memory (cp.async, no registers held), and the
- * sums are taken as the 640-thread block takes them: each real warp plays `vt / 128` of the vt
- * virtual threads' warps in turn (a virtual thread sums its elements v, v + vt, ... in order;
- * then the warp sums and block_sum's second stage), so the bits are norm_add_norm_kernel's. */
-__device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
-    const unsigned sa = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(gmem) : "memory");
-}
-
-template <typename T>
-__global__ void __launch_bounds__(128, 16)
-    norm_add_norm_small_kernel(float *x, float *o, const T *wo, float *xn, const T *wx, int dim,
-                               float eps, int vt) {
-    extern __shared__ float4 smem4[];
-    float *so = (float *)smem4, *sx = so + dim;
-    T *swo = (T *)(sx + dim), *swx = swo + dim;
-    __shared__ float red[32];
-    float *xr = x + (size_t)blockIdx.x * dim, *orow = o + (size_t)blockIdx.x * dim;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nvw = vt / 32;
-    constexpr int WE = 16 / sizeof(T); /* weight elements a 16-byte copy */
-    k_launch_next();
-    for (int c = threadIdx.x; c < dim / WE; c += blockDim.x) {
-        if (wo) cp_async16(swo + c * WE, wo + c * WE);
-        if (wx) cp_async16(swx + c * WE, wx + c * WE);
-    }
-    asm volatile("cp.async.commit_group;" ::: "memory");
-    k_wait_only();
-    for (int c = threadIdx.x; c < dim / 4; c += blockDim.x) {
-        cp_async16(so + 4 * c, orow + 4 * c);
-        cp_async16(sx + 4 * c, xr + 4 * c);
-    }
-    asm volatile("cp.async.commit_group;" ::: "memory");
-    asm volatile("cp.async.wait_all;" ::: "memory");
-    __syncthreads();
-    for (int w = warp; w < nvw; w += 4) {
-        float ss = 0.0f;
-        for (int i = w * 32 + lane; i < dim; i += vt)
-            ss += so[i] * so[i];
-        ss = warp_sum(ss);
-        if (lane == 0) red[w] = ss;
-    }
-    __syncthreads();
-    const float inv = 1.0f / sqrtf(warp_sum(lane < nvw ? red[lane] : 0.0f) / dim + eps);
-    __syncthreads(); /* red is written again below */
-    for (int w = warp; w < nvw; w += 4) {
-        float ss2 = 0.0f;
-        for (int i = w * 32 + lane; i < dim; i += vt) {
-            float v = so[i] * inv;
-            if (wo) v *= to_f32(swo[i]);
-            orow[i] = v;
-            const float xv = sx[i] + v;
-            xr[i] = xv;
-            sx[i] = xv;
-            ss2 += xv * xv;
-        }
-        ss2 = warp_sum(ss2);
-        if (lane == 0) red[w] = ss2;
-    }
-    if (!xn) return;
-    __syncthreads();
-    const float inv2 = 1.0f / sqrtf(warp_sum(lane < nvw ? red[lane] : 0.0f) / dim + eps);
-    float *xnr = xn + (size_t)blockIdx.x * dim;
-    for (int i = threadIdx.x; i < dim; i += blockDim.x)
-        xnr[i] = wx ? sx[i] * inv2 * to_f32(swx[i]) : sx[i] * inv2;
-}
-
-/* The small form when it is asked for and takes the shape (rows a multiple of 8 elements and of
- * 16 bytes, 4 virtual warps a real one at least, all of it in 48 KB): launched, 1; else 0. */
-template <typename T>
-static int norm_add_norm_small(cudaStream_t s, float *x, float *o, const void *wo, float *xn,
-                               const void *wx, int n_vec, int dim, float eps, unsigned vt) {
-    const char *v = getenv("GEMMA_CUDA_NORM_SMALL");
-    const size_t smem = (size_t)dim * (8 + 2 * sizeof(T));
-    if (!v || atoi(v) != 1 || dim % 8 || vt % 128 || smem > 48 * 1024 ||
-        ((uintptr_t)x | (uintptr_t)o | (uintptr_t)wo | (uintptr_t)wx) % 16)
-        return 0;
-    k_launch_ex(norm_add_norm_small_kernel<T>, dim3(n_vec), dim3(128), 0, smem, s, x, o,
-                (const T *)wo, xn, (const T *)wx, dim, eps, (int)vt);
-    return 1;
-}
-
 extern "C" void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *wo, float *xn,
                                 const void *wx, int wdtype, int n_vec, int dim, float eps) {
     if (n_vec <= 0 || (k_skip & K_SKIP_NORM_ADD)) return;
@@ -246,14 +147,6 @@ extern "C" void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *
         exit(1);
     }
     const unsigned threads = norm_threads(dim);
-    if (wdtype == KDT_BF16 ? norm_add_norm_small<__nv_bfloat16>(s, x, o, wo, xn, wx, n_vec, dim,
-                                                                eps, threads)
-        : wdtype == KDT_F16
-            ? norm_add_norm_small<__half>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads)
-            : norm_add_norm_small<float>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads)) {
-        K_CHECK_LAUNCH();
-        return;
-    }
     if (wdtype == KDT_BF16)
         norm_add_norm_launch_per<__nv_bfloat16>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     else if (wdtype == KDT_F16)
@@ -272,7 +165,6 @@ struct nrs_launch {
     k_nrs_part part[K_NRS_PARTS];
     int block0[K_NRS_PARTS];
     int n_parts;
-    int wmode; /* EXPERIMENT: ld_small's mode for the scales and frequencies */
 };
 
 template <typename T>
@@ -299,11 +191,11 @@ __global__ void norm_rope_store_kernel(const nrs_launch L, int dim, float eps, c
     bool rot = false;
     if (live && p.w) {
         const T *w = (const T *)p.w;
-        w1 = ld_small(w + i, L.wmode);
-        w2 = ld_small(w + i + half, L.wmode);
+        w1 = to_f32(w[i]);
+        w2 = to_f32(w[i + half]);
     }
     if (live && p.inv_freq) {
-        const float f = L.wmode == 1 ? ld_keep(p.inv_freq + i) : p.inv_freq[i];
+        const float f = p.inv_freq[i];
         rot = f != 0.0f;
         if (rot) sincosf(f * (float)(step_pos(dpos, pos0) + t), &sn, &cs);
     }
@@ -348,7 +240,6 @@ extern "C" void k_norm_rope_store(cudaStream_t s, const k_nrs_part *parts, int n
         blocks += (unsigned)parts[k].n_vec;
     }
     L.n_parts = n_parts;
-    L.wmode = small_wmode();
     if (!blocks) return;
     const unsigned threads = (unsigned)((dim / 2 + 31) / 32 * 32);
     if (wdtype == KDT_BF16)
