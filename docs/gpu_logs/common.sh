@@ -23,3 +23,28 @@ e4b_model() {
         > "$T/make.log" 2>&1 &
     PM=$!
 }
+# The correctness block a change must pass before it is kept (session 29's calls repeated it):
+# the op test and test_gpu.sh steps 2 3 5 side by side (never beside a timing), then the
+# mid-sized twin against the CPU. Logs under $T; one line of verdict each.
+correctness() {
+    timeout 200 $N/cuda_ops ops > $T/ops.txt 2>&1 & local p1=$!
+    GPU_BIN_DIR=$N KEEP_GOING=1 GPU_TEST_STEPS="2 3 5" LOG_DIR=$T/tests timeout 300 \
+        scripts/test_gpu.sh > $T/test235.txt 2>&1 & local p2=$!
+    wait $p1; el "ops rc $?"; grep -E "FAIL|differ|all agree|expected" $T/ops.txt | cut -c1-200 | head -8
+    python3 tools/make_e4b_random.py /tmp/mid --mid --prompts 1 --prompt-len 32 --hf-new-tokens 2 \
+        > $T/make_mid.log 2>&1; el "mid rc $?"
+    timeout 120 $N/cuda_ops model /tmp/mid/model > $T/mid_model.txt 2>&1; el "mid model rc $?"
+    tail -4 $T/mid_model.txt
+    wait $p2; el "steps 2 3 5 rc $?"
+    grep -E "FAIL|greedy output|all GPU|identical;" $T/test235.txt | cut -c1-160 | head -8
+    rm -rf $T/tests/spec_*
+}
+# The code a change is measured against, in the same call (session 30: five calls compared
+# experiments with a default that the experiments' own code had slowed by 0.09 ms; only the
+# previous binary beside it showed that). Carry the previous code's cuda_ops, built the same
+# way, as $B/old/cuda_ops; `baseline LABEL` runs its defaults twice in a process of its own.
+baseline() {
+    DECODE_PROFILE_CUSTOM="$1:;${1}b:" timeout 120 $B/old/cuda_ops decode-profile /tmp/e4b/model \
+        256 128 > $T/$1.txt 2>&1
+    el "$1 rc $?"; ms $T/$1.txt
+}
