@@ -48,3 +48,18 @@ baseline() {
         256 128 > $T/$1.txt 2>&1
     el "$1 rc $?"; ms $T/$1.txt
 }
+# One traced run (session 30's calls repeated this block): `traced NAME [SETTINGS]` runs 64 E4B
+# steps of decode-profile with DECODE_PROFILE_TRACE and the settings (space-separated NAME=VALUE),
+# summarises the timeline (bench/trace_step.py, step 30 listed) and prints its per-layer table.
+# BIN=DIR picks another binary folder than $N (e.g. $B/old).
+traced() {
+    local name=$1
+    shift
+    DECODE_PROFILE_CUSTOM="$name:$*" DECODE_PROFILE_TRACE=$T/trace_$name.csv timeout 100 \
+        ${BIN:-$N}/cuda_ops decode-profile /tmp/e4b/model 256 64 > $T/traced_$name.txt 2>&1
+    el "traced $name rc $?"
+    python3 bench/trace_step.py $T/trace_$name.csv 30 > $T/trace_step_$name.txt 2>&1
+    el "trace_step $name rc $?"
+    sed -n '/^layers/,$p' $T/trace_step_$name.txt | head -14
+    gzip -f $T/trace_$name.csv
+}
