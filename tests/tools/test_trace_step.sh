@@ -4,7 +4,7 @@
 # kernels' 37.71 us and the norms' 272.8 us a step were recomputed from the csv apart from the
 # script, as each launch's end minus the previous kernel's end), and its refusals: a missing
 # file, a run that did not finish (no "# measured" line), a line that is not a kernel record -
-# each exits 2 naming the file.
+# each exits 2 naming the file. And --diff, on hand-made timelines and on session 30's call 6.
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 TS=$ROOT/bench/trace_step.py
@@ -66,6 +66,45 @@ check "s29 span" "$out" "step span (first start to last end): 3068.5 us mean"
 check "s29 mlp" "$out" "mlp_kernel<1,16> g132 b352                                   42.0    42.83     5.12    37.71     1583.8  51.6%"
 check "s29 norms" "$out" "norm_add_norm_kernel g1 b640                                126.0    18.26    16.10     2.16      272.8   8.9%"
 check "s29 sliding layers" "$out" "  19 a step, 64.42 us each:"
+
+# --diff: A is l.csv above; B the same kernels with m 500-3200 (adds 2.2, lead 0.5), r 3000-3700
+# (adds 0.5, lead 0.2), m 3500-6500 (adds 2.8, lead 0.2), r 5500-6600 (adds 0.1, lead 1.0); span
+# 6.6 against 6.4. Adds a step: m 4.5 -> 5.0, r 0.9 -> 0.6, x 1.0 both. The kind (m, r): A 2.70 us
+# (m 2.25 lead 0.50, r 0.45 lead 0.60), B 2.80 (m 2.50 lead 0.35, r 0.30 lead 0.60).
+cat > "$tmp/lb.csv" <<'CSV'
+0,1000,_Z1xPf,1,32,0
+500,3200,_Z1mPf,132,352,0
+3000,3700,_Z1rPf,80,256,0
+3500,6500,_Z1mPf,132,352,0
+5500,6600,_Z1rPf,80,256,0
+# measured 0 7000 1
+CSV
+out=$(python3 "$TS" --diff "$tmp/l.csv" "$tmp/lb.csv"); rc=$?
+check "diff exit status" "rc $rc" "rc 0"
+check "diff span" "$out" "step span, us: A 6.4  B 6.6  B - A +0.2"
+check "diff m" "$out" "m g132 b352                                                      4.5       5.0      +0.5"
+check "diff r" "$out" "r g80 b256                                                       0.9       0.6      -0.3"
+check "diff x" "$out" "x g1 b32                                                         1.0       1.0      +0.0"
+check "diff order" "$(echo "$out" | grep -E '^(m|r|x) g' | cut -c1-1 | tr -d '\n')" "mrx"
+check "diff kind" "$out" "layers, 2 a step: A 2.70 us, B 2.80 us, B - A +0.10 (adds; lead in brackets)"
+check "diff kind m" "$out" "      0 m g132 b352                                  A   2.25 ( 0.50)  B   2.50 ( 0.35)  B - A  +0.25"
+check "diff kind r" "$out" "      1 r g80 b256                                   A   0.45 ( 0.60)  B   0.30 ( 0.60)  B - A  -0.15"
+# the same with r renamed s in B: the kinds still pair (same count, same length), both names shown
+sed 's/_Z1rPf/_Z1sPf/' "$tmp/lb.csv" > "$tmp/ls.csv"
+out=$(python3 "$TS" --diff "$tmp/l.csv" "$tmp/ls.csv")
+check "diff renamed" "$out" "      1 r g80 b256 | s g80 b256                      A   0.45 ( 0.60)  B   0.30 ( 0.60)  B - A  -0.15"
+check "diff only in B" "$out" "s g80 b256                                                       0.0       0.6      +0.6"
+# session 30 call 6: session 29's code against the scale-copy build - the norm + add after o
+out=$(python3 "$TS" --diff "$ROOT/docs/gpu_logs/s30/call6/trace_s29.csv.gz" "$ROOT/docs/gpu_logs/s30/call6/trace_copy.csv.gz")
+check "s30 diff span" "$out" "step span, us: A 3068.6  B 3171.2  B - A +102.6"
+check "s30 diff largest first" "$(echo "$out" | grep -A2 'adds a step, us' | tail -2 | cut -c1-20 | tr -s ' ')" "norm_add_norm_kernel
+mlp_kernel<1,16> g13"
+check "s30 diff norms" "$out" "norm_add_norm_kernel g1 b640                                   277.8     359.3     +81.6"
+check "s30 diff norm after o" "$out" "     10 norm_add_norm_kernel g1 b640                 A   3.13 ( 3.09)  B   4.84 ( 2.77)  B - A  +1.71"
+err=$(python3 "$TS" --diff "$tmp/l.csv" 2>&1); rc=$?
+check "diff one file" "rc $rc: $err" "rc 2: trace_step.py:"
+err=$(python3 "$TS" --diff "$tmp/l.csv" "$tmp/missing.csv" 2>&1); rc=$?
+check "diff missing B" "rc $rc: $err" "rc 2: trace_step: $tmp/missing.csv: No such file"
 
 err=$(python3 "$TS" "$tmp/missing.csv" 2>&1); rc=$?
 check "missing file" "rc $rc: $err" "rc 2: trace_step: $tmp/missing.csv: No such file"
