@@ -200,8 +200,8 @@ def diff(path_a, path_b):
         seq_b, _, adds_b, lead_b = kinds_b[match]
         print(f"\nlayers, {n_a:.0f} a step: A {sum(adds_a):.2f} us, B {sum(adds_b):.2f} us, "
               f"B - A {sum(adds_b) - sum(adds_a):+.2f} (adds; lead in brackets)")
-        for i, (ka_, kb_) in enumerate(zip(seq_a, seq_b)):
-            name = ka_[:44] if ka_ == kb_ else f"{ka_[:21]} | {kb_[:20]}"
+        for i, (name_a, name_b) in enumerate(zip(seq_a, seq_b)):
+            name = name_a[:44] if name_a == name_b else f"{name_a[:21]} | {name_b[:20]}"
             print(f"    {i:3d} {name:44} A {adds_a[i]:6.2f} ({lead_a[i]:5.2f})  "
                   f"B {adds_b[i]:6.2f} ({lead_b[i]:5.2f})  B - A {adds_b[i] - adds_a[i]:+6.2f}")
 

@@ -94,6 +94,20 @@ sed 's/_Z1rPf/_Z1sPf/' "$tmp/lb.csv" > "$tmp/ls.csv"
 out=$(python3 "$TS" --diff "$tmp/l.csv" "$tmp/ls.csv")
 check "diff renamed" "$out" "      1 r g80 b256 | s g80 b256                      A   0.45 ( 0.60)  B   0.30 ( 0.60)  B - A  -0.15"
 check "diff only in B" "$out" "s g80 b256                                                       0.0       0.6      +0.6"
+# a kind that B does not have (its layers are m, r, q: three kernels) is said so
+cat > "$tmp/lq.csv" <<'CSV'
+0,1000,_Z1xPf,1,32,0
+500,3000,_Z1mPf,132,352,0
+2800,3500,_Z1rPf,80,256,0
+3400,3600,_Z1qPf,1,32,0
+3500,6000,_Z1mPf,132,352,0
+5000,6400,_Z1rPf,80,256,0
+6300,6500,_Z1qPf,1,32,0
+# measured 0 7000 1
+CSV
+out=$(python3 "$TS" --diff "$tmp/l.csv" "$tmp/lq.csv")
+check "diff kind not in B" "$out" "layer kind of A (2 a step, 2 kernels): not in B"
+check "diff q only in B" "$out" "q g1 b32                                                         0.0       0.2      +0.2"
 # session 30 call 6: session 29's code against the scale-copy build - the norm + add after o
 out=$(python3 "$TS" --diff "$ROOT/docs/gpu_logs/s30/call6/trace_s29.csv.gz" "$ROOT/docs/gpu_logs/s30/call6/trace_copy.csv.gz")
 check "s30 diff span" "$out" "step span, us: A 3068.6  B 3171.2  B - A +102.6"
