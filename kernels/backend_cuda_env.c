@@ -143,6 +143,7 @@ int cuda_switches_from_env(cuda_switches *sw, char *err, size_t errlen) {
     }
     sw->pdl = env_flag("GEMMA_CUDA_PDL", 1);
     sw->mlp = env_flag("GEMMA_CUDA_MLP", 1);
+    sw->attn_o = env_flag("GEMMA_CUDA_ATTN_O", 1);
     const char *attn = getenv("GEMMA_CUDA_ATTN");
     sw->attn = !attn || !*attn || !strcmp(attn, "auto") ? CUDA_ATTN_AUTO
                : !strcmp(attn, "split")                 ? K_ATTN_SPLIT

@@ -1,0 +1,314 @@
+/* attention_o.cu: the cluster form of the decode attention (attention.cu) with the o projection
+ * taken by heads inside it, and the same product alone for chunks of rows.
+ *
+ * Why. In a decode step the o projection (hidden x n_heads head_dim: 10.5 MB of bf16 on E4B's
+ * sliding layers) was its own kernel after the attention: one more kernel boundary, and the
+ * memory system nearly idle while the attention walks its chain of latencies (load q and the
+ * keys, score, merge through the cluster). Here each block of the attention's cluster - which
+ * after the merge holds dims [r dw, (r + 1) dw) of its head's output, dw = head_dim / 8 -
+ * multiplies them by the same dw columns of o. Its slice of o (hidden rows of dw bf16: 160 KB
+ * on E4B) is copied into its shared memory with cp.async when the block starts, before it
+ * waits for the kernel before it, so those weights stream under the q / k / v tail and the
+ * attention instead of after them. The cluster's blocks then add their products through
+ * distributed shared memory (block q owns rows [q rp, (q + 1) rp)), in rank order, and write one
+ * partial vector per head: o_part[t][h][hidden]. k_norm_add_norm_parts adds the heads, in head
+ * order, before the norm that follows o in every layer.
+ *
+ * Bits. Row i of row t's projection is sum_h (sum_r (sum_k w[i][h hd + r dw + k] a[t][h][r dw +
+ * k])) where the innermost sum is oh_dot's: G lanes a row, each a chain of fmaf over its 8 (or 4)
+ * elements in order, then the G lanes added by xor shuffles. The attention's own bits are
+ * attn_cluster_kernel's (att_cluster_head, the same warps). The product kernel for chunks
+ * (o_heads_kernel: prefill chunks and speculative verify passes, which must reproduce decoding
+ * bit for bit) computes exactly that sum from the weights in memory, once a chunk of rows. */
+#include "attention.cuh"
+
+namespace cg = cooperative_groups;
+
+#define OH_TOK     8   /* rows (tokens) o_heads_kernel multiplies per pass over its weights */
+#define OH_THREADS 512 /* o_heads_kernel's block */
+#define OH_SMEM    (200 * 1024) /* dynamic shared memory either kernel may ask for, at most */
+
+/* Lanes a weight row of dw bf16 takes in the product (16 bytes a lane), and its elements a
+ * lane. */
+template <int DW> struct oh_shape {
+    static constexpr int G = DW >= 8 ? DW / 8 : 1;
+    static constexpr int E = DW / G;
+};
+
+/* The E weights of lane g of a row, as fp32 (src: the row's dw bf16, 16-byte aligned, shared or
+ * global memory). */
+template <int DW>
+__device__ __forceinline__ void oh_weights(const __nv_bfloat16 *src, int g, float *w) {
+    constexpr int E = oh_shape<DW>::E;
+    if constexpr (E == 8) {
+        unpack16<__nv_bfloat16>(reinterpret_cast<const uint4 *>(src)[g], w);
+    } else {
+        static_assert(E == 4, "rows of 4 or a multiple of 8");
+        const uint2 u = reinterpret_cast<const uint2 *>(src)[g];
+        w[0] = __uint_as_float(u.x << 16);
+        w[1] = __uint_as_float(u.x & 0xffff0000u);
+        w[2] = __uint_as_float(u.y << 16);
+        w[3] = __uint_as_float(u.y & 0xffff0000u);
+    }
+}
+
+/* A row's dot with the head slice a (dw floats): every lane of the row's group gets it. All 32
+ * lanes of the warp must call it (the shuffles). */
+template <int DW> __device__ __forceinline__ float oh_dot(const float *w, const float *a, int g) {
+    constexpr int G = oh_shape<DW>::G, E = oh_shape<DW>::E;
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < E; k++)
+        s = fmaf(w[k], a[g * E + k], s);
+#pragma unroll
+    for (int o = 1; o < G; o <<= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+    return s;
+}
+
+/* The block's slice of o - rows x dw bf16 from src (row stride ld elements) - into dst[rows][dw]
+ * in shared memory, with cp.async (16 bytes a copy, 8 for rows of 4): asked for now, waited
+ * for by oh_slice_wait. */
+template <int DW>
+__device__ __forceinline__ void oh_slice_load(__nv_bfloat16 *dst, const __nv_bfloat16 *src,
+                                              int rows, size_t ld) {
+    constexpr int CH = DW * 2 >= 16 ? 16 : DW * 2, PER_ROW = DW * 2 / CH;
+    for (int c = threadIdx.x; c < rows * PER_ROW; c += blockDim.x) {
+        const int i = c / PER_ROW, k = c % PER_ROW;
+        const __nv_bfloat16 *g = src + (size_t)i * ld + k * (CH / 2);
+        const unsigned sa = (unsigned)__cvta_generic_to_shared(dst + (size_t)i * DW + k * (CH / 2));
+        if constexpr (CH == 16)
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(g) : "memory");
+        else
+            asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(sa), "l"(g), "n"(CH)
+                         : "memory");
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+__device__ __forceinline__ void oh_slice_wait() {
+    asm volatile("cp.async.wait_all;" ::: "memory");
+    __syncthreads();
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+/* Rows 0 .. rows - 1 of this block's product: w(i) . a for each, stored at
+ * recv[rank rp + i % rp] of block i / rp of the cluster (its rows). Every thread calls it;
+ * the trips are the same for every warp (the shuffles). */
+template <int DW, typename WRow>
+__device__ __forceinline__ void oh_product(WRow wrow, const float *a, int rows, int rp, float *recv,
+                                           int rank, cg::cluster_group &cluster) {
+    constexpr int G = oh_shape<DW>::G, E = oh_shape<DW>::E;
+    const int g = (int)threadIdx.x % G, per_pass = (int)blockDim.x / G;
+    for (int i0 = 0; i0 < rows; i0 += per_pass) {
+        const int i = i0 + (int)threadIdx.x / G;
+        float w[E];
+        if (i < rows)
+            oh_weights<DW>(wrow(i), g, w);
+        else
+#pragma unroll
+            for (int k = 0; k < E; k++)
+                w[k] = 0.0f;
+        const float s = oh_dot<DW>(w, a, g);
+        if (i < rows && g == 0) cluster.map_shared_rank(recv, i / rp)[rank * rp + i % rp] = s;
+    }
+}
+
+/* This block's rows [rank rp, (rank + 1) rp) of the head's projection: the C blocks' products
+ * for them, in rank order. */
+__device__ __forceinline__ void oh_finish(float *dst, const float *recv, int rows, int rp,
+                                          int rank) {
+    for (int j = threadIdx.x; j < rp && rank * rp + j < rows; j += blockDim.x) {
+        float s = recv[j];
+        for (int r = 1; r < ATT_CLUSTER; r++)
+            s += recv[r * rp + j];
+        dst[rank * rp + j] = s;
+    }
+}
+#endif
+
+/* One row (a decode step): attn_cluster_kernel's attention of head h, then its product with
+ * the block's slice of o. Dynamic shared memory: the slice (rows x DW bf16), then the
+ * cluster's products of this block's rows (ATT_CLUSTER x rp floats). */
+template <int PER, int W, int NB, int DW>
+__global__ void __launch_bounds__(W * 32)
+    attn_o_kernel(float *out, float *o_part, const float *q, const float *kc, const float *vc,
+                  const int *dpos, int pos0, int len, int window, int n_heads, int n_kv_heads,
+                  int hd, const __nv_bfloat16 *wo, int rows) {
+    k_launch_next();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(16) unsigned char oh_smem[];
+    __shared__ __align__(16) float a_sl[DW];
+    cg::cluster_group cluster = cg::this_cluster();
+    const int rank = (int)cluster.block_rank(), h = blockIdx.y, t = blockIdx.z;
+    const int rp = (rows + ATT_CLUSTER - 1) / ATT_CLUSTER;
+    __nv_bfloat16 *wsl = reinterpret_cast<__nv_bfloat16 *>(oh_smem);
+    float *recv = reinterpret_cast<float *>(oh_smem + (size_t)rows * DW * 2);
+    /* the weights first: they depend on nothing, and the attention below waits for q */
+    oh_slice_load<DW>(wsl, wo + (size_t)h * hd + rank * DW, rows, (size_t)n_heads * hd);
+
+    float v;
+    const int d = att_cluster_head<PER, W, NB>(v, q, kc, vc, dpos, pos0, len, window, n_heads,
+                                               n_kv_heads, hd);
+    if (d >= 0) {
+        out[((size_t)t * n_heads + h) * hd + d] = v;
+        a_sl[threadIdx.x] = v;
+    }
+    oh_slice_wait(); /* also publishes a_sl */
+    oh_product<DW>([&](int i) { return wsl + (size_t)i * DW; }, a_sl, rows, rp, recv, rank,
+                   cluster);
+    cluster.sync();
+    oh_finish(o_part + ((size_t)t * n_heads + h) * rows, recv, rows, rp, rank);
+#else
+    __trap(); /* never launched before sm_90 (k_attention_o_supported says no there) */
+#endif
+}
+
+/* Chunks of rows: the product alone, from att (k_attention's out) - block (rank, h) multiplies
+ * its slice of o, read from memory once per OH_TOK rows, by each row's dims of head h.
+ * Dynamic shared memory: OH_TOK x ATT_CLUSTER x rp floats. */
+template <int DW>
+__global__ void __launch_bounds__(OH_THREADS)
+    o_heads_kernel(float *o_part, const float *att, int n_tok, int n_heads, int hd,
+                   const __nv_bfloat16 *wo, int rows) {
+    k_launch_next();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(16) unsigned char oh_smem[];
+    __shared__ __align__(16) float a_sl[OH_TOK][DW];
+    cg::cluster_group cluster = cg::this_cluster();
+    const int rank = (int)cluster.block_rank(), h = blockIdx.y;
+    const int rp = (rows + ATT_CLUSTER - 1) / ATT_CLUSTER;
+    float *recv = reinterpret_cast<float *>(oh_smem);
+    const __nv_bfloat16 *w0 = wo + (size_t)h * hd + rank * DW;
+    const size_t ld = (size_t)n_heads * hd;
+    constexpr int G = oh_shape<DW>::G, E = oh_shape<DW>::E;
+    const int g = (int)threadIdx.x % G, per_pass = (int)blockDim.x / G;
+    /* a block may write another's shared memory only once that block has started: arrive
+     * now, wait before the first product (as att_cluster_head does) */
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+    k_wait_only();
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+    for (int t0 = 0; t0 < n_tok; t0 += OH_TOK) {
+        const int nt = min(OH_TOK, n_tok - t0);
+        for (int e = threadIdx.x; e < nt * DW; e += blockDim.x)
+            a_sl[e / DW][e % DW] =
+                att[((size_t)(t0 + e / DW) * n_heads + h) * hd + rank * DW + e % DW];
+        __syncthreads();
+        for (int i0 = 0; i0 < rows; i0 += per_pass) {
+            const int i = i0 + (int)threadIdx.x / G;
+            float w[E];
+            if (i < rows)
+                oh_weights<DW>(w0 + (size_t)i * ld, g, w);
+            else
+#pragma unroll
+                for (int k = 0; k < E; k++)
+                    w[k] = 0.0f;
+            for (int tt = 0; tt < nt; tt++) {
+                const float s = oh_dot<DW>(w, a_sl[tt], g);
+                if (i < rows && g == 0)
+                    cluster.map_shared_rank(recv, i / rp)[(tt * ATT_CLUSTER + rank) * rp + i % rp] =
+                        s;
+            }
+        }
+        cluster.sync();
+        for (int tt = 0; tt < nt; tt++)
+            oh_finish(o_part + ((size_t)(t0 + tt) * n_heads + h) * rows,
+                      recv + (size_t)tt * ATT_CLUSTER * rp, rows, rp, rank);
+        cluster.sync(); /* every block has read its rows before the next pass stores again */
+    }
+#else
+    __trap();
+#endif
+}
+
+/* ---- launch ------------------------------------------------------------------------------ */
+
+/* dw, the dims of a head a block of the cluster holds: head_dim / 8 for the head widths whose
+ * attention kernel is attn_cluster_kernel<head_dim / 32, 16, 4> (attention.cu); 0 otherwise. */
+static int oh_dw(int head_dim) {
+    return head_dim == 32 || head_dim == 64 || head_dim == 128 || head_dim == 256
+               ? head_dim / ATT_CLUSTER
+               : 0;
+}
+
+static size_t oh_rp(int rows) {
+    return (size_t)(rows + ATT_CLUSTER - 1) / ATT_CLUSTER;
+}
+
+static size_t attn_o_smem(int rows, int dw) {
+    return (size_t)rows * dw * 2 + ATT_CLUSTER * oh_rp(rows) * sizeof(float);
+}
+
+static size_t o_heads_smem(int rows) {
+    return (size_t)OH_TOK * ATT_CLUSTER * oh_rp(rows) * sizeof(float);
+}
+
+extern "C" int k_attention_o_supported(int n_heads, int head_dim, int rows) {
+    const int dw = oh_dw(head_dim);
+    return dw > 0 && n_heads >= 1 && n_heads <= K_NORM_MAX_PARTS && rows >= 1 &&
+           attn_o_smem(rows, dw) <= OH_SMEM && o_heads_smem(rows) <= OH_SMEM &&
+           k_attention_has_clusters();
+}
+
+template <typename... KArgs> static void oh_allow_smem(void (*kernel)(KArgs...)) {
+    /* once per kernel and process: it is an attribute of the function, not of a launch */
+    static int done = 0;
+    if (!done) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, OH_SMEM);
+    done = 1;
+}
+
+template <int DW>
+static void attention_o_launch(cudaStream_t s, float *out, float *o_part, const float *q,
+                               const float *kc, const float *vc, int n_tok, const int *dpos,
+                               int pos0, int len, int window, int n_heads, int n_kv_heads,
+                               int head_dim, const __nv_bfloat16 *wo, int rows) {
+    constexpr int PER = DW * ATT_CLUSTER / 32, W = 16;
+    if (n_tok == 1) {
+        auto *fn = attn_o_kernel<PER, W, 4, DW>;
+        oh_allow_smem(fn);
+        k_launch_ex(fn, dim3(ATT_CLUSTER, n_heads, 1), dim3(W * 32), ATT_CLUSTER,
+                    attn_o_smem(rows, DW), s, out, o_part, q, kc, vc, dpos, pos0, len, window,
+                    n_heads, n_kv_heads, head_dim, wo, rows);
+        K_CHECK_LAUNCH();
+        return;
+    }
+    k_attention(s, out, q, kc, vc, n_tok, dpos, pos0, len, window, n_heads, n_kv_heads, head_dim, 0,
+                NULL);
+    auto *fn = o_heads_kernel<DW>;
+    oh_allow_smem(fn);
+    k_launch_ex(fn, dim3(ATT_CLUSTER, n_heads), dim3(OH_THREADS), ATT_CLUSTER, o_heads_smem(rows),
+                s, o_part, (const float *)out, n_tok, n_heads, head_dim, wo, rows);
+    K_CHECK_LAUNCH();
+}
+
+extern "C" void k_attention_o(cudaStream_t s, float *out, float *o_part, const float *q,
+                              const float *kc, const float *vc, int n_tok, const int *dpos,
+                              int pos0, int len, int window, int n_heads, int n_kv_heads,
+                              int head_dim, const void *wo, int rows) {
+    if (n_tok <= 0) return;
+    if (n_kv_heads <= 0 || n_heads % n_kv_heads ||
+        !k_attention_o_supported(n_heads, head_dim, rows)) {
+        fprintf(stderr, "%s:%d: attention_o: head_dim %d, %d heads over %d kv heads, %d rows\n",
+                __FILE__, __LINE__, head_dim, n_heads, n_kv_heads, rows);
+        exit(1);
+    }
+    const __nv_bfloat16 *w = (const __nv_bfloat16 *)wo;
+    switch (oh_dw(head_dim)) {
+    case 4:
+        attention_o_launch<4>(s, out, o_part, q, kc, vc, n_tok, dpos, pos0, len, window, n_heads,
+                              n_kv_heads, head_dim, w, rows);
+        break;
+    case 8:
+        attention_o_launch<8>(s, out, o_part, q, kc, vc, n_tok, dpos, pos0, len, window, n_heads,
+                              n_kv_heads, head_dim, w, rows);
+        break;
+    case 16:
+        attention_o_launch<16>(s, out, o_part, q, kc, vc, n_tok, dpos, pos0, len, window, n_heads,
+                               n_kv_heads, head_dim, w, rows);
+        break;
+    default:
+        attention_o_launch<32>(s, out, o_part, q, kc, vc, n_tok, dpos, pos0, len, window, n_heads,
+                               n_kv_heads, head_dim, w, rows);
+        break;
+    }
+}
