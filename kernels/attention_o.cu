@@ -20,6 +20,8 @@
  * attn_cluster_kernel's (att_cluster_head, the same warps). The product kernel for chunks
  * (o_heads_kernel: prefill chunks and speculative verify passes, which must reproduce decoding
  * bit for bit) computes exactly that sum from the weights in memory, once a chunk of rows. */
+#include <string.h>
+
 #include "attention.cuh"
 
 namespace cg = cooperative_groups;
@@ -116,11 +118,12 @@ __device__ __forceinline__ void oh_product(WRow wrow, const float *a, int rows, 
 
 /* This block's rows [rank rp, (rank + 1) rp) of the head's projection: the C blocks' products
  * for them, in rank order. */
+template <int C>
 __device__ __forceinline__ void oh_finish(float *dst, const float *recv, int rows, int rp,
                                           int rank) {
     for (int j = threadIdx.x; j < rp && rank * rp + j < rows; j += blockDim.x) {
         float s = recv[j];
-        for (int r = 1; r < ATT_CLUSTER; r++)
+        for (int r = 1; r < C; r++)
             s += recv[r * rp + j];
         dst[rank * rp + j] = s;
     }
@@ -129,8 +132,8 @@ __device__ __forceinline__ void oh_finish(float *dst, const float *recv, int row
 
 /* One row (a decode step): attn_cluster_kernel's attention of head h, then its product with
  * the block's slice of o. Dynamic shared memory: the slice (rows x DW bf16), then the
- * cluster's products of this block's rows (ATT_CLUSTER x rp floats). */
-template <int PER, int W, int NB, int DW>
+ * cluster's products of this block's rows (C x rp floats). */
+template <int PER, int W, int NB, int DW, int C, bool EARLY>
 __global__ void __launch_bounds__(W * 32)
     attn_o_kernel(float *out, float *o_part, const float *q, const float *kc, const float *vc,
                   const int *dpos, int pos0, int len, int window, int n_heads, int n_kv_heads,
@@ -141,15 +144,22 @@ __global__ void __launch_bounds__(W * 32)
     __shared__ __align__(16) float a_sl[DW];
     cg::cluster_group cluster = cg::this_cluster();
     const int rank = (int)cluster.block_rank(), h = blockIdx.y, t = blockIdx.z;
-    const int rp = (rows + ATT_CLUSTER - 1) / ATT_CLUSTER;
+    const int rp = (rows + C - 1) / C;
     __nv_bfloat16 *wsl = reinterpret_cast<__nv_bfloat16 *>(oh_smem);
     float *recv = reinterpret_cast<float *>(oh_smem + (size_t)rows * DW * 2);
-    /* the weights first: they depend on nothing, and the attention below waits for q */
-    oh_slice_load<DW>(wsl, wo + (size_t)h * hd + rank * DW, rows, (size_t)n_heads * hd);
-
+    /* The weights depend on nothing, but copies queued before the attention's own loads
+     * delay them (session 31 call 1: the attention + o took 13 us against 4.4 + 4.5 apart):
+     * they go right behind the attention's first keys, values and q (EARLY: before them,
+     * the experiment's other form). */
+    const __nv_bfloat16 *wsrc = wo + (size_t)h * hd + rank * DW;
+    const size_t ld = (size_t)n_heads * hd;
+    if (EARLY) oh_slice_load<DW>(wsl, wsrc, rows, ld);
     float v;
-    const int d = att_cluster_head<PER, W, NB>(v, q, kc, vc, dpos, pos0, len, window, n_heads,
-                                               n_kv_heads, hd);
+    const int d = att_cluster_head<PER, W, NB, C>(v, q, kc, vc, dpos, pos0, len, window, n_heads,
+                                                  n_kv_heads, hd, [=]() {
+                                                      if (!EARLY)
+                                                          oh_slice_load<DW>(wsl, wsrc, rows, ld);
+                                                  });
     if (d >= 0) {
         out[((size_t)t * n_heads + h) * hd + d] = v;
         a_sl[threadIdx.x] = v;
@@ -158,7 +168,7 @@ __global__ void __launch_bounds__(W * 32)
     oh_product<DW>([&](int i) { return wsl + (size_t)i * DW; }, a_sl, rows, rp, recv, rank,
                    cluster);
     cluster.sync();
-    oh_finish(o_part + ((size_t)t * n_heads + h) * rows, recv, rows, rp, rank);
+    oh_finish<C>(o_part + ((size_t)t * n_heads + h) * rows, recv, rows, rp, rank);
 #else
     __trap(); /* never launched before sm_90 (k_attention_o_supported says no there) */
 #endif
@@ -166,8 +176,8 @@ __global__ void __launch_bounds__(W * 32)
 
 /* Chunks of rows: the product alone, from att (k_attention's out) - block (rank, h) multiplies
  * its slice of o, read from memory once per OH_TOK rows, by each row's dims of head h.
- * Dynamic shared memory: OH_TOK x ATT_CLUSTER x rp floats. */
-template <int DW>
+ * Dynamic shared memory: OH_TOK x C x rp floats. */
+template <int DW, int C>
 __global__ void __launch_bounds__(OH_THREADS)
     o_heads_kernel(float *o_part, const float *att, int n_tok, int n_heads, int hd,
                    const __nv_bfloat16 *wo, int rows) {
@@ -177,7 +187,7 @@ __global__ void __launch_bounds__(OH_THREADS)
     __shared__ __align__(16) float a_sl[OH_TOK][DW];
     cg::cluster_group cluster = cg::this_cluster();
     const int rank = (int)cluster.block_rank(), h = blockIdx.y;
-    const int rp = (rows + ATT_CLUSTER - 1) / ATT_CLUSTER;
+    const int rp = (rows + C - 1) / C;
     float *recv = reinterpret_cast<float *>(oh_smem);
     const __nv_bfloat16 *w0 = wo + (size_t)h * hd + rank * DW;
     const size_t ld = (size_t)n_heads * hd;
@@ -206,14 +216,13 @@ __global__ void __launch_bounds__(OH_THREADS)
             for (int tt = 0; tt < nt; tt++) {
                 const float s = oh_dot<DW>(w, a_sl[tt], g);
                 if (i < rows && g == 0)
-                    cluster.map_shared_rank(recv, i / rp)[(tt * ATT_CLUSTER + rank) * rp + i % rp] =
-                        s;
+                    cluster.map_shared_rank(recv, i / rp)[(tt * C + rank) * rp + i % rp] = s;
             }
         }
         cluster.sync();
         for (int tt = 0; tt < nt; tt++)
-            oh_finish(o_part + ((size_t)(t0 + tt) * n_heads + h) * rows,
-                      recv + (size_t)tt * ATT_CLUSTER * rp, rows, rp, rank);
+            oh_finish<C>(o_part + ((size_t)(t0 + tt) * n_heads + h) * rows,
+                         recv + (size_t)tt * C * rp, rows, rp, rank);
         cluster.sync(); /* every block has read its rows before the next pass stores again */
     }
 #else
@@ -221,94 +230,146 @@ __global__ void __launch_bounds__(OH_THREADS)
 #endif
 }
 
+/* Chunks of rows: the attention alone, in clusters of C - attn_cluster_kernel (attention.cu) for
+ * any C, so that a chunk's rows get the bits of attn_o_kernel's. */
+template <int PER, int W, int NB, int C>
+__global__ void __launch_bounds__(W * 32)
+    attn_c_kernel(float *out, const float *q, const float *kc, const float *vc, const int *dpos,
+                  int pos0, int len, int window, int n_heads, int n_kv_heads, int hd) {
+    k_launch_next();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    float v;
+    const int d = att_cluster_head<PER, W, NB, C>(v, q, kc, vc, dpos, pos0, len, window, n_heads,
+                                                  n_kv_heads, hd);
+    if (d >= 0) out[((size_t)blockIdx.z * n_heads + blockIdx.y) * hd + d] = v;
+#else
+    __trap();
+#endif
+}
+
 /* ---- launch ------------------------------------------------------------------------------ */
 
-/* dw, the dims of a head a block of the cluster holds: head_dim / 8 for the head widths whose
- * attention kernel is attn_cluster_kernel<head_dim / 32, 16, 4> (attention.cu); 0 otherwise. */
-static int oh_dw(int head_dim) {
-    return head_dim == 32 || head_dim == 64 || head_dim == 128 || head_dim == 256
-               ? head_dim / ATT_CLUSTER
-               : 0;
+/* dw, the dims of a head a block of a cluster of c holds: head_dim / c for the head widths whose
+ * attention kernel is attn_cluster_kernel<head_dim / 32, 16, 4> (attention.cu), at least 4;
+ * 0 otherwise. */
+static int oh_dw(int head_dim, int c) {
+    const int ok = head_dim == 32 || head_dim == 64 || head_dim == 128 || head_dim == 256;
+    return ok && (c == 8 || c == 16) && head_dim / c >= 4 ? head_dim / c : 0;
 }
 
-static size_t oh_rp(int rows) {
-    return (size_t)(rows + ATT_CLUSTER - 1) / ATT_CLUSTER;
+static size_t oh_rp(int rows, int c) {
+    return (size_t)(rows + c - 1) / c;
 }
 
-static size_t attn_o_smem(int rows, int dw) {
-    return (size_t)rows * dw * 2 + ATT_CLUSTER * oh_rp(rows) * sizeof(float);
+static size_t attn_o_smem(int rows, int dw, int c) {
+    return (size_t)rows * dw * 2 + c * oh_rp(rows, c) * sizeof(float);
 }
 
-static size_t o_heads_smem(int rows) {
-    return (size_t)OH_TOK * ATT_CLUSTER * oh_rp(rows) * sizeof(float);
+static size_t o_heads_smem(int rows, int c) {
+    return (size_t)OH_TOK * c * oh_rp(rows, c) * sizeof(float);
 }
 
-extern "C" int k_attention_o_supported(int n_heads, int head_dim, int rows) {
-    const int dw = oh_dw(head_dim);
+/* Clusters of 16 are beyond the portable size: the device must place one of attn_o_kernel's
+ * (asked of the driver once a process). */
+static int oh_has16 = -1;
+
+/* Once per kernel and process (attributes of the function, not of a launch): the shared memory
+ * it may ask for, and clusters of more than 8. */
+static const void *oh_allowed[32];
+static int oh_n_allowed;
+
+template <typename... KArgs> static void oh_allow(void (*kernel)(KArgs...), int c) {
+    const void *key = (const void *)kernel;
+    for (int i = 0; i < oh_n_allowed; i++)
+        if (oh_allowed[i] == key) return;
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, OH_SMEM);
+    if (c > 8) cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    if (oh_n_allowed < 32) oh_allowed[oh_n_allowed++] = key;
+}
+
+static int oh_fits16(void) {
+    if (oh_has16 < 0) {
+        auto *fn = attn_o_kernel<8, 16, 4, 16, 16, false>;
+        oh_allow(fn, 16);
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(16, 8);
+        cfg.blockDim = dim3(16 * 32);
+        cfg.dynamicSmemBytes = attn_o_smem(2560, 16, 16);
+        cudaLaunchAttribute a = k_cluster_attr(16);
+        cfg.attrs = &a;
+        cfg.numAttrs = 1;
+        int n = 0;
+        oh_has16 = cudaOccupancyMaxActiveClusters(&n, fn, &cfg) == cudaSuccess && n > 0;
+        cudaGetLastError(); /* a refused query only means no clusters of 16 */
+    }
+    return oh_has16;
+}
+
+extern "C" int k_attention_o_supported(int n_heads, int head_dim, int rows, int cluster) {
+    const int dw = oh_dw(head_dim, cluster);
     return dw > 0 && n_heads >= 1 && n_heads <= K_NORM_MAX_PARTS && rows >= 1 &&
-           attn_o_smem(rows, dw) <= OH_SMEM && o_heads_smem(rows) <= OH_SMEM &&
-           k_attention_has_clusters();
+           attn_o_smem(rows, dw, cluster) <= OH_SMEM && o_heads_smem(rows, cluster) <= OH_SMEM &&
+           k_attention_has_clusters() && (cluster == 8 || oh_fits16());
 }
 
-template <typename... KArgs> static void oh_allow_smem(void (*kernel)(KArgs...)) {
-    /* once per kernel and process: it is an attribute of the function, not of a launch */
-    static int done = 0;
-    if (!done) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, OH_SMEM);
-    done = 1;
-}
-
-template <int DW>
+template <int DW, int C>
 static void attention_o_launch(cudaStream_t s, float *out, float *o_part, const float *q,
                                const float *kc, const float *vc, int n_tok, const int *dpos,
                                int pos0, int len, int window, int n_heads, int n_kv_heads,
                                int head_dim, const __nv_bfloat16 *wo, int rows) {
-    constexpr int PER = DW * ATT_CLUSTER / 32, W = 16;
+    constexpr int PER = DW * C / 32, W = 16;
     if (n_tok == 1) {
-        auto *fn = attn_o_kernel<PER, W, 4, DW>;
-        oh_allow_smem(fn);
-        k_launch_ex(fn, dim3(ATT_CLUSTER, n_heads, 1), dim3(W * 32), ATT_CLUSTER,
-                    attn_o_smem(rows, DW), s, out, o_part, q, kc, vc, dpos, pos0, len, window,
-                    n_heads, n_kv_heads, head_dim, wo, rows);
+        /* experiment switch (session 31): GEMMA_CUDA_ATTN_O_EARLY=1 queues the copies of o
+         * before the attention's loads */
+        const char *e = getenv("GEMMA_CUDA_ATTN_O_EARLY");
+        const int early = e && !strcmp(e, "1");
+        auto *fn =
+            early ? attn_o_kernel<PER, W, 4, DW, C, true> : attn_o_kernel<PER, W, 4, DW, C, false>;
+        oh_allow(fn, C);
+        k_launch_ex(fn, dim3(C, n_heads, 1), dim3(W * 32), C, attn_o_smem(rows, DW, C), s, out,
+                    o_part, q, kc, vc, dpos, pos0, len, window, n_heads, n_kv_heads, head_dim, wo,
+                    rows);
         K_CHECK_LAUNCH();
         return;
     }
-    k_attention(s, out, q, kc, vc, n_tok, dpos, pos0, len, window, n_heads, n_kv_heads, head_dim, 0,
-                NULL);
-    auto *fn = o_heads_kernel<DW>;
-    oh_allow_smem(fn);
-    k_launch_ex(fn, dim3(ATT_CLUSTER, n_heads), dim3(OH_THREADS), ATT_CLUSTER, o_heads_smem(rows),
-                s, o_part, (const float *)out, n_tok, n_heads, head_dim, wo, rows);
+    auto *fa = attn_c_kernel<PER, W, 4, C>;
+    oh_allow(fa, C);
+    k_launch_ex(fa, dim3(C, n_heads, n_tok), dim3(W * 32), C, 0, s, out, q, kc, vc, dpos, pos0, len,
+                window, n_heads, n_kv_heads, head_dim);
+    K_CHECK_LAUNCH();
+    auto *fn = o_heads_kernel<DW, C>;
+    oh_allow(fn, C);
+    k_launch_ex(fn, dim3(C, n_heads), dim3(OH_THREADS), C, o_heads_smem(rows, C), s, o_part,
+                (const float *)out, n_tok, n_heads, head_dim, wo, rows);
     K_CHECK_LAUNCH();
 }
 
 extern "C" void k_attention_o(cudaStream_t s, float *out, float *o_part, const float *q,
                               const float *kc, const float *vc, int n_tok, const int *dpos,
                               int pos0, int len, int window, int n_heads, int n_kv_heads,
-                              int head_dim, const void *wo, int rows) {
+                              int head_dim, const void *wo, int rows, int cluster) {
     if (n_tok <= 0) return;
     if (n_kv_heads <= 0 || n_heads % n_kv_heads ||
-        !k_attention_o_supported(n_heads, head_dim, rows)) {
-        fprintf(stderr, "%s:%d: attention_o: head_dim %d, %d heads over %d kv heads, %d rows\n",
-                __FILE__, __LINE__, head_dim, n_heads, n_kv_heads, rows);
+        !k_attention_o_supported(n_heads, head_dim, rows, cluster)) {
+        fprintf(stderr,
+                "%s:%d: attention_o: head_dim %d, %d heads over %d kv heads, %d rows, clusters "
+                "of %d\n",
+                __FILE__, __LINE__, head_dim, n_heads, n_kv_heads, rows, cluster);
         exit(1);
     }
     const __nv_bfloat16 *w = (const __nv_bfloat16 *)wo;
-    switch (oh_dw(head_dim)) {
-    case 4:
-        attention_o_launch<4>(s, out, o_part, q, kc, vc, n_tok, dpos, pos0, len, window, n_heads,
-                              n_kv_heads, head_dim, w, rows);
-        break;
-    case 8:
-        attention_o_launch<8>(s, out, o_part, q, kc, vc, n_tok, dpos, pos0, len, window, n_heads,
-                              n_kv_heads, head_dim, w, rows);
-        break;
-    case 16:
-        attention_o_launch<16>(s, out, o_part, q, kc, vc, n_tok, dpos, pos0, len, window, n_heads,
-                               n_kv_heads, head_dim, w, rows);
-        break;
-    default:
-        attention_o_launch<32>(s, out, o_part, q, kc, vc, n_tok, dpos, pos0, len, window, n_heads,
-                               n_kv_heads, head_dim, w, rows);
-        break;
+#define OH_CASE(DW, C)                                                                             \
+    if (oh_dw(head_dim, cluster) == DW && cluster == C) {                                          \
+        attention_o_launch<DW, C>(s, out, o_part, q, kc, vc, n_tok, dpos, pos0, len, window,       \
+                                  n_heads, n_kv_heads, head_dim, w, rows);                         \
+        return;                                                                                    \
     }
+    OH_CASE(4, 8)
+    OH_CASE(8, 8)
+    OH_CASE(16, 8)
+    OH_CASE(32, 8)
+    OH_CASE(4, 16)
+    OH_CASE(8, 16)
+    OH_CASE(16, 16)
+#undef OH_CASE
 }

@@ -137,7 +137,7 @@ typedef struct {
     size_t cap_mlp;
     float *d_oparts; /* attention_o.cu's heads' parts of o, cap_oparts bytes */
     size_t cap_oparts;
-    int attn_o;        /* o by heads inside the cluster attention (GEMMA_CUDA_ATTN_O) */
+    int attn_o; /* o by heads in the cluster attention: blocks a head, 0 off (GEMMA_CUDA_ATTN_O) */
     long attn_o_calls; /* k_attention_o launches (backend_cuda_counters) */
     int mlp;           /* mlp.cu for the MLPs it can take (GEMMA_CUDA_MLP; sm_90 only) */
     void *d_convert;   /* cuBLAS inputs in the weight dtype, cap_convert bytes */
@@ -392,7 +392,7 @@ int cuda_attention_o_fits(backend *b, int n_tok, int len, int window, int n_head
     return st->attn_o && wo->dtype == DT_BF16 && wo->cols == (long)n_heads * head_dim &&
            !use_cublas(st, wo, n_tok) &&
            attention_splits(st, n_tok, len, window, n_heads, head_dim) == 0 &&
-           k_attention_o_supported(n_heads, head_dim, (int)wo->rows);
+           k_attention_o_supported(n_heads, head_dim, (int)wo->rows, st->attn_o);
 }
 
 float *cuda_attention_o_now(backend *b, float *out, const float *q, const float *kc,
@@ -407,7 +407,7 @@ float *cuda_attention_o_now(backend *b, float *out, const float *q, const float 
     st->attn_o_calls++;
     op_begin(st);
     k_attention_o(st->stream, out, parts, q, kc, vc, n_tok, dp, p, len, window, n_heads, n_kv_heads,
-                  head_dim, wd, (int)wo->rows);
+                  head_dim, wd, (int)wo->rows, st->attn_o);
     op_end(st, F_ATTENTION,
            attention_bytes(n_tok, pos0, window, n_heads, n_kv_heads, head_dim) +
                (double)wo->rows * wo->cols * 2.0 + 4.0 * need / sizeof(float));
@@ -599,6 +599,7 @@ void backend_cuda_stats(backend *b, backend_cuda_counters *c) {
     snprintf(c->device, sizeof c->device, "%s", st->device_name);
     c->attn_form = st->attn;
     c->attn_o_calls = st->attn_o_calls;
+    c->attn_o_cluster = st->attn_o;
 }
 
 void backend_cuda_reset_counters(backend *b) {

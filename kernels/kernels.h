@@ -210,11 +210,14 @@ int k_attention_has_clusters(void);
  * is the sum of the heads' parts in head order (k_norm_add_norm_parts). One kernel for a
  * single row (the o slices are copied into shared memory while the attention runs), the
  * attention and a product kernel for chunks; the same bits either way, so a verify pass
- * reproduces the decode steps. Only where k_attention_o_supported. */
-int k_attention_o_supported(int n_heads, int head_dim, int rows);
+ * reproduces the decode steps. cluster: the blocks a head (8, or 16 where the device places
+ * such clusters); it cuts the attention's slices, so it changes the last bits. Only where
+ * k_attention_o_supported. */
+int k_attention_o_supported(int n_heads, int head_dim, int rows, int cluster);
 void k_attention_o(cudaStream_t s, float *out, float *o_part, const float *q, const float *kc,
                    const float *vc, int n_tok, const int *dpos, int pos0, int len, int window,
-                   int n_heads, int n_kv_heads, int head_dim, const void *wo, int rows);
+                   int n_heads, int n_kv_heads, int head_dim, const void *wo, int rows,
+                   int cluster);
 
 /* gelu.cu: out[r][j] = gelu_tanh(gate[r][j]) * up[r * up_stride + j]. out may equal gate. */
 void k_gelu_mul(cudaStream_t s, float *out, const float *gate, const float *up, int rows, int dim,

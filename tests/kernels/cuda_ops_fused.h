@@ -377,7 +377,8 @@ static void test_fused_barriers(void) {
  * test_attention does, o, x and xn with the after-norm bounds above. Every row of a chunk (the
  * attention kernel, then the product kernel for chunks) must also be, bit for bit, that row
  * decoded alone (the one kernel of a decode step): speculation stays lossless. Where the device
- * has thread block clusters every case but the 512-wide heads must take the o-by-heads path
+ * has thread block clusters and GEMMA_CUDA_ATTN_O is on, every case attention_o.cu takes (not
+ * the 512-wide heads; not the 32-wide ones in clusters of 16) must take the o-by-heads path
  * (the counter says so); elsewhere none may. */
 static void test_fused_attention_o(void) {
     struct {
@@ -431,7 +432,8 @@ static void test_fused_attention_o(void) {
         pair_check(&x, 1e-4, 1e-4, NULL, what);
         pair_check(&xn, 1e-4, 1e-4, NULL, what);
         backend_cuda_stats(gpu, &bc);
-        const int want = clusters && hd <= 256;
+        const int want = clusters && bc.attn_o_cluster &&
+                         k_attention_o_supported(H, hd, rows, bc.attn_o_cluster);
         EXPECT((bc.attn_o_calls > calls0) == want, "%s: o by heads %s (the device %s clusters)",
                what, bc.attn_o_calls > calls0 ? "ran" : "did not run",
                clusters ? "has" : "does not have");
