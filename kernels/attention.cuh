@@ -87,16 +87,10 @@ __device__ __forceinline__ void att_step(float &m, float &l, float *acc, const f
  * warp's next position while scoring the current one: the small model's step 7 % faster, E4B's
  * 0.5-1 % (the split form 1.7 %), its verify passes 1-2 %. The positions, their order and the
  * arithmetic are the loop's, so the bits are too (the op test compared them, calls 1-2). */
-/* No work after the loads (att_score's `then`). */
-struct att_nothing {
-    __device__ __forceinline__ void operator()() const {}
-};
-
-template <int PER, int W, int NB, typename Then = att_nothing>
-__device__ __forceinline__ void att_score(float &m, float &l, float *acc, const float *qh,
-                                          const float *kc, const float *vc, int j0, int j1, int p0,
-                                          int len, size_t kv_dim, int kvh, int hd, int lane,
-                                          int warp, Then then = Then()) {
+template <int PER, int W, int NB>
+__device__ __forceinline__ void
+att_score(float &m, float &l, float *acc, const float *qh, const float *kc, const float *vc, int j0,
+          int j1, int p0, int len, size_t kv_dim, int kvh, int hd, int lane, int warp) {
     float kr[NB][PER], vr[NB][PER];
     const int j = j0 + warp;
 #pragma unroll
@@ -116,7 +110,6 @@ __device__ __forceinline__ void att_score(float &m, float &l, float *acc, const 
         qr[i] = d < hd ? qh[d] : 0.0f;
         acc[i] = 0.0f;
     }
-    then(); /* what the caller queues behind the first batch and q (attention_o.cu's weights) */
     m = -INFINITY;
     l = 0.0f;
     for (int jb = j; jb < j1; jb += NB * W) {
@@ -191,13 +184,11 @@ __device__ __forceinline__ void att_slice(int p, int window, int split, int n_sp
  * partials to the blocks that finish them through distributed shared memory, and each block
  * merges its dims [rank dw, (rank + 1) dw) (dw = head_dim / C rounded up). Returns
  * in v, in threads 0 .. dw - 1, dim (the return value) of the head's output; -1 in the others.
- * Every thread of the block must call it (it holds cluster barriers). then(): run by every
- * thread once its first loads (keys, values, q) are asked for (att_score). */
-template <int PER, int W, int NB, int C = ATT_CLUSTER, typename Then = att_nothing>
+ * Every thread of the block must call it (it holds cluster barriers). */
+template <int PER, int W, int NB, int C = ATT_CLUSTER>
 __device__ __forceinline__ int att_cluster_head(float &v, const float *q, const float *kc,
                                                 const float *vc, const int *dpos, int pos0, int len,
-                                                int window, int n_heads, int n_kv_heads, int hd,
-                                                Then then = Then()) {
+                                                int window, int n_heads, int n_kv_heads, int hd) {
     namespace cg = cooperative_groups;
     constexpr int STRIDE = PER * 32; /* floats a warp's accumulator takes in sm_acc */
     __shared__ float sm_m[W], sm_l[W], sm_acc[W * STRIDE];
@@ -217,7 +208,7 @@ __device__ __forceinline__ int att_cluster_head(float &v, const float *q, const 
 
     float m, l, acc[PER];
     att_score<PER, W, NB>(m, l, acc, q + ((size_t)t * n_heads + h) * hd, kc, vc, j0, j1, p0, len,
-                          kv_dim, kvh, hd, lane, warp, then);
+                          kv_dim, kvh, hd, lane, warp);
     const float M = att_block_max<PER, W>(sm_m, sm_l, sm_acc, STRIDE, m, l, acc, hd, lane, warp);
     asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
     /* dim d goes to block d / dw, at recv[slice * dw + d % dw] there (dw = hd / C rounded up:

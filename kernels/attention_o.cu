@@ -6,13 +6,14 @@
  * memory system nearly idle while the attention walks its chain of latencies (load q and the
  * keys, score, merge through the cluster). Here each block of the attention's cluster - which
  * after the merge holds dims [r dw, (r + 1) dw) of its head's output, dw = head_dim / 8 -
- * multiplies them by the same dw columns of o. Its slice of o (hidden rows of dw bf16: 160 KB
- * on E4B) is copied into its shared memory with cp.async when the block starts, before it
- * waits for the kernel before it, so those weights stream under the q / k / v tail and the
- * attention instead of after them. The cluster's blocks then add their products through
- * distributed shared memory (block q owns rows [q rp, (q + 1) rp)), in rank order, and write one
- * partial vector per head: o_part[t][h][hidden]. k_norm_add_norm_parts adds the heads, in head
- * order, before the norm that follows o in every layer.
+ * multiplies them by the same dw columns of o. o is held in tiles of dw columns, tile-major
+ * (k_attention_o_tile), so a block's slice (hidden rows of dw bf16: 160 KB on E4B) is one
+ * contiguous piece, which the copy engine brings into the block's shared memory when the block
+ * starts, before it waits for the kernel before it: those weights stream under the q / k / v
+ * tail and the attention instead of after them. The cluster's blocks then add their products
+ * through distributed shared memory (block q owns rows [q rp, (q + 1) rp)), in rank order, and
+ * write one partial vector per head: o_part[t][h][hidden]. k_norm_add_norm_parts adds the heads, in
+ * head order, before the norm that follows o in every layer.
  *
  * Bits. Row i of row t's projection is sum_h (sum_r (sum_k w[i][h hd + r dw + k] a[t][h][r dw +
  * k])) where the innermost sum is oh_dot's: G lanes a row, each a chain of fmaf over its 8 (or 4)
@@ -20,9 +21,8 @@
  * attn_cluster_kernel's (att_cluster_head, the same warps). The product kernel for chunks
  * (o_heads_kernel: prefill chunks and speculative verify passes, which must reproduce decoding
  * bit for bit) computes exactly that sum from the weights in memory, once a chunk of rows. */
-#include <string.h>
-
 #include "attention.cuh"
+#include "bulk.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -68,31 +68,6 @@ template <int DW> __device__ __forceinline__ float oh_dot(const float *w, const 
     return s;
 }
 
-/* The block's slice of o - rows x dw bf16 from src (row stride ld elements) - into dst[rows][dw]
- * in shared memory, with cp.async (16 bytes a copy, 8 for rows of 4): asked for now, waited
- * for by oh_slice_wait. */
-template <int DW>
-__device__ __forceinline__ void oh_slice_load(__nv_bfloat16 *dst, const __nv_bfloat16 *src,
-                                              int rows, size_t ld) {
-    constexpr int CH = DW * 2 >= 16 ? 16 : DW * 2, PER_ROW = DW * 2 / CH;
-    for (int c = threadIdx.x; c < rows * PER_ROW; c += blockDim.x) {
-        const int i = c / PER_ROW, k = c % PER_ROW;
-        const __nv_bfloat16 *g = src + (size_t)i * ld + k * (CH / 2);
-        const unsigned sa = (unsigned)__cvta_generic_to_shared(dst + (size_t)i * DW + k * (CH / 2));
-        if constexpr (CH == 16)
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(g) : "memory");
-        else
-            asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(sa), "l"(g), "n"(CH)
-                         : "memory");
-    }
-    asm volatile("cp.async.commit_group;" ::: "memory");
-}
-
-__device__ __forceinline__ void oh_slice_wait() {
-    asm volatile("cp.async.wait_all;" ::: "memory");
-    __syncthreads();
-}
-
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 /* Rows 0 .. rows - 1 of this block's product: w(i) . a for each, stored at
  * recv[rank rp + i % rp] of block i / rp of the cluster (its rows). Every thread calls it;
@@ -133,7 +108,7 @@ __device__ __forceinline__ void oh_finish(float *dst, const float *recv, int row
 /* One row (a decode step): attn_cluster_kernel's attention of head h, then its product with
  * the block's slice of o. Dynamic shared memory: the slice (rows x DW bf16), then the
  * cluster's products of this block's rows (C x rp floats). */
-template <int PER, int W, int NB, int DW, int C, bool EARLY>
+template <int PER, int W, int NB, int DW, int C>
 __global__ void __launch_bounds__(W * 32)
     attn_o_kernel(float *out, float *o_part, const float *q, const float *kc, const float *vc,
                   const int *dpos, int pos0, int len, int window, int n_heads, int n_kv_heads,
@@ -147,24 +122,28 @@ __global__ void __launch_bounds__(W * 32)
     const int rp = (rows + C - 1) / C;
     __nv_bfloat16 *wsl = reinterpret_cast<__nv_bfloat16 *>(oh_smem);
     float *recv = reinterpret_cast<float *>(oh_smem + (size_t)rows * DW * 2);
-    /* The weights depend on nothing, but copies queued before the attention's own loads
-     * delay them (session 31 call 1: the attention + o took 13 us against 4.4 + 4.5 apart):
-     * they go right behind the attention's first keys, values and q (EARLY: before them,
-     * the experiment's other form). */
-    const __nv_bfloat16 *wsrc = wo + (size_t)h * hd + rank * DW;
-    const size_t ld = (size_t)n_heads * hd;
-    if (EARLY) oh_slice_load<DW>(wsl, wsrc, rows, ld);
+    /* The block's slice of o, one tile of the tiled copy (k_attention_o_tile): rows x DW bf16,
+     * contiguous. It depends on nothing, so thread 0 hands it to the copy engine at once; the
+     * attention's loads do not queue behind it (session 31 calls 1 and 3: per-thread copies of
+     * the same slice from o's rows, 64 bytes each, before or after those loads, made the
+     * kernel 13-16 us against 4.4 + 4.5 for the two kernels apart). */
+    __shared__ __align__(8) uint64_t landed;
+    const unsigned bytes = (unsigned)rows * DW * 2;
+    if (threadIdx.x == 0) {
+        mbar_init(&landed, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        mbar_expect(&landed, bytes);
+        bulk_copy(wsl, wo + (size_t)(h * C + rank) * rows * DW, bytes, &landed);
+    }
     float v;
     const int d = att_cluster_head<PER, W, NB, C>(v, q, kc, vc, dpos, pos0, len, window, n_heads,
-                                                  n_kv_heads, hd, [=]() {
-                                                      if (!EARLY)
-                                                          oh_slice_load<DW>(wsl, wsrc, rows, ld);
-                                                  });
+                                                  n_kv_heads, hd);
     if (d >= 0) {
         out[((size_t)t * n_heads + h) * hd + d] = v;
         a_sl[threadIdx.x] = v;
     }
-    oh_slice_wait(); /* also publishes a_sl */
+    __syncthreads(); /* a_sl; the barrier was initialised before att_cluster_head's barriers */
+    mbar_wait(&landed, 0);
     oh_product<DW>([&](int i) { return wsl + (size_t)i * DW; }, a_sl, rows, rp, recv, rank,
                    cluster);
     cluster.sync();
@@ -189,8 +168,7 @@ __global__ void __launch_bounds__(OH_THREADS)
     const int rank = (int)cluster.block_rank(), h = blockIdx.y;
     const int rp = (rows + C - 1) / C;
     float *recv = reinterpret_cast<float *>(oh_smem);
-    const __nv_bfloat16 *w0 = wo + (size_t)h * hd + rank * DW;
-    const size_t ld = (size_t)n_heads * hd;
+    const __nv_bfloat16 *w0 = wo + (size_t)(h * C + rank) * rows * DW; /* the block's tile */
     constexpr int G = oh_shape<DW>::G, E = oh_shape<DW>::E;
     const int g = (int)threadIdx.x % G, per_pass = (int)blockDim.x / G;
     /* a block may write another's shared memory only once that block has started: arrive
@@ -208,7 +186,7 @@ __global__ void __launch_bounds__(OH_THREADS)
             const int i = i0 + (int)threadIdx.x / G;
             float w[E];
             if (i < rows)
-                oh_weights<DW>(w0 + (size_t)i * ld, g, w);
+                oh_weights<DW>(w0 + (size_t)i * DW, g, w);
             else
 #pragma unroll
                 for (int k = 0; k < E; k++)
@@ -289,7 +267,7 @@ template <typename... KArgs> static void oh_allow(void (*kernel)(KArgs...), int 
 
 static int oh_fits16(void) {
     if (oh_has16 < 0) {
-        auto *fn = attn_o_kernel<8, 16, 4, 16, 16, false>;
+        auto *fn = attn_o_kernel<8, 16, 4, 16, 16>;
         oh_allow(fn, 16);
         cudaLaunchConfig_t cfg = {};
         cfg.gridDim = dim3(16, 8);
@@ -308,8 +286,9 @@ static int oh_fits16(void) {
 extern "C" int k_attention_o_supported(int n_heads, int head_dim, int rows, int cluster) {
     const int dw = oh_dw(head_dim, cluster);
     return dw > 0 && n_heads >= 1 && n_heads <= K_NORM_MAX_PARTS && rows >= 1 &&
-           attn_o_smem(rows, dw, cluster) <= OH_SMEM && o_heads_smem(rows, cluster) <= OH_SMEM &&
-           k_attention_has_clusters() && (cluster == 8 || oh_fits16());
+           (size_t)rows * dw * 2 % 16 == 0 && attn_o_smem(rows, dw, cluster) <= OH_SMEM &&
+           o_heads_smem(rows, cluster) <= OH_SMEM && k_attention_has_clusters() &&
+           (cluster == 8 || oh_fits16());
 }
 
 template <int DW, int C>
@@ -319,12 +298,7 @@ static void attention_o_launch(cudaStream_t s, float *out, float *o_part, const 
                                int head_dim, const __nv_bfloat16 *wo, int rows) {
     constexpr int PER = DW * C / 32, W = 16;
     if (n_tok == 1) {
-        /* experiment switch (session 31): GEMMA_CUDA_ATTN_O_EARLY=1 queues the copies of o
-         * before the attention's loads */
-        const char *e = getenv("GEMMA_CUDA_ATTN_O_EARLY");
-        const int early = e && !strcmp(e, "1");
-        auto *fn =
-            early ? attn_o_kernel<PER, W, 4, DW, C, true> : attn_o_kernel<PER, W, 4, DW, C, false>;
+        auto *fn = attn_o_kernel<PER, W, 4, DW, C>;
         oh_allow(fn, C);
         k_launch_ex(fn, dim3(C, n_heads, 1), dim3(W * 32), C, attn_o_smem(rows, DW, C), s, out,
                     o_part, q, kc, vc, dpos, pos0, len, window, n_heads, n_kv_heads, head_dim, wo,
@@ -342,6 +316,10 @@ static void attention_o_launch(cudaStream_t s, float *out, float *o_part, const 
     k_launch_ex(fn, dim3(C, n_heads), dim3(OH_THREADS), C, o_heads_smem(rows, C), s, o_part,
                 (const float *)out, n_tok, n_heads, head_dim, wo, rows);
     K_CHECK_LAUNCH();
+}
+
+extern "C" int k_attention_o_tile(int head_dim, int cluster) {
+    return oh_dw(head_dim, cluster);
 }
 
 extern "C" void k_attention_o(cudaStream_t s, float *out, float *o_part, const float *q,

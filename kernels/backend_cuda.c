@@ -399,7 +399,7 @@ float *cuda_attention_o_now(backend *b, float *out, const float *q, const float 
                             const float *vc, int n_tok, int pos0, int len, int window, int n_heads,
                             int n_kv_heads, int head_dim, const tensor *wo) {
     cuda_state *st = st_flushed(b);
-    const void *wd = weight_dev(st, wo);
+    const void *wd = weight_dev_as(st, wo, k_attention_o_tile(head_dim, st->attn_o));
     const size_t need = (size_t)n_tok * n_heads * wo->rows * sizeof(float);
     float *parts = scratch(st, (void **)&st->d_oparts, &st->cap_oparts, need);
     int p;

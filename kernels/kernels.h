@@ -205,7 +205,8 @@ int k_attention_splits(int form, int max_ctx, int n_tok, int n_heads, int head_d
 int k_attention_has_clusters(void);
 
 /* attention_o.cu: the cluster form of k_attention (n_splits 0) followed by the o projection
- * wo[rows][n_heads * head_dim] (bf16) taken by heads: out as k_attention leaves it, and
+ * wo[rows][n_heads * head_dim] (bf16, in k_attention_o_tile's layout) taken by heads: out as
+ * k_attention leaves it, and
  * o_part[t][h][rows] = wo[:, h head_dim .. (h + 1) head_dim] . out[t][h] - the o projection
  * is the sum of the heads' parts in head order (k_norm_add_norm_parts). One kernel for a
  * single row (the o slices are copied into shared memory while the attention runs), the
@@ -214,6 +215,9 @@ int k_attention_has_clusters(void);
  * such clusters); it cuts the attention's slices, so it changes the last bits. Only where
  * k_attention_o_supported. */
 int k_attention_o_supported(int n_heads, int head_dim, int rows, int cluster);
+/* wo is read in tiles of this many columns, tile-major ([cols / T][rows][T]: a block's slice of
+ * o contiguous, for the copy engine): the layout k_attention_o takes it in. */
+int k_attention_o_tile(int head_dim, int cluster);
 void k_attention_o(cudaStream_t s, float *out, float *o_part, const float *q, const float *kc,
                    const float *vc, int n_tok, const int *dpos, int pos0, int len, int window,
                    int n_heads, int n_kv_heads, int head_dim, const void *wo, int rows,
