@@ -1,0 +1,21 @@
+# session 16, call 3: the lean kernel's chunks in explicit groups (GEMMA_CUDA_MV_GROUP=1).
+#  - bench-matvec (groups, groups u4 / u8 columns); small model and E4B step A/B; op test with it.
+set -u
+B=.carry/s16; (cd $B && tar xzf bins.tgz)
+export LD_LIBRARY_PATH=$PWD/$B:/usr/local/cuda-13.0/targets/x86_64-linux/lib OMP_NUM_THREADS=16
+N=$B/new; T=$OUT/c3; mkdir -p $T
+t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
+(python3 tools/make_e4b_random.py /tmp/e4b --prompts 1 --prompt-len 256 --hf-new-tokens 2 > $T/make_e4b.log 2>&1; echo "make rc $?" >> $T/make_e4b.log) & MK=$!
+ms() { grep -h '"run"' "$@" | python3 -c '
+import json,sys
+for l in sys.stdin:
+    d=json.loads(l); print("  %-8s %.4f ms" % (d["run"], d["ms_per_step"]))'; }
+G=GEMMA_CUDA_MV_GROUP; U=GEMMA_CUDA_MV_UNROLL
+timeout 90 $N/cuda_ops bench-matvec > $T/bench_matvec.txt 2>&1; el "bench-matvec rc $?"; grep '^|' $T/bench_matvec.txt | cut -c1-230
+DECODE_PROFILE_CUSTOM="def:;grp:$G=1;g4:$G=1 $U=4;def2:;grp2:$G=1;g42:$G=1 $U=4" timeout 100 $N/cuda_ops decode-profile models/gemma4-tiny 256 512 > $T/tiny_ab.txt 2>&1
+el "tiny rc $?"; ms $T/tiny_ab.txt
+GEMMA_CUDA_MV_GROUP=1 timeout 100 $N/cuda_ops ops > $T/ops_group.txt 2>&1; el "ops (group) rc $?"; tail -2 $T/ops_group.txt
+wait $MK; el "$(tail -1 $T/make_e4b.log)"
+DECODE_PROFILE_CUSTOM="def:;grp:$G=1;g4:$G=1 $U=4;def2:;grp2:$G=1;g42:$G=1 $U=4;def3:" timeout 200 $N/cuda_ops decode-profile /tmp/e4b/model 256 128 > $T/e4b_ab.txt 2>&1
+el "e4b rc $?"; ms $T/e4b_ab.txt
+cd $OUT && tar czf c3.tgz c3 && rm -rf c3

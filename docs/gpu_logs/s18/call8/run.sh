@@ -1,0 +1,11 @@
+# session 18, call 8: bench/bench_gpu.sh on the final code (call 7's build, new): the headline and
+# the verify-cost table (CUDA cores against tensor cores) for both models.
+set -u
+B=.carry/s18; (cd $B && tar xzf bins.tgz)
+export LD_LIBRARY_PATH=$PWD/$B:/usr/local/cuda-13.0/targets/x86_64-linux/lib OMP_NUM_THREADS=16
+N=$B/new; T=$OUT/c8; mkdir -p $T
+t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
+GPU_BIN_DIR=$N WORK_DIR=/tmp/e4b_bench timeout 400 bench/bench_gpu.sh $T/bench > $T/bench.log 2>&1; el "bench_gpu rc $?"
+grep -E "copy bandwidth|engine decode tps|share of the floor|CUDA graphs \(|transformers .* decode tps|our decode speed|CUDA cores \(default\)|tensor cores \(GEMMA" $T/bench/bench_gpu.md | cut -c1-220
+rm -f $T/bench/*.csv
+cd $OUT && tar czf c8.tgz c8 && rm -rf c8
