@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # test_ncu_step_split.sh: bench/ncu_step_split.py on three real ncu captures of an E4B-sized
-# decode step on the H200 (committed in docs/gpu_logs/lead3 and s20/call5; the expected rows are
+# decode step on the H200 (from docs/gpu_logs/lead3 and s20/call5, now in
+# docs/gpu_logs/archive; kept in tests/tools/fixtures as ncu_lead3_call5, ncu_lead3_call3 and
+# ncu_s20_call5; the expected rows are
 # those captures' own figures, summed by hand from the csv for norm_add_norm and s20's o and
 # attention, and checked against docs/bench_gpu.md),
 # and its refusals: a missing file, a file that is not an ncu --csv capture, a capture without
@@ -8,13 +10,13 @@
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 SPLIT=$ROOT/bench/ncu_step_split.py
-LOGS=$ROOT/docs/gpu_logs/lead3
+FIX=$ROOT/tests/tools/fixtures
 fails=0
 check() { # description, command output, expected substring
   if [[ $2 != *"$3"* ]]; then echo "FAIL: $1: expected '$3' in:"; echo "$2" | head -30; fails=$((fails + 1)); fi
 }
 
-out=$(python3 "$SPLIT" "$LOGS/call5/ncu_step_warm.csv.gz"); rc=$?
+out=$(python3 "$SPLIT" "$FIX/ncu_lead3_call5.csv.gz"); rc=$?
 check "call 5 exit status" "rc $rc" "rc 0"
 check "call 5 step" "$out" "kernels in the step: 516; their isolated times add up to 4488.9 us"
 check "call 5 norms" "$out" "| norm_add_norm_kernel | 126 | 500.9 | 3.98 |"
@@ -24,14 +26,14 @@ check "call 5 head" "$out" "| head | 1 | 316.7 |"
 check "call 5 per-layer" "$out" "| per-layer projection | 42 | 139.6 |"
 [[ $out == *"other matrix-vector"* ]] && { echo "FAIL: call 5: a product without a role"; fails=$((fails + 1)); }
 
-out=$(python3 "$SPLIT" "$LOGS/call3_ncu_step_warm.csv.gz")
+out=$(python3 "$SPLIT" "$FIX/ncu_lead3_call3.csv.gz")
 check "call 3 step" "$out" "their isolated times add up to 4979.0 us"
 check "call 3 norms" "$out" "| norm_add_norm_kernel | 126 | 713.3 | 5.66 |"
 check "call 3 down" "$out" "| down | 42 | 799.7 | 19.04 |"
 
 # session 20's capture: attention is one cluster kernel a layer (no merge kernel), and the
 # product after it is still o (42 launches, 271744 ns summed by hand from the csv)
-out=$(python3 "$SPLIT" "$ROOT/docs/gpu_logs/s20/call5/bench/e4b_ncu.csv")
+out=$(python3 "$SPLIT" "$FIX/ncu_s20_call5.csv.gz")
 check "s20 step" "$out" "kernels in the step: 474; their isolated times add up to 4216.5 us"
 check "s20 attention" "$out" "| attn_cluster_kernel | 42 | 325.9 | 7.76 |"
 check "s20 o" "$out" "| o | 42 | 271.7 | 6.47 |"

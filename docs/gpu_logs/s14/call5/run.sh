@@ -1,5 +1,0 @@
-# session 14, call 5: bench/step_shape.cu: split rows (a block of K warps reads a row together, rows strided over the grid)
-# matvec.cu's decode layout against the same rows dealt evenly over a resident grid.
-T=$OUT/c5; mkdir -p $T
-nvcc -O3 -arch=sm_90 -o /tmp/step_shape bench/step_shape.cu > $T/build.log 2>&1 || { cat $T/build.log; exit 1; }
-for i in 1; do timeout 60 /tmp/step_shape > $T/step_shape$i.txt 2>&1; echo "rc $?"; cat $T/step_shape$i.txt; done
