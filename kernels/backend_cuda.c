@@ -135,12 +135,8 @@ typedef struct {
     size_t cap_partial;
     float *d_mlp; /* mlp.cu's partial sums, cap_mlp bytes */
     size_t cap_mlp;
-    float *d_oparts; /* attention_o.cu's heads' parts of o, cap_oparts bytes */
-    size_t cap_oparts;
-    int attn_o; /* o by heads in the cluster attention: blocks a head, 0 off (GEMMA_CUDA_ATTN_O) */
-    long attn_o_calls; /* k_attention_o launches (backend_cuda_counters) */
-    int mlp;           /* mlp.cu for the MLPs it can take (GEMMA_CUDA_MLP; sm_90 only) */
-    void *d_convert;   /* cuBLAS inputs in the weight dtype, cap_convert bytes */
+    int mlp;         /* mlp.cu for the MLPs it can take (GEMMA_CUDA_MLP; sm_90 only) */
+    void *d_convert; /* cuBLAS inputs in the weight dtype, cap_convert bytes */
     size_t cap_convert;
     void *d_argmax; /* argmax scratch: 2 * K_ARGMAX_BLOCKS words + the result */
     int *h_argmax;  /* pinned result */
@@ -349,33 +345,14 @@ void cuda_matmul_now(backend *b, float *out, const tensor *w, const float *x, in
     op_end(st, F_MATVEC, bytes);
 }
 
-/* The slices of an attention over this ring (0: the cluster form), sized for the longest
- * context it can serve, so that the same launch fits every later position (graphs); the form
- * too. */
-static int attention_splits(const cuda_state *st, int n_tok, int len, int window, int n_heads,
-                            int head_dim) {
-    const int max_ctx = window > 0 && window < len ? window : len;
-    return k_attention_splits(st->attn, max_ctx, n_tok, n_heads, head_dim);
-}
-
-/* The bytes an attention reads and writes: the keys and values each row reads (the host knows
- * the position even when the kernel takes it from the device), plus q and out. */
-static double attention_bytes(int n_tok, int pos0, int window, int n_heads, int n_kv_heads,
-                              int head_dim) {
-    double kv = 0;
-    for (int t = 0; t < n_tok; t++) {
-        long pp = (long)pos0 + t, lo = window > 0 && pp - window + 1 > 0 ? pp - window + 1 : 0;
-        kv += (double)(pp - lo + 1);
-    }
-    return kv * 2.0 * head_dim * 4.0 * n_heads / (n_heads / n_kv_heads) +
-           8.0 * n_tok * n_heads * head_dim;
-}
-
-void cuda_attention_now(backend *b, float *out, const float *q, const float *kc, const float *vc,
-                        int n_tok, int pos0, int len, int window, int n_heads, int n_kv_heads,
-                        int head_dim) {
+static void cu_attention(backend *b, float *out, const float *q, const float *kc, const float *vc,
+                         int n_tok, int pos0, int len, int window, int n_heads, int n_kv_heads,
+                         int head_dim) {
     cuda_state *st = st_flushed(b);
-    const int splits = attention_splits(st, n_tok, len, window, n_heads, head_dim);
+    /* The slices are sized for the longest context this ring can serve, so that the same
+     * launch fits every later position (graphs); the form too. */
+    const int max_ctx = window > 0 && window < len ? window : len;
+    const int splits = k_attention_splits(st->attn, max_ctx, n_tok, n_heads, head_dim);
     const size_t need = (size_t)n_tok * n_heads * splits * (head_dim + 2) * sizeof(float);
     float *partial = scratch(st, (void **)&st->d_partial, &st->cap_partial, need);
     int p;
@@ -383,35 +360,16 @@ void cuda_attention_now(backend *b, float *out, const float *q, const float *kc,
     op_begin(st);
     k_attention(st->stream, out, q, kc, vc, n_tok, dp, p, len, window, n_heads, n_kv_heads,
                 head_dim, splits, partial);
-    op_end(st, F_ATTENTION, attention_bytes(n_tok, pos0, window, n_heads, n_kv_heads, head_dim));
-}
-
-int cuda_attention_o_fits(backend *b, int n_tok, int len, int window, int n_heads, int head_dim,
-                          const tensor *wo) {
-    cuda_state *st = st_of(b);
-    return st->attn_o && wo->dtype == DT_BF16 && wo->cols == (long)n_heads * head_dim &&
-           !use_cublas(st, wo, n_tok) &&
-           attention_splits(st, n_tok, len, window, n_heads, head_dim) == 0 &&
-           k_attention_o_supported(n_heads, head_dim, (int)wo->rows, st->attn_o);
-}
-
-float *cuda_attention_o_now(backend *b, float *out, const float *q, const float *kc,
-                            const float *vc, int n_tok, int pos0, int len, int window, int n_heads,
-                            int n_kv_heads, int head_dim, const tensor *wo) {
-    cuda_state *st = st_flushed(b);
-    const void *wd = weight_dev_as(st, wo, k_attention_o_tile(head_dim, st->attn_o));
-    const size_t need = (size_t)n_tok * n_heads * wo->rows * sizeof(float);
-    float *parts = scratch(st, (void **)&st->d_oparts, &st->cap_oparts, need);
-    int p;
-    const int *dp = pos_dev(st, pos0, &p);
-    st->attn_o_calls++;
-    op_begin(st);
-    k_attention_o(st->stream, out, parts, q, kc, vc, n_tok, dp, p, len, window, n_heads, n_kv_heads,
-                  head_dim, wd, (int)wo->rows, st->attn_o);
+    /* Bytes: the keys and values each row reads (the host knows the position even when the
+     * kernel takes it from the device), plus q and out. */
+    double kv = 0;
+    for (int t = 0; t < n_tok; t++) {
+        long pp = (long)pos0 + t, lo = window > 0 && pp - window + 1 > 0 ? pp - window + 1 : 0;
+        kv += (double)(pp - lo + 1);
+    }
     op_end(st, F_ATTENTION,
-           attention_bytes(n_tok, pos0, window, n_heads, n_kv_heads, head_dim) +
-               (double)wo->rows * wo->cols * 2.0 + 4.0 * need / sizeof(float));
-    return parts;
+           kv * 2.0 * head_dim * 4.0 * n_heads / (n_heads / n_kv_heads) +
+               8.0 * n_tok * n_heads * head_dim);
 }
 
 static void cu_scale(backend *b, float *x, float s, size_t n) {
@@ -598,8 +556,6 @@ void backend_cuda_stats(backend *b, backend_cuda_counters *c) {
     c->weight_bytes = st->weights.bytes;
     snprintf(c->device, sizeof c->device, "%s", st->device_name);
     c->attn_form = st->attn;
-    c->attn_o_calls = st->attn_o_calls;
-    c->attn_o_cluster = st->attn_o;
 }
 
 void backend_cuda_reset_counters(backend *b) {
@@ -690,7 +646,6 @@ static void cu_destroy(backend *b) {
     cudaFree(st->d_partial);
     cudaFree(st->d_convert);
     cudaFree(st->d_mlp);
-    cudaFree(st->d_oparts);
     cudaFree(st->d_argmax);
     cudaFreeHost(st->h_argmax);
     cudaFree(st->d_head);
@@ -724,7 +679,6 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     st->pdl = sw.pdl;
     st->mv = sw.mv;
     st->mlp = sw.mlp;
-    st->attn_o = sw.attn_o;
     char grid_name[40] = "blocks";
     if (st->mv.grid < 0)
         snprintf(grid_name, sizeof grid_name, "persist");
@@ -801,7 +755,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     b->upload = cu_upload;
     b->download = cu_download;
     b->copy = cu_copy;
-    b->attention = cuda_attention_now;
+    b->attention = cu_attention;
     b->scale = cu_scale;
     b->embed = cu_embed;
     b->softcap = cu_softcap;
@@ -812,6 +766,6 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     b->draft_head = cuda_draft_head;
     b->embed_dev = cuda_embed_dev;
     b->destroy = cu_destroy;
-    cuda_fuse_install(b); /* matmul, rmsnorm, rope, kv_write, gelu_mul, add, attention: queued */
+    cuda_fuse_install(b); /* matmul, rmsnorm, rope, kv_write, gelu_mul, add: queued */
     return b;
 }

@@ -50,15 +50,6 @@
  *                          newer only; refused elsewhere); auto (default): cluster where the
  *                          GPU has clusters. The forms slice differently, so results differ
  *                          in the last bits
- *   GEMMA_CUDA_ATTN_O=0|8|16   0: the o projection as its own product after the attention.
- *                          8 (the default) or 16: where the cluster form runs the attention
- *                          (sm_90) with heads of 32, 64, 128 or 256 dims (64 or more for 16),
- *                          bf16 o and at most 8 heads, the attention runs in clusters of that
- *                          many blocks a head and each block multiplies its dims of the head by
- *                          its slice of o, loaded into shared memory while the attention runs;
- *                          the norm after o adds the heads (attention_o.cu). Summed in another
- *                          order, so results differ from 0's (and 8's from 16's) in the last
- *                          bits
  *   GEMMA_CUDA_PROFILE=1   time every op per kernel family; the table (calls, ms, bytes,
  *                          GB/s) is printed to stderr when the backend is destroyed
  *   GEMMA_CUDA_GEMM=own|cublas|auto   who multiplies: our kernel everywhere (default), cuBLAS
@@ -81,9 +72,6 @@ typedef struct {
     size_t weight_bytes; /* weights held on the device */
     char device[256];    /* device name and compute capability */
     int attn_form;       /* the attention's form: kernels.h K_ATTN_SPLIT or K_ATTN_CLUSTER */
-    long attn_o_calls;   /* attentions issued with the o projection by heads (attention_o.cu;
-                            a graph counts once, when captured) */
-    int attn_o_cluster;  /* its blocks a head (GEMMA_CUDA_ATTN_O), 0 when off */
 } backend_cuda_counters;
 
 void backend_cuda_stats(backend *b, backend_cuda_counters *c);

@@ -143,16 +143,6 @@ int cuda_switches_from_env(cuda_switches *sw, char *err, size_t errlen) {
     }
     sw->pdl = env_flag("GEMMA_CUDA_PDL", 1);
     sw->mlp = env_flag("GEMMA_CUDA_MLP", 1);
-    const char *ao = getenv("GEMMA_CUDA_ATTN_O");
-    sw->attn_o = !ao || !*ao || !strcmp(ao, "8") ? 8
-                 : !strcmp(ao, "16")             ? 16
-                 : !strcmp(ao, "0")              ? 0
-                                                 : -1;
-    if (sw->attn_o < 0) {
-        snprintf(err, errlen, "environment variable GEMMA_CUDA_ATTN_O: \"%s\" is not 0, 8 or 16",
-                 ao);
-        return -1;
-    }
     const char *attn = getenv("GEMMA_CUDA_ATTN");
     sw->attn = !attn || !*attn || !strcmp(attn, "auto") ? CUDA_ATTN_AUTO
                : !strcmp(attn, "split")                 ? K_ATTN_SPLIT

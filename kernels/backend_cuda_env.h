@@ -19,8 +19,6 @@ typedef struct {
     int pdl;        /* GEMMA_CUDA_PDL (the backend also needs sm_90 for it) */
     int attn;       /* GEMMA_CUDA_ATTN: CUDA_ATTN_AUTO, K_ATTN_SPLIT or K_ATTN_CLUSTER */
     int mlp;        /* GEMMA_CUDA_MLP: mlp.cu for the MLPs it takes (sm_90, bf16) */
-    int attn_o;     /* GEMMA_CUDA_ATTN_O: o by heads inside the cluster attention, in clusters of
-                       8 or 16 blocks a head; 0 off */
     k_mv_tuning mv; /* GEMMA_CUDA_MV_UNROLL, _PREFETCH, _DECODE, _GRID, _SPLIT, _ROWS, _ROWS_MIN */
 } cuda_switches;
 

@@ -49,7 +49,7 @@
 
 #define QCAP 48 /* ops held at most; a full queue is flushed (26 per layer of the forward pass) */
 
-enum { Q_MATMUL, Q_RMSNORM, Q_ROPE, Q_KV_WRITE, Q_GELU_MUL, Q_ADD, Q_ATTN };
+enum { Q_MATMUL, Q_RMSNORM, Q_ROPE, Q_KV_WRITE, Q_GELU_MUL, Q_ADD };
 
 /* One recorded op. The tensor is copied: callers may pass a temporary (the data it points at
  * must live on, as for every weight of the backend). */
@@ -57,20 +57,17 @@ typedef struct {
     int kind;
     tensor w;              /* MATMUL: the matrix; RMSNORM: the scale (w.data NULL = none) */
     float *out;            /* written: MATMUL, RMSNORM, GELU_MUL, ADD out; ROPE x; KV_WRITE ring */
-    const float *a, *b;    /* read: MATMUL / RMSNORM / ADD x, KV_WRITE src, GELU_MUL gate, ATTN q;
-                              ADD y, GELU_MUL up, ATTN key ring */
-    const float *c;        /* read: ATTN value ring */
+    const float *a, *b;    /* read: MATMUL / RMSNORM / ADD x, KV_WRITE src, GELU_MUL gate; ADD y,
+                              GELU_MUL up */
     const float *inv_freq; /* ROPE */
-    int n;        /* MATMUL, ROPE, KV_WRITE, ATTN: tokens; RMSNORM: vectors; GELU_MUL: rows */
-    int dim;      /* RMSNORM, ROPE, ATTN: vector (head) size; KV_WRITE: kv_dim; GELU_MUL: dim */
-    int heads;    /* ROPE, ATTN */
-    int kv_heads; /* ATTN */
-    int window;   /* ATTN */
-    int pos0;     /* ROPE, KV_WRITE, ATTN */
-    int len;      /* KV_WRITE, ATTN: ring rows */
-    int stride;   /* GELU_MUL: up_stride */
-    size_t count; /* ADD */
-    float eps;    /* RMSNORM */
+    int n;                 /* MATMUL, ROPE, KV_WRITE: tokens; RMSNORM: vectors; GELU_MUL: rows */
+    int dim;               /* RMSNORM, ROPE: vector (head) size; KV_WRITE: kv_dim; GELU_MUL: dim */
+    int heads;             /* ROPE */
+    int pos0;              /* ROPE, KV_WRITE */
+    int len;               /* KV_WRITE: ring rows */
+    int stride;            /* GELU_MUL: up_stride */
+    size_t count;          /* ADD */
+    float eps;             /* RMSNORM */
 } qop;
 
 struct cuda_fuser {
@@ -105,12 +102,11 @@ static int overlap(span x, span y) {
     return x.lo < y.hi && y.lo < x.hi;
 }
 
-/* The device ranges op reads (rd[0 .. N_RD - 1]) and writes (*wr); weights are read-only and
- * left out. */
-#define N_RD 3
-static void op_spans(const qop *op, span rd[N_RD], span *wr) {
+/* The device ranges op reads (rd[0], rd[1]) and writes (*wr); weights are read-only and left
+ * out. */
+static void op_spans(const qop *op, span rd[2], span *wr) {
     const size_t n = (size_t)op->n, dim = (size_t)op->dim;
-    rd[0] = rd[1] = rd[2] = *wr = (span){0, 0};
+    rd[0] = rd[1] = *wr = (span){0, 0};
     switch (op->kind) {
     case Q_MATMUL:
         rd[0] = span_of(op->a, n * op->w.cols);
@@ -133,14 +129,6 @@ static void op_spans(const qop *op, span rd[N_RD], span *wr) {
         rd[1] = span_of(op->b, n ? (n - 1) * op->stride + dim : 0);
         *wr = span_of(op->out, n * dim);
         break;
-    case Q_ATTN: {
-        const size_t ring = (size_t)op->len * op->kv_heads * dim;
-        rd[0] = span_of(op->a, n * op->heads * dim);
-        rd[1] = span_of(op->b, ring);
-        rd[2] = span_of(op->c, ring);
-        *wr = span_of(op->out, n * op->heads * dim);
-        break;
-    }
     default: /* Q_ADD */
         rd[0] = span_of(op->a, op->count);
         rd[1] = span_of(op->b, op->count);
@@ -151,17 +139,15 @@ static void op_spans(const qop *op, span rd[N_RD], span *wr) {
 
 /* Must x and y keep their order (one writes what the other reads or writes)? */
 static int conflict(const qop *x, const qop *y) {
-    span xr[N_RD], xw, yr[N_RD], yw;
+    span xr[2], xw, yr[2], yw;
     op_spans(x, xr, &xw);
     op_spans(y, yr, &yw);
-    int c = overlap(xw, yw);
-    for (int r = 0; r < N_RD; r++)
-        c = c || overlap(xw, yr[r]) || overlap(yw, xr[r]);
-    return c;
+    return overlap(xw, yw) || overlap(xw, yr[0]) || overlap(xw, yr[1]) || overlap(yw, xr[0]) ||
+           overlap(yw, xr[1]);
 }
 
 static span out_span(const qop *op) {
-    span rd[N_RD], wr;
+    span rd[2], wr;
     op_spans(op, rd, &wr);
     return wr;
 }
@@ -198,11 +184,6 @@ static double weight_bytes(const tensor *w) {
 static void run_single(backend *b, const qop *op) {
     if (op->kind == Q_MATMUL) {
         cuda_matmul_now(b, op->out, &op->w, op->a, op->n);
-        return;
-    }
-    if (op->kind == Q_ATTN) {
-        cuda_attention_now(b, op->out, op->a, op->b, op->c, op->n, op->pos0, op->len, op->window,
-                           op->heads, op->kv_heads, op->dim);
         return;
     }
     const void *wd = op->kind == Q_RMSNORM && op->w.data ? cuda_weight(b, &op->w) : NULL;
@@ -293,7 +274,7 @@ static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
         }
         if (uk >= 0 && !pairable(f, &bt->q[mem[gk]].w)) continue;
         if (uk < 0) { /* a vector from memory: no product of the launch may write it */
-            span rd[N_RD], wr;
+            span rd[2], wr;
             op_spans(op, rd, &wr);
             int ok = 1;
             for (int k = 0; k < nm && ok; k++)
@@ -394,89 +375,34 @@ static int try_mlp(backend *b, batch *bt, int i) {
 
 /* ---- 2. norm(o), x += o, norm(x) ------------------------------------------------------------ */
 
-/* The ops at i: rmsnorm(o) in place, then x += o, then optionally rmsnorm(x) into xn. The
- * add's index in *j, the second norm's in *k (bt->nq when there is none); 0 if i does not start
- * the pattern. */
-static int find_norm_add(const batch *bt, int i, int *j, int *k) {
+static int try_norm_add(backend *b, batch *bt, int i) {
     const qop *nrm = &bt->q[i];
     if (nrm->kind != Q_RMSNORM || nrm->out != nrm->a) return 0;
-    *j = next_live(bt, i);
-    if (*j >= bt->nq) return 0;
-    const qop *add = &bt->q[*j];
+    const int j = next_live(bt, i);
+    if (j >= bt->nq) return 0;
+    const qop *add = &bt->q[j];
     const size_t cnt = (size_t)nrm->n * nrm->dim;
     const span os = out_span(nrm), xs = span_of(add->out, cnt);
     if (add->kind != Q_ADD || add->out != add->a || add->b != nrm->out || add->count != cnt ||
         overlap(os, xs))
         return 0;
-    *k = next_live(bt, *j);
-    const qop *n2 = *k < bt->nq ? &bt->q[*k] : NULL;
+    int k = next_live(bt, j);
+    const qop *n2 = k < bt->nq ? &bt->q[k] : NULL;
     if (n2 && !(n2->kind == Q_RMSNORM && n2->a == add->out && n2->n == nrm->n &&
                 n2->dim == nrm->dim && n2->eps == nrm->eps && !overlap(out_span(n2), os) &&
                 (n2->out == add->out || !overlap(out_span(n2), xs)) &&
                 (!n2->w.data || !nrm->w.data || n2->w.dtype == nrm->w.dtype)))
-        *k = bt->nq;
-    return 1;
-}
-
-/* k_norm_add_norm_parts for the pattern find_norm_add found at i, j, k (o the sum of n_parts
- * rows of parts a row when parts is non-NULL); marks its ops done. */
-static void run_norm_add(backend *b, batch *bt, int i, int j, int k, const float *parts,
-                         int n_parts) {
-    const qop *nrm = &bt->q[i], *add = &bt->q[j], *n2 = k < bt->nq ? &bt->q[k] : NULL;
-    const size_t cnt = (size_t)nrm->n * nrm->dim;
+        n2 = NULL;
     const void *wo = nrm->w.data ? cuda_weight(b, &nrm->w) : NULL;
     const void *wx = n2 && n2->w.data ? cuda_weight(b, &n2->w) : NULL;
     const int wdt = nrm->w.data ? (int)nrm->w.dtype : n2 && n2->w.data ? (int)n2->w.dtype : KDT_F32;
     cudaStream_t s = cuda_op_begin(b);
-    k_norm_add_norm_parts(s, add->out, nrm->out, parts, n_parts, wo, n2 ? n2->out : NULL, wx, wdt,
-                          nrm->n, nrm->dim, nrm->eps);
+    k_norm_add_norm(s, add->out, nrm->out, wo, n2 ? n2->out : NULL, wx, wdt, nrm->n, nrm->dim,
+                    nrm->eps);
     cuda_op_end(b, cuda_family_rmsnorm,
-                (n2 ? 20.0 : 16.0) * cnt + (parts ? 4.0 * (n_parts - 1) * cnt : 0.0) +
-                    weight_bytes(&nrm->w) + (n2 ? weight_bytes(&n2->w) : 0));
+                (n2 ? 20.0 : 16.0) * cnt + weight_bytes(&nrm->w) + (n2 ? weight_bytes(&n2->w) : 0));
     bt->done[i] = bt->done[j] = 1;
     if (n2) bt->done[k] = 1;
-}
-
-static int try_norm_add(backend *b, batch *bt, int i) {
-    int j, k;
-    if (!find_norm_add(bt, i, &j, &k)) return 0;
-    run_norm_add(b, bt, i, j, k, NULL, 0);
-    return 1;
-}
-
-/* ---- 4. attention, o = wo . att, norm(o), x += o, norm(x) (attention_o.cu) ----------------- */
-
-/* forward.c's end of attention_block and the norm + add after it: the attention, the o
- * projection of its output (bf16, our kernel, nothing else queued between them), then the
- * norm + add pattern of 2 on o. Where cuda_attention_o_fits, the product is taken by heads
- * inside the attention (k_attention_o) and the norm adds the heads' parts; what lands in
- * memory is what the separate ops leave there (att, the normalised o, x, xn). Decided by the
- * shapes and the ring, never by n: a verify pass is fused like its decode steps. */
-static int try_attention_o(backend *b, batch *bt, int i) {
-    const qop *at = &bt->q[i];
-    if (at->kind != Q_ATTN) return 0;
-    const int m = next_live(bt, i);
-    if (m >= bt->nq) return 0;
-    const qop *mm = &bt->q[m];
-    if (mm->kind != Q_MATMUL || mm->a != at->out || mm->n != at->n ||
-        (size_t)mm->w.cols != (size_t)at->heads * at->dim)
-        return 0;
-    const span os = out_span(mm);
-    span rd[N_RD], ws;
-    op_spans(at, rd, &ws);
-    if (overlap(os, ws) || overlap(os, rd[0]) || overlap(os, rd[1]) || overlap(os, rd[2]) ||
-        !cuda_attention_o_fits(b, at->n, at->len, at->window, at->heads, at->dim, &mm->w))
-        return 0;
-    const int i2 = next_live(bt, m);
-    int j, k;
-    if (i2 >= bt->nq || !find_norm_add(bt, i2, &j, &k) || bt->q[i2].out != mm->out ||
-        bt->q[i2].n != mm->n || bt->q[i2].dim != mm->w.rows)
-        return 0;
-    const float *parts =
-        cuda_attention_o_now(b, at->out, at->a, at->b, at->c, at->n, at->pos0, at->len, at->window,
-                             at->heads, at->kv_heads, at->dim, &mm->w);
-    run_norm_add(b, bt, i2, j, k, parts, at->heads);
-    bt->done[i] = bt->done[m] = 1;
     return 1;
 }
 
@@ -581,8 +507,8 @@ void cuda_fuse_flush(backend *b) {
     memset(bt->done, 0, sizeof bt->done);
     for (int i = 0; i < bt->nq; i++) {
         if (bt->done[i]) continue;
-        if (try_mlp(b, bt, i) || try_attention_o(b, bt, i) || try_matvec_group(b, f, bt, i) ||
-            try_norm_add(b, bt, i) || try_norm_parts(b, bt, i))
+        if (try_mlp(b, bt, i) || try_matvec_group(b, f, bt, i) || try_norm_add(b, bt, i) ||
+            try_norm_parts(b, bt, i))
             continue;
         run_single(b, &bt->q[i]);
         bt->done[i] = 1;
@@ -649,26 +575,6 @@ static void fz_add(backend *b, float *out, const float *x, const float *y, size_
     enqueue(b, &(qop){.kind = Q_ADD, .out = out, .a = x, .b = y, .count = n});
 }
 
-static void fz_attention(backend *b, float *out, const float *q, const float *kc, const float *vc,
-                         int n_tok, int pos0, int len, int window, int n_heads, int n_kv_heads,
-                         int head_dim) {
-    /* What is queued before the attention runs first, as it did when the attention was not
-     * queued: each flush then starts at an attention (and holds one layer's ops). */
-    cuda_fuse_flush(b);
-    enqueue(b, &(qop){.kind = Q_ATTN,
-                      .out = out,
-                      .a = q,
-                      .b = kc,
-                      .c = vc,
-                      .n = n_tok,
-                      .dim = head_dim,
-                      .heads = n_heads,
-                      .kv_heads = n_kv_heads,
-                      .window = window,
-                      .pos0 = pos0,
-                      .len = len});
-}
-
 void cuda_fuse_install(backend *b) {
     b->matmul = fz_matmul;
     b->rmsnorm = fz_rmsnorm;
@@ -676,5 +582,4 @@ void cuda_fuse_install(backend *b) {
     b->kv_write = fz_kv_write;
     b->gelu_mul = fz_gelu_mul;
     b->add = fz_add;
-    b->attention = fz_attention;
 }

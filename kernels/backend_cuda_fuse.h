@@ -22,8 +22,7 @@ void cuda_fuser_free(cuda_fuser *f);
  * downloads, argmax, step_begin / step_end and the counters. Re-entrant: the queue is emptied
  * before its ops run. */
 void cuda_fuse_flush(backend *b);
-/* Fill the queued ops into the table: matmul, rmsnorm, rope, kv_write, gelu_mul, add,
- * attention. */
+/* Fill the queued ops into the table: matmul, rmsnorm, rope, kv_write, gelu_mul, add. */
 void cuda_fuse_install(backend *b);
 
 /* backend_cuda.c, for the queue */
@@ -35,19 +34,6 @@ const int *cuda_pos(backend *b, int pos0, int *pos_arg);
 int cuda_matmul_own(backend *b, const tensor *w, int n);
 /* One matrix product, launched now (our kernel or cuBLAS), counted and timed. */
 void cuda_matmul_now(backend *b, float *out, const tensor *w, const float *x, int n);
-/* The attention (backend.h), launched now, counted and timed. */
-void cuda_attention_now(backend *b, float *out, const float *q, const float *kc, const float *vc,
-                        int n_tok, int pos0, int len, int window, int n_heads, int n_kv_heads,
-                        int head_dim);
-/* Would this attention, followed by the o projection wo, run as k_attention_o (the cluster
- * form, o by heads; GEMMA_CUDA_ATTN_O)? */
-int cuda_attention_o_fits(backend *b, int n_tok, int len, int window, int n_heads, int head_dim,
-                          const tensor *wo);
-/* k_attention_o, launched now: returns the heads' parts of o, [n_tok][n_heads][wo->rows]
- * (backend scratch, valid until the next such call). */
-float *cuda_attention_o_now(backend *b, float *out, const float *q, const float *kc,
-                            const float *vc, int n_tok, int pos0, int len, int window, int n_heads,
-                            int n_kv_heads, int head_dim, const tensor *wo);
 /* Kernel families of the profile table, for cuda_op_end. */
 extern const int cuda_family_matvec, cuda_family_rmsnorm, cuda_family_rope, cuda_family_kv_write,
     cuda_family_gelu_mul, cuda_family_add, cuda_family_norm_rope_kv;

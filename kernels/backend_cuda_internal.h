@@ -21,8 +21,7 @@
 /* backend_cuda_weights.c: the weight table. */
 typedef struct {
     const void *host; /* key: the tensor's host data; NULL = empty slot */
-    int transposed;   /* and the layout: 1 = stored [cols][rows] (cuda_weight_t); T >= 2 = in
-                         tiles of T columns, [cols / T][rows][T] (attention_o.cu) */
+    int transposed;   /* and the layout: 1 = stored [cols][rows] (cuda_weight_t) */
     void *dev;
     size_t bytes;
 } cuda_weight_slot;

@@ -1,14 +1,12 @@
 /* backend_cuda_weights.c: the CUDA backend's weight table - each weight's device copy, made the
  * first time an op meets the weight and kept until the backend goes. Keyed by the tensor's host
- * data pointer and its layout (as it is, transposed for mlp.cu's down, or in column tiles for
- * attention_o.cu's o): the model is shared
+ * data pointer and its layout (as it is, or transposed for mlp.cu's down): the model is shared
  * and read-only for decoders, so the backend never writes tensor.dev, and the host data of a
  * tensor must stay unchanged while the backend lives (true of mmapped models). An open-addressing
  * table; a copy is made and waited for outside captured steps only (backend_cuda.c's graphs). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "backend_cuda_internal.h"
 #include "kernels.h"
@@ -54,27 +52,13 @@ static void weight_copy(cudaStream_t s, void *dev, const void *host, size_t byte
     CU(cudaStreamSynchronize(s));
 }
 
-/* Copy w's data to dev: as it is; transposed ([rows][cols] -> [cols][rows], 16-bit dtypes):
+/* Copy w's data to dev: as it is, or transposed ([rows][cols] -> [cols][rows], 16-bit dtypes):
  * copied as it is into a temporary device buffer, transposed there (k_transpose16) and the
- * buffer freed, all waited for as weight_copy is; or (layout T >= 2) in tiles of T columns,
- * tile-major ([rows][cols / T][T] -> [cols / T][rows][T], 16-bit dtypes), rearranged here. */
+ * buffer freed, all waited for as weight_copy is. */
 static void weight_upload(cudaStream_t s, void *dev, const tensor *w, size_t bytes,
                           int transposed) {
     if (!transposed) {
         weight_copy(s, dev, w->data, bytes);
-        return;
-    }
-    if (transposed >= 2) {
-        const int T = transposed;
-        CHECK(dtype_size(w->dtype) == 2 && w->cols % T == 0);
-        const uint16_t *src = w->data;
-        uint16_t *tiles = xmalloc(bytes);
-        const size_t nt = (size_t)w->cols / T;
-        for (size_t i = 0; i < (size_t)w->rows; i++)
-            for (size_t b = 0; b < nt; b++)
-                memcpy(tiles + (b * w->rows + i) * T, src + i * w->cols + b * T, T * 2);
-        weight_copy(s, dev, tiles, bytes);
-        free(tiles);
         return;
     }
     CHECK(dtype_size(w->dtype) == 2);

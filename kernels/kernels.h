@@ -143,13 +143,6 @@ void k_rmsnorm(cudaStream_t s, float *out, const float *x, const void *w, int wd
  * wdtype, either may be NULL = no scale). Rows of dim values, n_vec of them. */
 void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *wo, float *xn, const void *wx,
                      int wdtype, int n_vec, int dim, float eps);
-/* The same with o[row] the sum of n_parts (1 .. K_NORM_MAX_PARTS) partial rows
- * parts[row][part][dim], added in part order (attention_o.cu's heads); the sum, normalised,
- * is stored in o as above. */
-#define K_NORM_MAX_PARTS 8
-void k_norm_add_norm_parts(cudaStream_t s, float *x, float *o, const float *parts, int n_parts,
-                           const void *wo, float *xn, const void *wx, int wdtype, int n_vec,
-                           int dim, float eps);
 
 /* rmsnorm.cu: what the attention block does to q, k and v after their projections, for up to
  * K_NRS_PARTS tensors in one launch: each vector of dim values (a head) of part p is
@@ -203,25 +196,6 @@ enum { K_ATTN_SPLIT = 0, K_ATTN_CLUSTER = 1 };
 int k_attention_splits(int form, int max_ctx, int n_tok, int n_heads, int head_dim);
 /* 1 if the current device runs the cluster form, else 0 (asked of the driver once). */
 int k_attention_has_clusters(void);
-
-/* attention_o.cu: the cluster form of k_attention (n_splits 0) followed by the o projection
- * wo[rows][n_heads * head_dim] (bf16, in k_attention_o_tile's layout) taken by heads: out as
- * k_attention leaves it, and
- * o_part[t][h][rows] = wo[:, h head_dim .. (h + 1) head_dim] . out[t][h] - the o projection
- * is the sum of the heads' parts in head order (k_norm_add_norm_parts). One kernel for a
- * single row (the o slices are copied into shared memory while the attention runs), the
- * attention and a product kernel for chunks; the same bits either way, so a verify pass
- * reproduces the decode steps. cluster: the blocks a head (8, or 16 where the device places
- * such clusters); it cuts the attention's slices, so it changes the last bits. Only where
- * k_attention_o_supported. */
-int k_attention_o_supported(int n_heads, int head_dim, int rows, int cluster);
-/* wo is read in tiles of this many columns, tile-major ([cols / T][rows][T]: a block's slice of
- * o contiguous, for the copy engine): the layout k_attention_o takes it in. */
-int k_attention_o_tile(int head_dim, int cluster);
-void k_attention_o(cudaStream_t s, float *out, float *o_part, const float *q, const float *kc,
-                   const float *vc, int n_tok, const int *dpos, int pos0, int len, int window,
-                   int n_heads, int n_kv_heads, int head_dim, const void *wo, int rows,
-                   int cluster);
 
 /* gelu.cu: out[r][j] = gelu_tanh(gate[r][j]) * up[r * up_stride + j]. out may equal gate. */
 void k_gelu_mul(cudaStream_t s, float *out, const float *gate, const float *up, int rows, int dim,

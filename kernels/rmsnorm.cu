@@ -64,10 +64,10 @@ extern "C" void k_rmsnorm(cudaStream_t s, float *out, const float *x, const void
  * elements in index order and the block sums as block_sum does, so the result does not depend
  * on PER, nor on how many rows a launch has. (Rows over 4096 - PER 8 and 16 - spill a few
  * registers: a 1024-thread block has 64 a thread.) */
-template <typename T, int PER, bool PARTS>
-__device__ __forceinline__ void norm_add_norm_row(float *x, float *o, const T *wo, float *xn,
-                                                  const T *wx, int dim, float eps,
-                                                  const float *parts, int n_parts) {
+template <typename T, int PER>
+__global__ void __launch_bounds__(1024)
+    norm_add_norm_kernel(float *x, float *o, const T *wo, float *xn, const T *wx, int dim,
+                         float eps) {
     __shared__ float red[32];
     float *xr = x + (size_t)blockIdx.x * dim, *orow = o + (size_t)blockIdx.x * dim;
     float ov[PER], xv[PER], wov[PER], wxv[PER];
@@ -82,25 +82,8 @@ __device__ __forceinline__ void norm_add_norm_row(float *x, float *o, const T *w
 #pragma unroll
     for (int k = 0; k < PER; k++) {
         const int i = threadIdx.x + k * blockDim.x;
-        ov[k] = i < dim ? (PARTS ? parts[(size_t)blockIdx.x * n_parts * dim + i] : orow[i]) : 0.0f;
+        ov[k] = i < dim ? orow[i] : 0.0f;
         xv[k] = i < dim ? xr[i] : 0.0f;
-    }
-    if (PARTS) { /* o is the sum of the parts, in part order; every load asked for at once */
-        float pv[K_NORM_MAX_PARTS][PER];
-#pragma unroll
-        for (int p = 1; p < K_NORM_MAX_PARTS; p++)
-#pragma unroll
-            for (int k = 0; k < PER; k++) {
-                const int i = threadIdx.x + k * blockDim.x;
-                pv[p][k] = p < n_parts && i < dim
-                               ? parts[((size_t)blockIdx.x * n_parts + p) * dim + i]
-                               : 0.0f;
-            }
-#pragma unroll
-        for (int p = 1; p < K_NORM_MAX_PARTS; p++)
-#pragma unroll
-            for (int k = 0; k < PER; k++)
-                if (p < n_parts) ov[k] += pv[p][k];
     }
     float ss = 0.0f;
 #pragma unroll
@@ -132,59 +115,32 @@ __device__ __forceinline__ void norm_add_norm_row(float *x, float *o, const T *w
 }
 
 template <typename T, int PER>
-__global__ void __launch_bounds__(1024)
-    norm_add_norm_kernel(float *x, float *o, const T *wo, float *xn, const T *wx, int dim,
-                         float eps) {
-    norm_add_norm_row<T, PER, false>(x, o, wo, xn, wx, dim, eps, nullptr, 0);
-}
-
-/* The same with o the sum of n_parts partial rows, parts[row][part][dim] (attention_o.cu's
- * heads), summed in part order; the sum is what is normalised and stored in o. */
-template <typename T, int PER>
-__global__ void __launch_bounds__(1024)
-    norm_add_norm_parts_kernel(float *x, float *o, const T *wo, float *xn, const T *wx, int dim,
-                               float eps, const float *parts, int n_parts) {
-    norm_add_norm_row<T, PER, true>(x, o, wo, xn, wx, dim, eps, parts, n_parts);
-}
-
-template <typename T, int PER>
 static void norm_add_norm_launch(cudaStream_t s, float *x, float *o, const void *wo, float *xn,
-                                 const void *wx, int n_vec, int dim, float eps, unsigned threads,
-                                 const float *parts, int n_parts) {
-    if (parts)
-        k_launch(norm_add_norm_parts_kernel<T, PER>, dim3(n_vec), dim3(threads), s, x, o,
-                 (const T *)wo, xn, (const T *)wx, dim, eps, parts, n_parts);
-    else
-        k_launch(norm_add_norm_kernel<T, PER>, dim3(n_vec), dim3(threads), s, x, o, (const T *)wo,
-                 xn, (const T *)wx, dim, eps);
+                                 const void *wx, int n_vec, int dim, float eps, unsigned threads) {
+    k_launch(norm_add_norm_kernel<T, PER>, dim3(n_vec), dim3(threads), s, x, o, (const T *)wo, xn,
+             (const T *)wx, dim, eps);
 }
 
 template <typename T>
 static void norm_add_norm_launch_per(cudaStream_t s, float *x, float *o, const void *wo, float *xn,
                                      const void *wx, int n_vec, int dim, float eps,
-                                     unsigned threads, const float *parts, int n_parts) {
+                                     unsigned threads) {
     const int per = (int)((dim + threads - 1) / threads);
     /* norm_threads gives 1 element a thread up to 1024, 3 or 4 up to 4096, and more only
      * to 1024 threads: PER 2 never comes */
     if (per <= 1)
-        norm_add_norm_launch<T, 1>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads, parts, n_parts);
+        norm_add_norm_launch<T, 1>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     else if (per <= 4)
-        norm_add_norm_launch<T, 4>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads, parts, n_parts);
+        norm_add_norm_launch<T, 4>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     else if (per <= 8)
-        norm_add_norm_launch<T, 8>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads, parts, n_parts);
+        norm_add_norm_launch<T, 8>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     else
-        norm_add_norm_launch<T, 16>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads, parts, n_parts);
+        norm_add_norm_launch<T, 16>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
 }
 
-extern "C" void k_norm_add_norm_parts(cudaStream_t s, float *x, float *o, const float *parts,
-                                      int n_parts, const void *wo, float *xn, const void *wx,
-                                      int wdtype, int n_vec, int dim, float eps) {
+extern "C" void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *wo, float *xn,
+                                const void *wx, int wdtype, int n_vec, int dim, float eps) {
     if (n_vec <= 0 || (k_skip & K_SKIP_NORM_ADD)) return;
-    if (parts && (n_parts < 1 || n_parts > K_NORM_MAX_PARTS)) {
-        fprintf(stderr, "%s:%d: norm_add_norm: %d parts (1 .. %d)\n", __FILE__, __LINE__, n_parts,
-                K_NORM_MAX_PARTS);
-        exit(1);
-    }
     if (dim > 16 * 1024) {
         fprintf(stderr, "%s:%d: norm_add_norm: rows of %d (at most %d)\n", __FILE__, __LINE__, dim,
                 16 * 1024);
@@ -192,20 +148,12 @@ extern "C" void k_norm_add_norm_parts(cudaStream_t s, float *x, float *o, const 
     }
     const unsigned threads = norm_threads(dim);
     if (wdtype == KDT_BF16)
-        norm_add_norm_launch_per<__nv_bfloat16>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads,
-                                                parts, n_parts);
+        norm_add_norm_launch_per<__nv_bfloat16>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     else if (wdtype == KDT_F16)
-        norm_add_norm_launch_per<__half>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads, parts,
-                                         n_parts);
+        norm_add_norm_launch_per<__half>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     else
-        norm_add_norm_launch_per<float>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads, parts,
-                                        n_parts);
+        norm_add_norm_launch_per<float>(s, x, o, wo, xn, wx, n_vec, dim, eps, threads);
     K_CHECK_LAUNCH();
-}
-
-extern "C" void k_norm_add_norm(cudaStream_t s, float *x, float *o, const void *wo, float *xn,
-                                const void *wx, int wdtype, int n_vec, int dim, float eps) {
-    k_norm_add_norm_parts(s, x, o, NULL, 0, wo, xn, wx, wdtype, n_vec, dim, eps);
 }
 
 /* The attention block's q / k / v after their projections, up to K_NRS_PARTS tensors in one

@@ -4,32 +4,6 @@
  * once, by cuda_ops.c, after its helpers (test_util.h keeps everything static: one translation
  * unit). */
 
-/* Key and value rings of len rows on both backends holding what a chunk of n_tok rows at pos0
- * attends to, as decoding would have stored it: the positions before pos0 that fit, then the
- * chunk's own (kv_write, checked exact against the CPU's). */
-static void ring_fill(pair *kc, pair *vc, int n_tok, int kv_dim, int len, int pos0) {
-    *kc = pair_rand((size_t)len * kv_dim);
-    *vc = pair_rand((size_t)len * kv_dim);
-    const int start = pos0 - len + n_tok > 0 ? pos0 - len + n_tok : 0, fill = pos0 - start;
-    if (fill > 0) {
-        pair src = pair_rand((size_t)fill * kv_dim);
-        cpu->kv_write(cpu, kc->c, src.c, fill, kv_dim, start, len);
-        gpu->kv_write(gpu, kc->g, src.g, fill, kv_dim, start, len);
-        pair_free(&src);
-    }
-    pair nk = pair_rand((size_t)n_tok * kv_dim), nv = pair_rand((size_t)n_tok * kv_dim);
-    cpu->kv_write(cpu, kc->c, nk.c, n_tok, kv_dim, pos0, len);
-    gpu->kv_write(gpu, kc->g, nk.g, n_tok, kv_dim, pos0, len);
-    cpu->kv_write(cpu, vc->c, nv.c, n_tok, kv_dim, pos0, len);
-    gpu->kv_write(gpu, vc->g, nv.g, n_tok, kv_dim, pos0, len);
-    char what[128];
-    snprintf(what, sizeof what, "kv_write len %d pos %d", len, pos0);
-    pair_check(kc, 0, 0, NULL, what);
-    pair_check(vc, 0, 0, NULL, what);
-    pair_free(&nk);
-    pair_free(&nv);
-}
-
 /* kv_write into rings that wrap, then attention over them, against the CPU; each row of a
  * chunk of up to 8 rows (a verify pass) must also be, bit for bit, that row attended alone
  * (a decode step), which is what keeps speculation lossless. form names the GPU's form. */
@@ -63,9 +37,25 @@ static void test_attention(const char *form) {
             if (pos0 > 400) pos0 = 400;
         }
         const int kv_dim = KV * hd;
-        pair kc, vc;
-        ring_fill(&kc, &vc, n_tok, kv_dim, len, pos0);
+        /* Fill the ring with the positions the queries can see, as decoding would. */
+        pair kc = pair_rand((size_t)len * kv_dim), vc = pair_rand((size_t)len * kv_dim);
+        int start = pos0 - len + n_tok > 0 ? pos0 - len + n_tok : 0;
+        int fill = pos0 - start;
+        if (fill > 0) {
+            pair src = pair_rand((size_t)fill * kv_dim);
+            cpu->kv_write(cpu, kc.c, src.c, fill, kv_dim, start, len);
+            gpu->kv_write(gpu, kc.g, src.g, fill, kv_dim, start, len);
+            pair_free(&src);
+        }
+        pair nk = pair_rand((size_t)n_tok * kv_dim), nv = pair_rand((size_t)n_tok * kv_dim);
+        cpu->kv_write(cpu, kc.c, nk.c, n_tok, kv_dim, pos0, len);
+        gpu->kv_write(gpu, kc.g, nk.g, n_tok, kv_dim, pos0, len);
+        cpu->kv_write(cpu, vc.c, nv.c, n_tok, kv_dim, pos0, len);
+        gpu->kv_write(gpu, vc.g, nv.g, n_tok, kv_dim, pos0, len);
         char what[128];
+        snprintf(what, sizeof what, "kv_write len %d pos %d", len, pos0);
+        pair_check(&kc, 0, 0, NULL, what);
+        pair_check(&vc, 0, 0, NULL, what);
         pair q = pair_rand((size_t)n_tok * H * hd), out = pair_new(NULL, (size_t)n_tok * H * hd);
         cpu->attention(cpu, out.c, q.c, kc.c, vc.c, n_tok, pos0, len, window, H, KV, hd);
         gpu->attention(gpu, out.g, q.g, kc.g, vc.g, n_tok, pos0, len, window, H, KV, hd);
@@ -98,6 +88,8 @@ static void test_attention(const char *form) {
         }
         pair_free(&kc);
         pair_free(&vc);
+        pair_free(&nk);
+        pair_free(&nv);
         pair_free(&q);
         pair_free(&out);
     }

@@ -370,120 +370,6 @@ static void test_fused_barriers(void) {
     pair_free(&u);
 }
 
-/* ---- the attention with o by heads (attention_o.cu) and the norm + add after it ----------- */
-
-/* forward.c's end of an attention block and the norm + add after it - attention, o = wo . att,
- * o = rmsnorm(o) * wn, x += o, xn = rmsnorm(x) * wx - against the CPU's ops: att as
- * test_attention does, o, x and xn with the after-norm bounds above. Every row of a chunk (the
- * attention kernel, then the product kernel for chunks) must also be, bit for bit, that row
- * decoded alone (the one kernel of a decode step): speculation stays lossless. Where the device
- * has thread block clusters and GEMMA_CUDA_ATTN_O is on, every case attention_o.cu takes (not
- * the 512-wide heads; not the 32-wide ones in clusters of 16) must take the o-by-heads path
- * (the counter says so); elsewhere none may. */
-static void test_fused_attention_o(void) {
-    struct {
-        int n, heads, kv_heads, hd, rows, len, window, pos0;
-    } cases[] = {
-        {1, 8, 2, 256, 2560, 600, 512, 2000}, /* E4B's sliding layers: a decode step */
-        {4, 8, 2, 256, 2560, 575, 512, 700},  /* their verify pass */
-        {9, 8, 2, 256, 2560, 575, 512, 700},  /* more rows than one pass over the weights (8) */
-        {3, 8, 2, 64, 517, 300, 0, 100},      /* the mid twin's heads, odd rows */
-        {2, 8, 2, 32, 256, 40, 7, 33},        /* the small model's heads, a tiny window */
-        {5, 4, 4, 128, 333, 300, 0, 200},     /* 128-wide heads, no GQA */
-        {2, 8, 2, 512, 700, 700, 0, 650},     /* 512-wide heads: the separate ops */
-    };
-    backend_cuda_counters bc;
-    backend_cuda_stats(gpu, &bc);
-    const int clusters = k_attention_has_clusters() && bc.attn_form == K_ATTN_CLUSTER;
-    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
-        const int n = cases[ci].n, H = cases[ci].heads, KV = cases[ci].kv_heads, hd = cases[ci].hd;
-        const int rows = small_shapes && cases[ci].rows > 600 ? 520 : cases[ci].rows;
-        const int len = cases[ci].len, window = cases[ci].window, pos0 = cases[ci].pos0;
-        const int kvd = KV * hd, ad = H * hd;
-        pair kc, vc;
-        ring_fill(&kc, &vc, n, kvd, len, pos0);
-        tensor wo = rand_tensor(rows, ad, DT_BF16), wn = rand_tensor(1, rows, DT_BF16),
-               wx = rand_tensor(1, rows, DT_BF16);
-        pair q = pair_rand((size_t)n * ad), x = pair_rand((size_t)n * rows);
-        pair att = pair_new(NULL, (size_t)n * ad), o = pair_new(NULL, (size_t)n * rows),
-             xn = pair_new(NULL, (size_t)n * rows);
-        float *x0 = xmalloc((size_t)n * rows * sizeof(float));
-        memcpy(x0, x.c, (size_t)n * rows * sizeof(float));
-        backend_cuda_stats(gpu, &bc);
-        const long calls0 = bc.attn_o_calls;
-        backend *bs[2] = {cpu, gpu};
-        for (int s = 0; s < 2; s++) {
-            backend *b = bs[s];
-            float *ab = s ? att.g : att.c, *ob = s ? o.g : o.c, *xb = s ? x.g : x.c;
-            b->attention(b, ab, s ? q.g : q.c, s ? kc.g : kc.c, s ? vc.g : vc.c, n, pos0, len,
-                         window, H, KV, hd);
-            b->matmul(b, ob, &wo, ab, n);
-            b->rmsnorm(b, ob, ob, &wn, n, rows, 1e-6f);
-            b->add(b, xb, xb, ob, (size_t)n * rows);
-            b->rmsnorm(b, s ? xn.g : xn.c, xb, &wx, n, rows, 1e-6f);
-        }
-        char what[160];
-        snprintf(what, sizeof what,
-                 "attention + o by heads: %d rows, %d/%d heads, hd %d, o %d rows, len %d, window "
-                 "%d, pos %d",
-                 n, H, KV, hd, rows, len, window, pos0);
-        pair_check(&att, 1e-5, 1e-5, NULL, what);
-        pair_check(&o, 1e-4, 1e-4, NULL, what);
-        pair_check(&x, 1e-4, 1e-4, NULL, what);
-        pair_check(&xn, 1e-4, 1e-4, NULL, what);
-        backend_cuda_stats(gpu, &bc);
-        const int want = clusters && bc.attn_o_cluster &&
-                         k_attention_o_supported(H, hd, rows, bc.attn_o_cluster);
-        EXPECT((bc.attn_o_calls > calls0) == want, "%s: o by heads %s (the device %s clusters)",
-               what, bc.attn_o_calls > calls0 ? "ran" : "did not run",
-               clusters ? "has" : "does not have");
-        if (n > 1) { /* each row decoded alone: the same bits */
-            const size_t vecs[4] = {(size_t)ad, (size_t)rows, (size_t)rows, (size_t)rows};
-            pair *all[4] = {&att, &o, &x, &xn};
-            float *chunk[4], *alone[4], *dev[4];
-            for (int v = 0; v < 4; v++) {
-                chunk[v] = xmalloc((size_t)n * vecs[v] * sizeof(float));
-                alone[v] = xmalloc(vecs[v] * sizeof(float));
-                dev[v] = gpu->alloc(gpu, vecs[v]);
-                pair_host(all[v], chunk[v]);
-            }
-            for (int t = 0; t < n; t++) {
-                gpu->upload(gpu, dev[2], x0 + (size_t)t * rows, (size_t)rows);
-                gpu->attention(gpu, dev[0], q.g + (size_t)t * ad, kc.g, vc.g, 1, pos0 + t, len,
-                               window, H, KV, hd);
-                gpu->matmul(gpu, dev[1], &wo, dev[0], 1);
-                gpu->rmsnorm(gpu, dev[1], dev[1], &wn, 1, rows, 1e-6f);
-                gpu->add(gpu, dev[2], dev[2], dev[1], (size_t)rows);
-                gpu->rmsnorm(gpu, dev[3], dev[2], &wx, 1, rows, 1e-6f);
-                for (int v = 0; v < 4; v++) {
-                    gpu->download(gpu, alone[v], dev[v], vecs[v]);
-                    const size_t i = first_diff(alone[v], chunk[v] + (size_t)t * vecs[v], vecs[v]);
-                    EXPECT(i == vecs[v], "%s: row %d, %s element %zu differs from the row alone",
-                           what, t,
-                           v == 0   ? "att"
-                           : v == 1 ? "o"
-                           : v == 2 ? "x"
-                                    : "xn",
-                           i);
-                }
-            }
-            for (int v = 0; v < 4; v++) {
-                free(chunk[v]);
-                free(alone[v]);
-                gpu->release(gpu, dev[v]);
-            }
-        }
-        free(x0);
-        pair_free(&kc);
-        pair_free(&vc);
-        pair_free(&q);
-        pair_free(&x);
-        pair_free(&att);
-        pair_free(&o);
-        pair_free(&xn);
-    }
-}
-
 /* ---- tuning switches and the unfused path change no bit ----------------------------------- */
 
 /* The tuning switches give the default's bits: the grouped product against the default's
@@ -555,7 +441,6 @@ static void test_fused(void) {
     test_fused_mlp();
     test_fused_whole_mlp();
     test_fused_attention_prologue();
-    test_fused_attention_o();
     test_fused_barriers();
     test_fused_switches();
 }

@@ -15,8 +15,7 @@ static const char *const all_vars[] = {
     "GEMMA_CUDA_MV_UNROLL",      "GEMMA_CUDA_MV_PREFETCH", "GEMMA_CUDA_MV_DECODE",
     "GEMMA_CUDA_MV_GRID",        "GEMMA_CUDA_MV_SPLIT",    "GEMMA_CUDA_MV_ROWS",
     "GEMMA_CUDA_MV_ROWS_MIN",    "GEMMA_CUDA_MV_GROUP",    "GEMMA_CUDA_MV_MMA",
-    "GEMMA_CUDA_MV_BLOCK_WARPS", "GEMMA_CUDA_ATTN",        "GEMMA_CUDA_MLP",
-    "GEMMA_CUDA_ATTN_O"};
+    "GEMMA_CUDA_MV_BLOCK_WARPS", "GEMMA_CUDA_ATTN",        "GEMMA_CUDA_MLP"};
 
 static void clear_env(void) {
     for (size_t i = 0; i < sizeof all_vars / sizeof all_vars[0]; i++)
@@ -43,7 +42,7 @@ int main(void) {
     EXPECT(read_with(NULL, NULL, &sw, err, sizeof err) == 0, "%s", err);
     EXPECT(sw.gemm_mode == 0 && sw.use_graphs == 1 && sw.profile == 0 && sw.fuse == 1 &&
            sw.fuse_mm == CUDA_FUSE_MM_ON && sw.pdl == 1 && sw.attn == CUDA_ATTN_AUTO &&
-           sw.mlp == 1 && sw.attn_o == 8);
+           sw.mlp == 1);
     EXPECT(sw.mv.unroll == 0 && sw.mv.prefetch == 2 && sw.mv.decode == K_MV_LEAN &&
            sw.mv.grid == 0 && sw.mv.split == 0 && sw.mv.rows == 2 && sw.mv.rows_min_kb == 4096 &&
            sw.mv.group == 2 && sw.mv.mma == 0 && sw.mv.block_warps == 0);
@@ -60,9 +59,6 @@ int main(void) {
     EXPECT(read_with("GEMMA_CUDA_FUSE", "0", &sw, err, sizeof err) == 0 && sw.fuse == 0);
     EXPECT(read_with("GEMMA_CUDA_PDL", "0", &sw, err, sizeof err) == 0 && sw.pdl == 0);
     EXPECT(read_with("GEMMA_CUDA_MLP", "0", &sw, err, sizeof err) == 0 && sw.mlp == 0);
-    EXPECT(read_with("GEMMA_CUDA_ATTN_O", "0", &sw, err, sizeof err) == 0 && sw.attn_o == 0);
-    EXPECT(read_with("GEMMA_CUDA_ATTN_O", "8", &sw, err, sizeof err) == 0 && sw.attn_o == 8);
-    EXPECT(read_with("GEMMA_CUDA_ATTN_O", "16", &sw, err, sizeof err) == 0 && sw.attn_o == 16);
     EXPECT(read_with("GEMMA_CUDA_ATTN", "split", &sw, err, sizeof err) == 0 &&
            sw.attn == K_ATTN_SPLIT);
     EXPECT(read_with("GEMMA_CUDA_ATTN", "cluster", &sw, err, sizeof err) == 0 &&
@@ -132,8 +128,7 @@ int main(void) {
         {"GEMMA_CUDA_MV_GROUP", "on"},      {"GEMMA_CUDA_MV_MMA", "3"},
         {"GEMMA_CUDA_MV_MMA", "tensor"},    {"GEMMA_CUDA_MV_BLOCK_WARPS", "16"},
         {"GEMMA_CUDA_MV_BLOCK_WARPS", "1"}, {"GEMMA_CUDA_ATTN", "clusters"},
-        {"GEMMA_CUDA_ATTN", "1"},           {"GEMMA_CUDA_ATTN_O", "1"},
-        {"GEMMA_CUDA_ATTN_O", "32"},
+        {"GEMMA_CUDA_ATTN", "1"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const int rc = read_with(bad[i].name, bad[i].value, &sw, err, sizeof err);
