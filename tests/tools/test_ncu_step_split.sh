@@ -11,10 +11,7 @@ set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 SPLIT=$ROOT/bench/ncu_step_split.py
 FIX=$ROOT/tests/tools/fixtures
-fails=0
-check() { # description, command output, expected substring
-  if [[ $2 != *"$3"* ]]; then echo "FAIL: $1: expected '$3' in:"; echo "$2" | head -30; fails=$((fails + 1)); fi
-}
+. "$ROOT/tests/tools/check.sh"
 
 out=$(python3 "$SPLIT" "$FIX/ncu_lead3_call5.csv.gz"); rc=$?
 check "call 5 exit status" "rc $rc" "rc 0"
@@ -41,13 +38,10 @@ check "s20 down" "$out" "| down | 42 | 733.0 | 17.45 |"
 [[ $out == *"other matrix-vector"* ]] && { echo "FAIL: s20: a product without a role"; fails=$((fails + 1)); }
 
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-err=$(python3 "$SPLIT" "$tmp/missing.csv" 2>&1); rc=$?
-check "missing file" "rc $rc: $err" "rc 2: ncu_step_split: $tmp/missing.csv: No such file"
+refused "missing file" "rc 2: ncu_step_split: $tmp/missing.csv: No such file" python3 "$SPLIT" "$tmp/missing.csv"
 printf 'hello\nnot a capture\n' > "$tmp/text.csv"
-err=$(python3 "$SPLIT" "$tmp/text.csv" 2>&1); rc=$?
-check "not a capture" "rc $rc: $err" "rc 2: ncu_step_split: $tmp/text.csv: no ncu --csv kernel rows"
+refused "not a capture" "rc 2: ncu_step_split: $tmp/text.csv: no ncu --csv kernel rows" python3 "$SPLIT" "$tmp/text.csv"
 printf '"ID","Kernel Name","Grid Size","Metric Name","Metric Unit","Metric Value"\n"0","void k(float *)","(1, 1, 1)","dram__bytes_read.sum","byte","64"\n' > "$tmp/notime.csv"
-err=$(python3 "$SPLIT" "$tmp/notime.csv" 2>&1); rc=$?
-check "no time metric" "rc $rc: $err" "rc 2: ncu_step_split: $tmp/notime.csv: kernel k has no gpu__time_duration.sum"
+refused "no time metric" "rc 2: ncu_step_split: $tmp/notime.csv: kernel k has no gpu__time_duration.sum" python3 "$SPLIT" "$tmp/notime.csv"
 
-[[ $fails == 0 ]] && echo "test_ncu_step_split: all passed" || { echo "test_ncu_step_split: $fails failure(s)"; exit 1; }
+finish test_ncu_step_split

@@ -8,10 +8,7 @@
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 TS=$ROOT/bench/trace_step.py
-fails=0
-check() { # description, command output, expected substring
-  if [[ $2 != *"$3"* ]]; then echo "FAIL: $1: expected '$3' in:"; echo "$2" | head -30; fails=$((fails + 1)); fi
-}
+. "$ROOT/tests/tools/check.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 # Two steps of three kernels (ns). Step 1: a 1000-3000, b 2500-4000 (adds 1000, lead 500),
@@ -115,21 +112,15 @@ check "s30 diff largest first" "$(echo "$out" | grep -A2 'adds a step, us' | tai
 mlp_kernel<1,16> g13"
 check "s30 diff norms" "$out" "norm_add_norm_kernel g1 b640                                   277.8     359.3     +81.6"
 check "s30 diff norm after o" "$out" "     10 norm_add_norm_kernel g1 b640                 A   3.13 ( 3.09)  B   4.84 ( 2.77)  B - A  +1.71"
-err=$(python3 "$TS" --diff "$tmp/l.csv" 2>&1); rc=$?
-check "diff one file" "rc $rc: $err" "rc 2: trace_step.py:"
-err=$(python3 "$TS" --diff "$tmp/l.csv" "$tmp/missing.csv" 2>&1); rc=$?
-check "diff missing B" "rc $rc: $err" "rc 2: trace_step: $tmp/missing.csv: No such file"
+refused "diff one file" "rc 2: trace_step.py:" python3 "$TS" --diff "$tmp/l.csv"
+refused "diff missing B" "rc 2: trace_step: $tmp/missing.csv: No such file" python3 "$TS" --diff "$tmp/l.csv" "$tmp/missing.csv"
 
-err=$(python3 "$TS" "$tmp/missing.csv" 2>&1); rc=$?
-check "missing file" "rc $rc: $err" "rc 2: trace_step: $tmp/missing.csv: No such file"
+refused "missing file" "rc 2: trace_step: $tmp/missing.csv: No such file" python3 "$TS" "$tmp/missing.csv"
 head -8 "$tmp/t.csv" > "$tmp/unfinished.csv"
-err=$(python3 "$TS" "$tmp/unfinished.csv" 2>&1); rc=$?
-check "unfinished run" "rc $rc: $err" "rc 2: trace_step: $tmp/unfinished.csv: no '# measured' line"
+refused "unfinished run" "rc 2: trace_step: $tmp/unfinished.csv: no '# measured' line" python3 "$TS" "$tmp/unfinished.csv"
 printf '1000,3000,_Z1aPf,4,128,0\nhello\n# measured 900 15000 1\n' > "$tmp/bad.csv"
-err=$(python3 "$TS" "$tmp/bad.csv" 2>&1); rc=$?
-check "bad line" "rc $rc: $err" "rc 2: trace_step: $tmp/bad.csv:2: not a kernel record"
+refused "bad line" "rc 2: trace_step: $tmp/bad.csv:2: not a kernel record" python3 "$TS" "$tmp/bad.csv"
 printf '# measured 900 15000 1\n' > "$tmp/empty.csv"
-err=$(python3 "$TS" "$tmp/empty.csv" 2>&1); rc=$?
-check "no kernels" "rc $rc: $err" "rc 2: trace_step: $tmp/empty.csv: no kernels in the measured window"
+refused "no kernels" "rc 2: trace_step: $tmp/empty.csv: no kernels in the measured window" python3 "$TS" "$tmp/empty.csv"
 
-[[ $fails == 0 ]] && echo "test_trace_step: all passed" || { echo "test_trace_step: $fails failure(s)"; exit 1; }
+finish test_trace_step
