@@ -1,11 +1,9 @@
 #!/usr/bin/env bash
 # test_ncu_step_split.sh: bench/ncu_step_split.py on three real ncu captures of an E4B-sized
-# decode step on the H200 (from docs/gpu_logs/lead3 and s20/call5, now in
-# docs/gpu_logs/archive; kept in tests/tools/fixtures as ncu_lead3_call5, ncu_lead3_call3 and
-# ncu_s20_call5; the expected rows are
-# those captures' own figures, summed by hand from the csv for norm_add_norm and s20's o and
-# attention, and checked against docs/bench_gpu.md),
-# and its refusals: a missing file, a file that is not an ncu --csv capture, a capture without
+# decode step on the H200 (from docs/gpu_logs/lead3 and s20/call5, now archived in
+# docs/gpu_logs/archive; copies in tests/tools/fixtures). The expected rows are those captures'
+# own figures, summed by hand from the csv for norm_add_norm and s20's o and attention, and
+# checked against docs/bench_gpu.md. And its refusals: a missing file, a file that is not an ncu --csv capture, a capture without
 # the time metric - each exits 2 naming the file.
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
