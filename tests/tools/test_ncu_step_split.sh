@@ -3,8 +3,8 @@
 # decode step on the H200 (from docs/gpu_logs/lead3 and s20/call5, now archived in
 # docs/gpu_logs/archive; copies in tests/tools/fixtures). The expected rows are those captures'
 # own figures, summed by hand from the csv for norm_add_norm and s20's o and attention, and
-# checked against docs/bench_gpu.md. And its refusals: a missing file, a file that is not an ncu --csv capture, a capture without
-# the time metric - each exits 2 naming the file.
+# checked against docs/bench_gpu.md. And its refusals: a missing file, a file that is not an
+# ncu --csv capture, a capture without the time metric - each exits 2 naming the file.
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 SPLIT=$ROOT/bench/ncu_step_split.py
