@@ -247,7 +247,7 @@ __global__ void __launch_bounds__(32)
     const int lines_row = 2 * H / 128;
     const long long total = (long long)rows_ahead * G * lines_row;
     const unsigned long long give_up = 20000000ull; /* 20 ms: never hold a step */
-    for (int j = 0; j < n_mlp; j++) {
+    for (int j = 0; j < ((policy & 16) ? min(n_mlp, 4) : n_mlp); j++) { /* 16: 4 MLPs only */
         const unsigned long long tw = l2a_now();
         while ((int)(*(volatile unsigned *)&mlp_done - base) < j) {
             if (l2a_now() - tw > give_up) return;
