@@ -113,7 +113,6 @@ typedef struct {
     cudaGraphExec_t exec;  /* NULL until captured */
     double bytes[F_COUNT]; /* bytes one replay moves, per family (counted while capturing) */
     long calls[F_COUNT];   /* ops one replay runs, per family */
-    void *l2a;             /* experiment GEMMA_CUDA_L2A: its MLP list on the device, or NULL */
 } step_graph;
 
 typedef struct {
@@ -152,8 +151,6 @@ typedef struct {
     step_graph *cap;       /* the graph being captured */
     step_graph graphs[MAX_GRAPHS];
     int n_graphs;
-    const void *l2a[128][3]; /* experiment GEMMA_CUDA_L2A: the captured step's MLPs, in order */
-    int n_l2a, l2a_H, l2a_I;
     long graph_clock; /* counts graph_for calls (least recently used slot) */
 
     /* Fusion of neighbouring ops (backend_cuda_fuse.c; GEMMA_CUDA_FUSE=0 turns it off): the
@@ -479,10 +476,8 @@ static step_graph *graph_for(cuda_state *st, int key, int n) {
 /* Forget every captured step (a buffer they use has moved): the next steps of each key run
  * eagerly once and are captured again. The caller has synchronised the stream. */
 static void graphs_drop(cuda_state *st) {
-    for (int i = 0; i < st->n_graphs; i++) {
+    for (int i = 0; i < st->n_graphs; i++)
         if (st->graphs[i].exec) CU(cudaGraphExecDestroy(st->graphs[i].exec));
-        if (st->graphs[i].l2a) CU(cudaFree(st->graphs[i].l2a));
-    }
     st->n_graphs = 0;
 }
 
@@ -526,7 +521,6 @@ static int cu_step_begin(backend *b, const int *tokens, int n, int pos, int key)
     memset(g->calls, 0, sizeof g->calls);
     CU(cudaStreamBeginCapture(st->stream, cudaStreamCaptureModeThreadLocal));
     st->mode = 1;
-    st->n_l2a = 0;
     st->cap = g;
     st->cap_pos = pos;
     st->cap_n = n;
@@ -534,44 +528,11 @@ static int cu_step_begin(backend *b, const int *tokens, int n, int pos, int key)
     return 0;
 }
 
-/* Experiment GEMMA_CUDA_L2A="MB:GBPS:WARPS:POLICY[:SKIP]": a decode step's graph gets mlp.cu's L2
- * prefetcher beside it (k_mlp_l2_ahead_node), over the MLPs try_mlp launched while capturing. */
-static void l2a_add(cuda_state *st, cudaGraph_t graph) {
-    const char *v = getenv("GEMMA_CUDA_L2A");
-    if (!v || !*v || st->cap_n != 1 || st->n_l2a == 0 || st->n_l2a > 128) return;
-    double mb, gbps;
-    int warps, policy, skip = 0;
-    const int got = sscanf(v, "%lf:%lf:%d:%d:%d", &mb, &gbps, &warps, &policy, &skip);
-    if (got < 4 || mb <= 0 || gbps <= 0 || warps < 1 || warps > 1024 || skip < 0)
-        die("environment variable GEMMA_CUDA_L2A: \"%s\" is not MB:GBPS:WARPS:POLICY", v);
-    const size_t bytes = (size_t)st->n_l2a * sizeof st->l2a[0];
-    CU(cudaMalloc(&st->cap->l2a, bytes));
-    CU(cudaMemcpy(st->cap->l2a, st->l2a, bytes, cudaMemcpyHostToDevice));
-    k_mlp_l2_ahead_node(graph, st->cap->l2a, st->n_l2a, st->l2a_H, st->l2a_I, mb, skip, gbps, warps,
-                        policy);
-}
-
-void cuda_mlp_note(backend *b, const void *gate, const void *up, const void *down_t, int H, int I,
-                   int n) {
-    cuda_state *st = st_of(b);
-    if (st->mode != 1 || n != 1 || st->n_l2a >= 128) return;
-    if (st->n_l2a && (H != st->l2a_H || I != st->l2a_I)) { /* one shape only, else none */
-        st->n_l2a = 1000;
-        return;
-    }
-    st->l2a[st->n_l2a][0] = gate;
-    st->l2a[st->n_l2a][1] = up;
-    st->l2a[st->n_l2a][2] = down_t;
-    st->l2a_H = H, st->l2a_I = I;
-    st->n_l2a++;
-}
-
 static void cu_step_end(backend *b) {
     cuda_state *st = st_flushed(b);
     if (st->mode != 1) return;
     cudaGraph_t graph = NULL;
     CU(cudaStreamEndCapture(st->stream, &graph));
-    l2a_add(st, graph);
     CU(cudaGraphInstantiate(&st->cap->exec, graph, 0));
     CU(cudaGraphDestroy(graph));
     st->mode = 0;

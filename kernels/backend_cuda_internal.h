@@ -53,9 +53,6 @@ const void *cuda_weight_t(backend *b, const tensor *w);
 int cuda_mlp_on(backend *b);
 /* mlp.cu's partial sums: a device buffer of at least `floats` (grown outside captures only). */
 float *cuda_mlp_scratch(backend *b, size_t floats);
-/* Experiment GEMMA_CUDA_L2A: note an MLP launched while a decode step is captured. */
-void cuda_mlp_note(backend *b, const void *gate, const void *up, const void *down_t, int H, int I,
-                   int n);
 /* Start an op: runs what fusion has held back, starts the op's timer when profiling; returns
  * the stream to launch on. */
 cudaStream_t cuda_op_begin(backend *b);

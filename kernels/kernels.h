@@ -85,11 +85,6 @@ size_t k_mlp_partial_floats(int H, int n);
 void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, const float *x, const void *gate,
            const void *up, const void *down_t, float *partial, int H, int I, int n);
 /* mlp.cu: in [rows][cols] -> out [cols][rows], 16-bit elements. */
-/* Experiment (GEMMA_CUDA_L2A): a root node of g asking L2 for the first mb MB of each MLP's
- * rows (every block's rows from its skip-th) at gbps (GB/s) over `warps` one-warp blocks, from the
- * end of the MLP before it; list: n_mlp {gate, up, down_t} pointers in device memory. */
-void k_mlp_l2_ahead_node(cudaGraph_t g, const void *list, int n_mlp, int H, int I, double mb,
-                         int skip, double gbps, int warps, int policy);
 void k_transpose16(cudaStream_t s, void *out, const void *in, int rows, int cols);
 
 /* How the next k_matvec / k_matvec_multi launches run (matvec.cu's header says why). Results do

@@ -32,9 +32,6 @@
  *
  * What it leaves in memory is what the four ops it replaces leave: h in the gate buffer, u in
  * the up buffer, the product in out. */
-#include <stdio.h>
-#include <stdlib.h>
-
 #include "bulk.cuh"
 #include "kcommon.cuh"
 #include "warp_sum_t.cuh"
@@ -189,11 +186,6 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
         }
 }
 
-/* MLPs whose partial sums are done, counted by mlp_reduce_kernel's first thread as it ends: the
- * signal mlp_l2_ahead_kernel (below) paces itself by. It only ever grows; readers take
- * differences. */
-__device__ unsigned mlp_done;
-
 /* out[t][j] = the sum over blocks b of partial[t][b][j], b in order: 32 outputs a block of 256
  * threads, each of its 8 warps summing every 8th partial, then the 8 sums in order. */
 __global__ void __launch_bounds__(256)
@@ -213,92 +205,6 @@ __global__ void __launch_bounds__(256)
         for (int q = 1; q < 8; q++)
             r += sums[q][lane];
         out[(size_t)t * H + j] = r;
-    }
-    if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) atomicAdd(&mlp_done, 1u);
-}
-
-/* ---- the next MLP's first rows asked of L2 ahead (experiment: GEMMA_CUDA_L2A) ----
- *
- * Why. Between two MLP kernels a layer runs ten latency-bound kernels that stream 29 MB in about
- * 26 us, where memory could move 110 MB (docs/bench_gpu.md, session 29's timeline). Earlier
- * prefetches were asked in bursts at a product's start and slowed the chain behind them
- * (sessions 12, 15, 28). This one runs beside the step on its own branch of the graph, a few
- * warps, asking L2 for the next MLP's rows at a fixed rate from the moment the MLP before it is
- * summed: each block's first rows, in the order its producer takes them (batches of B indices:
- * B gate rows, B up rows, B down rows), all blocks' q-th rows before any block's (q+1)-th. */
-typedef struct {
-    const char *gate, *up, *downt;
-} mlp_l2a_w;
-
-static int mlp_grid(void);
-
-__device__ __forceinline__ unsigned long long l2a_now() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
-__global__ void __launch_bounds__(32)
-    mlp_l2_ahead_kernel(const mlp_l2a_w *__restrict__ list, int n_mlp, int H, int I, int G, int B,
-                        int rows_ahead, int skip, float bytes_per_ns, int policy) {
-    const int lane = threadIdx.x, w = blockIdx.x, P = gridDim.x;
-    if (policy & 4) return; /* the node alone: what a second branch of the graph costs */
-    const unsigned base = *(volatile unsigned *)&mlp_done;
-    const int lines_row = 2 * H / 128;
-    const long long total = (long long)rows_ahead * G * lines_row;
-    const unsigned long long give_up = 20000000ull; /* 20 ms: never hold a step */
-    for (int j = 0; j < ((policy & 16) ? min(n_mlp, 4) : n_mlp); j++) { /* 16: 4 MLPs only */
-        const unsigned long long tw = l2a_now();
-        while ((int)(*(volatile unsigned *)&mlp_done - base) < j) {
-            if (l2a_now() - tw > give_up) return;
-            __nanosleep(64);
-        }
-        const mlp_l2a_w m = list[j];
-        const unsigned long long t0 = l2a_now();
-        double issued = 0;
-        for (long long it = w, n = 0; it * 32 < total; it += P, n++) {
-            if ((n & 63) == 63 && (int)(*(volatile unsigned *)&mlp_done - base) > j) break;
-            while (issued + 4096.0 > (double)(l2a_now() - t0) * bytes_per_ns)
-                if (policy & 2) __nanosleep(100);
-            issued += 4096.0;
-            const long long idx = it * 32 + lane;
-            if (idx >= total) continue;
-            const int line = (int)(idx % lines_row);
-            const long long r = idx / lines_row;
-            const int b = (int)(r % G), q = (int)(r / G) + skip;
-            const int k0 = (int)((long long)I * b / G), k1 = (int)((long long)I * (b + 1) / G);
-            const int within = q % (3 * B), mat = within / B;
-            const int k = k0 + (q / (3 * B)) * B + within % B;
-            if (k >= k1 || (policy & 8)) continue; /* 8: pace and wait, ask nothing */
-            const char *a = (mat == 0   ? m.gate
-                             : mat == 1 ? m.up
-                                        : m.downt) +
-                            (size_t)k * 2 * H + (size_t)line * 128;
-            if (policy == 1)
-                asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(a));
-            else
-                asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
-        }
-    }
-}
-
-/* Add the prefetcher as a root node of graph g (it runs beside the captured step): the n_mlp
- * MLPs of list (device memory, in step order), mb MB of each (the same rows of every block), at
- * gbps over `warps` one-warp blocks. */
-extern "C" void k_mlp_l2_ahead_node(cudaGraph_t g, const void *list, int n_mlp, int H, int I,
-                                    double mb, int skip, double gbps, int warps, int policy) {
-    int G = mlp_grid(), B = 16, rows_ahead = (int)(mb * 1e6 / ((double)G * 2 * H));
-    float bpn = (float)(gbps / warps);
-    cudaKernelNodeParams p = {};
-    void *args[] = {(void *)&list, &n_mlp, &H, &I, &G, &B, &rows_ahead, &skip, &bpn, &policy};
-    p.func = (void *)mlp_l2_ahead_kernel;
-    p.gridDim = dim3(warps);
-    p.blockDim = dim3(32);
-    p.kernelParams = args;
-    cudaGraphNode_t node;
-    if (cudaGraphAddKernelNode(&node, g, NULL, 0, &p) != cudaSuccess) {
-        fprintf(stderr, "k_mlp_l2_ahead_node: %s\n", cudaGetErrorString(cudaGetLastError()));
-        exit(1);
     }
 }
 
