@@ -1,0 +1,172 @@
+/* read_rate.cu: how fast this GPU's memory can be read, by the two ways our kernels read weights,
+ * against the copy bandwidth that bench_gpu.sh's floor is measured by.
+ *
+ * Why. The decode step's floor is its bytes over the device-to-device copy bandwidth (read and
+ * written bytes over the time: 4270 GB/s on the H200). The whole-MLP kernel (kernels/mlp.cu)
+ * streams at 4.22 TB/s, 99 % of that; but the lm_head product (kernels/matvec.cu, plain 16-byte
+ * loads) reads its 1.34 GB in 295 us, 4.55 TB/s (session 29's timeline). If a read-only stream
+ * can beat the copy by 6 %, the MLP's copy-engine ring may be leaving 2-3 us a layer. This
+ * separates the engine from the arithmetic: the same bytes (42 layers of E4B's MLP, 6.6 GB,
+ * far beyond L2) read
+ *   - by plain 16-byte loads, U in flight a thread, blocks of 256 or 320 threads, each block a
+ *     contiguous slice (the lm_head's way; the 320-thread form is what an MLP block without its
+ *     ring would do: one 5 KB row a pass, 16 bytes a thread);
+ *   - by mlp.cu's producer: one block a multiprocessor, a warp copying 5 KB rows (or 10 KB) into
+ *     a 100 KB ring of shared memory with cp.async.bulk, at most D rows asked for and not landed,
+ *     320 consumer threads reading their 16 bytes of each row and freeing its stage.
+ * Each form's GB/s is the bytes read over the time (mean of REPS passes after one warm-up).
+ *
+ * sm_90 and later (cp.async.bulk). nvcc -O3 -arch=sm_90 -std=c++17 -o read_rate
+ * bench/read_rate.cu && ./read_rate */
+#include "../kernels/bulk.cuh"
+#include "step_common.cuh"
+
+#define RR_LAYER (3.0 * 2560 * 10240 * 2) /* bytes of one E4B MLP: 157.3 MB */
+#define RR_REPS  5
+
+/* Plain loads: block b reads 16-byte words [b n / G, (b + 1) n / G), U loads in flight a thread. */
+template <int UN> __global__ void read_lsu(const uint4 *__restrict__ w, size_t n16, float *sink) {
+    const size_t G = gridDim.x, b = blockIdx.x;
+    const size_t lo = n16 * b / G, hi = n16 * (b + 1) / G;
+    float acc = 0.0f;
+    for (size_t i = lo + threadIdx.x; i < hi; i += (size_t)blockDim.x * UN) {
+        uint4 u[UN];
+#pragma unroll
+        for (int k = 0; k < UN; k++) {
+            const size_t j = i + (size_t)k * blockDim.x;
+            u[k] = j < hi ? __ldcs(w + j) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int k = 0; k < UN; k++)
+            acc += fold(u[k]);
+    }
+    if (acc == 123.0f) sink[b] = acc; /* never true; keeps the loads */
+}
+
+/* mlp.cu's ring without the arithmetic: rows of R bytes, S stages, at most D rows in flight. */
+__global__ void read_ring(const unsigned char *__restrict__ w, size_t rows, int R, int S, int D,
+                          float *sink) {
+    extern __shared__ __align__(128) unsigned char ring[];
+    uint64_t *full = reinterpret_cast<uint64_t *>(ring + (size_t)S * R), *empty = full + S;
+    const int CTn = (int)blockDim.x - 32, CWn = CTn / 32, warp = threadIdx.x >> 5,
+              lane = threadIdx.x & 31;
+    const size_t G = gridDim.x, r0 = rows * blockIdx.x / G, r1 = rows * (blockIdx.x + 1) / G;
+    ring_init(full, empty, S, CWn);
+    __syncthreads();
+    if (warp == CWn) {
+        if (lane == 0) {
+            unsigned st = 0, round = 0, lst = 0, lph = 0, g = 0;
+            for (size_t r = r0; r < r1; r++) {
+                if (D < S && g++ >= (unsigned)D) {
+                    mbar_wait(&full[lst], lph);
+                    if (++lst == (unsigned)S) lst = 0, lph ^= 1;
+                }
+                if (round) mbar_wait(&empty[st], (round - 1) & 1);
+                mbar_expect(&full[st], R);
+                bulk_copy(ring + (size_t)st * R, w + r * R, R, &full[st]);
+                if (++st == (unsigned)S) st = 0, round++;
+            }
+        }
+        return;
+    }
+    unsigned st = 0, ph = 0;
+    float acc = 0.0f;
+    for (size_t r = r0; r < r1; r++) {
+        mbar_wait(&full[st], ph);
+        for (int c = threadIdx.x; c < R / 16; c += CTn)
+            acc += fold(reinterpret_cast<const uint4 *>(ring + (size_t)st * R)[c]);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[st]);
+        if (++st == (unsigned)S) st = 0, ph ^= 1;
+    }
+    if (acc == 123.0f) sink[blockIdx.x] = acc;
+}
+
+static double time_ms(cudaEvent_t a, cudaEvent_t b) {
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    return ms;
+}
+
+int main(void) {
+    int dev = 0, sms = 0, major = 0;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    if (major < 9) {
+        printf("read_rate: needs sm_90 or later (cp.async.bulk)\n");
+        return 0;
+    }
+    const size_t bytes = (size_t)(42 * RR_LAYER) / 10240 * 10240; /* whole 10 KB rows */
+    unsigned char *w = NULL;
+    float *sink = NULL;
+    CK(cudaMalloc((void **)&w, bytes));
+    CK(cudaMalloc((void **)&sink, 1 << 20));
+    CK(cudaMemset(w, 0x3c, bytes));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+
+    /* the copy bandwidth, as bench_gpu.sh measures the floor: 2 x bytes over the time */
+    const size_t cb = bytes / 2;
+    double cms = 1e30;
+    for (int r = 0; r < RR_REPS; r++) {
+        CK(cudaEventRecord(e0));
+        CK(cudaMemcpyAsync(w + cb, w, cb, cudaMemcpyDeviceToDevice));
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        const double ms = time_ms(e0, e1);
+        if (ms < cms) cms = ms;
+    }
+    const double copy = 2.0 * cb / (cms * 1e-3) / 1e9;
+    printf("read_rate: %d SMs, %.2f GB read a pass (42 E4B MLPs), copy bandwidth %.0f GB/s\n", sms,
+           bytes / 1e9, copy);
+
+#define RR_RUN(label, launch)                                                                      \
+    do {                                                                                           \
+        launch;                                                                                    \
+        CK(cudaGetLastError());                                                                    \
+        CK(cudaEventRecord(e0));                                                                   \
+        for (int r_ = 0; r_ < RR_REPS; r_++)                                                       \
+            launch;                                                                                \
+        CK(cudaEventRecord(e1));                                                                   \
+        CK(cudaEventSynchronize(e1));                                                              \
+        const double gbs = bytes * RR_REPS / (time_ms(e0, e1) * 1e-3) / 1e9;                       \
+        printf("  %-52s %6.0f GB/s  %5.1f %% of copy  (an MLP layer %.2f us)\n", label, gbs,       \
+               100.0 * gbs / copy, RR_LAYER / (gbs * 1e9) * 1e6);                                  \
+    } while (0)
+
+    const size_t n16 = bytes / 16;
+    char label[96];
+    for (int bps = 1; bps <= 8; bps *= 2) {
+        snprintf(label, sizeof label, "plain loads, 256 threads, %d blocks/SM, U = 8", bps);
+        RR_RUN(label, (read_lsu<8><<<sms * bps, 256>>>((const uint4 *)w, n16, sink)));
+        snprintf(label, sizeof label, "plain loads, 256 threads, %d blocks/SM, U = 16", bps);
+        RR_RUN(label, (read_lsu<16><<<sms * bps, 256>>>((const uint4 *)w, n16, sink)));
+    }
+    RR_RUN("plain loads, 320 threads, 1 block/SM, U = 8 (an MLP block)",
+           (read_lsu<8><<<sms, 320>>>((const uint4 *)w, n16, sink)));
+    RR_RUN("plain loads, 320 threads, 1 block/SM, U = 16",
+           (read_lsu<16><<<sms, 320>>>((const uint4 *)w, n16, sink)));
+    RR_RUN("plain loads, 320 threads, 1 block/SM, U = 32",
+           (read_lsu<32><<<sms, 320>>>((const uint4 *)w, n16, sink)));
+    RR_RUN("plain loads, 256 threads, 65536 blocks, U = 4 (lm_head-like)",
+           (read_lsu<4><<<65536, 256>>>((const uint4 *)w, n16, sink)));
+
+    const int ring = 100 * 1024;
+    for (int R = 5120; R <= 10240; R *= 2) {
+        const int S = ring / R;
+        const size_t smem = (size_t)S * (R + 16);
+        CK(cudaFuncSetAttribute(read_ring, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        const int depths[] = {6, 12, 16, S};
+        for (int d = 0; d < 4; d++) {
+            const int D = R == 5120 ? depths[d] : d == 3 ? S : depths[d] / 2;
+            snprintf(label, sizeof label, "copy-engine ring, rows of %d KB, %d in flight%s",
+                     R / 1024, D, D >= S ? " (no limit)" : "");
+            RR_RUN(label, (read_ring<<<sms, 352, smem>>>(w, bytes / R, R, S, D, sink)));
+        }
+    }
+    CK(cudaFree(w));
+    CK(cudaFree(sink));
+    return 0;
+}
