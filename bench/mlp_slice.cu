@@ -67,7 +67,7 @@ __device__ __forceinline__ float gelu_tanh(float x) {
  * x [HID] fp32 (already normalised); partial [gridDim.x / CL][HID]. CL 2: launched in clusters of
  * 2, a pair adds its two blocks' outputs (rank 0's first) through distributed shared memory,
  * rank r writing columns [r HID / 2, (r + 1) HID / 2) of the pair's partial. */
-template <int B, int S, int CL = 1>
+template <int B, int S, int CL = 1, int MODE = 0>
 __global__ void __launch_bounds__(NTH, 1)
     mlp_slice_kernel(const uint4 *__restrict__ gate, const uint4 *__restrict__ up,
                      const uint4 *__restrict__ downt, const float *__restrict__ x,
@@ -122,48 +122,57 @@ __global__ void __launch_bounds__(NTH, 1)
     for (int j = 0; j < 8; j++)
         out[j] = 0.0f;
     unsigned g = 0;
-    for (int kb = k0; kb < k1; kb += B) {
-        const int n = min(B, k1 - kb);
-        float acc[2 * B];
+    /* (session 32) MODE 1: the rows taken and folded, no arithmetic - the ring and the chain
+     * alone; MODE 2: the products without the block's sums (each thread's own partial dot stands
+     * in for the sum; wrong results) - what the two barriers a batch cost. */
+    if constexpr (MODE == 1)
+        for (int r = 0; r < 3 * (k1 - k0); r++, g++)
+            out[0] += fold(ring_take_at<S>(ring, full, empty, g, ROW, t, lane));
+    else
+        for (int kb = k0; kb < k1; kb += B) {
+            const int n = min(B, k1 - kb);
+            float acc[2 * B];
 #pragma unroll
-        for (int m = 0; m < 2; m++)
+            for (int m = 0; m < 2; m++)
 #pragma unroll
-            for (int i = 0; i < B; i++) {
-                acc[m * B + i] = 0.0f;
+                for (int i = 0; i < B; i++) {
+                    acc[m * B + i] = 0.0f;
+                    if (i < n) {
+                        float w[8];
+                        bf16x8(ring_take_at<S>(ring, full, empty, g, ROW, t, lane), w);
+                        float a = 0.0f;
+#pragma unroll
+                        for (int j = 0; j < 8; j++)
+                            a = fmaf(w[j], xr[j], a);
+                        acc[m * B + i] = a;
+                        g++;
+                    }
+                }
+            if constexpr (MODE == 0) {
+                int row;
+                const float v = warp_sum_t<2 * B>(acc, lane, &row);
+                if ((lane & (32 / (2 * B) - 1)) == 0) red[warp][row] = v;
+                bar_consumers(CT);
+                if (t < n) {
+                    float gs = 0.0f, us = 0.0f;
+                    for (int w = 0; w < CW; w++)
+                        gs += red[w][t], us += red[w][B + t];
+                    hs[t] = gelu_tanh(gs) * us;
+                }
+                bar_consumers(CT);
+            }
+#pragma unroll
+            for (int i = 0; i < B; i++)
                 if (i < n) {
                     float w[8];
                     bf16x8(ring_take_at<S>(ring, full, empty, g, ROW, t, lane), w);
-                    float a = 0.0f;
+                    const float h = MODE == 0 ? hs[i] : acc[i] * acc[B + i];
 #pragma unroll
                     for (int j = 0; j < 8; j++)
-                        a = fmaf(w[j], xr[j], a);
-                    acc[m * B + i] = a;
+                        out[j] = fmaf(h, w[j], out[j]);
                     g++;
                 }
-            }
-        int row;
-        const float v = warp_sum_t<2 * B>(acc, lane, &row);
-        if ((lane & (32 / (2 * B) - 1)) == 0) red[warp][row] = v;
-        bar_consumers(CT);
-        if (t < n) {
-            float gs = 0.0f, us = 0.0f;
-            for (int w = 0; w < CW; w++)
-                gs += red[w][t], us += red[w][B + t];
-            hs[t] = gelu_tanh(gs) * us;
         }
-        bar_consumers(CT);
-#pragma unroll
-        for (int i = 0; i < B; i++)
-            if (i < n) {
-                float w[8];
-                bf16x8(ring_take_at<S>(ring, full, empty, g, ROW, t, lane), w);
-                const float h = hs[i];
-#pragma unroll
-                for (int j = 0; j < 8; j++)
-                    out[j] = fmaf(h, w[j], out[j]);
-                g++;
-            }
-    }
     if constexpr (CL == 1) {
         float4 *po = reinterpret_cast<float4 *>(partial + (size_t)blockIdx.x * HID) + 2 * t;
         po[0] = make_float4(out[0], out[1], out[2], out[3]);
@@ -361,9 +370,14 @@ int main(void) {
     }
 
     const variant V[] = {
-        {"B=8  S=36", mlp_slice_kernel<8, 36>, 36}, {"B=16 S=36", mlp_slice_kernel<16, 36>, 36},
-        {"B=8  S=20", mlp_slice_kernel<8, 20>, 20}, {"B=16 S=20", mlp_slice_kernel<16, 20>, 20},
-        {"B=8  S=42", mlp_slice_kernel<8, 42>, 42}, {"B=4  S=36", mlp_slice_kernel<4, 36>, 36},
+        {"B=8  S=36", mlp_slice_kernel<8, 36>, 36},
+        {"B=16 S=36", mlp_slice_kernel<16, 36>, 36},
+        {"B=8  S=20", mlp_slice_kernel<8, 20>, 20},
+        {"B=16 S=20", mlp_slice_kernel<16, 20>, 20},
+        {"B=8  S=42", mlp_slice_kernel<8, 42>, 42},
+        {"B=4  S=36", mlp_slice_kernel<4, 36>, 36},
+        {"B=16 S=20, rows only (MODE 1)", mlp_slice_kernel<16, 20, 1, 1>, 20},
+        {"B=16 S=20, no block sums (MODE 2)", mlp_slice_kernel<16, 20, 1, 2>, 20},
     };
     for (const variant &v : V) {
         const size_t smem = (size_t)v.S * ROW;
