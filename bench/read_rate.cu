@@ -43,9 +43,17 @@ template <int UN> __global__ void read_lsu(const uint4 *__restrict__ w, size_t n
     if (acc == 123.0f) sink[b] = acc; /* never true; keeps the loads */
 }
 
-/* mlp.cu's ring without the arithmetic: rows of R bytes, S stages, at most D rows in flight. */
+__device__ __forceinline__ unsigned long long rr_now() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/* mlp.cu's ring without the arithmetic: rows of R bytes, S stages, at most D rows in flight.
+ * stamps (or NULL): each block's start and end (%globaltimer), two words a block. */
 __global__ void read_ring(const unsigned char *__restrict__ w, size_t rows, int R, int S, int D,
-                          float *sink) {
+                          float *sink, unsigned long long *stamps) {
+    if (stamps && threadIdx.x == 0) stamps[2 * blockIdx.x] = rr_now();
     extern __shared__ __align__(128) unsigned char ring[];
     uint64_t *full = reinterpret_cast<uint64_t *>(ring + (size_t)S * R), *empty = full + S;
     const int CTn = (int)blockDim.x - 32, CWn = CTn / 32, warp = threadIdx.x >> 5,
@@ -80,6 +88,15 @@ __global__ void read_ring(const unsigned char *__restrict__ w, size_t rows, int 
         if (++st == (unsigned)S) st = 0, ph ^= 1;
     }
     if (acc == 123.0f) sink[blockIdx.x] = acc;
+    if (stamps) {
+        __syncthreads(); /* the producer warp has returned: the consumers' count */
+        if (threadIdx.x == 0) stamps[2 * blockIdx.x + 1] = rr_now();
+    }
+}
+
+static int cmp_ull(const void *a, const void *b) {
+    const unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+    return x < y ? -1 : x > y;
 }
 
 static double time_ms(cudaEvent_t a, cudaEvent_t b) {
@@ -163,8 +180,47 @@ int main(void) {
             const int D = R == 5120 ? depths[d] : d == 3 ? S : depths[d] / 2;
             snprintf(label, sizeof label, "copy-engine ring, rows of %d KB, %d in flight%s",
                      R / 1024, D, D >= S ? " (no limit)" : "");
-            RR_RUN(label, (read_ring<<<sms, 352, smem>>>(w, bytes / R, R, S, D, sink)));
+            RR_RUN(label, (read_ring<<<sms, 352, smem>>>(w, bytes / R, R, S, D, sink, NULL)));
         }
+    }
+    /* One MLP layer's bytes (157 MB) a launch, each block's end stamped: how far the slowest
+     * block is behind the others with a static share each (mlp.cu's split) - the tail a
+     * kernel pays at its end. 20 launches over different layers; us after the first start. */
+    {
+        const int R = 5120, S = 20, D = 12;
+        const size_t smem = (size_t)S * (R + 16), lrows = (size_t)(RR_LAYER / R);
+        CK(cudaFuncSetAttribute(read_ring, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        unsigned long long *dst = NULL, *hs = (unsigned long long *)malloc(2 * sms * 8),
+                           *ends = (unsigned long long *)malloc(sms * 8);
+        CK(cudaMalloc((void **)&dst, 2 * sms * 8));
+        double q[5] = {0, 0, 0, 0, 0}, last_start = 0;
+        const int L = 20;
+        for (int l = -1; l < L; l++) {
+            const unsigned char *wl = w + (size_t)((l < 0 ? 0 : l) % 40) * lrows * R;
+            read_ring<<<sms, 352, smem>>>(wl, lrows, R, S, D, sink, dst);
+            CK(cudaDeviceSynchronize());
+            if (l < 0) continue;
+            CK(cudaMemcpy(hs, dst, 2 * sms * 8, cudaMemcpyDeviceToHost));
+            unsigned long long t0 = ~0ull, s1 = 0;
+            for (int b = 0; b < sms; b++) {
+                if (hs[2 * b] < t0) t0 = hs[2 * b];
+                if (hs[2 * b] > s1) s1 = hs[2 * b];
+            }
+            for (int b = 0; b < sms; b++)
+                ends[b] = hs[2 * b + 1] - t0;
+            qsort(ends, sms, 8, cmp_ull);
+            const int at[5] = {0, sms / 10, sms / 2, sms - 1 - sms / 10, sms - 1};
+            for (int k = 0; k < 5; k++)
+                q[k] += ends[at[k]] / 1e3 / L;
+            last_start += (s1 - t0) / 1e3 / L;
+        }
+        printf("one MLP layer a launch (157 MB, rows of 5 KB, 12 in flight), block ends, us after "
+               "the first block's start (mean of %d):\n  first %.2f  10 %% %.2f  median %.2f  "
+               "90 %% %.2f  last %.2f  (last block start %.2f; at %.0f GB/s the bytes take %.2f)\n",
+               L, q[0], q[1], q[2], q[3], q[4], last_start, copy, RR_LAYER / (copy * 1e9) * 1e6);
+        CK(cudaFree(dst));
+        free(hs);
+        free(ends);
     }
     CK(cudaFree(w));
     CK(cudaFree(sink));
