@@ -63,29 +63,6 @@ __device__ __forceinline__ float gelu_tanh(float x) {
     return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
 }
 
-/* (session 32) Row g, freeing row g - 1's stage instead of its own: the free is a relaxed
- * arrival that depends (a register operand) on row g - 1's value, which the thread has used
- * already, so it never waits for row g's read - today's ring_take_at frees a stage with a
- * release arrival right after reading it, which puts the read's latency on every row. */
-template <int S>
-__device__ __forceinline__ uint4 take_defer(const unsigned char *ring, uint64_t *full,
-                                            uint64_t *empty, unsigned g, unsigned g0, uint4 prev,
-                                            int t, int lane) {
-    ring_wait_landed<S>(full, g);
-    const uint4 u = reinterpret_cast<const uint4 *>(ring + (size_t)(g % S) * ROW)[t];
-    if (g > g0) {
-        __syncwarp();
-#if BULK_OK
-        if (lane == 0)
-            asm volatile("mbarrier.arrive.relaxed.cta.shared::cta.b64 _, [%0];" ::"r"(
-                             smem_u32(&empty[(g - 1) % S])),
-                         "r"(prev.x)
-                         : "memory");
-#endif
-    }
-    return u;
-}
-
 /* The MLP of one layer for one input: gate, up [INTER][HID] and down transposed [INTER][HID], bf16;
  * x [HID] fp32 (already normalised); partial [gridDim.x / CL][HID]. CL 2: launched in clusters of
  * 2, a pair adds its two blocks' outputs (rank 0's first) through distributed shared memory,
@@ -148,16 +125,10 @@ __global__ void __launch_bounds__(NTH, 1)
     /* (session 32) MODE 1: the rows taken and folded, no arithmetic - the ring and the chain
      * alone; MODE 2: the products without the block's sums (each thread's own partial dot stands
      * in for the sum; wrong results) - what the two barriers a batch cost. */
-    uint4 prev = make_uint4(0, 0, 0, 0); /* MODE 3 / 4: the row taken last */
     if constexpr (MODE == 1)
         for (int r = 0; r < 3 * (k1 - k0); r++, g++)
             out[0] += fold(ring_take_at<S>(ring, full, empty, g, ROW, t, lane));
-    else if constexpr (MODE == 4) {
-        for (int r = 0; r < 3 * (k1 - k0); r++, g++) {
-            prev = take_defer<S>(ring, full, empty, g, 0, prev, t, lane);
-            out[0] += fold(prev);
-        }
-    } else
+    else
         for (int kb = k0; kb < k1; kb += B) {
             const int n = min(B, k1 - kb);
             float acc[2 * B];
@@ -168,10 +139,7 @@ __global__ void __launch_bounds__(NTH, 1)
                     acc[m * B + i] = 0.0f;
                     if (i < n) {
                         float w[8];
-                        if constexpr (MODE == 3)
-                            bf16x8(prev = take_defer<S>(ring, full, empty, g, 0, prev, t, lane), w);
-                        else
-                            bf16x8(ring_take_at<S>(ring, full, empty, g, ROW, t, lane), w);
+                        bf16x8(ring_take_at<S>(ring, full, empty, g, ROW, t, lane), w);
                         float a = 0.0f;
 #pragma unroll
                         for (int j = 0; j < 8; j++)
@@ -180,7 +148,7 @@ __global__ void __launch_bounds__(NTH, 1)
                         g++;
                     }
                 }
-            if constexpr (MODE == 0 || MODE == 3) {
+            if constexpr (MODE == 0) {
                 int row;
                 const float v = warp_sum_t<2 * B>(acc, lane, &row);
                 if ((lane & (32 / (2 * B) - 1)) == 0) red[warp][row] = v;
@@ -197,11 +165,8 @@ __global__ void __launch_bounds__(NTH, 1)
             for (int i = 0; i < B; i++)
                 if (i < n) {
                     float w[8];
-                    if constexpr (MODE == 3)
-                        bf16x8(prev = take_defer<S>(ring, full, empty, g, 0, prev, t, lane), w);
-                    else
-                        bf16x8(ring_take_at<S>(ring, full, empty, g, ROW, t, lane), w);
-                    const float h = MODE == 0 || MODE == 3 ? hs[i] : acc[i] * acc[B + i];
+                    bf16x8(ring_take_at<S>(ring, full, empty, g, ROW, t, lane), w);
+                    const float h = MODE == 0 ? hs[i] : acc[i] * acc[B + i];
 #pragma unroll
                     for (int j = 0; j < 8; j++)
                         out[j] = fmaf(h, w[j], out[j]);
@@ -413,9 +378,6 @@ int main(void) {
         {"B=4  S=36", mlp_slice_kernel<4, 36>, 36},
         {"B=16 S=20, rows only (MODE 1)", mlp_slice_kernel<16, 20, 1, 1>, 20},
         {"B=16 S=20, no block sums (MODE 2)", mlp_slice_kernel<16, 20, 1, 2>, 20},
-        {"B=16 S=20, stages freed a row late (MODE 3)", mlp_slice_kernel<16, 20, 1, 3>, 20},
-        {"B=16 S=20, rows only, freed late (MODE 4)", mlp_slice_kernel<16, 20, 1, 4>, 20},
-        {"B=16 S=36, stages freed a row late (MODE 3)", mlp_slice_kernel<16, 36, 1, 3>, 36},
     };
     for (const variant &v : V) {
         const size_t smem = (size_t)v.S * ROW;
