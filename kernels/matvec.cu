@@ -56,8 +56,6 @@
  * the backend fuses as the decode steps it stands for, reproduces them bit for bit. A matrix
  * launched alone may have another K than in a launch with others. The order differs from the
  * CPU backend's, so the two agree to rounding. */
-#include <stdlib.h>
-
 #include <type_traits>
 
 #include "kcommon.cuh"
@@ -278,11 +276,11 @@ __host__ __device__ constexpr int mv1_blocks_for(int minb, int unroll, bool pair
  * reducing the current one (else only b). Vector path only (16-byte loads); the first 2 chunks
  * come before the wait when prefetch. L is __grid_constant__: indexed by a segment number in
  * place, not copied. */
-template <typename T, int U, bool PAIR, int MINB, bool P, bool GRP, int WB = MV_WARPS, int F = 2>
-__global__ void __launch_bounds__(WB * 32, mv1_blocks_for<T>(MINB, U, PAIR, GRP || F != 2, P, WB))
+template <typename T, int U, bool PAIR, int MINB, bool P, bool GRP, int WB = MV_WARPS>
+__global__ void __launch_bounds__(WB * 32, mv1_blocks_for<T>(MINB, U, PAIR, GRP, P, WB))
     matvec1_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
                    int prefetch) {
-    constexpr int V = vec16<T>::n; /* F: chunks loaded first (before the wait when prefetch) */
+    constexpr int V = vec16<T>::n, F = 2; /* F: chunks loaded first */
     __shared__ float part[WB], part_up[WB];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int vb = blockIdx.x;
@@ -648,19 +646,8 @@ template <typename T, bool PAIR, int MINB, bool P, int WB = MV_WARPS>
 static void launch1(cudaStream_t s, const mv_launch &L, const float *x, int cols, int pf) {
     int u = mv_unroll(PAIR, 1);
     const bool grp = mv_groups<T, PAIR, MINB, P, WB>(L.blocks, &u);
-    mv1_fn kernel =
+    const mv1_fn kernel =
         u == 4 ? mv1_pick<T, 4, PAIR, MINB, P, WB>(grp) : mv1_pick<T, 8, PAIR, MINB, P, WB>(grp);
-    /* experiment (session 32): GEMMA_CUDA_MV_PF4_COLS=N - launches over N columns load 4 chunks
-     * a lane before the wait instead of 2 (all of o's row on E4B: the attention before it
-     * leaves memory idle). The same sums in the same order. */
-    if constexpr (!P && MINB == 0 && WB == MV_WARPS && !PAIR) {
-        const char *e = getenv("GEMMA_CUDA_MV_PF4_COLS");
-        if (e && atoi(e) == cols)
-            kernel = u == 4 ? (grp ? matvec1_kernel<T, 4, PAIR, 0, false, true, WB, 4>
-                                   : matvec1_kernel<T, 4, PAIR, 0, false, false, WB, 4>)
-                            : (grp ? matvec1_kernel<T, 8, PAIR, 0, false, true, WB, 4>
-                                   : matvec1_kernel<T, 8, PAIR, 0, false, false, WB, 4>);
-    }
     long grid = L.blocks;
     if (P) {
         const long cap = mv_tune.grid > 0
