@@ -337,16 +337,7 @@ int main(void) {
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 
-    /* copy bandwidth, as bench_gpu.sh measures the floor */
-    const size_t cb = (size_t)1 << 30;
-    void *c0, *c1;
-    CK(cudaMalloc(&c0, cb));
-    CK(cudaMalloc(&c1, cb));
-    const float cms =
-        time_reps(s, 10, [&] { CK(cudaMemcpyAsync(c1, c0, cb, cudaMemcpyDeviceToDevice, s)); });
-    const double copy_gbs = 2.0 * cb / (cms * 1e-3) / 1e9;
-    CK(cudaFree(c0));
-    CK(cudaFree(c1));
+    const double copy_gbs = copy_gbs_measure(s);
     const double floor_us = layer_bytes / (copy_gbs * 1e9) * 1e6;
     printf(
         "device: %d SMs, copy bandwidth %.0f GB/s; an MLP layer streams %.1f MB: floor %.2f us\n",

@@ -99,10 +99,13 @@ static int cmp_ull(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static double time_ms(cudaEvent_t a, cudaEvent_t b) {
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    return ms;
+/* One form's line: launch() (one pass over the bytes) timed by time_reps on s. */
+template <typename F>
+static void rr_report(cudaStream_t s, const char *label, double bytes, double copy, F launch) {
+    const double gbs = bytes / (time_reps(s, RR_REPS, launch) * 1e-3) / 1e9;
+    CK(cudaGetLastError());
+    printf("  %-52s %6.0f GB/s  %5.1f %% of copy  (an MLP layer %.2f us)\n", label, gbs,
+           100.0 * gbs / copy, RR_LAYER / (gbs * 1e9) * 1e6);
 }
 
 int main(void) {
@@ -120,55 +123,30 @@ int main(void) {
     CK(cudaMalloc((void **)&w, bytes));
     CK(cudaMalloc((void **)&sink, 1 << 20));
     CK(cudaMemset(w, 0x3c, bytes));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-
-    /* the copy bandwidth, as bench_gpu.sh measures the floor: 2 x bytes over the time */
-    const size_t cb = bytes / 2;
-    double cms = 1e30;
-    for (int r = 0; r < RR_REPS; r++) {
-        CK(cudaEventRecord(e0));
-        CK(cudaMemcpyAsync(w + cb, w, cb, cudaMemcpyDeviceToDevice));
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        const double ms = time_ms(e0, e1);
-        if (ms < cms) cms = ms;
-    }
-    const double copy = 2.0 * cb / (cms * 1e-3) / 1e9;
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    const double copy = copy_gbs_measure(s);
     printf("read_rate: %d SMs, %.2f GB read a pass (42 E4B MLPs), copy bandwidth %.0f GB/s\n", sms,
            bytes / 1e9, copy);
-
-#define RR_RUN(label, launch)                                                                      \
-    do {                                                                                           \
-        launch;                                                                                    \
-        CK(cudaGetLastError());                                                                    \
-        CK(cudaEventRecord(e0));                                                                   \
-        for (int r_ = 0; r_ < RR_REPS; r_++)                                                       \
-            launch;                                                                                \
-        CK(cudaEventRecord(e1));                                                                   \
-        CK(cudaEventSynchronize(e1));                                                              \
-        const double gbs = bytes * RR_REPS / (time_ms(e0, e1) * 1e-3) / 1e9;                       \
-        printf("  %-52s %6.0f GB/s  %5.1f %% of copy  (an MLP layer %.2f us)\n", label, gbs,       \
-               100.0 * gbs / copy, RR_LAYER / (gbs * 1e9) * 1e6);                                  \
-    } while (0)
 
     const size_t n16 = bytes / 16;
     char label[96];
     for (int bps = 1; bps <= 8; bps *= 2) {
         snprintf(label, sizeof label, "plain loads, 256 threads, %d blocks/SM, U = 8", bps);
-        RR_RUN(label, (read_lsu<8><<<sms * bps, 256>>>((const uint4 *)w, n16, sink)));
+        rr_report(s, label, bytes, copy,
+                  [&] { read_lsu<8><<<sms * bps, 256, 0, s>>>((const uint4 *)w, n16, sink); });
         snprintf(label, sizeof label, "plain loads, 256 threads, %d blocks/SM, U = 16", bps);
-        RR_RUN(label, (read_lsu<16><<<sms * bps, 256>>>((const uint4 *)w, n16, sink)));
+        rr_report(s, label, bytes, copy,
+                  [&] { read_lsu<16><<<sms * bps, 256, 0, s>>>((const uint4 *)w, n16, sink); });
     }
-    RR_RUN("plain loads, 320 threads, 1 block/SM, U = 8 (an MLP block)",
-           (read_lsu<8><<<sms, 320>>>((const uint4 *)w, n16, sink)));
-    RR_RUN("plain loads, 320 threads, 1 block/SM, U = 16",
-           (read_lsu<16><<<sms, 320>>>((const uint4 *)w, n16, sink)));
-    RR_RUN("plain loads, 320 threads, 1 block/SM, U = 32",
-           (read_lsu<32><<<sms, 320>>>((const uint4 *)w, n16, sink)));
-    RR_RUN("plain loads, 256 threads, 65536 blocks, U = 4 (lm_head-like)",
-           (read_lsu<4><<<65536, 256>>>((const uint4 *)w, n16, sink)));
+    rr_report(s, "plain loads, 320 threads, 1 block/SM, U = 8 (an MLP block)", bytes, copy,
+              [&] { read_lsu<8><<<sms, 320, 0, s>>>((const uint4 *)w, n16, sink); });
+    rr_report(s, "plain loads, 320 threads, 1 block/SM, U = 16", bytes, copy,
+              [&] { read_lsu<16><<<sms, 320, 0, s>>>((const uint4 *)w, n16, sink); });
+    rr_report(s, "plain loads, 320 threads, 1 block/SM, U = 32", bytes, copy,
+              [&] { read_lsu<32><<<sms, 320, 0, s>>>((const uint4 *)w, n16, sink); });
+    rr_report(s, "plain loads, 256 threads, 65536 blocks, U = 4 (lm_head-like)", bytes, copy,
+              [&] { read_lsu<4><<<65536, 256, 0, s>>>((const uint4 *)w, n16, sink); });
 
     const int ring = 100 * 1024;
     for (int R = 5120; R <= 10240; R *= 2) {
@@ -180,7 +158,8 @@ int main(void) {
             const int D = R == 5120 ? depths[d] : d == 3 ? S : depths[d] / 2;
             snprintf(label, sizeof label, "copy-engine ring, rows of %d KB, %d in flight%s",
                      R / 1024, D, D >= S ? " (no limit)" : "");
-            RR_RUN(label, (read_ring<<<sms, 352, smem>>>(w, bytes / R, R, S, D, sink, NULL)));
+            rr_report(s, label, bytes, copy,
+                      [&] { read_ring<<<sms, 352, smem, s>>>(w, bytes / R, R, S, D, sink, NULL); });
         }
     }
     /* One MLP layer's bytes (157 MB) a launch, each block's end stamped: how far the slowest
@@ -197,7 +176,7 @@ int main(void) {
         const int L = 20;
         for (int l = -1; l < L; l++) {
             const unsigned char *wl = w + (size_t)((l < 0 ? 0 : l) % 40) * lrows * R;
-            read_ring<<<sms, 352, smem>>>(wl, lrows, R, S, D, sink, dst);
+            read_ring<<<sms, 352, smem, s>>>(wl, lrows, R, S, D, sink, dst);
             CK(cudaDeviceSynchronize());
             if (l < 0) continue;
             CK(cudaMemcpy(hs, dst, 2 * sms * 8, cudaMemcpyDeviceToHost));
@@ -222,6 +201,7 @@ int main(void) {
         free(hs);
         free(ends);
     }
+    CK(cudaStreamDestroy(s));
     CK(cudaFree(w));
     CK(cudaFree(sink));
     return 0;

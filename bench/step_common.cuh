@@ -145,6 +145,20 @@ template <typename F> static float time_reps(cudaStream_t s, int reps, F launch)
     return ms / reps;
 }
 
+/* The copy bandwidth, as bench_gpu.sh measures the floor: a device-to-device copy of 1 GiB on s,
+ * read and written bytes over the time (GB/s). */
+static inline double copy_gbs_measure(cudaStream_t s) {
+    const size_t cb = (size_t)1 << 30;
+    void *c0, *c1;
+    CK(cudaMalloc(&c0, cb));
+    CK(cudaMalloc(&c1, cb));
+    const float ms =
+        time_reps(s, 10, [&] { CK(cudaMemcpyAsync(c1, c0, cb, cudaMemcpyDeviceToDevice, s)); });
+    CK(cudaFree(c0));
+    CK(cudaFree(c1));
+    return 2.0 * cb / (ms * 1e-3) / 1e9;
+}
+
 /* ms per step of a persistent kernel (cooperative launch, grid blocks of nt threads). */
 static inline float time_graph(cudaGraphExec_t ge, cudaStream_t s, int reps) {
     return time_reps(s, reps, [&] { CK(cudaGraphLaunch(ge, s)); });
@@ -219,17 +233,7 @@ static inline step_setup step_setup_new(void) {
     CK(cudaMemcpy(S.dph, S.ph, S.n_ph * sizeof *S.ph, cudaMemcpyHostToDevice));
     CK(cudaStreamCreateWithFlags(&S.s, cudaStreamNonBlocking));
 
-    /* copy bandwidth, as bench_gpu.sh measures the floor: device-to-device, 1 GiB */
-    const size_t cb = (size_t)1 << 30;
-    void *c0, *c1;
-    CK(cudaMalloc(&c0, cb));
-    CK(cudaMalloc(&c1, cb));
-    const cudaStream_t s = S.s;
-    const float cms =
-        time_reps(s, 10, [&] { CK(cudaMemcpyAsync(c1, c0, cb, cudaMemcpyDeviceToDevice, s)); });
-    S.copy_gbs = 2.0 * cb / (cms * 1e-3) / 1e9;
-    CK(cudaFree(c0));
-    CK(cudaFree(c1));
+    S.copy_gbs = copy_gbs_measure(S.s);
     S.floor_ms = S.bytes / (S.copy_gbs * 1e9) * 1e3;
     printf("device: %d SMs, copy bandwidth %.0f GB/s; one step streams %.3f GB in %d streams with "
            "%d small ops: floor %.3f ms\n",
