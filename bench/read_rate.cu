@@ -63,17 +63,9 @@ __global__ void read_ring(const unsigned char *__restrict__ w, size_t rows, int 
     __syncthreads();
     if (warp == CWn) {
         if (lane == 0) {
-            unsigned st = 0, round = 0, lst = 0, lph = 0, g = 0;
-            for (size_t r = r0; r < r1; r++) {
-                if (D < S && g++ >= (unsigned)D) {
-                    mbar_wait(&full[lst], lph);
-                    if (++lst == (unsigned)S) lst = 0, lph ^= 1;
-                }
-                if (round) mbar_wait(&empty[st], (round - 1) & 1);
-                mbar_expect(&full[st], R);
-                bulk_copy(ring + (size_t)st * R, w + r * R, R, &full[st]);
-                if (++st == (unsigned)S) st = 0, round++;
-            }
+            ring_producer p;
+            for (size_t r = r0; r < r1; r++)
+                p.put(ring, full, empty, S, D, w + r * R, R);
         }
         return;
     }

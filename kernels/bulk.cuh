@@ -87,6 +87,29 @@ __device__ __forceinline__ void ring_put_at(unsigned char *ring, uint64_t *full,
     bulk_copy(ring + (size_t)st * row_bytes, src, row_bytes, &full[st]);
 }
 
+/* Producer side of a ring of S one-row stages, S known only at run time (kernels/mlp.cu, and
+ * bench/read_rate.cu, which measures the same producer without the arithmetic): put() copies the
+ * next row once at most `depth` rows are asked for and not landed (Little's law: more only
+ * queues - mlp.cu's mlp_depth) and its stage has been freed. It steps the stage instead of
+ * taking g % S (a runtime modulo per row doubled a consumer's instructions, session 26). One
+ * thread calls it. (g counts only under a limit; written so, this is the code measured.) */
+struct ring_producer {
+    unsigned st = 0, round = 0;       /* the stage, and how often the ring has been filled */
+    unsigned lst = 0, lph = 0, g = 0; /* row g - depth's stage and parity; rows put */
+    __device__ __forceinline__ void put(unsigned char *ring, uint64_t *full, uint64_t *empty, int S,
+                                        int depth, const void *src, unsigned row_bytes) {
+        /* row g - depth's stage is refilled only at g - depth + S > g */
+        if (depth < S && g++ >= (unsigned)depth) {
+            mbar_wait(&full[lst], lph);
+            if (++lst == (unsigned)S) lst = 0, lph ^= 1;
+        }
+        if (round) mbar_wait(&empty[st], (round - 1) & 1);
+        mbar_expect(&full[st], row_bytes);
+        bulk_copy(ring + (size_t)st * row_bytes, src, row_bytes, &full[st]);
+        if (++st == (unsigned)S) st = 0, round++;
+    }
+};
+
 /* Wait until the g-th row put in has landed in its stage. */
 template <int S> __device__ __forceinline__ void ring_wait_landed(uint64_t *full, unsigned g) {
     mbar_wait(&full[g % S], (g / S) & 1);

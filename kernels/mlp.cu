@@ -74,28 +74,17 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
     k_launch_next();
     if (warp == CW) { /* the producer: weights need nothing of an earlier kernel */
         if (lane == 0) {
-            unsigned st = 0, round = 0; /* the stage, and how often the ring has been filled */
-            unsigned lst = 0, lph = 0, g = 0; /* row g - depth's stage and parity; rows put */
+            ring_producer p;
             for (int kb = k0; kb < k1; kb += B) {
                 const int nk = min(B, k1 - kb);
                 for (int m = 0; m < 3; m++)
-                    for (int i = 0; i < nk; i++) {
-                        const uint4 *src = (m == 0   ? gate
-                                            : m == 1 ? up
-                                                     : downt) +
-                                           (size_t)(kb + i) * (H / 8);
-                        /* at most depth rows asked for and not landed (mlp_depth): row
-                         * g - depth's stage is refilled only at g - depth + S > g. (g counts
-                         * only under a limit; written so, this is the code measured.) */
-                        if (depth < S && g++ >= (unsigned)depth) {
-                            mbar_wait(&full[lst], lph);
-                            if (++lst == (unsigned)S) lst = 0, lph ^= 1;
-                        }
-                        if (round) mbar_wait(&empty[st], (round - 1) & 1);
-                        mbar_expect(&full[st], row_bytes);
-                        bulk_copy(ring + (size_t)st * row_bytes, src, row_bytes, &full[st]);
-                        if (++st == (unsigned)S) st = 0, round++;
-                    }
+                    for (int i = 0; i < nk; i++)
+                        p.put(ring, full, empty, S, depth,
+                              (m == 0   ? gate
+                               : m == 1 ? up
+                                        : downt) +
+                                  (size_t)(kb + i) * (H / 8),
+                              row_bytes);
             }
         }
         return; /* the consumers' wait is the block's (kcommon.cuh) */
