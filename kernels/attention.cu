@@ -22,7 +22,6 @@
  * The caches are fp32 rows [len][n_kv_heads][head_dim] used as rings (position p in row
  * p % len); a row attends to max(0, p - window + 1) .. p. */
 #include <cooperative_groups.h>
-#include <stdlib.h>
 
 #include "kcommon.cuh"
 
@@ -453,10 +452,7 @@ extern "C" int k_attention_splits(int form, int max_ctx, int n_tok, int n_heads,
     if (form == K_ATTN_CLUSTER) {
         int warps;
         attn_cluster_for(head_dim, &warps);
-        /* EXPERIMENT (session 33): GEMMA_CUDA_ATTN_POS=N raises the positions a warp may take */
-        const char *e = getenv("GEMMA_CUDA_ATTN_POS");
-        const int pos = e && atoi(e) > 0 ? atoi(e) : ATT_CLUSTER_POS;
-        if (max_ctx <= ATT_CLUSTER * warps * pos) return 0;
+        if (max_ctx <= ATT_CLUSTER * warps * ATT_CLUSTER_POS) return 0;
     }
     /* The split form: about 512 blocks per row, no slice shorter than 16 positions, at most 64
      * slices. */

@@ -37,8 +37,7 @@
  *                               DECODE_PROFILE_NCU=1 brackets the measured steps with
  *                               cudaProfilerStart / Stop for `ncu --profile-from-start off`,
  *                               DECODE_PROFILE_TRACE=FILE writes their kernels' timeline
- *                               (cuda_ops_trace.h; bench/trace_step.py reads it),
- *                               DECODE_PROFILE_MAX_LEN=N sets a larger decoder capacity
+ *                               (cuda_ops_trace.h; bench/trace_step.py reads it)
  *
  * Tolerances (stated once, used everywhere). Both backends compute in fp32 from the same
  * weights; only the order of the sums differs. A dot product of c terms then differs by a few

@@ -416,10 +416,6 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
     const char *verify = getenv("DECODE_PROFILE_VERIFY");
     engine_options o = {.max_model_len = prompt + steps + 8 + (verify && *verify ? 64 : 0),
                         .device = "cuda"};
-    /* DECODE_PROFILE_MAX_LEN=N: the decoder's capacity, when larger (the full-attention layers'
-     * form and slices follow it: MAX_MODEL_LEN=4096 as the challenge's record ran) */
-    const char *max_len = getenv("DECODE_PROFILE_MAX_LEN");
-    if (max_len && atoi(max_len) > o.max_model_len) o.max_model_len = atoi(max_len);
     decoder *d = decoder_new(m, &o, err, sizeof err);
     if (!d) die("%s", err);
     const unsigned skip = skip_mask(getenv("DECODE_PROFILE_SKIP"));
