@@ -97,6 +97,14 @@ struct backend {
     int (*step_begin)(backend *b, const int *tokens, int n, int pos, int key);
     void (*step_end)(backend *b);
 
+    /* Optional (NULL: nothing to gain): the sequence starting now attends to at most this many
+     * positions (0: no bound but the caches'). A backend may then pick kernels suited to that
+     * length; it must stay correct past it (only slower), and the same horizon must give the
+     * same results, so that a speculative verify still reproduces the decode steps bit for bit.
+     * The CUDA backend runs full-attention layers of a long cache as one cluster kernel when
+     * the sequence is short (kernels/attention.cu k_attention_splits). */
+    void (*set_horizon)(backend *b, int positions);
+
     /* Optional (NULL: callers run matmul, softcap and argmax): the fused greedy head. For each
      * of n input rows x[t], the row r of w maximising cap * tanh((w[r] . x[t]) / cap) (the plain
      * dot when cap is 0), the first on ties, into out[t] (a host array); the caller's buffers

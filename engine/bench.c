@@ -74,7 +74,7 @@ uint64_t bench_hash_token(uint64_t h, int id) {
 
 int bench_greedy(decoder *d, int vocab, const int *prompt, int n, int max_new, float *logits,
                  int *out, uint64_t *hash, double *first_at) {
-    decoder_reset(d);
+    decoder_begin(d, n + max_new);
     if (decoder_forward(d, prompt, n, logits, n - 1)) return -1;
     int tok = logits_argmax(logits, vocab);
     *first_at = now_seconds();

@@ -186,8 +186,15 @@ void decoder_free(decoder *d) {
 
 /* The cache needs no clearing: every position is written before it is read. */
 void decoder_reset(decoder *d) {
+    decoder_begin(d, 0);
+}
+
+void decoder_begin(decoder *d, int horizon) {
     d->pos = 0;
     d->hidden_rows = 0;
+    /* Fixed for the whole sequence, so its verify passes cut their attention as its decode
+     * steps do, even a verify that runs a few positions past the horizon. */
+    if (d->b->set_horizon) d->b->set_horizon(d->b, horizon > 0 ? horizon : 0);
 }
 
 int decoder_pos(const decoder *d) {

@@ -37,7 +37,13 @@ size_t model_bytes_per_token(const model *m);
 
 decoder *decoder_new(const model *m, const engine_options *opt, char *err, size_t errlen);
 void decoder_free(decoder *d);
-void decoder_reset(decoder *d);  /* empty the KV cache: next token is at position 0 */
+void decoder_reset(decoder *d); /* empty the KV cache: next token is at position 0 */
+/* decoder_reset for a sequence that will hold at most horizon positions (its prompt and the
+ * tokens to generate; 0: unknown). A backend may run faster kernels for a sequence much shorter
+ * than max_model_len (on a GPU: the full-attention layers of a long cache as one kernel); the
+ * results depend on the horizon only in the last bits and never within a sequence, and a
+ * sequence that runs past its horizon stays correct, only slower. */
+void decoder_begin(decoder *d, int horizon);
 int decoder_pos(const decoder *d); /* tokens in the cache so far */
 
 /* Run tokens[0..n) at positions pos..pos+n-1, appending them to the cache. For every i with

@@ -71,7 +71,7 @@ static int record_score(decoder *d, const ppl_head *h, const ppl_set *pp, const 
     memcpy(seq, r->context, (size_t)n_ctx * sizeof *seq);
     if (r->n_target > 1) memcpy(seq + n_ctx, r->target, (size_t)(r->n_target - 1) * sizeof *seq);
 
-    decoder_reset(d);
+    decoder_begin(d, len);
     if (n_ctx > 1) rc = decoder_forward(d, seq, n_ctx - 1, NULL, 0);
     for (int start = n_ctx - 1; start < len && rc == 0; start += h->rows) {
         int m = len - start < h->rows ? len - start : h->rows;

@@ -34,7 +34,7 @@ int spec_generate(speculator *s, const int *prompt, int n, int max_new, int stop
     spec_stats *st = &s->stats;
     int buf[SPEC_MAX_K + 1], greedy[SPEC_MAX_K + 1];
 
-    decoder_reset(d);
+    decoder_begin(d, n + max_new);
     if (n < 1 || decoder_forward(d, prompt, n, NULL, 0)) return -1;
     int x, row = d->hidden_rows - 1;
     head_argmax(s->h, row, 1, &x);

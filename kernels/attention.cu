@@ -413,6 +413,13 @@ static attn_cluster_fn attn_cluster_for(int head_dim, int *warps) {
                              : attn_cluster_kernel<ATT_PER_LANE, 8, 2>;
 }
 
+/* The longest context the cluster form takes for a head width: ATT_CLUSTER_POS positions a warp. */
+static int attn_cluster_reach(int head_dim) {
+    int warps;
+    attn_cluster_for(head_dim, &warps);
+    return ATT_CLUSTER * warps * ATT_CLUSTER_POS;
+}
+
 /* Whether the current device runs the cluster form: sm_90 or later, and a cluster of the
  * largest block (the 512-wide heads' kernel) fits - a MIG or MPS share of a GPU may place none.
  * -1 until first asked: the driver is asked once a process. */
@@ -436,6 +443,12 @@ static int attn_clusters_fit(void) {
     return cudaOccupancyMaxActiveClusters(&n, fn, &cfg) == cudaSuccess && n > 0;
 }
 
+extern "C" int k_attention_horizon_class(int horizon) {
+    if (horizon <= 0) return 0;
+    /* the two cluster kernels' reaches (heads up to 256 wide, 512-wide heads) */
+    return 1 + (horizon <= attn_cluster_reach(256)) + (horizon <= attn_cluster_reach(ATT_MAXD));
+}
+
 extern "C" int k_attention_has_clusters(void) {
     if (attn_has_clusters < 0) {
         attn_has_clusters = attn_clusters_fit();
@@ -444,16 +457,20 @@ extern "C" int k_attention_has_clusters(void) {
     return attn_has_clusters;
 }
 
-extern "C" int k_attention_splits(int form, int max_ctx, int n_tok, int n_heads, int head_dim) {
+extern "C" int k_attention_splits(int form, int max_ctx, int horizon, int n_tok, int n_heads,
+                                  int head_dim) {
     /* The count does not depend on n_tok, so a row's result (its slices and the order they are
      * summed in) is the same whether it is decoded alone or inside a prefill / verify chunk:
      * a speculative verify pass reproduces plain decoding bit for bit. */
     (void)n_tok;
-    if (form == K_ATTN_CLUSTER) {
-        int warps;
-        attn_cluster_for(head_dim, &warps);
-        if (max_ctx <= ATT_CLUSTER * warps * ATT_CLUSTER_POS) return 0;
-    }
+    /* The form goes by the positions a row of this sequence can attend to - the ring's, or
+     * fewer when the sequence ends sooner (its horizon) - and the split form's slices by the
+     * ring alone, so that only the form changes with the horizon. A ring of 4096 (the record's
+     * MAX_MODEL_LEN) and a short chat sequence: one cluster kernel, not slices + merge
+     * (docs/bench_gpu.md, session 33: E4B step 3.072-3.083 ms against 3.117-3.120). Past 1024
+     * actual positions a 512-wide head's slices are the faster (3.204 against 3.275 ms at 2048). */
+    const int ctx = horizon > 0 && horizon < max_ctx ? horizon : max_ctx;
+    if (form == K_ATTN_CLUSTER && ctx <= attn_cluster_reach(head_dim)) return 0;
     /* The split form: about 512 blocks per row, no slice shorter than 16 positions, at most 64
      * slices. */
     int want = 512 / (n_heads > 0 ? n_heads : 1);

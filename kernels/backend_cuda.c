@@ -159,6 +159,7 @@ typedef struct {
     cuda_fuser *fuser;
     int pdl;        /* programmatic dependent launch (kernels.h; GEMMA_CUDA_PDL=0 turns it off) */
     int attn;       /* the attention's form: K_ATTN_SPLIT or K_ATTN_CLUSTER (GEMMA_CUDA_ATTN) */
+    int horizon;    /* positions the current sequence attends to at most (0: unknown) */
     k_mv_tuning mv; /* the matrix-vector kernel's tuning, set before each op (GEMMA_CUDA_MV_*) */
 
     /* counters */
@@ -352,7 +353,7 @@ static void cu_attention(backend *b, float *out, const float *q, const float *kc
     /* The slices are sized for the longest context this ring can serve, so that the same
      * launch fits every later position (graphs); the form too. */
     const int max_ctx = window > 0 && window < len ? window : len;
-    const int splits = k_attention_splits(st->attn, max_ctx, n_tok, n_heads, head_dim);
+    const int splits = k_attention_splits(st->attn, max_ctx, st->horizon, n_tok, n_heads, head_dim);
     const size_t need = (size_t)n_tok * n_heads * splits * (head_dim + 2) * sizeof(float);
     float *partial = scratch(st, (void **)&st->d_partial, &st->cap_partial, need);
     int p;
@@ -504,7 +505,9 @@ static int cu_step_begin(backend *b, const int *tokens, int n, int pos, int key)
     st->mode = 0;
     if (n == 1) st->decode_steps++;
     if (!st->use_graphs || st->profile || !graph_rows_ok(st, n)) return 0;
-    step_graph *g = graph_for(st, key, n);
+    /* A step captured under one horizon class may cut its attention otherwise than another
+     * (k_attention_splits): each class has its own graphs. */
+    step_graph *g = graph_for(st, key * 4 + k_attention_horizon_class(st->horizon), n);
     if (!g) return 0;
     params_store(st, tokens, n, pos);
     if (g->exec) {
@@ -526,6 +529,10 @@ static int cu_step_begin(backend *b, const int *tokens, int n, int pos, int key)
     st->cap_n = n;
     st->cap_tokens = tokens;
     return 0;
+}
+
+static void cu_set_horizon(backend *b, int positions) {
+    st_flushed(b)->horizon = positions > 0 ? positions : 0;
 }
 
 static void cu_step_end(backend *b) {
@@ -762,6 +769,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     b->argmax = cu_argmax;
     b->matmul_argmax = cu_matmul_argmax;
     b->step_begin = cu_step_begin;
+    b->set_horizon = cu_set_horizon;
     b->step_end = cu_step_end;
     b->draft_head = cuda_draft_head;
     b->embed_dev = cuda_embed_dev;

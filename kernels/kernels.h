@@ -189,11 +189,17 @@ void k_attention(cudaStream_t s, float *out, const float *q, const float *kc, co
  * whose thread block clusters merge their slices in distributed shared memory. */
 enum { K_ATTN_SPLIT = 0, K_ATTN_CLUSTER = 1 };
 /* How k_attention should cut a ring of at most max_ctx positions in the given form (see
- * there): 0 for one cluster kernel (the cluster form, for a short enough ring; pass
+ * there): 0 for one cluster kernel (the cluster form, for a short enough context; pass
  * K_ATTN_CLUSTER only where k_attention_has_clusters, as k_attention refuses 0 elsewhere), else
- * the slices of the split form. The same for every n_tok, so a row's result is the same decoded
- * alone or in a chunk (a speculative verify pass). */
-int k_attention_splits(int form, int max_ctx, int n_tok, int n_heads, int head_dim);
+ * the slices of the split form. horizon > 0: the sequence attends to at most that many
+ * positions, which may make the context short enough for the cluster form (it stays correct
+ * past it, only slower); 0: the ring decides. The same for every n_tok, so a row's result is
+ * the same decoded alone or in a chunk (a speculative verify pass). */
+int k_attention_splits(int form, int max_ctx, int horizon, int n_tok, int n_heads, int head_dim);
+/* Which of k_attention_splits's answers a horizon can change, as a class (0: no horizon, 1-3):
+ * two horizons of one class give every ring the same cut, so a captured step stays valid
+ * between them. */
+int k_attention_horizon_class(int horizon);
 /* 1 if the current device runs the cluster form, else 0 (asked of the driver once). */
 int k_attention_has_clusters(void);
 

@@ -20,8 +20,9 @@
 #   5. speculative decoding on the GPU, on models/gemma4-tiny with its assistant: the drafter's
 #      device chain against its single steps and the CPU drafter (cuda_ops draft), lossless
 #      serving (`engine bench` output_hash equal for NUM_SPECULATIVE_TOKENS 0 and 1..8, plain,
-#      with a keepset, with a small window, with both; SPEC_PROMPTS prompts x SPEC_NEW_TOKENS,
-#      default 3 x 128), and compute-sanitizer memcheck and racecheck over the head op and
+#      with a keepset, with a small window, with both, with MAX_MODEL_LEN=4096; SPEC_PROMPTS
+#      prompts x SPEC_NEW_TOKENS, default 3 x 128), and compute-sanitizer memcheck and
+#      racecheck over the head op and
 #      memcheck over a short speculative run (draft-chain graphs included)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -135,11 +136,14 @@ elif step "5. speculative decoding on the GPU"; [[ -f $TINY/config.json && -d $T
   run_logged spec_drafter "$CUDA_OPS" draft "$TINY"
   tmp=$(mktemp -d)
   head -n "${SPEC_PROMPTS:-3}" "$TINY/eval/prompts_tune.jsonl" >"$tmp/prompts.jsonl"
-  # lossless: every k serves the tokens of k = 0 (plain greedy on the same device)
-  for cfg in plain keepset window keepset_window; do
+  # lossless: every k serves the tokens of k = 0 (plain greedy on the same device); maxlen4096:
+  # a cache longer than the cluster attention takes, so each request's horizon decides its
+  # full layers' form (kernels/attention.cu k_attention_splits)
+  for cfg in plain keepset window keepset_window maxlen4096; do
     env_cfg=()
     [[ $cfg == *keepset* ]] && env_cfg+=(LM_HEAD_KEEPSET=1024)
     [[ $cfg == *window* ]] && env_cfg+=(SLIDING_WINDOW=24)
+    [[ $cfg == maxlen4096 ]] && env_cfg+=(MAX_MODEL_LEN=4096)
     for k in 0 1 2 3 4 5 6 7 8; do
       env "${env_cfg[@]}" ENGINE_DEVICE=cuda NUM_SPECULATIVE_TOKENS=$k \
         MAX_NEW_TOKENS="${SPEC_NEW_TOKENS:-128}" WARMUP_NUM_PROMPTS=0 \
@@ -151,7 +155,7 @@ elif step "5. speculative decoding on the GPU"; [[ -f $TINY/config.json && -d $T
   if ! python3 - "$LOG_DIR" <<'PY' 2>&1 | tee "$LOG_DIR/spec_lossless.log"
 import json, sys
 ok = True
-for cfg in ["plain", "keepset", "window", "keepset_window"]:
+for cfg in ["plain", "keepset", "window", "keepset_window", "maxlen4096"]:
     runs = []
     for k in range(9):
         try:

@@ -541,6 +541,13 @@ static void test_truncate(const model *m, const char *name) {
     EXPECT(decoder_pos(d) == 0);
     EXPECT(decoder_forward(d, ids, 10, logits, 9) == 0);
     compare("after reset", logits, want + (size_t)9 * V, (size_t)V);
+    /* decoder_begin is a reset with a horizon; a sequence that runs past it (here 12 positions
+     * for a horizon of 5) is still the reference's */
+    EXPECT(decoder_truncate(d, 4) == 0);
+    decoder_begin(d, 5);
+    EXPECT(decoder_pos(d) == 0 && decoder_last_hidden(d, tmp, 1) == -1);
+    EXPECT(decoder_forward(d, ids, 12, logits, 11) == 0);
+    compare("after begin, past the horizon", logits, want + (size_t)11 * V, (size_t)V);
     decoder_free(d);
     free(ids);
     free(logits);

@@ -37,7 +37,9 @@
  *                               DECODE_PROFILE_NCU=1 brackets the measured steps with
  *                               cudaProfilerStart / Stop for `ncu --profile-from-start off`,
  *                               DECODE_PROFILE_TRACE=FILE writes their kernels' timeline
- *                               (cuda_ops_trace.h; bench/trace_step.py reads it)
+ *                               (cuda_ops_trace.h; bench/trace_step.py reads it),
+ *                               DECODE_PROFILE_MAX_LEN=N a larger decoder capacity, and
+ *                               DECODE_PROFILE_HORIZON=0 leaves the sequence's horizon unset
  *
  * Tolerances (stated once, used everywhere). Both backends compute in fp32 from the same
  * weights; only the order of the sums differs. A dot product of c terms then differs by a few
@@ -605,6 +607,8 @@ static void decoders_new(model *m, const char *dir, decoder **dc, decoder **dg) 
     if (!*dg) die("%s: %s", dir, err);
 }
 
+#include "cuda_ops_horizon.h"
+
 /* A scratch buffer that grows after a step was captured (a chunk longer than any before) must
  * not leave the captured step reading the freed buffer: the backend drops its graphs and
  * captures them again. A GPU decoder and a CPU one take a short prefill, three decode steps
@@ -753,6 +757,7 @@ static void check_model(const char *dir) {
     decoder_free(dc);
     decoder_free(dg);
     check_graph_drop(m, dir);
+    check_horizon(m, dir);
     model_free(m);
 }
 

@@ -9,17 +9,21 @@
  * (a decode step), which is what keeps speculation lossless. form names the GPU's form. */
 static void test_attention(const char *form) {
     struct {
-        int n_tok, heads, kv_heads, hd, len, window, pos0;
+        int n_tok, heads, kv_heads, hd, len, window, pos0, horizon; /* horizon 0: none */
     } cases[] = {
-        {1, 8, 2, 256, 600, 512, 0},     /* first token */
-        {1, 8, 2, 256, 575, 512, 2000},  /* sliding ring, wrapped many times */
-        {1, 8, 2, 512, 3000, 0, 2500},   /* full context, long: many splits */
-        {5, 8, 2, 256, 575, 512, 700},   /* verify-sized chunk over a wrapped ring */
-        {64, 8, 2, 256, 575, 512, 1000}, /* prefill chunk */
-        {64, 4, 4, 48, 200, 0, 100},     /* odd head_dim, no GQA */
-        {3, 6, 1, 32, 40, 7, 33},        /* tiny window */
-        {4, 8, 2, 128, 300, 0, 200},     /* 128-wide heads, short full context */
-        {2, 8, 2, 512, 700, 0, 650},     /* 512-wide heads, a ring the cluster form takes */
+        {1, 8, 2, 256, 600, 512, 0, 0},     /* first token */
+        {1, 8, 2, 256, 575, 512, 2000, 0},  /* sliding ring, wrapped many times */
+        {1, 8, 2, 512, 3000, 0, 2500, 0},   /* full context, long: many splits */
+        {5, 8, 2, 256, 575, 512, 700, 0},   /* verify-sized chunk over a wrapped ring */
+        {64, 8, 2, 256, 575, 512, 1000, 0}, /* prefill chunk */
+        {64, 4, 4, 48, 200, 0, 100, 0},     /* odd head_dim, no GQA */
+        {3, 6, 1, 32, 40, 7, 33, 0},        /* tiny window */
+        {4, 8, 2, 128, 300, 0, 200, 0},     /* 128-wide heads, short full context */
+        {2, 8, 2, 512, 700, 0, 650, 0},     /* 512-wide heads, a ring the cluster form takes */
+        /* a long ring and a short sequence (its horizon): the cluster form where it has one */
+        {1, 8, 2, 512, 4096, 0, 600, 900},
+        {5, 8, 2, 256, 4096, 0, 1500, 2000}, /* a verify-sized chunk */
+        {1, 8, 2, 512, 3000, 0, 1900, 1000}, /* past its horizon: slower, still right */
     };
     /* which form each case ran in: the backend's form (its counters say which) and the cut
      * k_attention_splits gives that ring in it (0: one cluster kernel) */
@@ -57,13 +61,16 @@ static void test_attention(const char *form) {
         pair_check(&kc, 0, 0, NULL, what);
         pair_check(&vc, 0, 0, NULL, what);
         pair q = pair_rand((size_t)n_tok * H * hd), out = pair_new(NULL, (size_t)n_tok * H * hd);
+        const int horizon = cases[i].horizon;
+        gpu->set_horizon(gpu, horizon);
         cpu->attention(cpu, out.c, q.c, kc.c, vc.c, n_tok, pos0, len, window, H, KV, hd);
         gpu->attention(gpu, out.g, q.g, kc.g, vc.g, n_tok, pos0, len, window, H, KV, hd);
         in_clusters += k_attention_splits(bc.attn_form, window > 0 && window < len ? window : len,
-                                          n_tok, H, hd) == 0;
+                                          horizon, n_tok, H, hd) == 0;
         snprintf(what, sizeof what,
-                 "attention (%s) %d rows, %d/%d heads, hd %d, len %d, window %d, pos %d", form,
-                 n_tok, H, KV, hd, len, window, pos0);
+                 "attention (%s) %d rows, %d/%d heads, hd %d, len %d, window %d, pos %d, "
+                 "horizon %d",
+                 form, n_tok, H, KV, hd, len, window, pos0, horizon);
         pair_check(&out, 1e-5, 1e-5, NULL, what);
         if (n_tok > 1 && n_tok <= 8) {
             const size_t row = (size_t)H * hd;
@@ -86,6 +93,7 @@ static void test_attention(const char *form) {
             free(alone);
             free(chunk);
         }
+        gpu->set_horizon(gpu, 0);
         pair_free(&kc);
         pair_free(&vc);
         pair_free(&nk);

@@ -416,6 +416,13 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
     const char *verify = getenv("DECODE_PROFILE_VERIFY");
     engine_options o = {.max_model_len = prompt + steps + 8 + (verify && *verify ? 64 : 0),
                         .device = "cuda"};
+    /* DECODE_PROFILE_MAX_LEN=N: a larger capacity (MAX_MODEL_LEN=4096, as the challenge's record
+     * ran); the sequence's horizon stays prompt + steps (DECODE_PROFILE_HORIZON=0: none, the
+     * capacity alone picks the attention's form, as before session 33) */
+    const char *max_len = getenv("DECODE_PROFILE_MAX_LEN");
+    if (max_len && atoi(max_len) > o.max_model_len) o.max_model_len = atoi(max_len);
+    const char *hz = getenv("DECODE_PROFILE_HORIZON");
+    const int horizon = hz && !strcmp(hz, "0") ? 0 : prompt + steps;
     decoder *d = decoder_new(m, &o, err, sizeof err);
     if (!d) die("%s", err);
     const unsigned skip = skip_mask(getenv("DECODE_PROFILE_SKIP"));
@@ -427,7 +434,7 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
     /* Warm-up request (uploads the weights, sizes scratch, captures the graph), then the
      * measured one. */
     for (int rep = 0; rep < 2; rep++) {
-        decoder_reset(d);
+        decoder_begin(d, horizon);
         CHECK(decoder_forward_argmax(d, ids, prompt, &tok) == 0);
         if (skip) tok = ids[0]; /* the logits are garbage: feed a valid id */
         if (rep == 1) backend_cuda_reset_counters(d->b);
