@@ -27,12 +27,10 @@
 
 namespace cg = cooperative_groups;
 
-#define ATT_WARPS         4
-#define ATT_MAXD          512 /* largest head_dim (E4B's full layers) */
-#define ATT_PER_LANE      (ATT_MAXD / 32)
-#define ATT_MAX_SPLITS    64  /* slices of a (row, head); the merge has a thread per slice */
-#define ATT_MERGE_THREADS 256 /* a thread per output dim of a 256-wide head */
-#define ATT_MERGE_UNROLL  16  /* slices a merge thread loads at once */
+#define ATT_WARPS      4
+#define ATT_MAXD       512 /* largest head_dim (E4B's full layers) */
+#define ATT_PER_LANE   (ATT_MAXD / 32)
+#define ATT_MAX_SPLITS 64 /* slices of a (row, head); the merge has a thread per slice */
 
 __global__ void kv_write_kernel(float *cache, const float *src, int n_tok, int kv_dim,
                                 const int *dpos, int pos0, int len) {
@@ -335,19 +333,25 @@ __global__ void __launch_bounds__(W * 32)
 #endif
 }
 
-/* out[row][head][:] from the slices' partial results. The slices' weights exp(m_s - M) are
- * worked out once per block (a thread per slice) instead of once per output dim, and a thread's
- * sum over the slices loads them ATT_MERGE_UNROLL at a time, so that a merge costs a few memory
- * round trips instead of one per slice; the sums are taken in slice order as before, so the
- * result is the same bits. */
+/* out[row][head][:] from the slices' partial results: a thread per output dim (the launch has at
+ * least head_dim and n_splits threads). Every load is asked for at once, before anything waits
+ * on one - the thread's dim of every slice (ATT_MAX_SPLITS of them, unrolled) and, for a thread
+ * per slice, that slice's max and sum - so a merge costs one memory round trip. The slices'
+ * weights exp(m_s - M) are worked out once per block, and the sums are taken in slice order with
+ * empty slices skipped, as in a sum that never saw them: the bits do not depend on the launch.
+ * (Before session 33 a thread took its dims 16 slices at a time after the weights: E4B's
+ * 512-wide heads, 64 slices over 256 threads, waited for 1 + 8 round trips.) */
 __global__ void attn_merge_kernel(float *out, const float *partial, int n_heads, int hd,
                                   int n_splits) {
     k_wait_prior();
     __shared__ float sw[ATT_MAX_SPLITS], sl[ATT_MAX_SPLITS], s_inv;
     __shared__ float red[32];
-    const int h = blockIdx.x, t = blockIdx.y;
+    const int h = blockIdx.x, t = blockIdx.y, d = threadIdx.x, s = threadIdx.x;
     const float *src = partial + ((size_t)t * n_heads + h) * n_splits * (hd + 2);
-    const int s = threadIdx.x;
+    float v[ATT_MAX_SPLITS];
+#pragma unroll
+    for (int u = 0; u < ATT_MAX_SPLITS; u++)
+        v[u] = u < n_splits && d < hd ? src[(size_t)u * (hd + 2) + d] : 0.0f;
     const float ms = s < n_splits ? src[(size_t)s * (hd + 2) + hd] : -INFINITY;
     const float ls = s < n_splits ? src[(size_t)s * (hd + 2) + hd + 1] : 0.0f;
     const float M = block_max(ms, red);
@@ -364,21 +368,12 @@ __global__ void attn_merge_kernel(float *out, const float *partial, int n_heads,
         s_inv = 1.0f / L;
     }
     __syncthreads();
-    const float inv = s_inv;
-    float *oh = out + ((size_t)t * n_heads + h) * hd;
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-        float a = 0.0f;
-        for (int k = 0; k < n_splits; k += ATT_MERGE_UNROLL) {
-            float v[ATT_MERGE_UNROLL];
+    if (d >= hd) return;
+    float a = 0.0f;
 #pragma unroll
-            for (int u = 0; u < ATT_MERGE_UNROLL; u++)
-                v[u] = k + u < n_splits ? src[(size_t)(k + u) * (hd + 2) + d] : 0.0f;
-#pragma unroll
-            for (int u = 0; u < ATT_MERGE_UNROLL; u++)
-                if (k + u < n_splits && sw[k + u] != 0.0f) a += v[u] * sw[k + u];
-        }
-        oh[d] = a * inv;
-    }
+    for (int u = 0; u < ATT_MAX_SPLITS; u++)
+        if (u < n_splits && sw[u] != 0.0f) a += v[u] * sw[u];
+    out[((size_t)t * n_heads + h) * hd + d] = a * s_inv;
 }
 
 /* ---- launch ------------------------------------------------------------------------------ */
@@ -480,6 +475,12 @@ extern "C" int k_attention_splits(int form, int max_ctx, int horizon, int n_tok,
     return s < 1 ? 1 : s;
 }
 
+/* The merge's threads: one per output dim and at least one per slice, in whole warps. */
+static int attn_merge_threads(int head_dim) {
+    const int n = head_dim > ATT_MAX_SPLITS ? head_dim : ATT_MAX_SPLITS;
+    return (n + 31) / 32 * 32;
+}
+
 extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const float *kc,
                             const float *vc, int n_tok, const int *dpos, int pos0, int len,
                             int window, int n_heads, int n_kv_heads, int head_dim, int n_splits,
@@ -516,7 +517,7 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
                  window, n_heads, n_kv_heads, head_dim, n_splits);
     K_CHECK_LAUNCH();
     if (!(k_skip & K_SKIP_ATTN_MERGE))
-        k_launch(attn_merge_kernel, dim3(n_heads, n_tok), dim3(ATT_MERGE_THREADS), s, out,
-                 (const float *)partial, n_heads, head_dim, n_splits);
+        k_launch(attn_merge_kernel, dim3(n_heads, n_tok), dim3(attn_merge_threads(head_dim)), s,
+                 out, (const float *)partial, n_heads, head_dim, n_splits);
     K_CHECK_LAUNCH();
 }
