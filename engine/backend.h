@@ -98,11 +98,13 @@ struct backend {
     void (*step_end)(backend *b);
 
     /* Optional (NULL: nothing to gain): the sequence starting now attends to at most this many
-     * positions (0: no bound but the caches'). A backend may then pick kernels suited to that
-     * length; it must stay correct past it (only slower), and the same horizon must give the
-     * same results, so that a speculative verify still reproduces the decode steps bit for bit.
-     * The CUDA backend runs full-attention layers of a long cache as one cluster kernel when
-     * the sequence is short (kernels/attention.cu k_attention_splits). */
+     * positions (0: no bound but the caches'). Called between sequences (decoder_begin), never
+     * inside a step. A backend may then pick kernels suited to that length; it must stay
+     * correct past it (only slower), and every op of the sequence must see the same choice, so
+     * that a speculative verify still reproduces the decode steps bit for bit: a backend that
+     * records steps keys them by every choice the horizon makes. The CUDA backend runs
+     * full-attention layers of a long cache as one cluster kernel when the sequence is short
+     * (kernels/attention.cu k_attention_splits; graphs keyed by k_attention_horizon_class). */
     void (*set_horizon)(backend *b, int positions);
 
     /* Optional (NULL: callers run matmul, softcap and argmax): the fused greedy head. For each

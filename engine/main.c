@@ -538,6 +538,7 @@ static int cmd_generate(const cli *c, char *err, size_t errlen) {
         rc = 0;
         goto done;
     }
+    decoder_begin(d, n + k->max_new_tokens); /* as spec_generate does: the same attention form */
     if (decoder_forward(d, ids, n, logits, n - 1)) goto full;
     for (;;) {
         int tok = logits_argmax(logits, vocab);

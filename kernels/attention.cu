@@ -395,24 +395,48 @@ static int att_split_batch(int head_dim, int n_tok) {
     return head_dim > 256 || (head_dim > 128 && n_tok > 1) ? 2 : 4;
 }
 
-/* The cluster form's kernel for a head width, and its warps a block. Its positions a batch: 4,
- * and 2 for heads wider than 256 (128 registers a thread against 203; session 23). 2 for the
- * 256-wide heads in verify chunks made those passes 0.5-0.9 % slower (113 registers with 4;
- * session 24 call 4), so the cluster form keeps one kernel a head width for every n. */
-static attn_cluster_fn attn_cluster_for(int head_dim, int *warps) {
-    *warps = head_dim <= 256 ? 16 : 8;
-    return head_dim <= 32    ? attn_cluster_kernel<1, 16, 4>
-           : head_dim <= 64  ? attn_cluster_kernel<2, 16, 4>
-           : head_dim <= 128 ? attn_cluster_kernel<4, 16, 4>
-           : head_dim <= 256 ? attn_cluster_kernel<8, 16, 4>
-                             : attn_cluster_kernel<ATT_PER_LANE, 8, 2>;
+/* The cluster form's kernels, one a head width (heads up to `width` wide), each with its warps a
+ * block (W) taken from its template, so that the reach below cannot disagree with the launch.
+ * Positions a batch: 4, and 2 for heads wider than 256 (128 registers a thread against 203;
+ * session 23). 2 for the 256-wide heads in verify chunks made those passes 0.5-0.9 % slower (113
+ * registers with 4; session 24 call 4), so the cluster form keeps one kernel a head width for
+ * every n. */
+struct attn_cluster_shape {
+    int width, warps;
+    attn_cluster_fn fn;
+};
+template <int PER, int W, int NB> constexpr attn_cluster_shape attn_cluster_of(int width) {
+    return {width, W, attn_cluster_kernel<PER, W, NB>};
+}
+static const attn_cluster_shape attn_cluster_shapes[] = {
+    attn_cluster_of<1, 16, 4>(32),
+    attn_cluster_of<2, 16, 4>(64),
+    attn_cluster_of<4, 16, 4>(128),
+    attn_cluster_of<8, 16, 4>(256),
+    attn_cluster_of<ATT_PER_LANE, 8, 2>(ATT_MAXD),
+};
+#define ATT_CLUSTER_SHAPES ((int)(sizeof attn_cluster_shapes / sizeof attn_cluster_shapes[0]))
+static_assert(sizeof attn_cluster_shapes / sizeof attn_cluster_shapes[0] < K_ATTN_HORIZON_CLASSES,
+              "a horizon class for every reach, and 0");
+
+static const attn_cluster_shape *attn_cluster_shape_for(int head_dim) {
+    for (int i = 0; i < ATT_CLUSTER_SHAPES - 1; i++)
+        if (head_dim <= attn_cluster_shapes[i].width) return &attn_cluster_shapes[i];
+    return &attn_cluster_shapes[ATT_CLUSTER_SHAPES - 1];
 }
 
-/* The longest context the cluster form takes for a head width: ATT_CLUSTER_POS positions a warp. */
+static attn_cluster_fn attn_cluster_for(int head_dim, int *warps) {
+    const attn_cluster_shape *c = attn_cluster_shape_for(head_dim);
+    *warps = c->warps;
+    return c->fn;
+}
+
+/* The longest context a cluster kernel takes: ATT_CLUSTER_POS positions a warp. */
+static int attn_cluster_reach_of(const attn_cluster_shape *c) {
+    return ATT_CLUSTER * c->warps * ATT_CLUSTER_POS;
+}
 static int attn_cluster_reach(int head_dim) {
-    int warps;
-    attn_cluster_for(head_dim, &warps);
-    return ATT_CLUSTER * warps * ATT_CLUSTER_POS;
+    return attn_cluster_reach_of(attn_cluster_shape_for(head_dim));
 }
 
 /* Whether the current device runs the cluster form: sm_90 or later, and a cluster of the
@@ -438,10 +462,21 @@ static int attn_clusters_fit(void) {
     return cudaOccupancyMaxActiveClusters(&n, fn, &cfg) == cudaSuccess && n > 0;
 }
 
+/* The number of distinct reaches the horizon lies within. k_attention_splits's answer for a ring
+ * and a head width depends on the horizon only through whether it lies within that width's reach,
+ * and which reaches it lies within is fixed by how many distinct ones it does (they are
+ * thresholds): so two horizons of one class get the same answers everywhere. A horizon past every
+ * reach decides nothing, as none does: class 0. */
 extern "C" int k_attention_horizon_class(int horizon) {
-    if (horizon <= 0) return 0;
-    /* the two cluster kernels' reaches (heads up to 256 wide, 512-wide heads) */
-    return 1 + (horizon <= attn_cluster_reach(256)) + (horizon <= attn_cluster_reach(ATT_MAXD));
+    int c = 0;
+    for (int i = 0; i < ATT_CLUSTER_SHAPES && horizon > 0; i++) {
+        const int r = attn_cluster_reach_of(&attn_cluster_shapes[i]);
+        int seen = 0;
+        for (int j = 0; j < i; j++)
+            seen |= attn_cluster_reach_of(&attn_cluster_shapes[j]) == r;
+        c += !seen && horizon <= r;
+    }
+    return c;
 }
 
 extern "C" int k_attention_has_clusters(void) {

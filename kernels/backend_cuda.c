@@ -157,9 +157,10 @@ typedef struct {
      * queue of ops not launched yet. */
     int fuse, fuse_mm;
     cuda_fuser *fuser;
-    int pdl;        /* programmatic dependent launch (kernels.h; GEMMA_CUDA_PDL=0 turns it off) */
-    int attn;       /* the attention's form: K_ATTN_SPLIT or K_ATTN_CLUSTER (GEMMA_CUDA_ATTN) */
-    int horizon;    /* positions the current sequence attends to at most (0: unknown) */
+    int pdl;     /* programmatic dependent launch (kernels.h; GEMMA_CUDA_PDL=0 turns it off) */
+    int attn;    /* the attention's form: K_ATTN_SPLIT or K_ATTN_CLUSTER (GEMMA_CUDA_ATTN) */
+    int horizon; /* positions the current sequence attends to at most (0: unknown) */
+    long attn_split_ops; /* attention ops issued in the split form (not counting replays) */
     k_mv_tuning mv; /* the matrix-vector kernel's tuning, set before each op (GEMMA_CUDA_MV_*) */
 
     /* counters */
@@ -354,6 +355,7 @@ static void cu_attention(backend *b, float *out, const float *q, const float *kc
      * launch fits every later position (graphs); the form too. */
     const int max_ctx = window > 0 && window < len ? window : len;
     const int splits = k_attention_splits(st->attn, max_ctx, st->horizon, n_tok, n_heads, head_dim);
+    st->attn_split_ops += splits > 0;
     const size_t need = (size_t)n_tok * n_heads * splits * (head_dim + 2) * sizeof(float);
     float *partial = scratch(st, (void **)&st->d_partial, &st->cap_partial, need);
     int p;
@@ -507,7 +509,8 @@ static int cu_step_begin(backend *b, const int *tokens, int n, int pos, int key)
     if (!st->use_graphs || st->profile || !graph_rows_ok(st, n)) return 0;
     /* A step captured under one horizon class may cut its attention otherwise than another
      * (k_attention_splits): each class has its own graphs. */
-    step_graph *g = graph_for(st, key * 4 + k_attention_horizon_class(st->horizon), n);
+    step_graph *g =
+        graph_for(st, key * K_ATTN_HORIZON_CLASSES + k_attention_horizon_class(st->horizon), n);
     if (!g) return 0;
     params_store(st, tokens, n, pos);
     if (g->exec) {
@@ -563,6 +566,7 @@ void backend_cuda_stats(backend *b, backend_cuda_counters *c) {
     c->weight_bytes = st->weights.bytes;
     snprintf(c->device, sizeof c->device, "%s", st->device_name);
     c->attn_form = st->attn;
+    c->attn_split_ops = st->attn_split_ops;
 }
 
 void backend_cuda_reset_counters(backend *b) {
@@ -571,7 +575,7 @@ void backend_cuda_reset_counters(backend *b) {
     memset(st->bytes, 0, sizeof st->bytes);
     memset(st->calls, 0, sizeof st->calls);
     memset(st->ms, 0, sizeof st->ms);
-    st->decode_steps = st->replays = st->captures = 0;
+    st->decode_steps = st->replays = st->captures = st->attn_split_ops = 0;
 }
 
 void backend_cuda_profile_print(backend *b, FILE *f) {

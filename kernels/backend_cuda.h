@@ -72,6 +72,7 @@ typedef struct {
     size_t weight_bytes; /* weights held on the device */
     char device[256];    /* device name and compute capability */
     int attn_form;       /* the attention's form: kernels.h K_ATTN_SPLIT or K_ATTN_CLUSTER */
+    long attn_split_ops; /* attention ops issued (run eagerly or captured) as slices + merge */
 } backend_cuda_counters;
 
 void backend_cuda_stats(backend *b, backend_cuda_counters *c);

@@ -196,9 +196,10 @@ enum { K_ATTN_SPLIT = 0, K_ATTN_CLUSTER = 1 };
  * past it, only slower); 0: the ring decides. The same for every n_tok, so a row's result is
  * the same decoded alone or in a chunk (a speculative verify pass). */
 int k_attention_splits(int form, int max_ctx, int horizon, int n_tok, int n_heads, int head_dim);
-/* Which of k_attention_splits's answers a horizon can change, as a class (0: no horizon, 1-3):
- * two horizons of one class give every ring the same cut, so a captured step stays valid
- * between them. */
+/* Which of k_attention_splits's answers a horizon changes, as a class from 0 (none: no horizon,
+ * or one past every reach) to K_ATTN_HORIZON_CLASSES - 1: two horizons of one class give every
+ * ring and head width the same cut, so a step captured under one stays right under the other. */
+#define K_ATTN_HORIZON_CLASSES 8
 int k_attention_horizon_class(int horizon);
 /* 1 if the current device runs the cluster form, else 0 (asked of the driver once). */
 int k_attention_has_clusters(void);

@@ -25,8 +25,7 @@ static void test_attention(const char *form) {
         {5, 8, 2, 256, 4096, 0, 1500, 2000}, /* a verify-sized chunk */
         {1, 8, 2, 512, 3000, 0, 1900, 1000}, /* past its horizon: slower, still right */
     };
-    /* which form each case ran in: the backend's form (its counters say which) and the cut
-     * k_attention_splits gives that ring in it (0: one cluster kernel) */
+    /* which form each case ran in: the backend's counters say whether it issued slices + merge */
     const int has_clusters = k_attention_has_clusters();
     backend_cuda_counters bc;
     backend_cuda_stats(gpu, &bc);
@@ -64,9 +63,17 @@ static void test_attention(const char *form) {
         const int horizon = cases[i].horizon;
         gpu->set_horizon(gpu, horizon);
         cpu->attention(cpu, out.c, q.c, kc.c, vc.c, n_tok, pos0, len, window, H, KV, hd);
+        backend_cuda_stats(gpu, &bc);
+        const long split_before = bc.attn_split_ops;
         gpu->attention(gpu, out.g, q.g, kc.g, vc.g, n_tok, pos0, len, window, H, KV, hd);
-        in_clusters += k_attention_splits(bc.attn_form, window > 0 && window < len ? window : len,
-                                          horizon, n_tok, H, hd) == 0;
+        backend_cuda_stats(gpu, &bc);
+        const int clustered = bc.attn_split_ops == split_before;
+        in_clusters += clustered;
+        /* a horizon within the cluster form's reach takes the case there, whatever the ring */
+        if (horizon > 0 && has_clusters && bc.attn_form == K_ATTN_CLUSTER)
+            EXPECT(clustered == (k_attention_splits(K_ATTN_CLUSTER, len, horizon, 1, H, hd) == 0),
+                   "attention (%s), ring %d, horizon %d: the backend ran the %s form", form, len,
+                   horizon, clustered ? "cluster" : "split");
         snprintf(what, sizeof what,
                  "attention (%s) %d rows, %d/%d heads, hd %d, len %d, window %d, pos %d, "
                  "horizon %d",

@@ -37,7 +37,7 @@ static void check_horizon(model *m, const char *dir) {
     float *steps[3], *chunk = xmalloc((size_t)LAST * V * sizeof(float));
     int fed[STEPS];
     double worst = 0;
-    long captures[3];
+    long captures[3], split_ops[3], split_total = 0; /* attention ops issued as slices + merge */
     for (int seq = 0; seq < 3; seq++) {
         const int horizon = seq == 0 ? 0 : HORIZON;
         steps[seq] = xmalloc((size_t)STEPS * V * sizeof(float));
@@ -73,6 +73,8 @@ static void check_horizon(model *m, const char *dir) {
         backend_cuda_counters cnt;
         backend_cuda_stats(dg->b, &cnt);
         captures[seq] = cnt.captures;
+        split_ops[seq] = cnt.attn_split_ops - split_total;
+        split_total = cnt.attn_split_ops;
     }
     EXPECT(!memcmp(steps[2], steps[1], (size_t)STEPS * V * sizeof(float)),
            "%s: the same tokens under the same horizon gave other logits", dir);
@@ -82,17 +84,20 @@ static void check_horizon(model *m, const char *dir) {
     EXPECT(captures[0] == want[0] && captures[1] == want[1] && captures[2] == want[2],
            "%s: horizon: %ld, %ld, %ld graphs captured after each sequence (want %ld, %ld, %ld)",
            dir, captures[0], captures[1], captures[2], want[0], want[1], want[2]);
-    /* which form the full layers took: their ring is the cache's (CAP positions) */
-    const int hd = m->config.max_head_dim;
+    /* Which form the full layers took (their ring is the cache's, CAP positions): slices
+     * without a horizon, and under it one cluster kernel where the backend runs that form - so
+     * the horizon reached the kernels, not only the graph keys. */
     backend_cuda_counters bc;
     backend_cuda_stats(dg->b, &bc);
-    printf("%-40s horizon %d / none in a cache of %d: full layers %s / %s; max|gpu-cpu| %.2e, "
-           "%ld graphs captured\n",
-           dir, HORIZON, CAP,
-           k_attention_splits(bc.attn_form, CAP, HORIZON, 1, m->config.n_heads, hd) ? "split"
-                                                                                    : "cluster",
-           k_attention_splits(bc.attn_form, CAP, 0, 1, m->config.n_heads, hd) ? "split" : "cluster",
-           worst, captures[2]);
+    const int clusters = bc.attn_form == K_ATTN_CLUSTER;
+    EXPECT(split_ops[0] > 0 && (clusters ? split_ops[1] == 0 && split_ops[2] == 0
+                                         : split_ops[1] > 0 && split_ops[2] > 0),
+           "%s: horizon: %ld, %ld, %ld attention ops as slices + merge in the three sequences "
+           "(want some, then %s)",
+           dir, split_ops[0], split_ops[1], split_ops[2], clusters ? "none" : "some");
+    printf("%-40s horizon %d / none in a cache of %d: %ld / %ld attention ops as slices; "
+           "max|gpu-cpu| %.2e, %ld graphs captured\n",
+           dir, HORIZON, CAP, split_ops[1], split_ops[0], worst, captures[2]);
     for (int seq = 0; seq < 3; seq++)
         free(steps[seq]);
     free(chunk);
