@@ -420,8 +420,16 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
      * ran); the sequence's horizon stays prompt + steps (DECODE_PROFILE_HORIZON=0: none, the
      * capacity alone picks the attention's form, as before session 33) */
     const char *max_len = getenv("DECODE_PROFILE_MAX_LEN");
-    if (max_len && atoi(max_len) > o.max_model_len) o.max_model_len = atoi(max_len);
+    if (max_len && *max_len) {
+        char *end = NULL;
+        const long n = strtol(max_len, &end, 10);
+        if (*end || n < 1 || n > 1 << 24)
+            die("DECODE_PROFILE_MAX_LEN: \"%s\" is not a number of positions", max_len);
+        if (n > o.max_model_len) o.max_model_len = (int)n;
+    }
     const char *hz = getenv("DECODE_PROFILE_HORIZON");
+    if (hz && *hz && strcmp(hz, "0") && strcmp(hz, "1"))
+        die("DECODE_PROFILE_HORIZON: \"%s\" is neither 0 (none) nor 1 (prompt + steps)", hz);
     const int horizon = hz && !strcmp(hz, "0") ? 0 : prompt + steps;
     decoder *d = decoder_new(m, &o, err, sizeof err);
     if (!d) die("%s", err);
