@@ -416,7 +416,7 @@ static const attn_cluster_shape attn_cluster_shapes[] = {
     attn_cluster_of<ATT_PER_LANE, 8, 2>(ATT_MAXD),
 };
 #define ATT_CLUSTER_SHAPES ((int)(sizeof attn_cluster_shapes / sizeof attn_cluster_shapes[0]))
-static_assert(sizeof attn_cluster_shapes / sizeof attn_cluster_shapes[0] < K_ATTN_HORIZON_CLASSES,
+static_assert(ATT_CLUSTER_SHAPES < K_ATTN_HORIZON_CLASSES,
               "a horizon class for every reach, and 0");
 
 static const attn_cluster_shape *attn_cluster_shape_for(int head_dim) {

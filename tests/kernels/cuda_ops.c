@@ -595,10 +595,10 @@ static int model_id_limit(const model *m) {
     return m->config.ple_dim && m->config.ple_vocab < V ? m->config.ple_vocab : V;
 }
 
-/* A CPU decoder and a CUDA one of m, 256 positions each; dies naming dir when either fails. */
-static void decoders_new(model *m, const char *dir, decoder **dc, decoder **dg) {
+/* A CPU decoder and a CUDA one of m, cap positions each; dies naming dir when either fails. */
+static void decoders_new(model *m, const char *dir, int cap, decoder **dc, decoder **dg) {
     char err[512];
-    engine_options oc = {.max_model_len = 256, .device = "cpu"};
+    engine_options oc = {.max_model_len = cap, .device = "cpu"};
     engine_options og = oc;
     og.device = "cuda";
     *dc = decoder_new(m, &oc, err, sizeof err);
@@ -623,7 +623,7 @@ static void check_graph_drop(model *m, const char *dir) {
     const char *attn = getenv("GEMMA_CUDA_ATTN");
     char *saved = attn ? xasprintf("%s", attn) : NULL;
     setenv("GEMMA_CUDA_ATTN", "split", 1);
-    decoders_new(m, dir, &dc, &dg);
+    decoders_new(m, dir, 256, &dc, &dg);
     if (saved)
         setenv("GEMMA_CUDA_ATTN", saved, 1);
     else
@@ -674,7 +674,7 @@ static void check_model(const char *dir) {
     if (!m) die("%s", err);
     const int V = model_vocab_size(m), N = 72, STEPS = 24, id_max = model_id_limit(m);
     decoder *dc, *dg;
-    decoders_new(m, dir, &dc, &dg);
+    decoders_new(m, dir, 256, &dc, &dg);
     int *ids = xmalloc((size_t)(N + STEPS) * sizeof(int));
     for (int i = 0; i < N; i++)
         ids[i] = rng_int(id_max);

@@ -192,7 +192,7 @@ static void check_drafter(const char *dir) {
     if (!as) die("%s", err);
     const int V = model_vocab_size(m), N = 80, ROUNDS = 8;
     decoder *dc, *dg;
-    decoders_new(m, dir, &dc, &dg);
+    decoders_new(m, dir, 256, &dc, &dg);
     drafter *rc = drafter_new(as, dc, 0, err, sizeof err),
             *rg = drafter_new(as, dg, 0, err, sizeof err);
     if (!rc || !rg) die("%s: %s", adir, err);

@@ -19,14 +19,8 @@ static void check_horizon(model *m, const char *dir) {
      * capacity only sizes the caches (and picks the attention's form). */
     const int saved_max = m->config.max_positions;
     if (m->config.max_positions < CAP) m->config.max_positions = CAP;
-    char err[512];
-    engine_options oc = {.max_model_len = CAP, .device = "cpu"};
-    engine_options og = oc;
-    og.device = "cuda";
-    decoder *dc = decoder_new(m, &oc, err, sizeof err);
-    if (!dc) die("%s: %s", dir, err);
-    decoder *dg = decoder_new(m, &og, err, sizeof err);
-    if (!dg) die("%s: %s", dir, err);
+    decoder *dc, *dg;
+    decoders_new(m, dir, CAP, &dc, &dg);
     m->config.max_positions = saved_max;
 
     int ids[N];
