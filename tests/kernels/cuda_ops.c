@@ -37,7 +37,8 @@
  *                               DECODE_PROFILE_NCU=1 brackets the measured steps with
  *                               cudaProfilerStart / Stop for `ncu --profile-from-start off`,
  *                               DECODE_PROFILE_TRACE=FILE writes their kernels' timeline
- *                               (cuda_ops_trace.h; bench/trace_step.py reads it),
+ *                               (cuda_ops_trace.h; bench/trace_step.py reads it) - with
+ *                               DECODE_PROFILE_TRACE_ROWS=N, of the verify pass over N rows,
  *                               DECODE_PROFILE_MAX_LEN=N a larger decoder capacity, and
  *                               DECODE_PROFILE_HORIZON=0 leaves the sequence's horizon unset
  *

@@ -310,10 +310,13 @@ static int env_on(const char *name) {
 /* DECODE_PROFILE_VERIFY="2 4 5 9": after the decode steps, a speculative verify's forward pass
  * over n positions (no logits; the head's argmax is not included), run where the decoder
  * stands and rolled back each time - eager, captured, then timed over 32 replays. One line per
- * n: ms per pass and its cost in decode steps (step_ms, measured just before). */
-static void verify_profile(decoder *d, const char *label, double step_ms) {
+ * n: ms per pass and its cost in decode steps (step_ms, measured just before). With trace_rows
+ * (DECODE_PROFILE_TRACE_ROWS), the timeline's measured window is that pass's 32 replays instead
+ * of the decode steps; returns whether it was written. */
+static int verify_profile(decoder *d, const char *label, double step_ms, int trace_rows) {
     const char *list = getenv("DECODE_PROFILE_VERIFY");
-    if (!list || !*list) return;
+    int traced = 0;
+    if (!list || !*list) return traced;
     const int pos = decoder_pos(d), id_max = model_id_limit(d->m);
     for (const char *p = list; *p;) {
         char *end = NULL;
@@ -328,18 +331,31 @@ static void verify_profile(decoder *d, const char *label, double step_ms) {
             buf[i] = (int)((7919u * (unsigned)(i + 1)) % (unsigned)id_max);
         float probe;
         double t0 = 0;
+        uint64_t tr0 = 0;
+        const int trace_this = n == trace_rows && !traced;
         enum { WARM = 3, REPS = 32 };
         for (int r = 0; r < WARM + REPS; r++) {
-            if (r == WARM) t0 = now_seconds();
+            if (r == WARM) {
+                if (trace_this) {
+                    d->b->download(d->b, &probe, d->hidden, 1); /* the warm-up out of the window */
+                    tr0 = trace_now();
+                }
+                t0 = now_seconds();
+            }
             CHECK(decoder_forward(d, buf, (int)n, NULL, 0) == 0);
             CHECK(decoder_truncate(d, pos) == 0);
         }
         d->b->download(d->b, &probe, d->hidden, 1); /* waits for the last pass */
         const double ms = 1e3 * (now_seconds() - t0) / REPS;
+        if (trace_this) {
+            trace_end(tr0, trace_now(), REPS);
+            traced = 1;
+        }
         printf("{\"run\": \"%s\", \"verify_rows\": %ld, \"ms_per_verify\": %.4f, "
                "\"decode_steps\": %.2f}\n",
                label, n, ms, ms / step_ms);
     }
+    return traced;
 }
 
 /* DECODE_PROFILE_SKIP="split,merge,..." as kernels.h's K_SKIP_* mask (profiling only: the
@@ -410,10 +426,23 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
     const char *trace = getenv("DECODE_PROFILE_TRACE");
     const int tracing = trace && *trace;
     uint64_t trace_t0 = 0, trace_t1 = 0;
-    if (tracing) trace_begin(trace);
     /* room for DECODE_PROFILE_VERIFY's passes only when asked (the length sets the full
      * layers' attention slices, and so the step) */
     const char *verify = getenv("DECODE_PROFILE_VERIFY");
+    /* DECODE_PROFILE_TRACE_ROWS=N: the timeline is of the verify pass over N positions (one of
+     * DECODE_PROFILE_VERIFY's), its 32 timed replays as the "steps" */
+    const char *trows = getenv("DECODE_PROFILE_TRACE_ROWS");
+    int trace_rows = 0;
+    if (trows && *trows) {
+        char *end = NULL;
+        const long n = strtol(trows, &end, 10);
+        if (*end || n < 1 || n > 64 || !tracing || !verify || !*verify)
+            die("DECODE_PROFILE_TRACE_ROWS: \"%s\" must be a row count of DECODE_PROFILE_VERIFY's, "
+                "with DECODE_PROFILE_TRACE set",
+                trows);
+        trace_rows = (int)n;
+    }
+    if (tracing) trace_begin(trace);
     engine_options o = {.max_model_len = prompt + steps + 8 + (verify && *verify ? 64 : 0),
                         .device = "cuda"};
     /* DECODE_PROFILE_MAX_LEN=N: a larger capacity (MAX_MODEL_LEN=4096, as the challenge's record
@@ -469,8 +498,11 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
                label, steps, 1e3 * dt / steps, steps / dt, c.bytes / steps, c.weight_bytes,
                c.replays, c.device);
         if (!strcmp(profile, "1")) backend_cuda_profile_print(d->b, stdout);
-        if (tracing) trace_end(trace_t0, trace_t1, steps); /* before the verify passes */
-        verify_profile(d, label, 1e3 * dt / steps);
+        if (tracing && !trace_rows) trace_end(trace_t0, trace_t1, steps); /* before verify */
+        if (!verify_profile(d, label, 1e3 * dt / steps, trace_rows) && trace_rows)
+            die("DECODE_PROFILE_TRACE_ROWS=%d: no verify pass of that many rows in "
+                "DECODE_PROFILE_VERIFY=\"%s\"",
+                trace_rows, verify);
     }
     fflush(stdout);
     free(ids);
