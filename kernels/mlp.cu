@@ -32,6 +32,9 @@
  *
  * What it leaves in memory is what the four ops it replaces leave: h in the gate buffer, u in
  * the up buffer, the product in out. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "bulk.cuh"
 #include "kcommon.cuh"
 #include "warp_sum_t.cuh"
@@ -52,27 +55,40 @@ __device__ __forceinline__ uint4 ring_take(const unsigned char *ring, uint64_t *
 }
 
 /* Inputs t0 .. t0 + NT - 1 (those below n) of x[n][H]; B intermediate indices a batch. Dynamic
- * shared memory: the ring (S rows of 2H bytes), then full[S] and empty[S]. */
-#define MLP_MAX_THREADS  512 /* H <= 3840: up to 128 registers a thread (NT <= 4) */
-#define MLP_WIDE_THREADS 384 /* NT = 8, H <= 2816: up to 168 registers a thread */
+ * shared memory: the ring (S rows of 2H bytes), then full[S] and empty[S].
+ *
+ * TS: the inputs are shared out among TS groups of H / 8 consumer threads, NT / TS inputs a
+ * thread. Each group reads every row and does what one thread did for its inputs, so the sums
+ * and their order - and the bits - do not depend on TS. Why: over several inputs the kernel is
+ * bound by its arithmetic's latency, not by memory (Nsight Compute, session 34: over 8 inputs
+ * one issued instruction a scheduler every 2.3 cycles, 11 warps a multiprocessor), and twice the
+ * warps with half the registers each hide twice as much of it. */
+#define MLP_MAX_THREADS   512 /* H <= 3840: up to 128 registers a thread (NT <= 4) */
+#define MLP_WIDE_THREADS  384 /* NT = 8, H <= 2816: up to 168 registers a thread */
+#define MLP_SPLIT_THREADS 672 /* TS = 2, H <= 2560: up to 96 registers a thread */
 
-template <int NT, int B>
-__global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 1)
+template <int NT, int B, int TS = 1>
+__global__ void __launch_bounds__(TS == 2   ? MLP_SPLIT_THREADS
+                                  : NT >= 8 ? MLP_WIDE_THREADS
+                                            : MLP_MAX_THREADS,
+                                  1)
     mlp_kernel(const uint4 *__restrict__ gate, const uint4 *__restrict__ up,
                const uint4 *__restrict__ downt, const float *__restrict__ x,
                float *__restrict__ h_out, float *__restrict__ u_out, float *__restrict__ partial,
                int H, int I, int n, int t0, int p0, int S, int depth) {
+    static_assert(NT % TS == 0, "a thread's share of the inputs");
+    constexpr int NTT = NT / TS; /* inputs a thread */
     extern __shared__ __align__(128) unsigned char ring[];
     const int row_bytes = 2 * H, CT = H / 8, CW = CT / 32;
     uint64_t *full = reinterpret_cast<uint64_t *>(ring + (size_t)S * row_bytes), *empty = full + S;
-    __shared__ float red[32][2 * B * NT], hs[B * NT];
+    __shared__ float red[32][2 * B * NT], hs[B * NT]; /* red: a row per column warp */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, G = gridDim.x;
     const int k0 = (int)((long long)I * blockIdx.x / G),
               k1 = (int)((long long)I * (blockIdx.x + 1) / G);
-    ring_init(full, empty, S, CW);
+    ring_init(full, empty, S, TS * CW);
     __syncthreads();
     k_launch_next();
-    if (warp == CW) { /* the producer: weights need nothing of an earlier kernel */
+    if (warp == TS * CW) { /* the producer: weights need nothing of an earlier kernel */
         if (lane == 0) {
             ring_producer p;
             for (int kb = k0; kb < k1; kb += B) {
@@ -90,13 +106,15 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
         return; /* the consumers' wait is the block's (kcommon.cuh) */
     }
     k_wait_only();
-    const int c = threadIdx.x; /* columns 8c .. 8c + 7 */
-    float xr[NT][8], out[NT][8];
+    const int grp = TS == 1 ? 0 : threadIdx.x / CT; /* inputs tb .. tb + NTT - 1 of the pass */
+    const int c = threadIdx.x - grp * CT, wc = warp - grp * CW; /* columns 8c .. 8c + 7 */
+    const int tb = grp * NTT;
+    float xr[NTT][8], out[NTT][8];
 #pragma unroll
-    for (int tt = 0; tt < NT; tt++) {
-        const bool live = t0 + tt < n;
+    for (int tt = 0; tt < NTT; tt++) {
+        const bool live = t0 + tb + tt < n;
         const float4 *xp =
-            reinterpret_cast<const float4 *>(x + (size_t)(live ? t0 + tt : t0) * H) + 2 * c;
+            reinterpret_cast<const float4 *>(x + (size_t)(live ? t0 + tb + tt : t0) * H) + 2 * c;
         const float4 a = xp[0], b = xp[1];
         xr[tt][0] = a.x, xr[tt][1] = a.y, xr[tt][2] = a.z, xr[tt][3] = a.w;
         xr[tt][4] = b.x, xr[tt][5] = b.y, xr[tt][6] = b.z, xr[tt][7] = b.w;
@@ -107,20 +125,20 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
     unsigned st = 0, ph = 0;
     for (int kb = k0; kb < k1; kb += B) {
         const int nk = min(B, k1 - kb);
-        float acc[NT][2 * B];
+        float acc[NTT][2 * B];
 #pragma unroll
         for (int m = 0; m < 2; m++)
 #pragma unroll
             for (int i = 0; i < B; i++) {
 #pragma unroll
-                for (int tt = 0; tt < NT; tt++)
+                for (int tt = 0; tt < NTT; tt++)
                     acc[tt][m * B + i] = 0.0f;
                 if (i < nk) {
                     float w[8];
                     unpack16<__nv_bfloat16>(
                         ring_take(ring, full, empty, st, ph, S, row_bytes, c, lane), w);
 #pragma unroll
-                    for (int tt = 0; tt < NT; tt++) {
+                    for (int tt = 0; tt < NTT; tt++) {
                         float a = 0.0f;
 #pragma unroll
                         for (int j = 0; j < 8; j++)
@@ -130,14 +148,14 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
                 }
             }
 #pragma unroll
-        for (int tt = 0; tt < NT; tt++) {
+        for (int tt = 0; tt < NTT; tt++) {
             int row;
             const float v = warp_sum_t<2 * B>(acc[tt], lane, &row);
-            if ((lane & (32 / (2 * B) - 1)) == 0) red[warp][tt * 2 * B + row] = v;
+            if ((lane & (32 / (2 * B) - 1)) == 0) red[wc][(tb + tt) * 2 * B + row] = v;
         }
-        bar_consumers(CT);
-        if (c < NT * B) {
-            const int tt = c / B, i = c % B;
+        bar_consumers(TS * CT);
+        if (threadIdx.x < NT * B) {
+            const int tt = threadIdx.x / B, i = threadIdx.x % B;
             if (i < nk && t0 + tt < n) {
                 float gs = 0.0f, us = 0.0f;
                 for (int w = 0; w < CW; w++)
@@ -148,7 +166,7 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
                 u_out[(size_t)(t0 + tt) * I + kb + i] = us;
             }
         }
-        bar_consumers(CT);
+        bar_consumers(TS * CT);
 #pragma unroll
         for (int i = 0; i < B; i++)
             if (i < nk) {
@@ -156,8 +174,8 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
                 unpack16<__nv_bfloat16>(ring_take(ring, full, empty, st, ph, S, row_bytes, c, lane),
                                         w);
 #pragma unroll
-                for (int tt = 0; tt < NT; tt++) {
-                    const float h = hs[tt * B + i];
+                for (int tt = 0; tt < NTT; tt++) {
+                    const float h = hs[(tb + tt) * B + i];
 #pragma unroll
                     for (int j = 0; j < 8; j++)
                         out[tt][j] = fmaf(h, w[j], out[tt][j]);
@@ -165,10 +183,10 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
             }
     }
 #pragma unroll
-    for (int tt = 0; tt < NT; tt++)
-        if (t0 + tt < n) {
-            float4 *po = reinterpret_cast<float4 *>(partial +
-                                                    ((size_t)(t0 + tt - p0) * G + blockIdx.x) * H) +
+    for (int tt = 0; tt < NTT; tt++)
+        if (t0 + tb + tt < n) {
+            float4 *po = reinterpret_cast<float4 *>(
+                             partial + ((size_t)(t0 + tb + tt - p0) * G + blockIdx.x) * H) +
                          2 * c;
             po[0] = make_float4(out[tt][0], out[tt][1], out[tt][2], out[tt][3]);
             po[1] = make_float4(out[tt][4], out[tt][5], out[tt][6], out[tt][7]);
@@ -208,11 +226,17 @@ typedef void (*mlp_fn)(const uint4 *, const uint4 *, const uint4 *, const float 
 
 /* The form for a pass of nt inputs: 1 input and batches of 16, 2 and 8, 4 and 4, 8 and 2 (the
  * accumulators' registers stay about the same; x and the outputs grow with NT). */
-static mlp_fn mlp_form(int nt) {
+static mlp_fn mlp_form(int nt, int ts) {
+    if (ts == 2)
+        return nt >= 8 ? mlp_kernel<8, 2, 2> : nt >= 4 ? mlp_kernel<4, 4, 2> : mlp_kernel<2, 8, 2>;
     return nt >= 8   ? mlp_kernel<8, 2>
            : nt >= 4 ? mlp_kernel<4, 4>
            : nt == 2 ? mlp_kernel<2, 8>
                      : mlp_kernel<1, 16>;
+}
+
+static int mlp_threads(int H, int ts) {
+    return ts * (H / 8) + 32;
 }
 
 static int mlp_stages(int H) {
@@ -248,13 +272,29 @@ static int mlp_grid(void) {
     return sms;
 }
 
-/* Whether every form runs H on this device: sm_90 (the copy engine), H / 8 consumer threads in
- * whole warps, the block's registers and shared memory within a multiprocessor's, and at least
- * 8 intermediate indices a block. Asked once per H (cheap afterwards). */
-/* What k_mlp_supported found for a shape: every form fits (ok), the 8-input form too (wide). A
- * process asks about few shapes (one a model); the device is the current one at the first ask. */
+/* The forms a pass may take: inputs a pass (nt), thread groups (ts) and the launch bound they
+ * were compiled for. */
+enum { MLP_FORMS = 7 };
+static const struct {
+    int nt, ts, bound;
+} mlp_forms[MLP_FORMS] = {{1, 1, MLP_MAX_THREADS},   {2, 1, MLP_MAX_THREADS},
+                          {4, 1, MLP_MAX_THREADS},   {8, 1, MLP_WIDE_THREADS},
+                          {2, 2, MLP_SPLIT_THREADS}, {4, 2, MLP_SPLIT_THREADS},
+                          {8, 2, MLP_SPLIT_THREADS}};
+
+static int mlp_form_index(int nt, int ts) {
+    const int f = nt >= 8 ? 3 : nt >= 4 ? 2 : nt - 1;
+    return ts == 2 ? 3 + f : f;
+}
+
+/* What k_mlp_supported found for a shape: which forms run it on this device (sm_90 - the copy
+ * engine -, the consumer threads in whole warps within the form's bound, the block's registers
+ * and shared memory within a multiprocessor's, at least 8 intermediate indices a block); ok:
+ * the forms of 1, 2 and 4 inputs all do (the others are optional: passes of 4 instead of 8, one
+ * thread group instead of two). Asked once per shape (cheap afterwards); a process asks about
+ * few (one a model); the device is the current one at the first ask. */
 typedef struct {
-    int H, I, ok, wide;
+    int H, I, ok, form[MLP_FORMS];
 } mlp_shape;
 
 static mlp_shape *mlp_shape_of(int H, int I) {
@@ -263,9 +303,9 @@ static mlp_shape *mlp_shape_of(int H, int I) {
     for (int i = 0; i < n_seen; i++)
         if (seen[i].H == H && seen[i].I == I) return &seen[i];
     mlp_shape *e = &seen[n_seen < 8 ? n_seen++ : 7]; /* past 8 shapes, the last slot is reused */
-    *e = (mlp_shape){H, I, 0, 0};
-    int ok = H > 0 && H % 256 == 0 && H / 8 + 32 <= MLP_MAX_THREADS && mlp_grid() > 0 &&
-             I >= 8 * mlp_grid();
+    memset(e, 0, sizeof *e);
+    e->H = H, e->I = I;
+    int ok = H > 0 && H % 256 == 0 && mlp_grid() > 0 && I >= 8 * mlp_grid();
     int dev, major = 0, regs_sm = 0, smem_optin = 0;
     if (ok && cudaGetDevice(&dev) == cudaSuccess) {
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
@@ -275,25 +315,23 @@ static mlp_shape *mlp_shape_of(int H, int I) {
     ok = ok && major >= 9;
     /* Each form's dynamic shared memory limit only grows, so that it fits every shape said yes
      * to, whichever was asked last. */
-    static size_t smem_set[4];
+    static size_t smem_set[MLP_FORMS];
     const size_t smem = (size_t)mlp_stages(H) * (2 * H + 16);
-    int form_ok[4] = {0, 0, 0, 0}; /* nt = 1, 2, 4, 8 */
-    for (int f = 0; ok && f < 4; f++) {
+    for (int f = 0; ok && f < MLP_FORMS; f++) {
+        const mlp_fn fn = mlp_form(mlp_forms[f].nt, mlp_forms[f].ts);
+        const int threads = mlp_threads(H, mlp_forms[f].ts);
         cudaFuncAttributes fa;
         const size_t want = smem > smem_set[f] ? smem : smem_set[f];
-        form_ok[f] =
-            (f < 3 || H / 8 + 32 <= MLP_WIDE_THREADS) &&
-            cudaFuncGetAttributes(&fa, mlp_form(1 << f)) == cudaSuccess &&
-            fa.numRegs * (H / 8 + 32) <= regs_sm &&
-            want + fa.sharedSizeBytes <= (size_t)smem_optin &&
-            cudaFuncSetAttribute(mlp_form(1 << f), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 (int)want) == cudaSuccess;
-        if (form_ok[f]) smem_set[f] = want;
-        if (f < 3) ok = form_ok[f]; /* the 8-input form is optional: passes of 4 instead */
+        e->form[f] =
+            threads <= mlp_forms[f].bound && cudaFuncGetAttributes(&fa, fn) == cudaSuccess &&
+            fa.numRegs * threads <= regs_sm && want + fa.sharedSizeBytes <= (size_t)smem_optin &&
+            cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)want) ==
+                cudaSuccess;
+        if (e->form[f]) smem_set[f] = want;
+        if (f < 3) ok = e->form[f];
     }
     cudaGetLastError(); /* a refusal above is an answer, not an error for the next launch */
     e->ok = ok;
-    e->wide = ok && form_ok[3];
     return e;
 }
 
@@ -313,16 +351,21 @@ extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, co
                       const void *gate, const void *up, const void *down_t, float *partial, int H,
                       int I, int n) {
     if (n <= 0 || (k_skip & K_SKIP_MATVEC)) return;
-    const int G = mlp_grid(), S = mlp_stages(H), wide = mlp_shape_of(H, I)->wide;
-    const int depth = mlp_depth(H);
+    const mlp_shape *e = mlp_shape_of(H, I);
+    const int G = mlp_grid(), S = mlp_stages(H), depth = mlp_depth(H);
+    /* experiment (session 34): 1 = two thread groups, 4 = the same without the 8-input pass */
+    const char *sp = getenv("GEMMA_CUDA_MLP_SPLIT");
+    const int split = sp && *sp ? atoi(sp) : 0;
+    const int wide = split == 4 ? 0 : e->form[3] || (split && e->form[6]);
     const size_t smem = (size_t)S * (2 * H + 16);
     for (int c0 = 0; c0 < n; c0 += MLP_CHUNK) { /* a prefill: chunks of MLP_CHUNK inputs */
         const int c1 = n - c0 < MLP_CHUNK ? n : c0 + MLP_CHUNK;
         for (int t0 = c0; t0 < c1;) {
             const int r = c1 - t0, nt = r >= 5 && wide ? 8 : r >= 3 ? 4 : r;
-            k_launch_ex(mlp_form(nt), dim3(G), dim3(H / 8 + 32), 0, smem, s, (const uint4 *)gate,
-                        (const uint4 *)up, (const uint4 *)down_t, x, h_out, u_out, partial, H, I,
-                        c1, t0, c0, S, depth);
+            const int ts = split && nt >= 2 && e->form[mlp_form_index(nt, 2)] ? 2 : 1;
+            k_launch_ex(mlp_form(nt, ts), dim3(G), dim3(mlp_threads(H, ts)), 0, smem, s,
+                        (const uint4 *)gate, (const uint4 *)up, (const uint4 *)down_t, x, h_out,
+                        u_out, partial, H, I, c1, t0, c0, S, depth);
             K_CHECK_LAUNCH();
             t0 += nt;
         }
