@@ -67,7 +67,7 @@ __device__ __forceinline__ uint4 ring_take(const unsigned char *ring, uint64_t *
 #define MLP_WIDE_THREADS  384 /* NT = 8, H <= 2816: up to 168 registers a thread */
 #define MLP_SPLIT_THREADS 672 /* TS = 2, H <= 2560: up to 96 registers a thread */
 
-template <int NT, int B, int TS = 1>
+template <int NT, int B, int TS = 1, bool LAG = false>
 __global__ void __launch_bounds__(TS == 2   ? MLP_SPLIT_THREADS
                                   : NT >= 8 ? MLP_WIDE_THREADS
                                             : MLP_MAX_THREADS,
@@ -77,29 +77,32 @@ __global__ void __launch_bounds__(TS == 2   ? MLP_SPLIT_THREADS
                float *__restrict__ h_out, float *__restrict__ u_out, float *__restrict__ partial,
                int H, int I, int n, int t0, int p0, int S, int depth) {
     static_assert(NT % TS == 0, "a thread's share of the inputs");
-    constexpr int NTT = NT / TS; /* inputs a thread */
+    constexpr int NTT = NT / TS, NBUF = LAG ? 2 : 1; /* inputs a thread; batches in flight */
     extern __shared__ __align__(128) unsigned char ring[];
     const int row_bytes = 2 * H, CT = H / 8, CW = CT / 32;
     uint64_t *full = reinterpret_cast<uint64_t *>(ring + (size_t)S * row_bytes), *empty = full + S;
-    __shared__ float red[32][2 * B * NT], hs[B * NT]; /* red: a row per column warp */
+    /* red: a row per column warp */
+    __shared__ float red[NBUF][32][2 * B * NT], hs[NBUF][B * NT];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, G = gridDim.x;
     const int k0 = (int)((long long)I * blockIdx.x / G),
               k1 = (int)((long long)I * (blockIdx.x + 1) / G);
+    const int nb = (k1 - k0 + B - 1) / B; /* batches */
     ring_init(full, empty, S, TS * CW);
     __syncthreads();
     k_launch_next();
     if (warp == TS * CW) { /* the producer: weights need nothing of an earlier kernel */
         if (lane == 0) {
             ring_producer p;
-            for (int kb = k0; kb < k1; kb += B) {
-                const int nk = min(B, k1 - kb);
-                for (int m = 0; m < 3; m++)
-                    for (int i = 0; i < nk; i++)
-                        p.put(ring, full, empty, S, depth,
-                              (m == 0   ? gate
-                               : m == 1 ? up
-                                        : downt) +
-                                  (size_t)(kb + i) * (H / 8),
+            for (int j = 0; j <= nb; j++) {
+                const int kb = k0 + j * B, kd = LAG ? kb - B : kb;
+                if (j < nb)
+                    for (int m = 0; m < 2; m++)
+                        for (int i = 0; i < min(B, k1 - kb); i++)
+                            p.put(ring, full, empty, S, depth,
+                                  (m == 0 ? gate : up) + (size_t)(kb + i) * (H / 8), row_bytes);
+                if (LAG ? j > 0 : j < nb)
+                    for (int i = 0; i < min(B, k1 - kd); i++)
+                        p.put(ring, full, empty, S, depth, downt + (size_t)(kd + i) * (H / 8),
                               row_bytes);
             }
         }
@@ -123,8 +126,9 @@ __global__ void __launch_bounds__(TS == 2   ? MLP_SPLIT_THREADS
             out[tt][j] = 0.0f;
     }
     unsigned st = 0, ph = 0;
-    for (int kb = k0; kb < k1; kb += B) {
-        const int nk = min(B, k1 - kb);
+    /* A batch's gate and up rows (nk of them each): each thread's 8-column dots, summed over the
+     * warp into red[jb] */
+    auto gate_up = [&](int nk, int jb) {
         float acc[NTT][2 * B];
 #pragma unroll
         for (int m = 0; m < 2; m++)
@@ -151,22 +155,25 @@ __global__ void __launch_bounds__(TS == 2   ? MLP_SPLIT_THREADS
         for (int tt = 0; tt < NTT; tt++) {
             int row;
             const float v = warp_sum_t<2 * B>(acc[tt], lane, &row);
-            if ((lane & (32 / (2 * B) - 1)) == 0) red[wc][(tb + tt) * 2 * B + row] = v;
+            if ((lane & (32 / (2 * B) - 1)) == 0) red[jb][wc][(tb + tt) * 2 * B + row] = v;
         }
-        bar_consumers(TS * CT);
-        if (threadIdx.x < NT * B) {
-            const int tt = threadIdx.x / B, i = threadIdx.x % B;
-            if (i < nk && t0 + tt < n) {
-                float gs = 0.0f, us = 0.0f;
-                for (int w = 0; w < CW; w++)
-                    gs += red[w][tt * 2 * B + i], us += red[w][tt * 2 * B + B + i];
-                const float h = gelu_tanh(gs) * us;
-                hs[tt * B + i] = h;
-                h_out[(size_t)(t0 + tt) * I + kb + i] = h;
-                u_out[(size_t)(t0 + tt) * I + kb + i] = us;
-            }
+    };
+    /* The h of (input, index) pair q of the batch at kb: the warps' sums in order */
+    auto make_h = [&](int q, int kb, int nk, int jb) {
+        if (q >= NT * B) return;
+        const int tt = q / B, i = q % B;
+        if (i < nk && t0 + tt < n) {
+            float gs = 0.0f, us = 0.0f;
+            for (int w = 0; w < CW; w++)
+                gs += red[jb][w][tt * 2 * B + i], us += red[jb][w][tt * 2 * B + B + i];
+            const float h = gelu_tanh(gs) * us;
+            hs[jb][tt * B + i] = h;
+            h_out[(size_t)(t0 + tt) * I + kb + i] = h;
+            u_out[(size_t)(t0 + tt) * I + kb + i] = us;
         }
-        bar_consumers(TS * CT);
+    };
+    /* A batch's down rows, times its h, into the outputs */
+    auto down_rows = [&](int nk, int jb) {
 #pragma unroll
         for (int i = 0; i < B; i++)
             if (i < nk) {
@@ -175,12 +182,33 @@ __global__ void __launch_bounds__(TS == 2   ? MLP_SPLIT_THREADS
                                         w);
 #pragma unroll
                 for (int tt = 0; tt < NTT; tt++) {
-                    const float h = hs[(tb + tt) * B + i];
+                    const float h = hs[jb][(tb + tt) * B + i];
 #pragma unroll
                     for (int j = 0; j < 8; j++)
                         out[tt][j] = fmaf(h, w[j], out[tt][j]);
                 }
             }
+    };
+    if constexpr (!LAG) {
+        for (int kb = k0; kb < k1; kb += B) {
+            const int nk = min(B, k1 - kb);
+            gate_up(nk, 0);
+            bar_consumers(TS * CT);
+            make_h(threadIdx.x, kb, nk, 0);
+            bar_consumers(TS * CT);
+            down_rows(nk, 0);
+        }
+    } else {
+        /* Batch j's down rows come after batch j + 1's gate and up: one barrier a batch, and the
+         * chains of sums that make batch j's h (a lane of each warp in turn, so that no warp
+         * carries them alone) run while the other warps work on. */
+        for (int j = 0; j <= nb; j++) {
+            const int kb = k0 + j * B, nk = j < nb ? min(B, k1 - kb) : 0;
+            if (nk > 0) gate_up(nk, j & 1);
+            bar_consumers(TS * CT);
+            if (nk > 0) make_h(warp + lane * (TS * CW), kb, nk, j & 1);
+            if (j > 0) down_rows(min(B, k1 - (kb - B)), (j - 1) & 1);
+        }
     }
 #pragma unroll
     for (int tt = 0; tt < NTT; tt++)
@@ -226,13 +254,19 @@ typedef void (*mlp_fn)(const uint4 *, const uint4 *, const uint4 *, const float 
 
 /* The form for a pass of nt inputs: 1 input and batches of 16, 2 and 8, 4 and 4, 8 and 2 (the
  * accumulators' registers stay about the same; x and the outputs grow with NT). */
-static mlp_fn mlp_form(int nt, int ts) {
+template <bool LAG> static mlp_fn mlp_form_lag(int nt, int ts) {
     if (ts == 2)
-        return nt >= 8 ? mlp_kernel<8, 2, 2> : nt >= 4 ? mlp_kernel<4, 4, 2> : mlp_kernel<2, 8, 2>;
-    return nt >= 8   ? mlp_kernel<8, 2>
-           : nt >= 4 ? mlp_kernel<4, 4>
-           : nt == 2 ? mlp_kernel<2, 8>
-                     : mlp_kernel<1, 16>;
+        return nt >= 8   ? mlp_kernel<8, 2, 2, LAG>
+               : nt >= 4 ? mlp_kernel<4, 4, 2, LAG>
+                         : mlp_kernel<2, 8, 2, LAG>;
+    return nt >= 8   ? mlp_kernel<8, 2, 1, LAG>
+           : nt >= 4 ? mlp_kernel<4, 4, 1, LAG>
+           : nt == 2 ? mlp_kernel<2, 8, 1, LAG>
+                     : mlp_kernel<1, 16, 1, LAG>;
+}
+
+static mlp_fn mlp_form(int nt, int ts, int lag) {
+    return lag ? mlp_form_lag<true>(nt, ts) : mlp_form_lag<false>(nt, ts);
 }
 
 static int mlp_threads(int H, int ts) {
@@ -274,17 +308,17 @@ static int mlp_grid(void) {
 
 /* The forms a pass may take: inputs a pass (nt), thread groups (ts) and the launch bound they
  * were compiled for. */
-enum { MLP_FORMS = 7 };
+enum { MLP_FORMS = 14 }; /* the table's, then the same with LAG */
 static const struct {
     int nt, ts, bound;
-} mlp_forms[MLP_FORMS] = {{1, 1, MLP_MAX_THREADS},   {2, 1, MLP_MAX_THREADS},
-                          {4, 1, MLP_MAX_THREADS},   {8, 1, MLP_WIDE_THREADS},
-                          {2, 2, MLP_SPLIT_THREADS}, {4, 2, MLP_SPLIT_THREADS},
-                          {8, 2, MLP_SPLIT_THREADS}};
+} mlp_forms[MLP_FORMS / 2] = {{1, 1, MLP_MAX_THREADS},   {2, 1, MLP_MAX_THREADS},
+                              {4, 1, MLP_MAX_THREADS},   {8, 1, MLP_WIDE_THREADS},
+                              {2, 2, MLP_SPLIT_THREADS}, {4, 2, MLP_SPLIT_THREADS},
+                              {8, 2, MLP_SPLIT_THREADS}};
 
-static int mlp_form_index(int nt, int ts) {
+static int mlp_form_index(int nt, int ts, int lag) {
     const int f = nt >= 8 ? 3 : nt >= 4 ? 2 : nt - 1;
-    return ts == 2 ? 3 + f : f;
+    return (ts == 2 ? 3 + f : f) + (lag ? MLP_FORMS / 2 : 0);
 }
 
 /* What k_mlp_supported found for a shape: which forms run it on this device (sm_90 - the copy
@@ -318,17 +352,18 @@ static mlp_shape *mlp_shape_of(int H, int I) {
     static size_t smem_set[MLP_FORMS];
     const size_t smem = (size_t)mlp_stages(H) * (2 * H + 16);
     for (int f = 0; ok && f < MLP_FORMS; f++) {
-        const mlp_fn fn = mlp_form(mlp_forms[f].nt, mlp_forms[f].ts);
-        const int threads = mlp_threads(H, mlp_forms[f].ts);
+        const int fs = f % (MLP_FORMS / 2);
+        const mlp_fn fn = mlp_form(mlp_forms[fs].nt, mlp_forms[fs].ts, f >= MLP_FORMS / 2);
+        const int threads = mlp_threads(H, mlp_forms[fs].ts);
         cudaFuncAttributes fa;
         const size_t want = smem > smem_set[f] ? smem : smem_set[f];
         e->form[f] =
-            threads <= mlp_forms[f].bound && cudaFuncGetAttributes(&fa, fn) == cudaSuccess &&
+            threads <= mlp_forms[fs].bound && cudaFuncGetAttributes(&fa, fn) == cudaSuccess &&
             fa.numRegs * threads <= regs_sm && want + fa.sharedSizeBytes <= (size_t)smem_optin &&
             cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)want) ==
                 cudaSuccess;
         if (e->form[f]) smem_set[f] = want;
-        if (f < 3) ok = e->form[f];
+        if (fs < 3) ok = e->form[f]; /* 1, 2 and 4 inputs in one group, with and without LAG */
     }
     cudaGetLastError(); /* a refusal above is an answer, not an error for the next launch */
     e->ok = ok;
@@ -356,14 +391,18 @@ extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, co
     /* experiment (session 34): 1 = two thread groups, 4 = the same without the 8-input pass */
     const char *sp = getenv("GEMMA_CUDA_MLP_SPLIT");
     const int split = sp && *sp ? atoi(sp) : 0;
-    const int wide = split == 4 ? 0 : e->form[3] || (split && e->form[6]);
+    const char *lg = getenv("GEMMA_CUDA_MLP_LAG"); /* experiment (session 34) */
+    const int lag = lg && *lg && strcmp(lg, "0");
+    const int wide = split == 4 ? 0
+                                : e->form[mlp_form_index(8, 1, lag)] ||
+                                      (split && e->form[mlp_form_index(8, 2, lag)]);
     const size_t smem = (size_t)S * (2 * H + 16);
     for (int c0 = 0; c0 < n; c0 += MLP_CHUNK) { /* a prefill: chunks of MLP_CHUNK inputs */
         const int c1 = n - c0 < MLP_CHUNK ? n : c0 + MLP_CHUNK;
         for (int t0 = c0; t0 < c1;) {
             const int r = c1 - t0, nt = r >= 5 && wide ? 8 : r >= 3 ? 4 : r;
-            const int ts = split && nt >= 2 && e->form[mlp_form_index(nt, 2)] ? 2 : 1;
-            k_launch_ex(mlp_form(nt, ts), dim3(G), dim3(mlp_threads(H, ts)), 0, smem, s,
+            const int ts = split && nt >= 2 && e->form[mlp_form_index(nt, 2, lag)] ? 2 : 1;
+            k_launch_ex(mlp_form(nt, ts, lag), dim3(G), dim3(mlp_threads(H, ts)), 0, smem, s,
                         (const uint4 *)gate, (const uint4 *)up, (const uint4 *)down_t, x, h_out,
                         u_out, partial, H, I, c1, t0, c0, S, depth);
             K_CHECK_LAUNCH();
