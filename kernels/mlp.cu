@@ -19,6 +19,12 @@
  *     only for a free stage and for fewer than mlp_depth rows in flight. Weights depend on no
  *     earlier kernel, so the ring fills while the kernel before this one (programmatic
  *     dependent launch) is still running;
+ *   - a batch's down rows come after the next batch's gate and up rows, so that one barrier a
+ *     batch covers both (the warps' sums of batch j are in; the h of batch j - 1 is made), and
+ *     the chains of sums that make a batch's h (a lane of each warp in turn) run while the warps
+ *     work on. Over several inputs the kernel is bound by its instructions, not by memory, and
+ *     the second barrier and one warp's chains were what it waited for: a verify pass over 4 / 5
+ *     / 8 inputs on E4B 6 / 12 / 11 % faster, the decode step unchanged (session 34, call 4);
  *   - the block's H partial outputs go to partial[t][block]; mlp_reduce_kernel sums the partials
  *     of each output in block order.
  *
@@ -32,9 +38,6 @@
  *
  * What it leaves in memory is what the four ops it replaces leave: h in the gate buffer, u in
  * the up buffer, the product in out. */
-#include <stdlib.h>
-#include <string.h>
-
 #include "bulk.cuh"
 #include "kcommon.cuh"
 #include "warp_sum_t.cuh"
@@ -55,69 +58,51 @@ __device__ __forceinline__ uint4 ring_take(const unsigned char *ring, uint64_t *
 }
 
 /* Inputs t0 .. t0 + NT - 1 (those below n) of x[n][H]; B intermediate indices a batch. Dynamic
- * shared memory: the ring (S rows of 2H bytes), then full[S] and empty[S].
- *
- * TS: the inputs are shared out among TS groups of H / 8 consumer threads, NT / TS inputs a
- * thread. Each group reads every row and does what one thread did for its inputs, so the sums
- * and their order - and the bits - do not depend on TS. Why: over several inputs the kernel is
- * bound by its arithmetic's latency, not by memory (Nsight Compute, session 34: over 8 inputs
- * one issued instruction a scheduler every 2.3 cycles, 11 warps a multiprocessor), and twice the
- * warps with half the registers each hide twice as much of it. */
-#define MLP_MAX_THREADS   512 /* H <= 3840: up to 128 registers a thread (NT <= 4) */
-#define MLP_WIDE_THREADS  384 /* NT = 8, H <= 2816: up to 168 registers a thread */
-#define MLP_SPLIT_THREADS 672 /* TS = 2, H <= 2560: up to 96 registers a thread */
+ * shared memory: the ring (S rows of 2H bytes), then full[S] and empty[S]. */
+#define MLP_MAX_THREADS  512 /* H <= 3840: up to 128 registers a thread (NT <= 4) */
+#define MLP_WIDE_THREADS 384 /* NT = 8, H <= 2816: up to 168 registers a thread */
 
-template <int NT, int B, int TS = 1, bool LAG = false>
-__global__ void __launch_bounds__(TS == 2   ? MLP_SPLIT_THREADS
-                                  : NT >= 8 ? MLP_WIDE_THREADS
-                                            : MLP_MAX_THREADS,
-                                  1)
+template <int NT, int B>
+__global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 1)
     mlp_kernel(const uint4 *__restrict__ gate, const uint4 *__restrict__ up,
                const uint4 *__restrict__ downt, const float *__restrict__ x,
                float *__restrict__ h_out, float *__restrict__ u_out, float *__restrict__ partial,
                int H, int I, int n, int t0, int p0, int S, int depth) {
-    static_assert(NT % TS == 0, "a thread's share of the inputs");
-    constexpr int NTT = NT / TS, NBUF = LAG ? 2 : 1; /* inputs a thread; batches in flight */
     extern __shared__ __align__(128) unsigned char ring[];
     const int row_bytes = 2 * H, CT = H / 8, CW = CT / 32;
     uint64_t *full = reinterpret_cast<uint64_t *>(ring + (size_t)S * row_bytes), *empty = full + S;
-    /* red: a row per column warp */
-    __shared__ float red[NBUF][32][2 * B * NT], hs[NBUF][B * NT];
+    __shared__ float red[2][32][2 * B * NT], hs[2][B * NT]; /* batch j in [j & 1] */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, G = gridDim.x;
     const int k0 = (int)((long long)I * blockIdx.x / G),
               k1 = (int)((long long)I * (blockIdx.x + 1) / G);
     const int nb = (k1 - k0 + B - 1) / B; /* batches */
-    ring_init(full, empty, S, TS * CW);
+    ring_init(full, empty, S, CW);
     __syncthreads();
     k_launch_next();
-    if (warp == TS * CW) { /* the producer: weights need nothing of an earlier kernel */
+    if (warp == CW) { /* the producer: weights need nothing of an earlier kernel */
         if (lane == 0) {
-            ring_producer p;
+            ring_producer p; /* rows in the consumers' order: gate, up of j, down of j - 1 */
             for (int j = 0; j <= nb; j++) {
-                const int kb = k0 + j * B, kd = LAG ? kb - B : kb;
-                if (j < nb)
-                    for (int m = 0; m < 2; m++)
-                        for (int i = 0; i < min(B, k1 - kb); i++)
-                            p.put(ring, full, empty, S, depth,
-                                  (m == 0 ? gate : up) + (size_t)(kb + i) * (H / 8), row_bytes);
-                if (LAG ? j > 0 : j < nb)
-                    for (int i = 0; i < min(B, k1 - kd); i++)
-                        p.put(ring, full, empty, S, depth, downt + (size_t)(kd + i) * (H / 8),
-                              row_bytes);
+                const int kb = k0 + j * B;
+                for (int m = 0; m < 2 && j < nb; m++)
+                    for (int i = 0; i < min(B, k1 - kb); i++)
+                        p.put(ring, full, empty, S, depth,
+                              (m == 0 ? gate : up) + (size_t)(kb + i) * (H / 8), row_bytes);
+                for (int i = 0; j > 0 && i < min(B, k1 - (kb - B)); i++)
+                    p.put(ring, full, empty, S, depth, downt + (size_t)(kb - B + i) * (H / 8),
+                          row_bytes);
             }
         }
         return; /* the consumers' wait is the block's (kcommon.cuh) */
     }
     k_wait_only();
-    const int grp = TS == 1 ? 0 : threadIdx.x / CT; /* inputs tb .. tb + NTT - 1 of the pass */
-    const int c = threadIdx.x - grp * CT, wc = warp - grp * CW; /* columns 8c .. 8c + 7 */
-    const int tb = grp * NTT;
-    float xr[NTT][8], out[NTT][8];
+    const int c = threadIdx.x; /* columns 8c .. 8c + 7 */
+    float xr[NT][8], out[NT][8];
 #pragma unroll
-    for (int tt = 0; tt < NTT; tt++) {
-        const bool live = t0 + tb + tt < n;
+    for (int tt = 0; tt < NT; tt++) {
+        const bool live = t0 + tt < n;
         const float4 *xp =
-            reinterpret_cast<const float4 *>(x + (size_t)(live ? t0 + tb + tt : t0) * H) + 2 * c;
+            reinterpret_cast<const float4 *>(x + (size_t)(live ? t0 + tt : t0) * H) + 2 * c;
         const float4 a = xp[0], b = xp[1];
         xr[tt][0] = a.x, xr[tt][1] = a.y, xr[tt][2] = a.z, xr[tt][3] = a.w;
         xr[tt][4] = b.x, xr[tt][5] = b.y, xr[tt][6] = b.z, xr[tt][7] = b.w;
@@ -126,23 +111,23 @@ __global__ void __launch_bounds__(TS == 2   ? MLP_SPLIT_THREADS
             out[tt][j] = 0.0f;
     }
     unsigned st = 0, ph = 0;
-    /* A batch's gate and up rows (nk of them each): each thread's 8-column dots, summed over the
-     * warp into red[jb] */
+    /* A batch's gate and up rows (nk of each): each thread's 8-column dots, summed over the warp
+     * into red[jb] */
     auto gate_up = [&](int nk, int jb) {
-        float acc[NTT][2 * B];
+        float acc[NT][2 * B];
 #pragma unroll
         for (int m = 0; m < 2; m++)
 #pragma unroll
             for (int i = 0; i < B; i++) {
 #pragma unroll
-                for (int tt = 0; tt < NTT; tt++)
+                for (int tt = 0; tt < NT; tt++)
                     acc[tt][m * B + i] = 0.0f;
                 if (i < nk) {
                     float w[8];
                     unpack16<__nv_bfloat16>(
                         ring_take(ring, full, empty, st, ph, S, row_bytes, c, lane), w);
 #pragma unroll
-                    for (int tt = 0; tt < NTT; tt++) {
+                    for (int tt = 0; tt < NT; tt++) {
                         float a = 0.0f;
 #pragma unroll
                         for (int j = 0; j < 8; j++)
@@ -152,13 +137,13 @@ __global__ void __launch_bounds__(TS == 2   ? MLP_SPLIT_THREADS
                 }
             }
 #pragma unroll
-        for (int tt = 0; tt < NTT; tt++) {
+        for (int tt = 0; tt < NT; tt++) {
             int row;
             const float v = warp_sum_t<2 * B>(acc[tt], lane, &row);
-            if ((lane & (32 / (2 * B) - 1)) == 0) red[jb][wc][(tb + tt) * 2 * B + row] = v;
+            if ((lane & (32 / (2 * B) - 1)) == 0) red[jb][warp][tt * 2 * B + row] = v;
         }
     };
-    /* The h of (input, index) pair q of the batch at kb: the warps' sums in order */
+    /* The h of (input, index) pair q of the batch at kb: the warps' sums, in order */
     auto make_h = [&](int q, int kb, int nk, int jb) {
         if (q >= NT * B) return;
         const int tt = q / B, i = q % B;
@@ -172,7 +157,7 @@ __global__ void __launch_bounds__(TS == 2   ? MLP_SPLIT_THREADS
             u_out[(size_t)(t0 + tt) * I + kb + i] = us;
         }
     };
-    /* A batch's down rows, times its h, into the outputs */
+    /* A batch's down rows (nk), each times its h, into the outputs */
     auto down_rows = [&](int nk, int jb) {
 #pragma unroll
         for (int i = 0; i < B; i++)
@@ -181,40 +166,30 @@ __global__ void __launch_bounds__(TS == 2   ? MLP_SPLIT_THREADS
                 unpack16<__nv_bfloat16>(ring_take(ring, full, empty, st, ph, S, row_bytes, c, lane),
                                         w);
 #pragma unroll
-                for (int tt = 0; tt < NTT; tt++) {
-                    const float h = hs[jb][(tb + tt) * B + i];
+                for (int tt = 0; tt < NT; tt++) {
+                    const float h = hs[jb][tt * B + i];
 #pragma unroll
                     for (int j = 0; j < 8; j++)
                         out[tt][j] = fmaf(h, w[j], out[tt][j]);
                 }
             }
     };
-    if constexpr (!LAG) {
-        for (int kb = k0; kb < k1; kb += B) {
-            const int nk = min(B, k1 - kb);
-            gate_up(nk, 0);
-            bar_consumers(TS * CT);
-            make_h(threadIdx.x, kb, nk, 0);
-            bar_consumers(TS * CT);
-            down_rows(nk, 0);
-        }
-    } else {
-        /* Batch j's down rows come after batch j + 1's gate and up: one barrier a batch, and the
-         * chains of sums that make batch j's h (a lane of each warp in turn, so that no warp
-         * carries them alone) run while the other warps work on. */
-        for (int j = 0; j <= nb; j++) {
-            const int kb = k0 + j * B, nk = j < nb ? min(B, k1 - kb) : 0;
-            if (nk > 0) gate_up(nk, j & 1);
-            bar_consumers(TS * CT);
-            if (nk > 0) make_h(warp + lane * (TS * CW), kb, nk, j & 1);
-            if (j > 0) down_rows(min(B, k1 - (kb - B)), (j - 1) & 1);
-        }
+    /* Batch j: its gate and up; the barrier (every warp's sums of j are in red, and batch j - 1's
+     * h, made in the round before, is in hs); batch j's h; batch j - 1's down. red[j & 1] is
+     * written again only in round j + 2, after every thread has passed round j + 1's barrier,
+     * that is, after its h for j is made; hs[j & 1] likewise. */
+    for (int j = 0; j <= nb; j++) {
+        const int kb = k0 + j * B, nk = j < nb ? min(B, k1 - kb) : 0;
+        if (nk > 0) gate_up(nk, j & 1);
+        bar_consumers(CT);
+        if (nk > 0) make_h(warp + lane * CW, kb, nk, j & 1);
+        if (j > 0) down_rows(min(B, k1 - (kb - B)), (j - 1) & 1);
     }
 #pragma unroll
-    for (int tt = 0; tt < NTT; tt++)
-        if (t0 + tb + tt < n) {
-            float4 *po = reinterpret_cast<float4 *>(
-                             partial + ((size_t)(t0 + tb + tt - p0) * G + blockIdx.x) * H) +
+    for (int tt = 0; tt < NT; tt++)
+        if (t0 + tt < n) {
+            float4 *po = reinterpret_cast<float4 *>(partial +
+                                                    ((size_t)(t0 + tt - p0) * G + blockIdx.x) * H) +
                          2 * c;
             po[0] = make_float4(out[tt][0], out[tt][1], out[tt][2], out[tt][3]);
             po[1] = make_float4(out[tt][4], out[tt][5], out[tt][6], out[tt][7]);
@@ -254,23 +229,11 @@ typedef void (*mlp_fn)(const uint4 *, const uint4 *, const uint4 *, const float 
 
 /* The form for a pass of nt inputs: 1 input and batches of 16, 2 and 8, 4 and 4, 8 and 2 (the
  * accumulators' registers stay about the same; x and the outputs grow with NT). */
-template <bool LAG> static mlp_fn mlp_form_lag(int nt, int ts) {
-    if (ts == 2)
-        return nt >= 8   ? mlp_kernel<8, 2, 2, LAG>
-               : nt >= 4 ? mlp_kernel<4, 4, 2, LAG>
-                         : mlp_kernel<2, 8, 2, LAG>;
-    return nt >= 8   ? mlp_kernel<8, 2, 1, LAG>
-           : nt >= 4 ? mlp_kernel<4, 4, 1, LAG>
-           : nt == 2 ? mlp_kernel<2, 8, 1, LAG>
-                     : mlp_kernel<1, 16, 1, LAG>;
-}
-
-static mlp_fn mlp_form(int nt, int ts, int lag) {
-    return lag ? mlp_form_lag<true>(nt, ts) : mlp_form_lag<false>(nt, ts);
-}
-
-static int mlp_threads(int H, int ts) {
-    return ts * (H / 8) + 32;
+static mlp_fn mlp_form(int nt) {
+    return nt >= 8   ? mlp_kernel<8, 2>
+           : nt >= 4 ? mlp_kernel<4, 4>
+           : nt == 2 ? mlp_kernel<2, 8>
+                     : mlp_kernel<1, 16>;
 }
 
 static int mlp_stages(int H) {
@@ -306,29 +269,13 @@ static int mlp_grid(void) {
     return sms;
 }
 
-/* The forms a pass may take: inputs a pass (nt), thread groups (ts) and the launch bound they
- * were compiled for. */
-enum { MLP_FORMS = 14 }; /* the table's, then the same with LAG */
-static const struct {
-    int nt, ts, bound;
-} mlp_forms[MLP_FORMS / 2] = {{1, 1, MLP_MAX_THREADS},   {2, 1, MLP_MAX_THREADS},
-                              {4, 1, MLP_MAX_THREADS},   {8, 1, MLP_WIDE_THREADS},
-                              {2, 2, MLP_SPLIT_THREADS}, {4, 2, MLP_SPLIT_THREADS},
-                              {8, 2, MLP_SPLIT_THREADS}};
-
-static int mlp_form_index(int nt, int ts, int lag) {
-    const int f = nt >= 8 ? 3 : nt >= 4 ? 2 : nt - 1;
-    return (ts == 2 ? 3 + f : f) + (lag ? MLP_FORMS / 2 : 0);
-}
-
-/* What k_mlp_supported found for a shape: which forms run it on this device (sm_90 - the copy
- * engine -, the consumer threads in whole warps within the form's bound, the block's registers
- * and shared memory within a multiprocessor's, at least 8 intermediate indices a block); ok:
- * the forms of 1, 2 and 4 inputs all do (the others are optional: passes of 4 instead of 8, one
- * thread group instead of two). Asked once per shape (cheap afterwards); a process asks about
- * few (one a model); the device is the current one at the first ask. */
+/* Whether every form runs H on this device: sm_90 (the copy engine), H / 8 consumer threads in
+ * whole warps, the block's registers and shared memory within a multiprocessor's, and at least
+ * 8 intermediate indices a block. Asked once per H (cheap afterwards). */
+/* What k_mlp_supported found for a shape: every form fits (ok), the 8-input form too (wide). A
+ * process asks about few shapes (one a model); the device is the current one at the first ask. */
 typedef struct {
-    int H, I, ok, form[MLP_FORMS];
+    int H, I, ok, wide;
 } mlp_shape;
 
 static mlp_shape *mlp_shape_of(int H, int I) {
@@ -337,9 +284,9 @@ static mlp_shape *mlp_shape_of(int H, int I) {
     for (int i = 0; i < n_seen; i++)
         if (seen[i].H == H && seen[i].I == I) return &seen[i];
     mlp_shape *e = &seen[n_seen < 8 ? n_seen++ : 7]; /* past 8 shapes, the last slot is reused */
-    memset(e, 0, sizeof *e);
-    e->H = H, e->I = I;
-    int ok = H > 0 && H % 256 == 0 && mlp_grid() > 0 && I >= 8 * mlp_grid();
+    *e = (mlp_shape){H, I, 0, 0};
+    int ok = H > 0 && H % 256 == 0 && H / 8 + 32 <= MLP_MAX_THREADS && mlp_grid() > 0 &&
+             I >= 8 * mlp_grid();
     int dev, major = 0, regs_sm = 0, smem_optin = 0;
     if (ok && cudaGetDevice(&dev) == cudaSuccess) {
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
@@ -349,24 +296,25 @@ static mlp_shape *mlp_shape_of(int H, int I) {
     ok = ok && major >= 9;
     /* Each form's dynamic shared memory limit only grows, so that it fits every shape said yes
      * to, whichever was asked last. */
-    static size_t smem_set[MLP_FORMS];
+    static size_t smem_set[4];
     const size_t smem = (size_t)mlp_stages(H) * (2 * H + 16);
-    for (int f = 0; ok && f < MLP_FORMS; f++) {
-        const int fs = f % (MLP_FORMS / 2);
-        const mlp_fn fn = mlp_form(mlp_forms[fs].nt, mlp_forms[fs].ts, f >= MLP_FORMS / 2);
-        const int threads = mlp_threads(H, mlp_forms[fs].ts);
+    int form_ok[4] = {0, 0, 0, 0}; /* nt = 1, 2, 4, 8 */
+    for (int f = 0; ok && f < 4; f++) {
         cudaFuncAttributes fa;
         const size_t want = smem > smem_set[f] ? smem : smem_set[f];
-        e->form[f] =
-            threads <= mlp_forms[fs].bound && cudaFuncGetAttributes(&fa, fn) == cudaSuccess &&
-            fa.numRegs * threads <= regs_sm && want + fa.sharedSizeBytes <= (size_t)smem_optin &&
-            cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)want) ==
-                cudaSuccess;
-        if (e->form[f]) smem_set[f] = want;
-        if (fs < 3) ok = e->form[f]; /* 1, 2 and 4 inputs in one group, with and without LAG */
+        form_ok[f] =
+            (f < 3 || H / 8 + 32 <= MLP_WIDE_THREADS) &&
+            cudaFuncGetAttributes(&fa, mlp_form(1 << f)) == cudaSuccess &&
+            fa.numRegs * (H / 8 + 32) <= regs_sm &&
+            want + fa.sharedSizeBytes <= (size_t)smem_optin &&
+            cudaFuncSetAttribute(mlp_form(1 << f), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)want) == cudaSuccess;
+        if (form_ok[f]) smem_set[f] = want;
+        if (f < 3) ok = form_ok[f]; /* the 8-input form is optional: passes of 4 instead */
     }
     cudaGetLastError(); /* a refusal above is an answer, not an error for the next launch */
     e->ok = ok;
+    e->wide = ok && form_ok[3];
     return e;
 }
 
@@ -386,25 +334,16 @@ extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, co
                       const void *gate, const void *up, const void *down_t, float *partial, int H,
                       int I, int n) {
     if (n <= 0 || (k_skip & K_SKIP_MATVEC)) return;
-    const mlp_shape *e = mlp_shape_of(H, I);
-    const int G = mlp_grid(), S = mlp_stages(H), depth = mlp_depth(H);
-    /* experiment (session 34): 1 = two thread groups, 4 = the same without the 8-input pass */
-    const char *sp = getenv("GEMMA_CUDA_MLP_SPLIT");
-    const int split = sp && *sp ? atoi(sp) : 0;
-    const char *lg = getenv("GEMMA_CUDA_MLP_LAG"); /* experiment (session 34) */
-    const int lag = lg && *lg && strcmp(lg, "0");
-    const int wide = split == 4 ? 0
-                                : e->form[mlp_form_index(8, 1, lag)] ||
-                                      (split && e->form[mlp_form_index(8, 2, lag)]);
+    const int G = mlp_grid(), S = mlp_stages(H), wide = mlp_shape_of(H, I)->wide;
+    const int depth = mlp_depth(H);
     const size_t smem = (size_t)S * (2 * H + 16);
     for (int c0 = 0; c0 < n; c0 += MLP_CHUNK) { /* a prefill: chunks of MLP_CHUNK inputs */
         const int c1 = n - c0 < MLP_CHUNK ? n : c0 + MLP_CHUNK;
         for (int t0 = c0; t0 < c1;) {
             const int r = c1 - t0, nt = r >= 5 && wide ? 8 : r >= 3 ? 4 : r;
-            const int ts = split && nt >= 2 && e->form[mlp_form_index(nt, 2, lag)] ? 2 : 1;
-            k_launch_ex(mlp_form(nt, ts, lag), dim3(G), dim3(mlp_threads(H, ts)), 0, smem, s,
-                        (const uint4 *)gate, (const uint4 *)up, (const uint4 *)down_t, x, h_out,
-                        u_out, partial, H, I, c1, t0, c0, S, depth);
+            k_launch_ex(mlp_form(nt), dim3(G), dim3(H / 8 + 32), 0, smem, s, (const uint4 *)gate,
+                        (const uint4 *)up, (const uint4 *)down_t, x, h_out, u_out, partial, H, I,
+                        c1, t0, c0, S, depth);
             K_CHECK_LAUNCH();
             t0 += nt;
         }
