@@ -14,11 +14,11 @@
  *   - down is stored transposed on the device (backend_cuda.c cuda_weight_t: row k = column k
  *     of down), so the block's slice of it is k1 - k0 contiguous rows, and h[k] = gelu(g) * u
  *     times row k is added into 8 accumulators a thread - no x at all;
- *   - a producer warp streams the block's rows (a batch of B gate rows, their up rows, their
- *     down rows, the next batch...) into a ring of one-row stages with cp.async.bulk, waiting
- *     only for a free stage and for fewer than mlp_depth rows in flight. Weights depend on no
- *     earlier kernel, so the ring fills while the kernel before this one (programmatic
- *     dependent launch) is still running;
+ *   - a producer warp streams the block's rows (batch j's B gate rows, its up rows, batch
+ *     j - 1's down rows, batch j + 1's gate rows...) into a ring of one-row stages with
+ *     cp.async.bulk, waiting only for a free stage and for fewer than mlp_depth rows in
+ *     flight. Weights depend on no earlier kernel, so the ring fills while the kernel before
+ *     this one (programmatic dependent launch) is still running;
  *   - a batch's down rows come after the next batch's gate and up rows, so that one barrier a
  *     batch covers both (the warps' sums of batch j are in; the h of batch j - 1 is made), and
  *     the chains of sums that make a batch's h (a lane of each warp in turn) run while the warps
@@ -221,8 +221,9 @@ __global__ void __launch_bounds__(256)
 /* ---- launchers ---- */
 
 #define MLP_RING_BYTES                                                                             \
-    (100 * 1024) /* two blocks' rings fit a multiprocessor: the next launch's                      \
-                    block can fill its ring under this one (PDL) */
+    (100 * 1024) /* two blocks' rings fit a multiprocessor's shared memory, so that the            \
+                    next launch's block may fill its ring under this one (PDL) where the           \
+                    form's registers leave room too (E4B: none of the forms since session 34) */
 
 typedef void (*mlp_fn)(const uint4 *, const uint4 *, const uint4 *, const float *, float *, float *,
                        float *, int, int, int, int, int, int, int);
