@@ -21,10 +21,12 @@
  *     this one (programmatic dependent launch) is still running;
  *   - a batch's down rows come after the next batch's gate and up rows, so that one barrier a
  *     batch covers both (the warps' sums of batch j are in; the h of batch j - 1 is made), and
- *     the chains of sums that make a batch's h (a lane of each warp in turn) run while the warps
- *     work on. Over several inputs the kernel is bound by its instructions, not by memory, and
- *     the second barrier and one warp's chains were what it waited for: a verify pass over 4 / 5
- *     / 8 inputs on E4B 6 / 12 / 11 % faster, the decode step unchanged (session 34, call 4);
+ *     the chains of sums that make a batch's h (a lane of each warp in turn, where the block has
+ *     several) run while the warps work on. Over several inputs the kernel is bound by its
+ *     instructions, not by memory, and its two barriers a batch were 13.5 % of its stalls over 8
+ *     inputs (Nsight Compute); without the second and with the chains spread, a verify pass
+ *     over 4 / 5 / 8 inputs on E4B is 6 / 12 / 11 % faster, the decode step unchanged (session
+ *     34, call 4);
  *   - the block's H partial outputs go to partial[t][block]; mlp_reduce_kernel sums the partials
  *     of each output in block order.
  *
@@ -71,6 +73,7 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
     extern __shared__ __align__(128) unsigned char ring[];
     const int row_bytes = 2 * H, CT = H / 8, CW = CT / 32;
     uint64_t *full = reinterpret_cast<uint64_t *>(ring + (size_t)S * row_bytes), *empty = full + S;
+    static_assert(NT * B <= 32, "a batch's h: one (input, index) pair a lane of one warp at most");
     __shared__ float red[2][32][2 * B * NT], hs[2][B * NT]; /* batch j in [j & 1] */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, G = gridDim.x;
     const int k0 = (int)((long long)I * blockIdx.x / G),
@@ -176,8 +179,10 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
     };
     /* Batch j: its gate and up; the barrier (every warp's sums of j are in red, and batch j - 1's
      * h, made in the round before, is in hs); batch j's h; batch j - 1's down. red[j & 1] is
-     * written again only in round j + 2, after every thread has passed round j + 1's barrier,
-     * that is, after its h for j is made; hs[j & 1] likewise. */
+     * written again in round j + 2 before that round's barrier, but after every thread has
+     * passed round j + 1's, that is, after its reads of red[j & 1] (batch j's h); hs[j & 1] is
+     * written again after round j + 2's barrier, when every thread has read it (batch j's down
+     * rows, round j + 1). */
     for (int j = 0; j <= nb; j++) {
         const int kb = k0 + j * B, nk = j < nb ? min(B, k1 - kb) : 0;
         if (nk > 0) gate_up(nk, j & 1);
