@@ -56,10 +56,13 @@
  * the backend fuses as the decode steps it stands for, reproduces them bit for bit. A matrix
  * launched alone may have another K than in a launch with others. The order differs from the
  * CPU backend's, so the two agree to rounding. */
+#include <string.h>
+
 #include <type_traits>
 
 #include "kcommon.cuh"
 #include "matvec.cuh"
+#include "warp_sum_t.cuh"
 
 #define MV_WARPS 8 /* warps per block */
 
@@ -409,7 +412,7 @@ __global__ void __launch_bounds__(WB * 32, mv1_blocks_for<T>(MINB, U, PAIR, GRP,
  * a small, latency-bound launch more than the x loads it saves (call 10: the small model's verify
  * over 4 positions 2.0 decode steps instead of 1.5, while E4B's fell from 2.22 to 1.97). E4B's q /
  * k / v, o, gate + up and down are all above it, its per-layer products (1.3 MB) below. */
-template <typename T, int NT, int R, bool PAIR>
+template <typename T, int NT, int R, bool PAIR, bool TR>
 __global__ void __launch_bounds__(MV_WARPS * 32)
     matvec_rows_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
                        int n) {
@@ -466,24 +469,50 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
                         }
                 }
         }
+        if constexpr (TR) {
+            /* The warp's R x NT (x 2 with the pair) sums at once, transposed: value
+             * (m R + r) NT + t at the lanes warp_sum_t names, the up value of a pair 16 lanes
+             * from its gate value (the top bit of the index is the first fold's). */
+            constexpr int NV = (PAIR ? 2 : 1) * R * NT;
+            float v[NV];
 #pragma unroll
-        for (int r = 0; r < R; r++) {
-            const int row = row0 + r * per;
-#pragma unroll
-            for (int t = 0; t < NT; t++) {
-                acc[r][t] = warp_sum(acc[r][t]);
-                if (pair) acc_up[r][t] = warp_sum(acc_up[r][t]);
-            }
-            if (K == 1) {
-#pragma unroll
-                for (int t = 0; t < NT; t++)
-                    if (row < sg.rows && lane == 0 && t0 + t < n)
-                        mv_store(sg, t0 + t, row, acc[r][t], acc_up[r][t]);
-            } else if (lane == 0) {
+            for (int r = 0; r < R; r++)
 #pragma unroll
                 for (int t = 0; t < NT; t++) {
-                    part[r][warp][t] = acc[r][t];
-                    part_up[r][warp][t] = acc_up[r][t];
+                    v[r * NT + t] = acc[r][t];
+                    if constexpr (PAIR) v[(R + r) * NT + t] = acc_up[r][t];
+                }
+            int idx;
+            const float sum = warp_sum_t<NV>(v, lane, &idx);
+            const float sum_up = PAIR ? __shfl_xor_sync(0xffffffffu, sum, 16) : 0.0f;
+            const int r = (idx / NT) % R, t = idx % NT, row = row0 + r * per;
+            const bool own = (lane & (32 / NV - 1)) == 0 && idx < R * NT;
+            if (K == 1) {
+                if (own && row < sg.rows && t0 + t < n) mv_store(sg, t0 + t, row, sum, sum_up);
+            } else if (own) {
+                part[r][warp][t] = sum;
+                part_up[r][warp][t] = sum_up;
+            }
+        } else {
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const int row = row0 + r * per;
+#pragma unroll
+                for (int t = 0; t < NT; t++) {
+                    acc[r][t] = warp_sum(acc[r][t]);
+                    if (pair) acc_up[r][t] = warp_sum(acc_up[r][t]);
+                }
+                if (K == 1) {
+#pragma unroll
+                    for (int t = 0; t < NT; t++)
+                        if (row < sg.rows && lane == 0 && t0 + t < n)
+                            mv_store(sg, t0 + t, row, acc[r][t], acc_up[r][t]);
+                } else if (lane == 0) {
+#pragma unroll
+                    for (int t = 0; t < NT; t++) {
+                        part[r][warp][t] = acc[r][t];
+                        part_up[r][warp][t] = acc_up[r][t];
+                    }
                 }
             }
         }
@@ -709,11 +738,21 @@ static void launch_pair(cudaStream_t s, const mv_launch &L, unsigned blocks, con
 template <typename T>
 static void launch_rows(cudaStream_t s, const mv_launch &L, unsigned blocks, const float *x,
                         int cols, int n, int R, bool pair) {
+    const char *tre = getenv("GEMMA_CUDA_MV_ROWS_T"); /* experiment (session 35): 0 = one by one */
+    const bool tr = !(tre && !strcmp(tre, "0"));
     void (*kernel)(const mv_launch, const float *, int, int) =
-        pair ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true> : matvec_rows_kernel<T, 8, 2, true>)
-        : R == 4
-            ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false> : matvec_rows_kernel<T, 8, 4, false>)
-            : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false> : matvec_rows_kernel<T, 8, 2, false>);
+        tr ? (pair     ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true, true>
+                                 : matvec_rows_kernel<T, 8, 2, true, true>)
+              : R == 4 ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false, true>
+                                 : matvec_rows_kernel<T, 8, 4, false, true>)
+                       : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false, true>
+                                 : matvec_rows_kernel<T, 8, 2, false, true>))
+           : (pair     ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true, false>
+                                 : matvec_rows_kernel<T, 8, 2, true, false>)
+              : R == 4 ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false, false>
+                                 : matvec_rows_kernel<T, 8, 4, false, false>)
+                       : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false, false>
+                                 : matvec_rows_kernel<T, 8, 2, false, false>));
     k_launch(kernel, dim3(blocks), dim3(MV_WARPS * 32), s, L, x, cols, n);
 }
 
