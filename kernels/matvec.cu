@@ -412,7 +412,7 @@ __global__ void __launch_bounds__(WB * 32, mv1_blocks_for<T>(MINB, U, PAIR, GRP,
  * a small, latency-bound launch more than the x loads it saves (call 10: the small model's verify
  * over 4 positions 2.0 decode steps instead of 1.5, while E4B's fell from 2.22 to 1.97). E4B's q /
  * k / v, o, gate + up and down are all above it, its per-layer products (1.3 MB) below. */
-template <typename T, int NT, int R, bool PAIR, bool TR>
+template <typename T, int NT, int R, bool PAIR, bool TR, int VAR = 0>
 __global__ void __launch_bounds__(MV_WARPS * 32)
     matvec_rows_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
                        int n) {
@@ -433,6 +433,19 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
         w1[r] = (const T *)sg.w + off;
         w2[r] = pair ? (const T *)sg.w_up + off : w1[r];
     }
+    /* VAR 1 / 2 (experiment, session 35): the first chunk's weights before the wait, then each
+     * chunk's x for XB inputs asked for at once and the next chunk's weights before the current
+     * one's products. Same products in the same order. */
+    constexpr int XB = VAR == 2 ? NT / 2 : NT;
+    uint4 wn[R], wn2[R];
+    if constexpr (VAR != 0) {
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            if (nch > 0) {
+                wn[r] = __ldcs(reinterpret_cast<const uint4 *>(w1[r]));
+                if (pair) wn2[r] = __ldcs(reinterpret_cast<const uint4 *>(w2[r]));
+            }
+    }
     k_wait_prior();
 
     for (int t0 = 0; t0 < n; t0 += NT) {
@@ -442,33 +455,84 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
 #pragma unroll
             for (int t = 0; t < NT; t++)
                 acc[r][t] = acc_up[r][t] = 0.0f;
-#pragma unroll 4
-        for (int ch = 0; ch < nch; ch++) {
-            const int c = ch * stride;
-            float wf[R][V], wf2[R][V];
+        if constexpr (VAR != 0) {
+            if (t0 > 0 && nch > 0) /* a second group of inputs starts the row again */
 #pragma unroll
-            for (int r = 0; r < R; r++) {
-                unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w1[r] + c)), wf[r]);
-                if (pair) unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w2[r] + c)), wf2[r]);
-            }
-#pragma unroll
-            for (int t = 0; t < NT; t++)
-                if (t0 + t < n) {
-                    const float4 *xp =
-                        reinterpret_cast<const float4 *>(x + (size_t)(t0 + t) * cols + c0 + c);
-                    float4 xv[V / 4];
-#pragma unroll
-                    for (int q = 0; q < V / 4; q++)
-                        xv[q] = __ldg(xp + q);
-#pragma unroll
-                    for (int r = 0; r < R; r++)
-#pragma unroll
-                        for (int q = 0; q < V / 4; q++) {
-                            acc[r][t] = mv_dot4(wf[r] + 4 * q, xv[q], acc[r][t]);
-                            if (pair) acc_up[r][t] = mv_dot4(wf2[r] + 4 * q, xv[q], acc_up[r][t]);
-                        }
+                for (int r = 0; r < R; r++) {
+                    wn[r] = __ldcs(reinterpret_cast<const uint4 *>(w1[r]));
+                    if (pair) wn2[r] = __ldcs(reinterpret_cast<const uint4 *>(w2[r]));
                 }
-        }
+#pragma unroll 1
+            for (int ch = 0; ch < nch; ch++) {
+                const int c = ch * stride;
+                float wf[R][V], wf2[R][V];
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    unpack16<T>(wn[r], wf[r]);
+                    if (pair) unpack16<T>(wn2[r], wf2[r]);
+                }
+                if (ch + 1 < nch)
+#pragma unroll
+                    for (int r = 0; r < R; r++) {
+                        wn[r] = __ldcs(reinterpret_cast<const uint4 *>(w1[r] + c + stride));
+                        if (pair)
+                            wn2[r] = __ldcs(reinterpret_cast<const uint4 *>(w2[r] + c + stride));
+                    }
+#pragma unroll
+                for (int tb = 0; tb < NT; tb += XB) {
+                    float4 xv[XB][V / 4];
+#pragma unroll
+                    for (int t = 0; t < XB; t++) {
+                        const int tt = t0 + tb + t < n ? t0 + tb + t : t0;
+                        const float4 *xp =
+                            reinterpret_cast<const float4 *>(x + (size_t)tt * cols + c0 + c);
+#pragma unroll
+                        for (int q = 0; q < V / 4; q++)
+                            xv[t][q] = __ldg(xp + q);
+                    }
+#pragma unroll
+                    for (int t = 0; t < XB; t++)
+#pragma unroll
+                        for (int r = 0; r < R; r++)
+#pragma unroll
+                            for (int q = 0; q < V / 4; q++) {
+                                acc[r][tb + t] = mv_dot4(wf[r] + 4 * q, xv[t][q], acc[r][tb + t]);
+                                if (pair)
+                                    acc_up[r][tb + t] =
+                                        mv_dot4(wf2[r] + 4 * q, xv[t][q], acc_up[r][tb + t]);
+                            }
+                }
+            }
+        } else
+#pragma unroll 4
+            for (int ch = 0; ch < nch; ch++) {
+                const int c = ch * stride;
+                float wf[R][V], wf2[R][V];
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w1[r] + c)), wf[r]);
+                    if (pair)
+                        unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w2[r] + c)), wf2[r]);
+                }
+#pragma unroll
+                for (int t = 0; t < NT; t++)
+                    if (t0 + t < n) {
+                        const float4 *xp =
+                            reinterpret_cast<const float4 *>(x + (size_t)(t0 + t) * cols + c0 + c);
+                        float4 xv[V / 4];
+#pragma unroll
+                        for (int q = 0; q < V / 4; q++)
+                            xv[q] = __ldg(xp + q);
+#pragma unroll
+                        for (int r = 0; r < R; r++)
+#pragma unroll
+                            for (int q = 0; q < V / 4; q++) {
+                                acc[r][t] = mv_dot4(wf[r] + 4 * q, xv[q], acc[r][t]);
+                                if (pair)
+                                    acc_up[r][t] = mv_dot4(wf2[r] + 4 * q, xv[q], acc_up[r][t]);
+                            }
+                    }
+            }
         if constexpr (TR) {
             /* The warp's R x NT (x 2 with the pair) sums at once, transposed: value
              * (m R + r) NT + t at the lanes warp_sum_t names, the up value of a pair 16 lanes
@@ -740,6 +804,25 @@ static void launch_rows(cudaStream_t s, const mv_launch &L, unsigned blocks, con
                         int cols, int n, int R, bool pair) {
     const char *tre = getenv("GEMMA_CUDA_MV_ROWS_T"); /* experiment (session 35): 0 = one by one */
     const bool tr = !(tre && !strcmp(tre, "0"));
+    const char *ve = getenv("GEMMA_CUDA_MV_ROWS_V"); /* experiment (session 35): 1 | 2 */
+    const int var = ve && *ve ? atoi(ve) : 0;
+    if (var == 1 || var == 2) {
+        void (*k)(const mv_launch, const float *, int, int) =
+            var == 1 ? (pair     ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true, true, 1>
+                                           : matvec_rows_kernel<T, 8, 2, true, true, 1>)
+                        : R == 4 ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false, true, 1>
+                                           : matvec_rows_kernel<T, 8, 4, false, true, 1>)
+                                 : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false, true, 1>
+                                           : matvec_rows_kernel<T, 8, 2, false, true, 1>))
+                     : (pair     ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true, true, 2>
+                                           : matvec_rows_kernel<T, 8, 2, true, true, 2>)
+                        : R == 4 ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false, true, 2>
+                                           : matvec_rows_kernel<T, 8, 4, false, true, 2>)
+                                 : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false, true, 2>
+                                           : matvec_rows_kernel<T, 8, 2, false, true, 2>));
+        k_launch(k, dim3(blocks), dim3(MV_WARPS * 32), s, L, x, cols, n);
+        return;
+    }
     void (*kernel)(const mv_launch, const float *, int, int) =
         tr ? (pair     ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true, true>
                                  : matvec_rows_kernel<T, 8, 2, true, true>)
