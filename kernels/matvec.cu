@@ -114,6 +114,16 @@ __device__ __forceinline__ float mv_dot16(const float *wf, const float *__restri
     return acc;
 }
 
+/* Experiment (session 35): ask L1 for every line of x[t0 .. t0 + nt)[0 .. cols) at once. Every
+ * block of an n-input launch reads all of x; without this, the first warp to reach each chunk's
+ * lines waits for L2, chunk after chunk. */
+__device__ __forceinline__ void mv_x_prefetch(const float *x, int cols, int t0, int nt) {
+    const int lines = (int)(((size_t)nt * cols * sizeof(float) + 127) / 128);
+    const char *base = reinterpret_cast<const char *>(x + (size_t)t0 * cols);
+    for (int i = threadIdx.x; i < lines; i += blockDim.x)
+        asm volatile("prefetch.global.L1 [%0];" ::"l"(base + (size_t)i * 128));
+}
+
 /* Chunks 0 .. F - 1 of a lane's row (and of the up matrix's when pair). */
 template <typename T, int F>
 __device__ __forceinline__ void mv_first(uint4 *f1, uint4 *f2, const T *w1, const T *w2, int nch,
@@ -159,9 +169,10 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
      * never depend on it), unless prefetching is off. */
     uint4 f1[F], f2[PAIR ? F : 1];
     k_launch_next();
-    if (!prefetch || !VEC) k_wait_only();
+    if (!(prefetch & 1) || !VEC) k_wait_only();
     if (VEC) mv_first<T, F>(f1, f2, w1, w2, nch, stride, pair);
-    if (prefetch && VEC) k_wait_only();
+    if ((prefetch & 1) && VEC) k_wait_only();
+    if (prefetch & 2) mv_x_prefetch(x, cols, 0, n < NT ? n : NT);
 
     for (int t0 = 0; t0 < n; t0 += NT) {
         float acc[NT], acc_up[NT];
@@ -436,7 +447,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
     /* VAR 1 / 2 (experiment, session 35): the first chunk's weights before the wait, then each
      * chunk's x for XB inputs asked for at once and the next chunk's weights before the current
      * one's products. Same products in the same order. */
-    constexpr int XB = VAR == 2 ? NT / 2 : NT;
+    constexpr int XB = VAR == 2 ? NT / 2 : NT; /* VAR 3: VAR 1 and x asked of L1 first */
     uint4 wn[R], wn2[R];
     if constexpr (VAR != 0) {
 #pragma unroll
@@ -447,6 +458,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
             }
     }
     k_wait_prior();
+    if constexpr (VAR == 3) mv_x_prefetch(x, cols, 0, n < NT ? n : NT);
 
     for (int t0 = 0; t0 < n; t0 += NT) {
         float acc[R][NT], acc_up[R][NT];
@@ -769,7 +781,8 @@ template <typename T, int NT, bool VEC, bool PAIR>
 static void launch_nt(cudaStream_t s, const mv_launch &L, unsigned blocks, const float *x, int cols,
                       int n) {
     const dim3 grid(blocks), block(MV_WARPS * 32);
-    const int pf = mv_tune.prefetch > 0;
+    const char *xe = getenv("GEMMA_CUDA_MV_XPF"); /* experiment (session 35) */
+    const int pf = (mv_tune.prefetch > 0) | (NT > 1 && xe && !strcmp(xe, "1") ? 2 : 0);
     /* More chunks first only pays at n = 1 (decode); wider inputs keep F = 2. At n = 1 the lean
      * kernel runs unless the general one is asked for (or 4 chunks first, which only it has). */
     if (!VEC)
@@ -806,6 +819,17 @@ static void launch_rows(cudaStream_t s, const mv_launch &L, unsigned blocks, con
     const bool tr = !(tre && !strcmp(tre, "0"));
     const char *ve = getenv("GEMMA_CUDA_MV_ROWS_V"); /* experiment (session 35): 1 | 2 */
     const int var = ve && *ve ? atoi(ve) : 0;
+    if (var == 3) {
+        void (*k)(const mv_launch, const float *, int, int) =
+            pair     ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true, true, 3>
+                               : matvec_rows_kernel<T, 8, 2, true, true, 3>)
+            : R == 4 ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false, true, 3>
+                               : matvec_rows_kernel<T, 8, 4, false, true, 3>)
+                     : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false, true, 3>
+                               : matvec_rows_kernel<T, 8, 2, false, true, 3>);
+        k_launch(k, dim3(blocks), dim3(MV_WARPS * 32), s, L, x, cols, n);
+        return;
+    }
     if (var == 1 || var == 2) {
         void (*k)(const mv_launch, const float *, int, int) =
             var == 1 ? (pair     ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true, true, 1>
