@@ -56,8 +56,6 @@
  * the backend fuses as the decode steps it stands for, reproduces them bit for bit. A matrix
  * launched alone may have another K than in a launch with others. The order differs from the
  * CPU backend's, so the two agree to rounding. */
-#include <string.h>
-
 #include <type_traits>
 
 #include "kcommon.cuh"
@@ -114,16 +112,6 @@ __device__ __forceinline__ float mv_dot16(const float *wf, const float *__restri
     return acc;
 }
 
-/* Experiment (session 35): ask L1 for every line of x[t0 .. t0 + nt)[0 .. cols) at once. Every
- * block of an n-input launch reads all of x; without this, the first warp to reach each chunk's
- * lines waits for L2, chunk after chunk. */
-__device__ __forceinline__ void mv_x_prefetch(const float *x, int cols, int t0, int nt) {
-    const int lines = (int)(((size_t)nt * cols * sizeof(float) + 127) / 128);
-    const char *base = reinterpret_cast<const char *>(x + (size_t)t0 * cols);
-    for (int i = threadIdx.x; i < lines; i += blockDim.x)
-        asm volatile("prefetch.global.L1 [%0];" ::"l"(base + (size_t)i * 128));
-}
-
 /* Chunks 0 .. F - 1 of a lane's row (and of the up matrix's when pair). */
 template <typename T, int F>
 __device__ __forceinline__ void mv_first(uint4 *f1, uint4 *f2, const T *w1, const T *w2, int nch,
@@ -169,10 +157,9 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
      * never depend on it), unless prefetching is off. */
     uint4 f1[F], f2[PAIR ? F : 1];
     k_launch_next();
-    if (!(prefetch & 1) || !VEC) k_wait_only();
+    if (!prefetch || !VEC) k_wait_only();
     if (VEC) mv_first<T, F>(f1, f2, w1, w2, nch, stride, pair);
-    if ((prefetch & 1) && VEC) k_wait_only();
-    if (prefetch & 2) mv_x_prefetch(x, cols, 0, n < NT ? n : NT);
+    if (prefetch && VEC) k_wait_only();
 
     for (int t0 = 0; t0 < n; t0 += NT) {
         float acc[NT], acc_up[NT];
@@ -418,12 +405,27 @@ __global__ void __launch_bounds__(WB * 32, mv1_blocks_for<T>(MINB, U, PAIR, GRP,
  * rows: warp w takes slice w % K of rows r, r + 8 / K, ... of its block. A row's sum is the
  * general kernel's - the lane's chunks in column order, the warp sum, the K slices in order -
  * so verify and decode still agree bit for bit. Inputs NT at a time (more inputs would pass
- * over the rows again); the vector path only (16-byte loads), no weights before the wait. Used in
- * launches of at least mv_tune.rows_min_kb KiB of weights (default 4096): halving the blocks costs
- * a small, latency-bound launch more than the x loads it saves (call 10: the small model's verify
- * over 4 positions 2.0 decode steps instead of 1.5, while E4B's fell from 2.22 to 1.97). E4B's q /
- * k / v, o, gate + up and down are all above it, its per-layer products (1.3 MB) below. */
-template <typename T, int NT, int R, bool PAIR, bool TR, int VAR = 0>
+ * over the rows again); the vector path only (16-byte loads). Used in launches of at least
+ * mv_tune.rows_min_kb KiB of weights (default 4096): halving the blocks costs a small,
+ * latency-bound launch more than the x loads it saves (call 10: the small model's verify over 4
+ * positions 2.0 decode steps instead of 1.5, while E4B's fell from 2.22 to 1.97). E4B's q / k / v,
+ * o, gate + up and down are all above it, its per-layer products (1.3 MB) below.
+ *
+ * Its loads. Bound by their latency, not by any bandwidth (Nsight Compute, session 35 call 1: q +
+ * k + v over 8 inputs at 0.26 instructions a scheduler a cycle, 12 of 22 cycles a warp waiting on
+ * L1TEX, DRAM 9 % busy). So a chunk's x for all NT inputs is asked for at once, before its
+ * products, and the next chunk's weights before them too; the first chunk's weights go out before
+ * the wait for the previous kernel (weights never depend on it). Measured on E4B (session 35 call
+ * 2, one process alternating): verify passes over 2 / 4 / 8 positions 3.73 / 4.65 / 8.45 ms
+ * against 3.75 / 4.89 / 8.85 with the loop before (4 chunks unrolled, each input's x loaded just
+ * before its products), and with the MLP as grouped products (GEMMA_CUDA_MLP=0, the gate + up
+ * pair through this kernel; call 3) 4.86 / 9.00 ms over 4 / 8 against 6.00 / 9.74. Also tried
+ * there, slower: half the inputs' x at a time, and every line of x asked of L1 first
+ * (prefetch.global.L1) in this kernel and in the general one.
+ *
+ * The warp's R x NT sums (x 2 with the pair) are taken at once, transposed (warp_sum_t: the same
+ * butterfly as warp_sum, so the same bits, in one shuffle a value instead of five). */
+template <typename T, int NT, int R, bool PAIR>
 __global__ void __launch_bounds__(MV_WARPS * 32)
     matvec_rows_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
                        int n) {
@@ -444,21 +446,17 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
         w1[r] = (const T *)sg.w + off;
         w2[r] = pair ? (const T *)sg.w_up + off : w1[r];
     }
-    /* VAR 1 / 2 (experiment, session 35): the first chunk's weights before the wait, then each
-     * chunk's x for XB inputs asked for at once and the next chunk's weights before the current
-     * one's products. Same products in the same order. */
-    constexpr int XB = VAR == 2 ? NT / 2 : NT; /* VAR 3: VAR 1 and x asked of L1 first */
+    /* wn, wn2: the raw weights of the next chunk of each row */
     uint4 wn[R], wn2[R];
-    if constexpr (VAR != 0) {
+    auto load_chunk = [&](int c) {
 #pragma unroll
-        for (int r = 0; r < R; r++)
-            if (nch > 0) {
-                wn[r] = __ldcs(reinterpret_cast<const uint4 *>(w1[r]));
-                if (pair) wn2[r] = __ldcs(reinterpret_cast<const uint4 *>(w2[r]));
-            }
-    }
+        for (int r = 0; r < R; r++) {
+            wn[r] = __ldcs(reinterpret_cast<const uint4 *>(w1[r] + c));
+            if (pair) wn2[r] = __ldcs(reinterpret_cast<const uint4 *>(w2[r] + c));
+        }
+    };
+    if (nch > 0) load_chunk(0);
     k_wait_prior();
-    if constexpr (VAR == 3) mv_x_prefetch(x, cols, 0, n < NT ? n : NT);
 
     for (int t0 = 0; t0 < n; t0 += NT) {
         float acc[R][NT], acc_up[R][NT];
@@ -467,132 +465,60 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
 #pragma unroll
             for (int t = 0; t < NT; t++)
                 acc[r][t] = acc_up[r][t] = 0.0f;
-        if constexpr (VAR != 0) {
-            if (t0 > 0 && nch > 0) /* a second group of inputs starts the row again */
-#pragma unroll
-                for (int r = 0; r < R; r++) {
-                    wn[r] = __ldcs(reinterpret_cast<const uint4 *>(w1[r]));
-                    if (pair) wn2[r] = __ldcs(reinterpret_cast<const uint4 *>(w2[r]));
-                }
+        if (t0 > 0 && nch > 0) load_chunk(0); /* the next group of inputs streams the rows again */
 #pragma unroll 1
-            for (int ch = 0; ch < nch; ch++) {
-                const int c = ch * stride;
-                float wf[R][V], wf2[R][V];
-#pragma unroll
-                for (int r = 0; r < R; r++) {
-                    unpack16<T>(wn[r], wf[r]);
-                    if (pair) unpack16<T>(wn2[r], wf2[r]);
-                }
-                if (ch + 1 < nch)
-#pragma unroll
-                    for (int r = 0; r < R; r++) {
-                        wn[r] = __ldcs(reinterpret_cast<const uint4 *>(w1[r] + c + stride));
-                        if (pair)
-                            wn2[r] = __ldcs(reinterpret_cast<const uint4 *>(w2[r] + c + stride));
-                    }
-#pragma unroll
-                for (int tb = 0; tb < NT; tb += XB) {
-                    float4 xv[XB][V / 4];
-#pragma unroll
-                    for (int t = 0; t < XB; t++) {
-                        const int tt = t0 + tb + t < n ? t0 + tb + t : t0;
-                        const float4 *xp =
-                            reinterpret_cast<const float4 *>(x + (size_t)tt * cols + c0 + c);
-#pragma unroll
-                        for (int q = 0; q < V / 4; q++)
-                            xv[t][q] = __ldg(xp + q);
-                    }
-#pragma unroll
-                    for (int t = 0; t < XB; t++)
-#pragma unroll
-                        for (int r = 0; r < R; r++)
-#pragma unroll
-                            for (int q = 0; q < V / 4; q++) {
-                                acc[r][tb + t] = mv_dot4(wf[r] + 4 * q, xv[t][q], acc[r][tb + t]);
-                                if (pair)
-                                    acc_up[r][tb + t] =
-                                        mv_dot4(wf2[r] + 4 * q, xv[t][q], acc_up[r][tb + t]);
-                            }
-                }
-            }
-        } else
-#pragma unroll 4
-            for (int ch = 0; ch < nch; ch++) {
-                const int c = ch * stride;
-                float wf[R][V], wf2[R][V];
-#pragma unroll
-                for (int r = 0; r < R; r++) {
-                    unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w1[r] + c)), wf[r]);
-                    if (pair)
-                        unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w2[r] + c)), wf2[r]);
-                }
-#pragma unroll
-                for (int t = 0; t < NT; t++)
-                    if (t0 + t < n) {
-                        const float4 *xp =
-                            reinterpret_cast<const float4 *>(x + (size_t)(t0 + t) * cols + c0 + c);
-                        float4 xv[V / 4];
-#pragma unroll
-                        for (int q = 0; q < V / 4; q++)
-                            xv[q] = __ldg(xp + q);
-#pragma unroll
-                        for (int r = 0; r < R; r++)
-#pragma unroll
-                            for (int q = 0; q < V / 4; q++) {
-                                acc[r][t] = mv_dot4(wf[r] + 4 * q, xv[q], acc[r][t]);
-                                if (pair)
-                                    acc_up[r][t] = mv_dot4(wf2[r] + 4 * q, xv[q], acc_up[r][t]);
-                            }
-                    }
-            }
-        if constexpr (TR) {
-            /* The warp's R x NT (x 2 with the pair) sums at once, transposed: value
-             * (m R + r) NT + t at the lanes warp_sum_t names, the up value of a pair 16 lanes
-             * from its gate value (the top bit of the index is the first fold's). */
-            constexpr int NV = (PAIR ? 2 : 1) * R * NT;
-            float v[NV];
-#pragma unroll
-            for (int r = 0; r < R; r++)
-#pragma unroll
-                for (int t = 0; t < NT; t++) {
-                    v[r * NT + t] = acc[r][t];
-                    if constexpr (PAIR) v[(R + r) * NT + t] = acc_up[r][t];
-                }
-            int idx;
-            const float sum = warp_sum_t<NV>(v, lane, &idx);
-            const float sum_up = PAIR ? __shfl_xor_sync(0xffffffffu, sum, 16) : 0.0f;
-            const int r = (idx / NT) % R, t = idx % NT, row = row0 + r * per;
-            const bool own = (lane & (32 / NV - 1)) == 0 && idx < R * NT;
-            if (K == 1) {
-                if (own && row < sg.rows && t0 + t < n) mv_store(sg, t0 + t, row, sum, sum_up);
-            } else if (own) {
-                part[r][warp][t] = sum;
-                part_up[r][warp][t] = sum_up;
-            }
-        } else {
+        for (int ch = 0; ch < nch; ch++) {
+            const int c = ch * stride;
+            float wf[R][V], wf2[R][V];
 #pragma unroll
             for (int r = 0; r < R; r++) {
-                const int row = row0 + r * per;
-#pragma unroll
-                for (int t = 0; t < NT; t++) {
-                    acc[r][t] = warp_sum(acc[r][t]);
-                    if (pair) acc_up[r][t] = warp_sum(acc_up[r][t]);
-                }
-                if (K == 1) {
-#pragma unroll
-                    for (int t = 0; t < NT; t++)
-                        if (row < sg.rows && lane == 0 && t0 + t < n)
-                            mv_store(sg, t0 + t, row, acc[r][t], acc_up[r][t]);
-                } else if (lane == 0) {
-#pragma unroll
-                    for (int t = 0; t < NT; t++) {
-                        part[r][warp][t] = acc[r][t];
-                        part_up[r][warp][t] = acc_up[r][t];
-                    }
-                }
+                unpack16<T>(wn[r], wf[r]);
+                if (pair) unpack16<T>(wn2[r], wf2[r]);
             }
+            if (ch + 1 < nch) load_chunk(c + stride);
+            float4 xv[NT][V / 4]; /* inputs past n read input t0's x; their sums are never stored */
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                const float4 *xp = reinterpret_cast<const float4 *>(
+                    x + (size_t)(t0 + t < n ? t0 + t : t0) * cols + c0 + c);
+#pragma unroll
+                for (int q = 0; q < V / 4; q++)
+                    xv[t][q] = __ldg(xp + q);
+            }
+#pragma unroll
+            for (int t = 0; t < NT; t++)
+#pragma unroll
+                for (int r = 0; r < R; r++)
+#pragma unroll
+                    for (int q = 0; q < V / 4; q++) {
+                        acc[r][t] = mv_dot4(wf[r] + 4 * q, xv[t][q], acc[r][t]);
+                        if (pair) acc_up[r][t] = mv_dot4(wf2[r] + 4 * q, xv[t][q], acc_up[r][t]);
+                    }
         }
-        if (K > 1) { /* uniform over the block: K is the segment's, and a block has one */
+        /* value (m R + r) NT + t (m = 1: the up matrix) ends at the lanes warp_sum_t names; the
+         * up value of a pair is 16 lanes from its gate value (the index's top bit is the first
+         * fold's) */
+        constexpr int NV = (PAIR ? 2 : 1) * R * NT;
+        float v[NV];
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                v[r * NT + t] = acc[r][t];
+                if constexpr (PAIR) v[(R + r) * NT + t] = acc_up[r][t];
+            }
+        int idx;
+        const float sum = warp_sum_t<NV>(v, lane, &idx);
+        const float sum_up = PAIR ? __shfl_xor_sync(0xffffffffu, sum, 16) : 0.0f;
+        const int ri = (idx / NT) % R, ti = idx % NT, row_i = row0 + ri * per;
+        const bool own = (lane & (32 / NV - 1)) == 0 && idx < R * NT;
+        if (K == 1) {
+            if (own && row_i < sg.rows && t0 + ti < n) mv_store(sg, t0 + ti, row_i, sum, sum_up);
+        } else { /* uniform over the block: K is the segment's, and a block has one */
+            if (own) {
+                part[ri][warp][ti] = sum;
+                part_up[ri][warp][ti] = sum_up;
+            }
             __syncthreads();
 #pragma unroll
             for (int r = 0; r < R; r++) {
@@ -600,12 +526,12 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
                 if (row < sg.rows && lane == 0 && slice == 0)
 #pragma unroll
                     for (int t = 0; t < NT; t++) {
-                        float v = 0.0f, vu = 0.0f;
+                        float s = 0.0f, su = 0.0f;
                         for (int k = 0; k < K; k++) {
-                            v += part[r][warp + k][t];
-                            vu += part_up[r][warp + k][t];
+                            s += part[r][warp + k][t];
+                            su += part_up[r][warp + k][t];
                         }
-                        if (t0 + t < n) mv_store(sg, t0 + t, row, v, vu);
+                        if (t0 + t < n) mv_store(sg, t0 + t, row, s, su);
                     }
             }
             __syncthreads(); /* part is reused by the next group of inputs */
@@ -781,8 +707,7 @@ template <typename T, int NT, bool VEC, bool PAIR>
 static void launch_nt(cudaStream_t s, const mv_launch &L, unsigned blocks, const float *x, int cols,
                       int n) {
     const dim3 grid(blocks), block(MV_WARPS * 32);
-    const char *xe = getenv("GEMMA_CUDA_MV_XPF"); /* experiment (session 35) */
-    const int pf = (mv_tune.prefetch > 0) | (NT > 1 && xe && !strcmp(xe, "1") ? 2 : 0);
+    const int pf = mv_tune.prefetch > 0;
     /* More chunks first only pays at n = 1 (decode); wider inputs keep F = 2. At n = 1 the lean
      * kernel runs unless the general one is asked for (or 4 chunks first, which only it has). */
     if (!VEC)
@@ -815,51 +740,11 @@ static void launch_pair(cudaStream_t s, const mv_launch &L, unsigned blocks, con
 template <typename T>
 static void launch_rows(cudaStream_t s, const mv_launch &L, unsigned blocks, const float *x,
                         int cols, int n, int R, bool pair) {
-    const char *tre = getenv("GEMMA_CUDA_MV_ROWS_T"); /* experiment (session 35): 0 = one by one */
-    const bool tr = !(tre && !strcmp(tre, "0"));
-    const char *ve = getenv("GEMMA_CUDA_MV_ROWS_V"); /* experiment (session 35): 1 | 2 */
-    const int var = ve && *ve ? atoi(ve) : 0;
-    if (var == 3) {
-        void (*k)(const mv_launch, const float *, int, int) =
-            pair     ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true, true, 3>
-                               : matvec_rows_kernel<T, 8, 2, true, true, 3>)
-            : R == 4 ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false, true, 3>
-                               : matvec_rows_kernel<T, 8, 4, false, true, 3>)
-                     : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false, true, 3>
-                               : matvec_rows_kernel<T, 8, 2, false, true, 3>);
-        k_launch(k, dim3(blocks), dim3(MV_WARPS * 32), s, L, x, cols, n);
-        return;
-    }
-    if (var == 1 || var == 2) {
-        void (*k)(const mv_launch, const float *, int, int) =
-            var == 1 ? (pair     ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true, true, 1>
-                                           : matvec_rows_kernel<T, 8, 2, true, true, 1>)
-                        : R == 4 ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false, true, 1>
-                                           : matvec_rows_kernel<T, 8, 4, false, true, 1>)
-                                 : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false, true, 1>
-                                           : matvec_rows_kernel<T, 8, 2, false, true, 1>))
-                     : (pair     ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true, true, 2>
-                                           : matvec_rows_kernel<T, 8, 2, true, true, 2>)
-                        : R == 4 ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false, true, 2>
-                                           : matvec_rows_kernel<T, 8, 4, false, true, 2>)
-                                 : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false, true, 2>
-                                           : matvec_rows_kernel<T, 8, 2, false, true, 2>));
-        k_launch(k, dim3(blocks), dim3(MV_WARPS * 32), s, L, x, cols, n);
-        return;
-    }
     void (*kernel)(const mv_launch, const float *, int, int) =
-        tr ? (pair     ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true, true>
-                                 : matvec_rows_kernel<T, 8, 2, true, true>)
-              : R == 4 ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false, true>
-                                 : matvec_rows_kernel<T, 8, 4, false, true>)
-                       : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false, true>
-                                 : matvec_rows_kernel<T, 8, 2, false, true>))
-           : (pair     ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true, false>
-                                 : matvec_rows_kernel<T, 8, 2, true, false>)
-              : R == 4 ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false, false>
-                                 : matvec_rows_kernel<T, 8, 4, false, false>)
-                       : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false, false>
-                                 : matvec_rows_kernel<T, 8, 2, false, false>));
+        pair ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true> : matvec_rows_kernel<T, 8, 2, true>)
+        : R == 4
+            ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false> : matvec_rows_kernel<T, 8, 4, false>)
+            : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false> : matvec_rows_kernel<T, 8, 2, false>);
     k_launch(kernel, dim3(blocks), dim3(MV_WARPS * 32), s, L, x, cols, n);
 }
 
