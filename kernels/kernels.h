@@ -97,7 +97,8 @@ typedef struct {
     int unroll;      /* the column loop's unroll: 4 or 8, or 0 (default): 4 for a decode launch
                         with the gate + up pair, else 8 */
     int prefetch;    /* 16-byte chunks per lane loaded before waiting for the previous kernel:
-                        0 (none), 2 (default) or 4 */
+                        0 (none), 2 (default) or 4; products of 2 .. 8 inputs in launches of
+                        rows_min_kb and more (matvec_rows_kernel) always load one */
     int decode;      /* the n = 1 kernel: K_MV_LEAN (default: matvec1_kernel, at least 6 blocks
                         a multiprocessor in its plain bf16 form, matvec.cu mv1_min_blocks, else
                         the compiler's register count), K_MV_LEAN8 (the same, at most 32

@@ -465,7 +465,9 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
 #pragma unroll
             for (int t = 0; t < NT; t++)
                 acc[r][t] = acc_up[r][t] = 0.0f;
-        if (t0 > 0 && nch > 0) load_chunk(0); /* the next group of inputs streams the rows again */
+        /* launch_rows sends n <= 8 with NT >= n, so one pass; a second would stream the rows
+         * again */
+        if (t0 > 0 && nch > 0) load_chunk(0);
 #pragma unroll 1
         for (int ch = 0; ch < nch; ch++) {
             const int c = ch * stride;

@@ -18,8 +18,11 @@ template <int HALF, int OFF> __device__ __forceinline__ void warp_fold(float *v,
 }
 
 /* The warp's sums of v[0 .. NV) (NV a power of two up to 32), transposed: NV - 1 shuffles in all
- * plus the offsets left over (32 / NV - 1), not 5 a value. Lane l ends with the sum of value
- * *row; the 32 / NV lanes that differ from l only in their low bits hold the same. */
+ * plus log2(32 / NV) for the offsets left over, not 5 a value. Lane l ends with the sum of value
+ * *row; the 32 / NV lanes that differ from l only in their low bits hold the same. Each value is
+ * summed over the same pairs of lanes (distance 16, 8, ..., 1) as warp_sum's butterfly; a lane may
+ * add its partner's half to its own where warp_sum's adds the other way round, and floating-point
+ * addition commutes exactly, so the bits are warp_sum's. */
 template <int NV> __device__ __forceinline__ float warp_sum_t(float *v, int lane, int *row) {
     int r = 0;
     warp_fold<NV / 2, 16>(v, lane, r);

@@ -2,8 +2,8 @@
 # transposed; the experiment switches taken out). Side by side, untimed: the op test with
 # memcheck over its small shapes, and test_gpu.sh steps 2 3 5 (step 5: lossless speculation,
 # k = 1..8 against k = 0, in five settings). Racecheck is left out to give step 5 its time (it ran
-# out beside both sanitizers in session 34; the rows kernel's shared memory and barriers are
-# unchanged). Then bench/bench_gpu.sh alone (its verify table has the fourth row, first run here).
+# out beside both sanitizers in session 34); it ran alone on these binaries in call 5. Then
+# bench/bench_gpu.sh alone (its verify table has the fourth row, first run here).
 B=.carry/s35 CALL=c4; . docs/gpu_logs/common.sh
 timeout 240 compute-sanitizer --tool memcheck --error-exitcode 3 $N/cuda_ops ops small > $T/memcheck.log 2>&1 & P4=$!
 timeout 240 $N/cuda_ops ops > $T/ops.txt 2>&1 & P1=$!
