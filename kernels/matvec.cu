@@ -43,7 +43,7 @@
  *
  * Two to eight inputs (speculative verify). The general kernel loads 32 bytes of x per input for
  * every 16 bytes of weights and stalls on L1; in launches of 4 MiB and more, matvec_rows_kernel
- * gives a warp two rows and loads each chunk of x once for both (below).
+ * gives a warp two rows and loads each chunk of x once for both (matvec_rows.cu).
  *
  * The tensor cores. With k_mv_tuning.mma (GEMMA_CUDA_MV_MMA=1|2) every bf16 product that can goes
  * to matvec_mma.cu instead: slower for a plain decode step, much cheaper for a verify pass, with
@@ -60,9 +60,6 @@
 
 #include "kcommon.cuh"
 #include "matvec.cuh"
-#include "warp_sum_t.cuh"
-
-#define MV_WARPS 8 /* warps per block */
 
 /* Blocks of MV_WARPS warps that fit a multiprocessor by its thread count: 2048 threads on
  * sm_80 and sm_90, 1536 on sm_86 / sm_87 / sm_89. The lean8 kernel asks for this many. */
@@ -89,17 +86,6 @@
  * kernel; grid 0 (one block per virtual block), -1 (persistent) or N > 0 (persistent, at most N
  * blocks). */
 static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0, 0};
-
-/* acc + the dot product of four weights with four inputs: the one expression every kernel
- * here sums with, so that all of them round alike (the reproducibility rule above). One fma
- * chain into acc: four instructions where the tree form acc + (w0 x0 + ... + w3 x3) took a
- * multiply, three fmas and an add (E4B step 3.365 against 3.390 ms, s17 call 6). */
-__device__ __forceinline__ float mv_dot4(const float *wf, const float4 xv, float acc) {
-    acc = fmaf(wf[0], xv.x, acc);
-    acc = fmaf(wf[1], xv.y, acc);
-    acc = fmaf(wf[2], xv.z, acc);
-    return fmaf(wf[3], xv.w, acc);
-}
 
 /* acc + the dot product of 16 bytes of weights (already fp32 in wf) with x[c .. c + V), four
  * products at a time. */
@@ -398,149 +384,6 @@ __global__ void __launch_bounds__(WB * 32, mv1_blocks_for<T>(MINB, U, PAIR, GRP,
     }
 }
 
-/* Two to eight inputs (a speculative verify, a short chunk), R rows per warp. The general
- * kernel loads 32 bytes of x per input for every 16 bytes of weights, and at n = 4 on E4B that
- * stalls it on L1 (docs/gpu_logs/s13/call9: o_proj at 19 % of DRAM bandwidth, L1 79 % busy; a
- * verify over 4 positions cost 2.2 decode steps). Here a warp loads each chunk of x once for R
- * rows: warp w takes slice w % K of rows r, r + 8 / K, ... of its block. A row's sum is the
- * general kernel's - the lane's chunks in column order, the warp sum, the K slices in order -
- * so verify and decode still agree bit for bit. Inputs NT at a time (more inputs would pass
- * over the rows again); the vector path only (16-byte loads). Used in launches of at least
- * mv_tune.rows_min_kb KiB of weights (default 4096): halving the blocks costs a small,
- * latency-bound launch more than the x loads it saves (call 10: the small model's verify over 4
- * positions 2.0 decode steps instead of 1.5, while E4B's fell from 2.22 to 1.97). E4B's q / k / v,
- * o, gate + up and down are all above it, its per-layer products (1.3 MB) below.
- *
- * Its loads. Bound by their latency, not by any bandwidth (Nsight Compute, session 35 call 1: q +
- * k + v over 8 inputs at 0.26 instructions a scheduler a cycle, 12 of 22 cycles a warp waiting on
- * L1TEX, DRAM 9 % busy). So a chunk's x for all NT inputs is asked for at once, before its
- * products, and the next chunk's weights before them too; the first chunk's weights go out before
- * the wait for the previous kernel (weights never depend on it). Measured on E4B (session 35 call
- * 2, one process alternating): verify passes over 2 / 4 / 8 positions 3.73 / 4.65 / 8.45 ms
- * against 3.75 / 4.89 / 8.85 with the loop before (4 chunks unrolled, each input's x loaded just
- * before its products), and with the MLP as grouped products (GEMMA_CUDA_MLP=0, the gate + up
- * pair through this kernel; call 3) 4.86 / 9.00 ms over 4 / 8 against 6.00 / 9.74. Also tried
- * there, slower: half the inputs' x at a time, and every line of x asked of L1 first
- * (prefetch.global.L1) in this kernel and in the general one.
- *
- * The warp's R x NT sums (x 2 with the pair) are taken at once, transposed (warp_sum_t: the same
- * butterfly as warp_sum, so the same bits, in one shuffle a value instead of five). */
-template <typename T, int NT, int R, bool PAIR>
-__global__ void __launch_bounds__(MV_WARPS * 32)
-    matvec_rows_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
-                       int n) {
-    const mv_seg &sg = L.seg[mv_seg_of(L, (int)blockIdx.x)];
-    __shared__ float part[R][MV_WARPS][NT], part_up[R][MV_WARPS][NT];
-    constexpr int V = vec16<T>::n;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int K = sg.k, slice = warp % K, per = MV_WARPS / K; /* rows of one pass of the block */
-    const int row0 = ((int)blockIdx.x - sg.block0) * (R * per) + warp / K;
-    const int stride = K * 32 * V, c0 = (slice * 32 + lane) * V;
-    const int nch = c0 < cols ? (cols - c0 + stride - 1) / stride : 0;
-    const bool pair = PAIR && sg.epilogue == K_MV_GELU_PAIR;
-    const T *w1[R], *w2[R];
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        const int row = row0 + r * per;
-        const size_t off = (size_t)(row < sg.rows ? row : 0) * cols + c0; /* dead rows: row 0 */
-        w1[r] = (const T *)sg.w + off;
-        w2[r] = pair ? (const T *)sg.w_up + off : w1[r];
-    }
-    /* wn, wn2: the raw weights of the next chunk of each row */
-    uint4 wn[R], wn2[R];
-    auto load_chunk = [&](int c) {
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            wn[r] = __ldcs(reinterpret_cast<const uint4 *>(w1[r] + c));
-            if (pair) wn2[r] = __ldcs(reinterpret_cast<const uint4 *>(w2[r] + c));
-        }
-    };
-    if (nch > 0) load_chunk(0);
-    k_wait_prior();
-
-    for (int t0 = 0; t0 < n; t0 += NT) {
-        float acc[R][NT], acc_up[R][NT];
-#pragma unroll
-        for (int r = 0; r < R; r++)
-#pragma unroll
-            for (int t = 0; t < NT; t++)
-                acc[r][t] = acc_up[r][t] = 0.0f;
-        /* launch_rows sends n <= 8 with NT >= n, so one pass; a second would stream the rows
-         * again */
-        if (t0 > 0 && nch > 0) load_chunk(0);
-#pragma unroll 1
-        for (int ch = 0; ch < nch; ch++) {
-            const int c = ch * stride;
-            float wf[R][V], wf2[R][V];
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                unpack16<T>(wn[r], wf[r]);
-                if (pair) unpack16<T>(wn2[r], wf2[r]);
-            }
-            if (ch + 1 < nch) load_chunk(c + stride);
-            float4 xv[NT][V / 4]; /* inputs past n read input t0's x; their sums are never stored */
-#pragma unroll
-            for (int t = 0; t < NT; t++) {
-                const float4 *xp = reinterpret_cast<const float4 *>(
-                    x + (size_t)(t0 + t < n ? t0 + t : t0) * cols + c0 + c);
-#pragma unroll
-                for (int q = 0; q < V / 4; q++)
-                    xv[t][q] = __ldg(xp + q);
-            }
-#pragma unroll
-            for (int t = 0; t < NT; t++)
-#pragma unroll
-                for (int r = 0; r < R; r++)
-#pragma unroll
-                    for (int q = 0; q < V / 4; q++) {
-                        acc[r][t] = mv_dot4(wf[r] + 4 * q, xv[t][q], acc[r][t]);
-                        if (pair) acc_up[r][t] = mv_dot4(wf2[r] + 4 * q, xv[t][q], acc_up[r][t]);
-                    }
-        }
-        /* value (m R + r) NT + t (m = 1: the up matrix) ends at the lanes warp_sum_t names; the
-         * up value of a pair is 16 lanes from its gate value (the index's top bit is the first
-         * fold's) */
-        constexpr int NV = (PAIR ? 2 : 1) * R * NT;
-        float v[NV];
-#pragma unroll
-        for (int r = 0; r < R; r++)
-#pragma unroll
-            for (int t = 0; t < NT; t++) {
-                v[r * NT + t] = acc[r][t];
-                if constexpr (PAIR) v[(R + r) * NT + t] = acc_up[r][t];
-            }
-        int idx;
-        const float sum = warp_sum_t<NV>(v, lane, &idx);
-        const float sum_up = PAIR ? __shfl_xor_sync(0xffffffffu, sum, 16) : 0.0f;
-        const int ri = (idx / NT) % R, ti = idx % NT, row_i = row0 + ri * per;
-        const bool own = (lane & (32 / NV - 1)) == 0 && idx < R * NT;
-        if (K == 1) {
-            if (own && row_i < sg.rows && t0 + ti < n) mv_store(sg, t0 + ti, row_i, sum, sum_up);
-        } else { /* uniform over the block: K is the segment's, and a block has one */
-            if (own) {
-                part[ri][warp][ti] = sum;
-                part_up[ri][warp][ti] = sum_up;
-            }
-            __syncthreads();
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const int row = row0 + r * per;
-                if (row < sg.rows && lane == 0 && slice == 0)
-#pragma unroll
-                    for (int t = 0; t < NT; t++) {
-                        float s = 0.0f, su = 0.0f;
-                        for (int k = 0; k < K; k++) {
-                            s += part[r][warp + k][t];
-                            su += part_up[r][warp + k][t];
-                        }
-                        if (t0 + t < n) mv_store(sg, t0 + t, row, s, su);
-                    }
-            }
-            __syncthreads(); /* part is reused by the next group of inputs */
-        }
-    }
-}
-
 /* Multiprocessors of the current device (read once). */
 static int sm_count(void) {
     static int sms = 0;
@@ -737,19 +580,6 @@ static void launch_pair(cudaStream_t s, const mv_launch &L, unsigned blocks, con
              : launch_nt<T, NT, false, false>(s, L, blocks, x, cols, n);
 }
 
-/* matvec_rows_kernel: inputs 4 or 8 at a time (one pass over the rows for up to 8), R rows a
- * warp (2, or 4 without the pair). */
-template <typename T>
-static void launch_rows(cudaStream_t s, const mv_launch &L, unsigned blocks, const float *x,
-                        int cols, int n, int R, bool pair) {
-    void (*kernel)(const mv_launch, const float *, int, int) =
-        pair ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true> : matvec_rows_kernel<T, 8, 2, true>)
-        : R == 4
-            ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false> : matvec_rows_kernel<T, 8, 4, false>)
-            : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false> : matvec_rows_kernel<T, 8, 2, false>);
-    k_launch(kernel, dim3(blocks), dim3(MV_WARPS * 32), s, L, x, cols, n);
-}
-
 /* Warps a block of a decode launch (mv_tune.block_warps). Where every matrix takes one warp a
  * row, a block is just warps side by side, and smaller blocks cost nothing in the sums: by
  * default a launch whose 8-warp blocks would run more than one wave (E4B's gate + up pair, 1280
@@ -829,7 +659,10 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
     }
     L.blocks = (int)blocks;
     if (rows_kernel)
-        launch_rows<T>(s, L, blocks, x, cols, n, rows_per_warp, pair);
+        mv_rows_launch(s, L, blocks, x, cols, n, rows_per_warp, pair,
+                       std::is_same<T, __nv_bfloat16>::value ? KDT_BF16
+                       : std::is_same<T, __half>::value      ? KDT_F16
+                                                             : KDT_F32);
     else if (n == 1)
         launch_pair<T, 1>(s, L, blocks, x, cols, n, vec[0], pair);
     else if (n <= 4)

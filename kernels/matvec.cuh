@@ -1,11 +1,26 @@
-/* matvec.cuh: what the two matrix-vector kernel files share - a launch's matrices as the kernels
- * see them, the epilogue that stores a finished row, and the tensor-core launcher that matvec.cu
- * hands bf16 products to (matvec_mma.cu). Device and launcher code; included by those two
- * .cu files only. */
+/* matvec.cuh: what the matrix-vector kernel files share - a launch's matrices as the kernels see
+ * them, the one dot product they sum with, the epilogue that stores a finished row, and the
+ * launchers that matvec.cu hands products of 2 .. 8 inputs (matvec_rows.cu) and bf16 products on
+ * the tensor cores (matvec_mma.cu) to. Device and launcher code; included by those .cu files
+ * only. */
 #ifndef MATVEC_CUH
 #define MATVEC_CUH
 
 #include "kcommon.cuh"
+
+#define MV_WARPS 8 /* warps per block (matvec.cu's kernels and matvec_rows_kernel) */
+
+/* acc + the dot product of four weights with four inputs: the one expression every CUDA-core
+ * product sums with (matvec.cu, matvec_rows.cu), so that all of them round alike (matvec.cu's
+ * reproducibility rule). One fma chain into acc: four instructions where the tree form acc +
+ * (w0 x0 + ... + w3 x3) took a multiply, three fmas and an add (E4B step 3.365 against 3.390 ms,
+ * s17 call 6). */
+__device__ __forceinline__ float mv_dot4(const float *wf, const float4 xv, float acc) {
+    acc = fmaf(wf[0], xv.x, acc);
+    acc = fmaf(wf[1], xv.y, acc);
+    acc = fmaf(wf[2], xv.z, acc);
+    return fmaf(wf[3], xv.w, acc);
+}
 
 /* One matrix of a launch, as the kernel sees it: k warps per row, blocks from block0. */
 struct mv_seg {
@@ -60,6 +75,12 @@ __device__ __forceinline__ void mv_store(const mv_seg &sg, int t, int row, float
         sg.out[o] = v;
     }
 }
+
+/* matvec_rows.cu: the products of L's matrices with n = 2 .. 8 inputs, R (2 or 4) rows a warp
+ * (the gate + up pair: 2), weights of dtype wdtype (KDT_*), on the vector path (16-byte aligned,
+ * cols a multiple of 16 bytes of weights); blocks: L's virtual blocks of R rows a warp. */
+void mv_rows_launch(cudaStream_t s, const mv_launch &L, unsigned blocks, const float *x, int cols,
+                    int n, int R, bool pair, int wdtype);
 
 /* matvec_mma.cu: the products of segs (bf16 weights, every matrix and x 16-byte aligned, cols a
  * multiple of 32) on the tensor cores, x split into split (2 or 3) bf16; prefetch as
