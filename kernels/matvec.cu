@@ -659,10 +659,7 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
     }
     L.blocks = (int)blocks;
     if (rows_kernel)
-        mv_rows_launch(s, L, blocks, x, cols, n, rows_per_warp, pair,
-                       std::is_same<T, __nv_bfloat16>::value ? KDT_BF16
-                       : std::is_same<T, __half>::value      ? KDT_F16
-                                                             : KDT_F32);
+        mv_rows_launch<T>(s, L, blocks, x, cols, n, rows_per_warp, pair);
     else if (n == 1)
         launch_pair<T, 1>(s, L, blocks, x, cols, n, vec[0], pair);
     else if (n <= 4)

@@ -76,11 +76,13 @@ __device__ __forceinline__ void mv_store(const mv_seg &sg, int t, int row, float
     }
 }
 
-/* matvec_rows.cu: the products of L's matrices with n = 2 .. 8 inputs, R (2 or 4) rows a warp
- * (the gate + up pair: 2), weights of dtype wdtype (KDT_*), on the vector path (16-byte aligned,
- * cols a multiple of 16 bytes of weights); blocks: L's virtual blocks of R rows a warp. */
+/* matvec_rows.cu: the products of L's matrices (weights of type T: float, __half or
+ * __nv_bfloat16) with n = 2 .. 8 inputs, R (2 or 4) rows a warp (the gate + up pair: 2), on the
+ * vector path (16-byte aligned, cols a multiple of 16 bytes of weights); blocks: L's virtual
+ * blocks of R rows a warp. */
+template <typename T>
 void mv_rows_launch(cudaStream_t s, const mv_launch &L, unsigned blocks, const float *x, int cols,
-                    int n, int R, bool pair, int wdtype);
+                    int n, int R, bool pair);
 
 /* matvec_mma.cu: the products of segs (bf16 weights, every matrix and x 16-byte aligned, cols a
  * multiple of 32) on the tensor cores, x split into split (2 or 3) bf16; prefetch as

@@ -152,8 +152,8 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
 /* Inputs 4 or 8 at a time (one pass over the rows for up to 8), R rows a warp (2, or 4 without
  * the pair). */
 template <typename T>
-static void launch_rows(cudaStream_t s, const mv_launch &L, unsigned blocks, const float *x,
-                        int cols, int n, int R, bool pair) {
+void mv_rows_launch(cudaStream_t s, const mv_launch &L, unsigned blocks, const float *x, int cols,
+                    int n, int R, bool pair) {
     void (*kernel)(const mv_launch, const float *, int, int) =
         pair ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true> : matvec_rows_kernel<T, 8, 2, true>)
         : R == 4
@@ -162,12 +162,9 @@ static void launch_rows(cudaStream_t s, const mv_launch &L, unsigned blocks, con
     k_launch(kernel, dim3(blocks), dim3(MV_WARPS * 32), s, L, x, cols, n);
 }
 
-void mv_rows_launch(cudaStream_t s, const mv_launch &L, unsigned blocks, const float *x, int cols,
-                    int n, int R, bool pair, int wdtype) {
-    if (wdtype == KDT_BF16)
-        launch_rows<__nv_bfloat16>(s, L, blocks, x, cols, n, R, pair);
-    else if (wdtype == KDT_F16)
-        launch_rows<__half>(s, L, blocks, x, cols, n, R, pair);
-    else
-        launch_rows<float>(s, L, blocks, x, cols, n, R, pair);
-}
+template void mv_rows_launch<float>(cudaStream_t, const mv_launch &, unsigned, const float *, int,
+                                    int, int, bool);
+template void mv_rows_launch<__half>(cudaStream_t, const mv_launch &, unsigned, const float *, int,
+                                     int, int, bool);
+template void mv_rows_launch<__nv_bfloat16>(cudaStream_t, const mv_launch &, unsigned,
+                                            const float *, int, int, int, bool);
