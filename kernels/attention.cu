@@ -267,8 +267,8 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
  * warp. */
 #define ATT_CLUSTER     8  /* blocks a cluster: slices a (row, head) */
 #define ATT_CLUSTER_POS 16 /* positions a warp the cluster form takes at most */
-template <int PER, int W, int NB, int MINB = 1>
-__global__ void __launch_bounds__(W * 32, MINB)
+template <int PER, int W, int NB>
+__global__ void __launch_bounds__(W * 32)
     attn_cluster_kernel(float *out, const float *q, const float *kc, const float *vc,
                         const int *dpos, int pos0, int len, int window, int n_heads, int n_kv_heads,
                         int hd) {
@@ -532,10 +532,6 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
     if (n_splits == 0) { /* the cluster form */
         int warps;
         attn_cluster_fn fn = attn_cluster_for(head_dim, &warps);
-        const char *ve = getenv("GEMMA_CUDA_ATTN_VERIFY"); /* experiment (session 36): 1 | 2 */
-        const int ver = ve && *ve ? atoi(ve) : 0;
-        if (n_tok > 1 && ver && fn == attn_cluster_kernel<8, 16, 4>)
-            fn = ver == 1 ? attn_cluster_kernel<8, 16, 2, 2> : attn_cluster_kernel<8, 16, 1, 2>;
         if (!(k_skip & K_SKIP_ATTN_SPLIT))
             k_launch_clusters(fn, dim3(ATT_CLUSTER, n_heads, n_tok), dim3(warps * 32), ATT_CLUSTER,
                               s, out, q, kc, vc, dpos, pos0, len, window, n_heads, n_kv_heads,
