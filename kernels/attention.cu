@@ -267,8 +267,8 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
  * warp. */
 #define ATT_CLUSTER     8  /* blocks a cluster: slices a (row, head) */
 #define ATT_CLUSTER_POS 16 /* positions a warp the cluster form takes at most */
-template <int PER, int W, int NB>
-__global__ void __launch_bounds__(W * 32)
+template <int PER, int W, int NB, int MINB = 1>
+__global__ void __launch_bounds__(W * 32, MINB)
     attn_cluster_kernel(float *out, const float *q, const float *kc, const float *vc,
                         const int *dpos, int pos0, int len, int window, int n_heads, int n_kv_heads,
                         int hd) {
@@ -398,21 +398,31 @@ static int att_split_batch(int head_dim, int n_tok) {
 /* The cluster form's kernels, one a head width (heads up to `width` wide), each with its warps a
  * block (W) taken from its template, so that the reach below cannot disagree with the launch.
  * Positions a batch: 4, and 2 for heads wider than 256 (128 registers a thread against 203;
- * session 23). 2 for the 256-wide heads in verify chunks made those passes 0.5-0.9 % slower (113
- * registers with 4; session 24 call 4), so the cluster form keeps one kernel a head width for
- * every n. */
+ * session 23).
+ *
+ * A launch of several rows (a verify pass) may take another kernel of the same warps (`rows`):
+ * the batch and the registers change no bit (att_score). For the 256-wide heads it is the kernel
+ * held to 64 registers, two blocks a multiprocessor, 2 positions a batch: a verify pass is
+ * n_heads x n_tok clusters of 8 blocks (512 blocks over 8 rows) where a decode step is 64, so
+ * two blocks a multiprocessor halve its waves. E4B, H200, one process alternating (session 36
+ * call 1): verify over 2 / 4 / 8 rows 3.407 / 4.265 / 7.654 ms against 3.504 / 4.370 / 8.004,
+ * the sliding layers' attention 18.3 us against 27.7 over 8 rows; 1 position a batch 3.404 /
+ * 4.295 / 7.700. (Session 24: 2 positions a batch alone, without the second block, made those
+ * passes 0.5-0.9 % slower.) The decode step keeps the 113-register kernel: one block a
+ * multiprocessor is all its 64 clusters fill. */
 struct attn_cluster_shape {
     int width, warps;
-    attn_cluster_fn fn;
+    attn_cluster_fn fn, rows; /* one row; several */
 };
-template <int PER, int W, int NB> constexpr attn_cluster_shape attn_cluster_of(int width) {
-    return {width, W, attn_cluster_kernel<PER, W, NB>};
+template <int PER, int W, int NB, int NBR = NB, int MINBR = 1>
+constexpr attn_cluster_shape attn_cluster_of(int width) {
+    return {width, W, attn_cluster_kernel<PER, W, NB>, attn_cluster_kernel<PER, W, NBR, MINBR>};
 }
 static const attn_cluster_shape attn_cluster_shapes[] = {
     attn_cluster_of<1, 16, 4>(32),
     attn_cluster_of<2, 16, 4>(64),
     attn_cluster_of<4, 16, 4>(128),
-    attn_cluster_of<8, 16, 4>(256),
+    attn_cluster_of<8, 16, 4, 2, 2>(256),
     attn_cluster_of<ATT_PER_LANE, 8, 2>(ATT_MAXD),
 };
 #define ATT_CLUSTER_SHAPES ((int)(sizeof attn_cluster_shapes / sizeof attn_cluster_shapes[0]))
@@ -425,10 +435,10 @@ static const attn_cluster_shape *attn_cluster_shape_for(int head_dim) {
     return &attn_cluster_shapes[ATT_CLUSTER_SHAPES - 1];
 }
 
-static attn_cluster_fn attn_cluster_for(int head_dim, int *warps) {
+static attn_cluster_fn attn_cluster_for(int head_dim, int n_tok, int *warps) {
     const attn_cluster_shape *c = attn_cluster_shape_for(head_dim);
     *warps = c->warps;
-    return c->fn;
+    return n_tok > 1 ? c->rows : c->fn;
 }
 
 /* The longest context a cluster kernel takes: ATT_CLUSTER_POS positions a warp. */
@@ -439,19 +449,12 @@ static int attn_cluster_reach(int head_dim) {
     return attn_cluster_reach_of(attn_cluster_shape_for(head_dim));
 }
 
-/* Whether the current device runs the cluster form: sm_90 or later, and a cluster of the
- * largest block (the 512-wide heads' kernel) fits - a MIG or MPS share of a GPU may place none.
- * -1 until first asked: the driver is asked once a process. */
+/* Whether the current device runs the cluster form: sm_90 or later, and a cluster of every one
+ * of its kernels fits - a MIG or MPS share of a GPU may place none. -1 until first asked: the
+ * driver is asked once a process. */
 static int attn_has_clusters = -1;
 
-static int attn_clusters_fit(void) {
-    int dev = 0, major = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-        major < 9)
-        return 0;
-    int warps;
-    attn_cluster_fn fn = attn_cluster_for(ATT_MAXD, &warps);
+static int attn_cluster_fits(attn_cluster_fn fn, int warps) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(ATT_CLUSTER);
     cfg.blockDim = dim3(warps * 32);
@@ -460,6 +463,19 @@ static int attn_clusters_fit(void) {
     cfg.numAttrs = 1;
     int n = 0;
     return cudaOccupancyMaxActiveClusters(&n, fn, &cfg) == cudaSuccess && n > 0;
+}
+
+static int attn_clusters_fit(void) {
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        major < 9)
+        return 0;
+    for (int i = 0; i < ATT_CLUSTER_SHAPES; i++) {
+        const attn_cluster_shape *c = &attn_cluster_shapes[i];
+        if (!attn_cluster_fits(c->fn, c->warps) || !attn_cluster_fits(c->rows, c->warps)) return 0;
+    }
+    return 1;
 }
 
 /* The number of distinct reaches the horizon lies within. k_attention_splits's answer for a ring
@@ -531,7 +547,7 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
     }
     if (n_splits == 0) { /* the cluster form */
         int warps;
-        attn_cluster_fn fn = attn_cluster_for(head_dim, &warps);
+        attn_cluster_fn fn = attn_cluster_for(head_dim, n_tok, &warps);
         if (!(k_skip & K_SKIP_ATTN_SPLIT))
             k_launch_clusters(fn, dim3(ATT_CLUSTER, n_heads, n_tok), dim3(warps * 32), ATT_CLUSTER,
                               s, out, q, kc, vc, dpos, pos0, len, window, n_heads, n_kv_heads,
