@@ -438,6 +438,9 @@ static const attn_cluster_shape *attn_cluster_shape_for(int head_dim) {
 static attn_cluster_fn attn_cluster_for(int head_dim, int n_tok, int *warps) {
     const attn_cluster_shape *c = attn_cluster_shape_for(head_dim);
     *warps = c->warps;
+    const char *e = getenv("GEMMA_CUDA_ATTN_R512"); /* experiment (session 36 call 2) */
+    if (n_tok > 1 && head_dim > 256 && e && *e == '1') return attn_cluster_kernel<ATT_PER_LANE, 8, 2, 2>;
+    if (n_tok > 1 && head_dim > 256 && e && *e == '2') return attn_cluster_kernel<ATT_PER_LANE, 8, 1, 2>;
     return n_tok > 1 ? c->rows : c->fn;
 }
 
