@@ -199,10 +199,17 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
             acc[t] = warp_sum(acc[t]);
             if (pair) acc_up[t] = warp_sum(acc_up[t]);
         }
+        /* Lane t stores input t's value: the NT stores (and the per-layer input loads of a
+         * K_MV_GELU_MUL epilogue) go out at once, not one after another from lane 0. */
         if (K == 1) {
+            float v = acc[0], vu = acc_up[0]; /* warp_sum leaves the sums in every lane */
 #pragma unroll
-            for (int t = 0; t < NT; t++)
-                if (live && lane == 0 && t0 + t < n) mv_store(sg, t0 + t, row, acc[t], acc_up[t]);
+            for (int t = 1; t < NT; t++)
+                if (lane == t) {
+                    v = acc[t];
+                    vu = acc_up[t];
+                }
+            if (live && lane < NT && t0 + lane < n) mv_store(sg, t0 + lane, row, v, vu);
         } else { /* uniform over the block: K is the segment's, and a block has one segment */
             if (lane == 0)
 #pragma unroll
@@ -211,16 +218,14 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
                     part_up[warp][t] = acc_up[t];
                 }
             __syncthreads();
-            if (live && lane == 0 && slice == 0)
-#pragma unroll
-                for (int t = 0; t < NT; t++) {
-                    float v = 0.0f, vu = 0.0f;
-                    for (int k = 0; k < K; k++) {
-                        v += part[warp + k][t];
-                        vu += part_up[warp + k][t];
-                    }
-                    if (t0 + t < n) mv_store(sg, t0 + t, row, v, vu);
+            if (live && lane < NT && slice == 0 && t0 + lane < n) {
+                float v = 0.0f, vu = 0.0f;
+                for (int k = 0; k < K; k++) {
+                    v += part[warp + k][lane];
+                    vu += part_up[warp + k][lane];
                 }
+                mv_store(sg, t0 + lane, row, v, vu);
+            }
             __syncthreads(); /* part is reused by the next group of inputs */
         }
     }
