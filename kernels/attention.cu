@@ -401,15 +401,18 @@ static int att_split_batch(int head_dim, int n_tok) {
  * session 23).
  *
  * A launch of several rows (a verify pass) may take another kernel of the same warps (`rows`):
- * the batch and the registers change no bit (att_score). For the 256-wide heads it is the kernel
- * held to 64 registers, two blocks a multiprocessor, 2 positions a batch: a verify pass is
- * n_heads x n_tok clusters of 8 blocks (512 blocks over 8 rows) where a decode step is 64, so
- * two blocks a multiprocessor halve its waves. E4B, H200, one process alternating (session 36
- * call 1): verify over 2 / 4 / 8 rows 3.407 / 4.265 / 7.654 ms against 3.504 / 4.370 / 8.004,
- * the sliding layers' attention 18.3 us against 27.7 over 8 rows; 1 position a batch 3.404 /
- * 4.295 / 7.700. (Session 24: 2 positions a batch alone, without the second block, made those
- * passes 0.5-0.9 % slower.) The decode step keeps the 113-register kernel: one block a
- * multiprocessor is all its 64 clusters fill. */
+ * the batch and the registers change no bit (att_score). A verify pass is n_heads x n_tok
+ * clusters of 8 blocks (512 blocks over 8 rows) where a decode step has 64, so kernels held to
+ * two blocks a multiprocessor halve its waves. E4B, H200, one process alternating:
+ *   - the 256-wide heads at 64 registers, 2 positions a batch (session 36 call 1): verify over
+ *     2 / 4 / 8 rows 3.407 / 4.265 / 7.654 ms against 3.504 / 4.370 / 8.004, the sliding
+ *     layers' attention 18.3 us against 27.7 over 8 rows; 1 position a batch 3.404 / 4.295 /
+ *     7.700. (Session 24: 2 positions a batch alone, one block a multiprocessor, made those
+ *     passes 0.5-0.9 % slower.)
+ *   - then the 512-wide heads at 128 registers (136 unbounded), no spill (call 2): 3.366 /
+ *     4.214 / 7.524 against 3.414 / 4.261 / 7.613; 1 position a batch 3.371 / 4.223 / 7.536.
+ * The decode step keeps the unbounded kernels: one block a multiprocessor is all its 64 clusters
+ * fill. */
 struct attn_cluster_shape {
     int width, warps;
     attn_cluster_fn fn, rows; /* one row; several */
@@ -423,7 +426,7 @@ static const attn_cluster_shape attn_cluster_shapes[] = {
     attn_cluster_of<2, 16, 4>(64),
     attn_cluster_of<4, 16, 4>(128),
     attn_cluster_of<8, 16, 4, 2, 2>(256),
-    attn_cluster_of<ATT_PER_LANE, 8, 2>(ATT_MAXD),
+    attn_cluster_of<ATT_PER_LANE, 8, 2, 2, 2>(ATT_MAXD),
 };
 #define ATT_CLUSTER_SHAPES ((int)(sizeof attn_cluster_shapes / sizeof attn_cluster_shapes[0]))
 static_assert(ATT_CLUSTER_SHAPES < K_ATTN_HORIZON_CLASSES,
@@ -438,9 +441,6 @@ static const attn_cluster_shape *attn_cluster_shape_for(int head_dim) {
 static attn_cluster_fn attn_cluster_for(int head_dim, int n_tok, int *warps) {
     const attn_cluster_shape *c = attn_cluster_shape_for(head_dim);
     *warps = c->warps;
-    const char *e = getenv("GEMMA_CUDA_ATTN_R512"); /* experiment (session 36 call 2) */
-    if (n_tok > 1 && head_dim > 256 && e && *e == '1') return attn_cluster_kernel<ATT_PER_LANE, 8, 2, 2>;
-    if (n_tok > 1 && head_dim > 256 && e && *e == '2') return attn_cluster_kernel<ATT_PER_LANE, 8, 1, 2>;
     return n_tok > 1 ? c->rows : c->fn;
 }
 

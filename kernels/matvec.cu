@@ -200,7 +200,9 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
             if (pair) acc_up[t] = warp_sum(acc_up[t]);
         }
         /* Lane t stores input t's value: the NT stores (and the per-layer input loads of a
-         * K_MV_GELU_MUL epilogue) go out at once, not one after another from lane 0. */
+         * K_MV_GELU_MUL epilogue) go out at once, not one after another from lane 0. E4B, 8-row
+         * verify pass (session 36 call 2): the per-layer gate 5.6 us a layer against 11.4, its
+         * projection 4.1 against 6.0; the pass 7.31 ms against 7.61. */
         if (K == 1) {
             float v = acc[0], vu = acc_up[0]; /* warp_sum leaves the sums in every lane */
 #pragma unroll
