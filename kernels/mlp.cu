@@ -27,10 +27,11 @@
  *     inputs (Nsight Compute); without the second and with the chains spread, a verify pass
  *     over 4 / 5 / 8 inputs on E4B is 6 / 12 / 11 % faster, the decode step unchanged (session
  *     34, call 4);
- *   - over several inputs (the verify forms) there is no block barrier at all: the consumer
- *     warps hand a batch's sums to a reducer warp (an mbarrier arrival a warp), which makes
- *     the batch's h, one (input, index) pair a lane, and says so through a second mbarrier
- *     that the consumers wait on only before that batch's down rows, a batch later. So a
+ *   - over several inputs (the verify forms) no barrier holds every consumer warp: they hand a
+ *     batch's sums to a reducer warp through a named barrier they only arrive at (bar.arrive),
+ *     and the reducer makes the batch's h, one (input, index) pair a lane, and hands it back
+ *     through another, which the consumers wait at only before that batch's down rows, a batch
+ *     later. So a
  *     consumer warp neither waits for the slowest warp each batch nor runs the chains of sums
  *     itself. The one-input form (decode, bound by memory) keeps the barrier: its PTX is
  *     unchanged;
@@ -67,7 +68,18 @@ __device__ __forceinline__ uint4 ring_take(const unsigned char *ring, uint64_t *
 }
 
 /* Warps a block has besides its H / 256 consumers: the producer, and for several inputs the
- * reducer. */
+ * reducer. Named barriers: 0 the block's, 1 the consumers' (one input), and the reducer's
+ * hand-offs, two of each for batches j & 1 = 0 and 1. */
+#define MLP_BAR_SUMS 2 /* and 3 */
+#define MLP_BAR_H    4 /* and 5 */
+
+/* Batch j's barrier of the pair at ID: arrive at it or wait at it, n threads in all. */
+template <int ID, bool ARRIVE> __device__ __forceinline__ void mlp_bar(int j, int n) {
+    if (j & 1)
+        ARRIVE ? bar_named_arrive<ID + 1>(n) : bar_named_sync<ID + 1>(n);
+    else
+        ARRIVE ? bar_named_arrive<ID>(n) : bar_named_sync<ID>(n);
+}
 __host__ __device__ constexpr int mlp_extra_warps(int nt) {
     return nt > 1 ? 2 : 1;
 }
@@ -89,16 +101,10 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
     static_assert(NT * B == 16, "a batch's sums: one value a lane (warp_sum_t over 2 B NT)");
     constexpr bool RED = mlp_extra_warps(NT) == 2;          /* a reducer warp makes the h */
     __shared__ float red[2][32][2 * B * NT], hs[2][B * NT]; /* batch j in [j & 1] */
-    __shared__ uint64_t red_full[2], h_full[2]; /* RED: batch j's sums are in; its h is made */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, G = gridDim.x;
     const int k0 = (int)((long long)I * blockIdx.x / G),
               k1 = (int)((long long)I * (blockIdx.x + 1) / G);
     const int nb = (k1 - k0 + B - 1) / B; /* batches */
-    if (RED && threadIdx.x == 0)
-        for (int b = 0; b < 2; b++) {
-            mbar_init(&red_full[b], CW); /* one arrival a consumer warp */
-            mbar_init(&h_full[b], 1);    /* the reducer's */
-        }
     ring_init(full, empty, S, CW);
     __syncthreads();
     k_launch_next();
@@ -133,13 +139,21 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
         return; /* the consumers' wait is the block's (kcommon.cuh) */
     }
     k_wait_only();
+    /* RED's hand-offs, named barriers of the consumers and the reducer (CT + 32 threads): batch
+     * j's sums are in red[j & 1] (MLP_BAR_SUMS + (j & 1)), its h is in hs[j & 1] (MLP_BAR_H +
+     * (j & 1)). No thread comes to one of them twice before it completes: a consumer comes to
+     * the sums barrier of batch j + 2 only after the h barrier of batch j, which the reducer
+     * comes to only after the sums barrier of batch j; and the reducer comes to the h barrier of
+     * batch j + 2 only after every consumer has come to the sums one of j + 2. The same order
+     * covers reuse: red[j & 1] is written again (batch j + 2) after the h barrier of j, which
+     * follows the reducer's reads of it; hs[j & 1] after the sums barrier of j + 2, which
+     * follows the consumers' reads of it (batch j's down rows). */
     if (RED && warp == CW + 1) { /* the reducer: batch j's h once its sums are in, lane q pair q */
         for (int j = 0; j < nb; j++) {
             const int kb = k0 + j * B;
-            mbar_wait(&red_full[j & 1], (j >> 1) & 1);
+            mlp_bar<MLP_BAR_SUMS, false>(j, CT + 32);
             make_h(lane, kb, min(B, k1 - kb), j & 1);
-            __syncwarp();
-            if (lane == 0) mbar_arrive(&h_full[j & 1]);
+            mlp_bar<MLP_BAR_H, true>(j, CT + 32);
         }
         return;
     }
@@ -214,11 +228,8 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
         const int kb = k0 + j * B, nk = j < nb ? min(B, k1 - kb) : 0;
         if (nk > 0) gate_up(nk, j & 1);
         if constexpr (RED) {
-            if (nk > 0) {
-                __syncwarp();
-                if (lane == 0) mbar_arrive(&red_full[j & 1]);
-            }
-            if (j > 0) mbar_wait(&h_full[(j - 1) & 1], ((j - 1) >> 1) & 1);
+            if (nk > 0) mlp_bar<MLP_BAR_SUMS, true>(j, CT + 32);
+            if (j > 0) mlp_bar<MLP_BAR_H, false>(j - 1, CT + 32);
         } else {
             bar_consumers(CT);
             if (nk > 0) make_h(warp + lane * CW, kb, nk, j & 1);
