@@ -137,16 +137,11 @@ __device__ __forceinline__ void bar_consumers(int n) {
  * synchronizes with the readers' bar.sync once n threads in all have come (PTX memory model), so
  * what each writer stored before its arrival is visible to every reader after its sync. ID is an
  * immediate: a barrier number in a register makes ptxas reserve all 16. Both are .aligned: the
- * whole warp must execute them together, so each first reconverges the warp (__syncwarp) - a
- * warp whose lanes took different paths before (a writer's lanes with and without a value to
- * store) could otherwise be counted at the barrier while some of its lanes are still storing,
- * which racecheck reported (s36 call 5). */
+ * caller's warp must be converged (every lane executes it together). */
 template <int ID> __device__ __forceinline__ void bar_named_arrive(int n) {
-    __syncwarp();
     asm volatile("bar.arrive %0, %1;" ::"n"(ID), "r"(n) : "memory");
 }
 template <int ID> __device__ __forceinline__ void bar_named_sync(int n) {
-    __syncwarp();
     asm volatile("bar.sync %0, %1;" ::"n"(ID), "r"(n) : "memory");
 }
 __device__ __forceinline__ unsigned ld_acquire(const unsigned *p) {

@@ -147,13 +147,18 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
      * batch j + 2 only after every consumer has come to the sums one of j + 2. The same order
      * covers reuse: red[j & 1] is written again (batch j + 2) after the h barrier of j, which
      * follows the reducer's reads of it; hs[j & 1] after the sums barrier of j + 2, which
-     * follows the consumers' reads of it (batch j's down rows). */
+     * follows the consumers' reads of it (batch j's down rows). The consumers only arrive at a
+     * sums barrier; both sides wait at an h barrier (the reducer waits there for the consumers to
+     * reach it, a batch later, with time to spare before it is needed next): racecheck followed
+     * the first hand-off with an arrival on either side but not the second (6 hazards on hs,
+     * s36 calls 5-6), and a wait costs the consumers nothing, as they come last anyway. */
     if (RED && warp == CW + 1) { /* the reducer: batch j's h once its sums are in, lane q pair q */
         for (int j = 0; j < nb; j++) {
             const int kb = k0 + j * B;
             mlp_bar<MLP_BAR_SUMS, false>(j, CT + 32);
             make_h(lane, kb, min(B, k1 - kb), j & 1);
-            mlp_bar<MLP_BAR_H, true>(j, CT + 32);
+            __syncwarp(); /* lanes 16-31 made none: converged for the aligned barrier */
+            mlp_bar<MLP_BAR_H, false>(j, CT + 32);
         }
         return;
     }
