@@ -476,7 +476,9 @@ static int attn_clusters_fit(void) {
         return 0;
     for (int i = 0; i < ATT_CLUSTER_SHAPES; i++) {
         const attn_cluster_shape *c = &attn_cluster_shapes[i];
-        if (!attn_cluster_fits(c->fn, c->warps) || !attn_cluster_fits(c->rows, c->warps)) return 0;
+        if (!attn_cluster_fits(c->fn, c->warps) ||
+            (c->rows != c->fn && !attn_cluster_fits(c->rows, c->warps)))
+            return 0;
     }
     return 1;
 }
