@@ -33,6 +33,8 @@
  *
  * The warp's R x NT sums (x 2 with the pair) are taken at once, transposed (warp_sum_t: the same
  * butterfly as warp_sum, so the same bits, in one shuffle a value instead of five). */
+typedef void (*mv_rows_fn)(const mv_launch, const float *, int, int);
+
 template <typename T, int NT, int R, bool PAIR>
 __global__ void __launch_bounds__(MV_WARPS * 32)
     matvec_rows_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
@@ -130,35 +132,38 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
                 part_up[ri][warp][ti] = sum_up;
             }
             __syncthreads();
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const int row = row0 + r * per;
-                if (row < sg.rows && lane == 0 && slice == 0)
-#pragma unroll
-                    for (int t = 0; t < NT; t++) {
-                        float s = 0.0f, su = 0.0f;
-                        for (int k = 0; k < K; k++) {
-                            s += part[r][warp + k][t];
-                            su += part_up[r][warp + k][t];
-                        }
-                        if (t0 + t < n) mv_store(sg, t0 + t, row, s, su);
-                    }
+            /* Lane q of a row's first slice adds and stores value q (row r = q / NT, input t =
+             * q % NT): the R x NT stores go out at once, not one after another from lane 0, as in
+             * matvec.cu's epilogue (the slices still add in order: the same bits). */
+            const int r = lane / NT, t = lane % NT, row = row0 + r * per;
+            if (slice == 0 && lane < R * NT && row < sg.rows && t0 + t < n) {
+                float s = 0.0f, su = 0.0f;
+                for (int k = 0; k < K; k++) {
+                    s += part[r][warp + k][t];
+                    su += part_up[r][warp + k][t];
+                }
+                mv_store(sg, t0 + t, row, s, su);
             }
             __syncthreads(); /* part is reused by the next group of inputs */
         }
     }
 }
 
-/* Inputs 4 or 8 at a time (one pass over the rows for up to 8), R rows a warp (2, or 4 without
- * the pair). */
+/* The form for R rows a warp (2, or 4 without the pair) and inputs NT = 2, 4 or 8 at a time (one
+ * pass over the rows for up to 8). Inputs past n cost a form as much as live ones (their x is
+ * loaded and dotted), so a pass over 2 takes NT = 2, not 4. */
+template <typename T, int R, bool PAIR> static mv_rows_fn mv_rows_form(int n) {
+    return n <= 2   ? matvec_rows_kernel<T, 2, R, PAIR>
+           : n <= 4 ? matvec_rows_kernel<T, 4, R, PAIR>
+                    : matvec_rows_kernel<T, 8, R, PAIR>;
+}
+
 template <typename T>
 void mv_rows_launch(cudaStream_t s, const mv_launch &L, unsigned blocks, const float *x, int cols,
                     int n, int R, bool pair) {
-    void (*kernel)(const mv_launch, const float *, int, int) =
-        pair ? (n <= 4 ? matvec_rows_kernel<T, 4, 2, true> : matvec_rows_kernel<T, 8, 2, true>)
-        : R == 4
-            ? (n <= 4 ? matvec_rows_kernel<T, 4, 4, false> : matvec_rows_kernel<T, 8, 4, false>)
-            : (n <= 4 ? matvec_rows_kernel<T, 4, 2, false> : matvec_rows_kernel<T, 8, 2, false>);
+    const mv_rows_fn kernel = pair     ? mv_rows_form<T, 2, true>(n)
+                              : R == 4 ? mv_rows_form<T, 4, false>(n)
+                                       : mv_rows_form<T, 2, false>(n);
     k_launch(kernel, dim3(blocks), dim3(MV_WARPS * 32), s, L, x, cols, n);
 }
 
