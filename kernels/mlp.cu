@@ -98,6 +98,7 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
     extern __shared__ __align__(128) unsigned char ring[];
     const int row_bytes = 2 * H, CT = H / 8, CW = CT / 32;
     uint64_t *full = reinterpret_cast<uint64_t *>(ring + (size_t)S * row_bytes), *empty = full + S;
+    float *hd = reinterpret_cast<float *>(empty + S); /* RED: the block's h, mlp_smem */
     static_assert(NT * B == 16, "a batch's sums: one value a lane (warp_sum_t over 2 B NT)");
     constexpr bool RED = mlp_extra_warps(NT) == 2;          /* a reducer warp makes the h */
     __shared__ float red[2][32][2 * B * NT], hs[2][B * NT]; /* batch j in [j & 1] */
@@ -108,6 +109,17 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
     ring_init(full, empty, S, CW);
     __syncthreads();
     k_launch_next();
+    /* The h of input tt's index kb + i. One input: in hs[jb], two batches' worth, reused every
+     * other batch. RED: every (input, index) of the block has its own slot in hd, written once,
+     * so the reducer's writes come after no read of the consumers' to order them against (a slot
+     * reused every other batch drew racecheck reports in every form of hand-off tried, s36 calls
+     * 4-6, s37 call 1, though the barriers between order each reuse). */
+    auto h_at = [&](int tt, int i, int kb, int jb) -> float & {
+        if constexpr (RED)
+            return hd[tt * (nb * B) + (kb - k0) + i];
+        else
+            return hs[jb][tt * B + i];
+    };
     /* The h of (input, index) pair q of the batch at kb: the warps' sums, in order */
     auto make_h = [&](int q, int kb, int nk, int jb) {
         if (q >= NT * B) return;
@@ -117,7 +129,7 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
             for (int w = 0; w < CW; w++)
                 gs += red[jb][w][tt * 2 * B + i], us += red[jb][w][tt * 2 * B + B + i];
             const float h = gelu_tanh(gs) * us;
-            hs[jb][tt * B + i] = h;
+            h_at(tt, i, kb, jb) = h;
             h_out[(size_t)(t0 + tt) * I + kb + i] = h;
             u_out[(size_t)(t0 + tt) * I + kb + i] = us;
         }
@@ -140,17 +152,16 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
     }
     k_wait_only();
     /* RED's hand-offs, named barriers of the consumers and the reducer (CT + 32 threads): batch
-     * j's sums are in red[j & 1] (MLP_BAR_SUMS + (j & 1)), its h is in hs[j & 1] (MLP_BAR_H +
+     * j's sums are in red[j & 1] (MLP_BAR_SUMS + (j & 1)), its h is in hd (MLP_BAR_H +
      * (j & 1)). No thread comes to one of them twice before it completes: a consumer comes to
      * the sums barrier of batch j + 2 only after the h barrier of batch j, which the reducer
      * comes to only after the sums barrier of batch j; and the reducer comes to the h barrier of
      * batch j + 2 only after every consumer has come to the sums one of j + 2. The same order
      * covers reuse: red[j & 1] is written again (batch j + 2) after the h barrier of j, which
-     * follows the reducer's reads of it; hs[j & 1] after the sums barrier of j + 2, which
-     * follows the consumers' reads of it (batch j's down rows). The consumers only arrive at a
+     * follows the reducer's reads of it; h is never reused (h_at). The consumers only arrive at a
      * sums barrier; both sides wait at an h barrier (the reducer waits there for the consumers to
      * reach it, a batch later, with time to spare before it is needed next): racecheck followed
-     * the first hand-off with an arrival on either side but not the second (6 hazards on hs,
+     * the first hand-off with an arrival on either side but not the second (6 hazards on h,
      * s36 calls 5-6), and a wait costs the consumers nothing, as they come last anyway. */
     if (RED && warp == CW + 1) { /* the reducer: batch j's h once its sums are in, lane q pair q */
         for (int j = 0; j < nb; j++) {
@@ -207,7 +218,7 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
         red[jb][warp][row] = v;
     };
     /* A batch's down rows (nk), each times its h, into the outputs */
-    auto down_rows = [&](int nk, int jb) {
+    auto down_rows = [&](int nk, int kb, int jb) {
 #pragma unroll
         for (int i = 0; i < B; i++)
             if (i < nk) {
@@ -216,7 +227,7 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
                                         w);
 #pragma unroll
                 for (int tt = 0; tt < NT; tt++) {
-                    const float h = hs[jb][tt * B + i];
+                    const float h = h_at(tt, i, kb, jb);
 #pragma unroll
                     for (int j = 0; j < 8; j++)
                         out[tt][j] = fmaf(h, w[j], out[tt][j]);
@@ -239,7 +250,7 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
             bar_consumers(CT);
             if (nk > 0) make_h(warp + lane * CW, kb, nk, j & 1);
         }
-        if (j > 0) down_rows(min(B, k1 - (kb - B)), (j - 1) & 1);
+        if (j > 0) down_rows(min(B, k1 - (kb - B)), kb - B, (j - 1) & 1);
     }
 #pragma unroll
     for (int tt = 0; tt < NT; tt++)
@@ -326,6 +337,15 @@ static int mlp_grid(void) {
     return sms;
 }
 
+/* A launch's dynamic shared memory: the ring and its barriers, and for several inputs (the
+ * reducer's forms) a slot of h for every (input, index) of a block: at most 8 inputs times the
+ * block's indices rounded up to whole batches (< ceil(I / G) + 16). */
+static size_t mlp_smem(int H, int I, int nt) {
+    const int G = mlp_grid();
+    const size_t hd = nt > 1 ? (size_t)8 * ((I + G - 1) / G + 16) * sizeof(float) : 0;
+    return (size_t)mlp_stages(H) * (2 * H + 16) + hd;
+}
+
 /* Whether every form runs H on this device: sm_90 (the copy engine), H / 8 consumer threads in
  * whole warps, the block's registers and shared memory within a multiprocessor's, and at least
  * 8 intermediate indices a block. Asked once per H (cheap afterwards). */
@@ -354,11 +374,10 @@ static mlp_shape *mlp_shape_of(int H, int I) {
     /* Each form's dynamic shared memory limit only grows, so that it fits every shape said yes
      * to, whichever was asked last. */
     static size_t smem_set[4];
-    const size_t smem = (size_t)mlp_stages(H) * (2 * H + 16);
     int form_ok[4] = {0, 0, 0, 0}; /* nt = 1, 2, 4, 8 */
     for (int f = 0; ok && f < 4; f++) {
         cudaFuncAttributes fa;
-        const size_t want = smem > smem_set[f] ? smem : smem_set[f];
+        const size_t smem = mlp_smem(H, I, 1 << f), want = smem > smem_set[f] ? smem : smem_set[f];
         const int threads = H / 8 + 32 * mlp_extra_warps(1 << f);
         form_ok[f] =
             threads <= (f < 3 ? MLP_MAX_THREADS : MLP_WIDE_THREADS) &&
@@ -393,14 +412,14 @@ extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, co
     if (n <= 0 || (k_skip & K_SKIP_MATVEC)) return;
     const int G = mlp_grid(), S = mlp_stages(H), wide = mlp_shape_of(H, I)->wide;
     const int depth = mlp_depth(H);
-    const size_t smem = (size_t)S * (2 * H + 16);
     for (int c0 = 0; c0 < n; c0 += MLP_CHUNK) { /* a prefill: chunks of MLP_CHUNK inputs */
         const int c1 = n - c0 < MLP_CHUNK ? n : c0 + MLP_CHUNK;
         for (int t0 = c0; t0 < c1;) {
             const int r = c1 - t0, nt = r >= 5 && wide ? 8 : r >= 3 ? 4 : r;
-            k_launch_ex(mlp_form(nt), dim3(G), dim3(H / 8 + 32 * mlp_extra_warps(nt)), 0, smem, s,
-                        (const uint4 *)gate, (const uint4 *)up, (const uint4 *)down_t, x, h_out,
-                        u_out, partial, H, I, c1, t0, c0, S, depth);
+            k_launch_ex(mlp_form(nt), dim3(G), dim3(H / 8 + 32 * mlp_extra_warps(nt)), 0,
+                        mlp_smem(H, I, nt), s, (const uint4 *)gate, (const uint4 *)up,
+                        (const uint4 *)down_t, x, h_out, u_out, partial, H, I, c1, t0, c0, S,
+                        depth);
             K_CHECK_LAUNCH();
             t0 += nt;
         }
