@@ -133,17 +133,6 @@ __device__ __forceinline__ uint4 ring_take_at(const unsigned char *ring, uint64_
 __device__ __forceinline__ void bar_consumers(int n) {
     asm volatile("bar.sync 1, %0;" ::"r"(n) : "memory");
 }
-/* Named barrier ID as a hand-off between warps: the writers' bar.arrive (which does not wait)
- * synchronizes with the readers' bar.sync once n threads in all have come (PTX memory model), so
- * what each writer stored before its arrival is visible to every reader after its sync. ID is an
- * immediate: a barrier number in a register makes ptxas reserve all 16. Both are .aligned: the
- * caller's warp must be converged (every lane executes it together). */
-template <int ID> __device__ __forceinline__ void bar_named_arrive(int n) {
-    asm volatile("bar.arrive %0, %1;" ::"n"(ID), "r"(n) : "memory");
-}
-template <int ID> __device__ __forceinline__ void bar_named_sync(int n) {
-    asm volatile("bar.sync %0, %1;" ::"n"(ID), "r"(n) : "memory");
-}
 __device__ __forceinline__ unsigned ld_acquire(const unsigned *p) {
     unsigned v;
     asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");

@@ -151,7 +151,10 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
 
 /* The form for R rows a warp (2, or 4 without the pair) and inputs NT = 2, 4 or 8 at a time (one
  * pass over the rows for up to 8). Inputs past n cost a form as much as live ones (their x is
- * loaded and dotted), so a pass over 2 takes NT = 2, not 4. */
+ * loaded and dotted), so a pass over 2 takes NT = 2, not 4. Measured with the epilogue by lanes
+ * (session 37 call 2, E4B, one process each, alternating): verify passes over 2 / 4 / 8 positions
+ * 3.139 / 4.057 / 7.085 ms against 3.385 / 4.200 / 7.205; over 2 positions a sliding layer's
+ * q + k + v launch 5.5 us against 7.4 and o 4.4 against 7.2 (call 1's timeline). */
 template <typename T, int R, bool PAIR> static mv_rows_fn mv_rows_form(int n) {
     return n <= 2   ? matvec_rows_kernel<T, 2, R, PAIR>
            : n <= 4 ? matvec_rows_kernel<T, 4, R, PAIR>

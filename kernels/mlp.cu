@@ -27,14 +27,6 @@
  *     inputs (Nsight Compute); without the second and with the chains spread, a verify pass
  *     over 4 / 5 / 8 inputs on E4B is 6 / 12 / 11 % faster, the decode step unchanged (session
  *     34, call 4);
- *   - over several inputs (the verify forms) no barrier holds every consumer warp: they hand a
- *     batch's sums to a reducer warp through a named barrier they only arrive at (bar.arrive),
- *     and the reducer makes the batch's h, one (input, index) pair a lane, and hands it back
- *     through another, which the consumers wait at only before that batch's down rows, a batch
- *     later. So a
- *     consumer warp neither waits for the slowest warp each batch nor runs the chains of sums
- *     itself. The one-input form (decode, bound by memory) keeps the barrier: its PTX is
- *     unchanged;
  *   - the block's H partial outputs go to partial[t][block]; mlp_reduce_kernel sums the partials
  *     of each output in block order.
  *
@@ -67,27 +59,10 @@ __device__ __forceinline__ uint4 ring_take(const unsigned char *ring, uint64_t *
     return u;
 }
 
-/* Warps a block has besides its H / 256 consumers: the producer, and for several inputs the
- * reducer. Named barriers: 0 the block's, 1 the consumers' (one input), and the reducer's
- * hand-offs, two of each for batches j & 1 = 0 and 1. */
-#define MLP_BAR_SUMS 2 /* and 3 */
-#define MLP_BAR_H    4 /* and 5 */
-
-/* Batch j's barrier of the pair at ID: arrive at it or wait at it, n threads in all. */
-template <int ID, bool ARRIVE> __device__ __forceinline__ void mlp_bar(int j, int n) {
-    if (j & 1)
-        ARRIVE ? bar_named_arrive<ID + 1>(n) : bar_named_sync<ID + 1>(n);
-    else
-        ARRIVE ? bar_named_arrive<ID>(n) : bar_named_sync<ID>(n);
-}
-__host__ __device__ constexpr int mlp_extra_warps(int nt) {
-    return nt > 1 ? 2 : 1;
-}
-
 /* Inputs t0 .. t0 + NT - 1 (those below n) of x[n][H]; B intermediate indices a batch. Dynamic
  * shared memory: the ring (S rows of 2H bytes), then full[S] and empty[S]. */
-#define MLP_MAX_THREADS  512 /* up to 128 registers a thread (NT <= 4; H <= 3584) */
-#define MLP_WIDE_THREADS 384 /* NT = 8, H <= 2560: up to 168 registers a thread */
+#define MLP_MAX_THREADS  512 /* H <= 3840: up to 128 registers a thread (NT <= 4) */
+#define MLP_WIDE_THREADS 384 /* NT = 8, H <= 2816: up to 168 registers a thread */
 
 template <int NT, int B>
 __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 1)
@@ -98,9 +73,7 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
     extern __shared__ __align__(128) unsigned char ring[];
     const int row_bytes = 2 * H, CT = H / 8, CW = CT / 32;
     uint64_t *full = reinterpret_cast<uint64_t *>(ring + (size_t)S * row_bytes), *empty = full + S;
-    float *hd = reinterpret_cast<float *>(empty + S); /* RED: the block's h, mlp_smem */
-    static_assert(NT * B == 16, "a batch's sums: one value a lane (warp_sum_t over 2 B NT)");
-    constexpr bool RED = mlp_extra_warps(NT) == 2;          /* a reducer warp makes the h */
+    static_assert(NT * B <= 32, "a batch's h: one (input, index) pair a lane of one warp at most");
     __shared__ float red[2][32][2 * B * NT], hs[2][B * NT]; /* batch j in [j & 1] */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, G = gridDim.x;
     const int k0 = (int)((long long)I * blockIdx.x / G),
@@ -109,31 +82,6 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
     ring_init(full, empty, S, CW);
     __syncthreads();
     k_launch_next();
-    /* The h of input tt's index kb + i. One input: in hs[jb], two batches' worth, reused every
-     * other batch. RED: every (input, index) of the block has its own slot in hd, written once,
-     * so the reducer's writes come after no read of the consumers' to order them against (a slot
-     * reused every other batch drew racecheck reports in every form of hand-off tried, s36 calls
-     * 4-6, s37 call 1, though the barriers between order each reuse). */
-    auto h_at = [&](int tt, int i, int kb, int jb) -> float & {
-        if constexpr (RED)
-            return hd[tt * (nb * B) + (kb - k0) + i];
-        else
-            return hs[jb][tt * B + i];
-    };
-    /* The h of (input, index) pair q of the batch at kb: the warps' sums, in order */
-    auto make_h = [&](int q, int kb, int nk, int jb) {
-        if (q >= NT * B) return;
-        const int tt = q / B, i = q % B;
-        if (i < nk && t0 + tt < n) {
-            float gs = 0.0f, us = 0.0f;
-            for (int w = 0; w < CW; w++)
-                gs += red[jb][w][tt * 2 * B + i], us += red[jb][w][tt * 2 * B + B + i];
-            const float h = gelu_tanh(gs) * us;
-            h_at(tt, i, kb, jb) = h;
-            h_out[(size_t)(t0 + tt) * I + kb + i] = h;
-            u_out[(size_t)(t0 + tt) * I + kb + i] = us;
-        }
-    };
     if (warp == CW) { /* the producer: weights need nothing of an earlier kernel */
         if (lane == 0) {
             ring_producer p; /* rows in the consumers' order: gate, up of j, down of j - 1 */
@@ -151,28 +99,6 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
         return; /* the consumers' wait is the block's (kcommon.cuh) */
     }
     k_wait_only();
-    /* RED's hand-offs, named barriers of the consumers and the reducer (CT + 32 threads): batch
-     * j's sums are in red[j & 1] (MLP_BAR_SUMS + (j & 1)), its h is in hd (MLP_BAR_H +
-     * (j & 1)). No thread comes to one of them twice before it completes: a consumer comes to
-     * the sums barrier of batch j + 2 only after the h barrier of batch j, which the reducer
-     * comes to only after the sums barrier of batch j; and the reducer comes to the h barrier of
-     * batch j + 2 only after every consumer has come to the sums one of j + 2. The same order
-     * covers reuse: red[j & 1] is written again (batch j + 2) after the h barrier of j, which
-     * follows the reducer's reads of it; h is never reused (h_at). The consumers only arrive at a
-     * sums barrier; both sides wait at an h barrier (the reducer waits there for the consumers to
-     * reach it, a batch later, with time to spare before it is needed next): racecheck followed
-     * the first hand-off with an arrival on either side but not the second (6 hazards on h,
-     * s36 calls 5-6), and a wait costs the consumers nothing, as they come last anyway. */
-    if (RED && warp == CW + 1) { /* the reducer: batch j's h once its sums are in, lane q pair q */
-        for (int j = 0; j < nb; j++) {
-            const int kb = k0 + j * B;
-            mlp_bar<MLP_BAR_SUMS, false>(j, CT + 32);
-            make_h(lane, kb, min(B, k1 - kb), j & 1);
-            __syncwarp(); /* lanes 16-31 made none: converged for the aligned barrier */
-            mlp_bar<MLP_BAR_H, false>(j, CT + 32);
-        }
-        return;
-    }
     const int c = threadIdx.x; /* columns 8c .. 8c + 7 */
     float xr[NT][8], out[NT][8];
 #pragma unroll
@@ -213,12 +139,29 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
                     }
                 }
             }
-        int row; /* this lane's value: acc's row-th, tt * 2B + m B + i, as red holds them */
-        const float v = warp_sum_t<2 * B * NT>(&acc[0][0], lane, &row);
-        red[jb][warp][row] = v;
+#pragma unroll
+        for (int tt = 0; tt < NT; tt++) {
+            int row;
+            const float v = warp_sum_t<2 * B>(acc[tt], lane, &row);
+            if ((lane & (32 / (2 * B) - 1)) == 0) red[jb][warp][tt * 2 * B + row] = v;
+        }
+    };
+    /* The h of (input, index) pair q of the batch at kb: the warps' sums, in order */
+    auto make_h = [&](int q, int kb, int nk, int jb) {
+        if (q >= NT * B) return;
+        const int tt = q / B, i = q % B;
+        if (i < nk && t0 + tt < n) {
+            float gs = 0.0f, us = 0.0f;
+            for (int w = 0; w < CW; w++)
+                gs += red[jb][w][tt * 2 * B + i], us += red[jb][w][tt * 2 * B + B + i];
+            const float h = gelu_tanh(gs) * us;
+            hs[jb][tt * B + i] = h;
+            h_out[(size_t)(t0 + tt) * I + kb + i] = h;
+            u_out[(size_t)(t0 + tt) * I + kb + i] = us;
+        }
     };
     /* A batch's down rows (nk), each times its h, into the outputs */
-    auto down_rows = [&](int nk, int kb, int jb) {
+    auto down_rows = [&](int nk, int jb) {
 #pragma unroll
         for (int i = 0; i < B; i++)
             if (i < nk) {
@@ -227,7 +170,7 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
                                         w);
 #pragma unroll
                 for (int tt = 0; tt < NT; tt++) {
-                    const float h = h_at(tt, i, kb, jb);
+                    const float h = hs[jb][tt * B + i];
 #pragma unroll
                     for (int j = 0; j < 8; j++)
                         out[tt][j] = fmaf(h, w[j], out[tt][j]);
@@ -243,14 +186,9 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
     for (int j = 0; j <= nb; j++) {
         const int kb = k0 + j * B, nk = j < nb ? min(B, k1 - kb) : 0;
         if (nk > 0) gate_up(nk, j & 1);
-        if constexpr (RED) {
-            if (nk > 0) mlp_bar<MLP_BAR_SUMS, true>(j, CT + 32);
-            if (j > 0) mlp_bar<MLP_BAR_H, false>(j - 1, CT + 32);
-        } else {
-            bar_consumers(CT);
-            if (nk > 0) make_h(warp + lane * CW, kb, nk, j & 1);
-        }
-        if (j > 0) down_rows(min(B, k1 - (kb - B)), kb - B, (j - 1) & 1);
+        bar_consumers(CT);
+        if (nk > 0) make_h(warp + lane * CW, kb, nk, j & 1);
+        if (j > 0) down_rows(min(B, k1 - (kb - B)), (j - 1) & 1);
     }
 #pragma unroll
     for (int tt = 0; tt < NT; tt++)
@@ -337,15 +275,6 @@ static int mlp_grid(void) {
     return sms;
 }
 
-/* A launch's dynamic shared memory: the ring and its barriers, and for several inputs (the
- * reducer's forms) a slot of h for every (input, index) of a block: at most 8 inputs times the
- * block's indices rounded up to whole batches (< ceil(I / G) + 16). */
-static size_t mlp_smem(int H, int I, int nt) {
-    const int G = mlp_grid();
-    const size_t hd = nt > 1 ? (size_t)8 * ((I + G - 1) / G + 16) * sizeof(float) : 0;
-    return (size_t)mlp_stages(H) * (2 * H + 16) + hd;
-}
-
 /* Whether every form runs H on this device: sm_90 (the copy engine), H / 8 consumer threads in
  * whole warps, the block's registers and shared memory within a multiprocessor's, and at least
  * 8 intermediate indices a block. Asked once per H (cheap afterwards). */
@@ -374,15 +303,16 @@ static mlp_shape *mlp_shape_of(int H, int I) {
     /* Each form's dynamic shared memory limit only grows, so that it fits every shape said yes
      * to, whichever was asked last. */
     static size_t smem_set[4];
+    const size_t smem = (size_t)mlp_stages(H) * (2 * H + 16);
     int form_ok[4] = {0, 0, 0, 0}; /* nt = 1, 2, 4, 8 */
     for (int f = 0; ok && f < 4; f++) {
         cudaFuncAttributes fa;
-        const size_t smem = mlp_smem(H, I, 1 << f), want = smem > smem_set[f] ? smem : smem_set[f];
-        const int threads = H / 8 + 32 * mlp_extra_warps(1 << f);
+        const size_t want = smem > smem_set[f] ? smem : smem_set[f];
         form_ok[f] =
-            threads <= (f < 3 ? MLP_MAX_THREADS : MLP_WIDE_THREADS) &&
+            (f < 3 || H / 8 + 32 <= MLP_WIDE_THREADS) &&
             cudaFuncGetAttributes(&fa, mlp_form(1 << f)) == cudaSuccess &&
-            fa.numRegs * threads <= regs_sm && want + fa.sharedSizeBytes <= (size_t)smem_optin &&
+            fa.numRegs * (H / 8 + 32) <= regs_sm &&
+            want + fa.sharedSizeBytes <= (size_t)smem_optin &&
             cudaFuncSetAttribute(mlp_form(1 << f), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  (int)want) == cudaSuccess;
         if (form_ok[f]) smem_set[f] = want;
@@ -412,14 +342,14 @@ extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, co
     if (n <= 0 || (k_skip & K_SKIP_MATVEC)) return;
     const int G = mlp_grid(), S = mlp_stages(H), wide = mlp_shape_of(H, I)->wide;
     const int depth = mlp_depth(H);
+    const size_t smem = (size_t)S * (2 * H + 16);
     for (int c0 = 0; c0 < n; c0 += MLP_CHUNK) { /* a prefill: chunks of MLP_CHUNK inputs */
         const int c1 = n - c0 < MLP_CHUNK ? n : c0 + MLP_CHUNK;
         for (int t0 = c0; t0 < c1;) {
             const int r = c1 - t0, nt = r >= 5 && wide ? 8 : r >= 3 ? 4 : r;
-            k_launch_ex(mlp_form(nt), dim3(G), dim3(H / 8 + 32 * mlp_extra_warps(nt)), 0,
-                        mlp_smem(H, I, nt), s, (const uint4 *)gate, (const uint4 *)up,
-                        (const uint4 *)down_t, x, h_out, u_out, partial, H, I, c1, t0, c0, S,
-                        depth);
+            k_launch_ex(mlp_form(nt), dim3(G), dim3(H / 8 + 32), 0, smem, s, (const uint4 *)gate,
+                        (const uint4 *)up, (const uint4 *)down_t, x, h_out, u_out, partial, H, I,
+                        c1, t0, c0, S, depth);
             K_CHECK_LAUNCH();
             t0 += nt;
         }
