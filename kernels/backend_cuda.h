@@ -39,7 +39,7 @@
  *   GEMMA_CUDA_MLP=0       no whole-MLP kernel (mlp.cu): gate, up, GeLU and down as the
  *                          grouped products above. On (the default), an MLP with bf16 weights
  *                          whose shapes mlp.cu takes (sm_90 and newer, hidden a multiple of 256
- *                          up to 3840, at least 8 MLP rows a multiprocessor) is one kernel with
+ *                          up to 3584, at least 8 MLP rows a multiprocessor) is one kernel with
  *                          down stored transposed; summed in another order, so results differ
  *                          from 0's in the last bits
  *   GEMMA_CUDA_PDL=0       no programmatic dependent launch (it is on for sm_90 and newer)

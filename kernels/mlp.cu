@@ -27,6 +27,12 @@
  *     inputs (Nsight Compute); without the second and with the chains spread, a verify pass
  *     over 4 / 5 / 8 inputs on E4B is 6 / 12 / 11 % faster, the decode step unchanged (session
  *     34, call 4);
+ *   - over several inputs (the verify forms) a reducer warp makes each batch's h, one (input,
+ *     index) pair a lane, while the consumer warps go on to the next batch: it meets them at
+ *     the batch's barrier, the sums of batch j in, and has made h of j by the next one. So the
+ *     consumers no longer run the chains of sums, and a warp's sums of a batch are one
+ *     transposed warp sum over 2 B NT = 32 values (one a lane). The one-input form (decode,
+ *     bound by memory) keeps its chains in the consumers: its PTX is unchanged;
  *   - the block's H partial outputs go to partial[t][block]; mlp_reduce_kernel sums the partials
  *     of each output in block order.
  *
@@ -59,10 +65,16 @@ __device__ __forceinline__ uint4 ring_take(const unsigned char *ring, uint64_t *
     return u;
 }
 
+/* Warps a block has besides its H / 256 consumers: the producer, and for several inputs the
+ * reducer. */
+__host__ __device__ constexpr int mlp_extra_warps(int nt) {
+    return nt > 1 ? 2 : 1;
+}
+
 /* Inputs t0 .. t0 + NT - 1 (those below n) of x[n][H]; B intermediate indices a batch. Dynamic
  * shared memory: the ring (S rows of 2H bytes), then full[S] and empty[S]. */
-#define MLP_MAX_THREADS  512 /* H <= 3840: up to 128 registers a thread (NT <= 4) */
-#define MLP_WIDE_THREADS 384 /* NT = 8, H <= 2816: up to 168 registers a thread */
+#define MLP_MAX_THREADS  512 /* up to 128 registers a thread (NT <= 4; H <= 3584) */
+#define MLP_WIDE_THREADS 384 /* NT = 8, H <= 2560: up to 168 registers a thread */
 
 template <int NT, int B>
 __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 1)
@@ -73,7 +85,9 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
     extern __shared__ __align__(128) unsigned char ring[];
     const int row_bytes = 2 * H, CT = H / 8, CW = CT / 32;
     uint64_t *full = reinterpret_cast<uint64_t *>(ring + (size_t)S * row_bytes), *empty = full + S;
-    static_assert(NT * B <= 32, "a batch's h: one (input, index) pair a lane of one warp at most");
+    float *hd = reinterpret_cast<float *>(empty + S); /* RED: the block's h, mlp_smem */
+    static_assert(NT * B == 16, "a batch's sums: one value a lane (warp_sum_t over 2 B NT)");
+    constexpr bool RED = mlp_extra_warps(NT) == 2;          /* a reducer warp makes the h */
     __shared__ float red[2][32][2 * B * NT], hs[2][B * NT]; /* batch j in [j & 1] */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, G = gridDim.x;
     const int k0 = (int)((long long)I * blockIdx.x / G),
@@ -82,6 +96,31 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
     ring_init(full, empty, S, CW);
     __syncthreads();
     k_launch_next();
+    /* The h of input tt's index kb + i. One input: in hs[jb], two batches' worth, reused every
+     * other batch. RED: every (input, index) of the block has its own slot in hd, written once.
+     * Both are ordered by the barriers (racecheck clean either way); the slots a block measured
+     * faster (E4B verify over 2 / 4 / 8 positions 3.116 / 3.941 / 6.107 ms against 3.129 / 3.946 /
+     * 6.249 with hs: session 37 call 3). */
+    auto h_at = [&](int tt, int i, int kb, int jb) -> float & {
+        if constexpr (RED)
+            return hd[tt * (nb * B) + (kb - k0) + i];
+        else
+            return hs[jb][tt * B + i];
+    };
+    /* The h of (input, index) pair q of the batch at kb: the warps' sums, in order */
+    auto make_h = [&](int q, int kb, int nk, int jb) {
+        if (q >= NT * B) return;
+        const int tt = q / B, i = q % B;
+        if (i < nk && t0 + tt < n) {
+            float gs = 0.0f, us = 0.0f;
+            for (int w = 0; w < CW; w++)
+                gs += red[jb][w][tt * 2 * B + i], us += red[jb][w][tt * 2 * B + B + i];
+            const float h = gelu_tanh(gs) * us;
+            h_at(tt, i, kb, jb) = h;
+            h_out[(size_t)(t0 + tt) * I + kb + i] = h;
+            u_out[(size_t)(t0 + tt) * I + kb + i] = us;
+        }
+    };
     if (warp == CW) { /* the producer: weights need nothing of an earlier kernel */
         if (lane == 0) {
             ring_producer p; /* rows in the consumers' order: gate, up of j, down of j - 1 */
@@ -99,6 +138,23 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
         return; /* the consumers' wait is the block's (kcommon.cuh) */
     }
     k_wait_only();
+    /* The reducer meets the consumers at each batch's barrier (bar_consumers over CT + 32
+     * threads; the producer is not one of them): after round j's, the sums of batch j are in
+     * red[j & 1], and h of batch j - 1, made since round j - 1's, is in its slot. red[j & 1] is
+     * written again in round j + 2, after round j + 1's barrier, which follows the reducer's
+     * reads of it. Both sides only wait (bar.sync): racecheck reported hazards on h in every
+     * form in which the consumers only arrived at a barrier (bar.arrive, which the PTX memory
+     * model orders as a release; session 36 calls 4-6, session 37 calls 1-2), and a consumer
+     * warp has the reducer's chains of sums off its path either way. */
+    if (RED && warp == CW + 1) { /* the reducer: batch j's h once its sums are in, lane q pair q */
+        for (int j = 0; j <= nb; j++) {
+            const int kb = k0 + j * B;
+            bar_consumers(CT + 32);
+            if (j < nb) make_h(lane, kb, min(B, k1 - kb), j & 1);
+            __syncwarp(); /* lanes 16-31 made none: converged for the aligned barrier */
+        }
+        return;
+    }
     const int c = threadIdx.x; /* columns 8c .. 8c + 7 */
     float xr[NT][8], out[NT][8];
 #pragma unroll
@@ -139,29 +195,12 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
                     }
                 }
             }
-#pragma unroll
-        for (int tt = 0; tt < NT; tt++) {
-            int row;
-            const float v = warp_sum_t<2 * B>(acc[tt], lane, &row);
-            if ((lane & (32 / (2 * B) - 1)) == 0) red[jb][warp][tt * 2 * B + row] = v;
-        }
-    };
-    /* The h of (input, index) pair q of the batch at kb: the warps' sums, in order */
-    auto make_h = [&](int q, int kb, int nk, int jb) {
-        if (q >= NT * B) return;
-        const int tt = q / B, i = q % B;
-        if (i < nk && t0 + tt < n) {
-            float gs = 0.0f, us = 0.0f;
-            for (int w = 0; w < CW; w++)
-                gs += red[jb][w][tt * 2 * B + i], us += red[jb][w][tt * 2 * B + B + i];
-            const float h = gelu_tanh(gs) * us;
-            hs[jb][tt * B + i] = h;
-            h_out[(size_t)(t0 + tt) * I + kb + i] = h;
-            u_out[(size_t)(t0 + tt) * I + kb + i] = us;
-        }
+        int row; /* this lane's value: acc's row-th, tt * 2B + m B + i, as red holds them */
+        const float v = warp_sum_t<2 * B * NT>(&acc[0][0], lane, &row);
+        red[jb][warp][row] = v;
     };
     /* A batch's down rows (nk), each times its h, into the outputs */
-    auto down_rows = [&](int nk, int jb) {
+    auto down_rows = [&](int nk, int kb, int jb) {
 #pragma unroll
         for (int i = 0; i < B; i++)
             if (i < nk) {
@@ -170,7 +209,7 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
                                         w);
 #pragma unroll
                 for (int tt = 0; tt < NT; tt++) {
-                    const float h = hs[jb][tt * B + i];
+                    const float h = h_at(tt, i, kb, jb);
 #pragma unroll
                     for (int j = 0; j < 8; j++)
                         out[tt][j] = fmaf(h, w[j], out[tt][j]);
@@ -186,9 +225,9 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
     for (int j = 0; j <= nb; j++) {
         const int kb = k0 + j * B, nk = j < nb ? min(B, k1 - kb) : 0;
         if (nk > 0) gate_up(nk, j & 1);
-        bar_consumers(CT);
-        if (nk > 0) make_h(warp + lane * CW, kb, nk, j & 1);
-        if (j > 0) down_rows(min(B, k1 - (kb - B)), (j - 1) & 1);
+        bar_consumers(CT + (RED ? 32 : 0));
+        if (!RED && nk > 0) make_h(warp + lane * CW, kb, nk, j & 1);
+        if (j > 0) down_rows(min(B, k1 - (kb - B)), kb - B, (j - 1) & 1);
     }
 #pragma unroll
     for (int tt = 0; tt < NT; tt++)
@@ -275,6 +314,15 @@ static int mlp_grid(void) {
     return sms;
 }
 
+/* A launch's dynamic shared memory: the ring and its barriers, and for several inputs (the
+ * reducer's forms) a slot of h for every (input, index) of a block: at most 8 inputs times the
+ * block's indices rounded up to whole batches (< ceil(I / G) + 16). */
+static size_t mlp_smem(int H, int I, int nt) {
+    const int G = mlp_grid();
+    const size_t hd = nt > 1 ? (size_t)8 * ((I + G - 1) / G + 16) * sizeof(float) : 0;
+    return (size_t)mlp_stages(H) * (2 * H + 16) + hd;
+}
+
 /* Whether every form runs H on this device: sm_90 (the copy engine), H / 8 consumer threads in
  * whole warps, the block's registers and shared memory within a multiprocessor's, and at least
  * 8 intermediate indices a block. Asked once per H (cheap afterwards). */
@@ -303,16 +351,15 @@ static mlp_shape *mlp_shape_of(int H, int I) {
     /* Each form's dynamic shared memory limit only grows, so that it fits every shape said yes
      * to, whichever was asked last. */
     static size_t smem_set[4];
-    const size_t smem = (size_t)mlp_stages(H) * (2 * H + 16);
     int form_ok[4] = {0, 0, 0, 0}; /* nt = 1, 2, 4, 8 */
     for (int f = 0; ok && f < 4; f++) {
         cudaFuncAttributes fa;
-        const size_t want = smem > smem_set[f] ? smem : smem_set[f];
+        const size_t smem = mlp_smem(H, I, 1 << f), want = smem > smem_set[f] ? smem : smem_set[f];
+        const int threads = H / 8 + 32 * mlp_extra_warps(1 << f);
         form_ok[f] =
-            (f < 3 || H / 8 + 32 <= MLP_WIDE_THREADS) &&
+            threads <= (f < 3 ? MLP_MAX_THREADS : MLP_WIDE_THREADS) &&
             cudaFuncGetAttributes(&fa, mlp_form(1 << f)) == cudaSuccess &&
-            fa.numRegs * (H / 8 + 32) <= regs_sm &&
-            want + fa.sharedSizeBytes <= (size_t)smem_optin &&
+            fa.numRegs * threads <= regs_sm && want + fa.sharedSizeBytes <= (size_t)smem_optin &&
             cudaFuncSetAttribute(mlp_form(1 << f), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  (int)want) == cudaSuccess;
         if (form_ok[f]) smem_set[f] = want;
@@ -342,14 +389,14 @@ extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, co
     if (n <= 0 || (k_skip & K_SKIP_MATVEC)) return;
     const int G = mlp_grid(), S = mlp_stages(H), wide = mlp_shape_of(H, I)->wide;
     const int depth = mlp_depth(H);
-    const size_t smem = (size_t)S * (2 * H + 16);
     for (int c0 = 0; c0 < n; c0 += MLP_CHUNK) { /* a prefill: chunks of MLP_CHUNK inputs */
         const int c1 = n - c0 < MLP_CHUNK ? n : c0 + MLP_CHUNK;
         for (int t0 = c0; t0 < c1;) {
             const int r = c1 - t0, nt = r >= 5 && wide ? 8 : r >= 3 ? 4 : r;
-            k_launch_ex(mlp_form(nt), dim3(G), dim3(H / 8 + 32), 0, smem, s, (const uint4 *)gate,
-                        (const uint4 *)up, (const uint4 *)down_t, x, h_out, u_out, partial, H, I,
-                        c1, t0, c0, S, depth);
+            k_launch_ex(mlp_form(nt), dim3(G), dim3(H / 8 + 32 * mlp_extra_warps(nt)), 0,
+                        mlp_smem(H, I, nt), s, (const uint4 *)gate, (const uint4 *)up,
+                        (const uint4 *)down_t, x, h_out, u_out, partial, H, I, c1, t0, c0, S,
+                        depth);
             K_CHECK_LAUNCH();
             t0 += nt;
         }
