@@ -717,7 +717,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     fprintf(
         stderr,
         "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matvec unroll %s prefetch %d decode %s "
-        "grid %s block warps %s, rows a warp at n = 2..8 %d (launches >= %d KiB), matmul %s, bf16 "
+        "grid %s block warps %s, rows a warp at n = 2..8 %s (launches >= %d KiB), matmul %s, bf16 "
         "on the %s, attention %s\n",
         st->device_name, prop.totalGlobalMem / 1e9, st->use_graphs && !st->profile ? "on" : "off",
         !st->fuse                            ? "off"
@@ -738,7 +738,11 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         : st->mv.block_warps == 4 ? "4"
         : st->mv.block_warps == 2 ? "2"
                                   : "auto",
-        st->mv.rows, st->mv.rows_min_kb,
+        st->mv.rows == 4   ? "4"
+        : st->mv.rows == 2 ? "2"
+        : st->mv.rows == 1 ? "1"
+                           : "auto (2, 4 from 5 inputs)",
+        st->mv.rows_min_kb,
         gemm_mode == 0   ? "own kernel"
         : gemm_mode == 1 ? "cuBLAS"
                          : "own (n <= 17), cuBLAS",

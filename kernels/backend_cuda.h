@@ -28,9 +28,10 @@
  *   GEMMA_CUDA_MV_SPLIT=N  split-K by the rule before (about N blocks per multiprocessor)
  *                          instead of the default one wave of blocks (matvec.cu split_for);
  *                          unlike the switches above, it changes a row's summation order
- *   GEMMA_CUDA_MV_ROWS=1|2|4, GEMMA_CUDA_MV_ROWS_MIN=KiB   rows a warp takes in products of
- *                          2 .. 8 inputs (speculative verify): 2 (default; x is loaded once for
- *                          them) or 4 in launches of at least KiB of weights (default 4096), else 1
+ *   GEMMA_CUDA_MV_ROWS=auto|1|2|4, GEMMA_CUDA_MV_ROWS_MIN=KiB   rows a warp takes in products
+ *                          of 2 .. 8 inputs (speculative verify) in launches of at least KiB of
+ *                          weights (default 1024), x loaded once for them: auto (the default: 2
+ *                          up to 4 inputs, 4 from 5), 2 or 4; 1 (or a smaller launch): one
  *   GEMMA_CUDA_MV_MMA=0|1|2  bf16 products on the tensor cores (matvec_mma.cu): 1 with x split
  *                          exactly into three bf16, 2 into two (x to 16 bits: faster verify
  *                          passes, results further from the CPU's); summed in another order,

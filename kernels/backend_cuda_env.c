@@ -19,7 +19,7 @@ static int env_flag(const char *name, int dflt) {
 
 /* GEMMA_CUDA_MV_UNROLL=auto|4|8, GEMMA_CUDA_MV_PREFETCH=0|2|4,
  * GEMMA_CUDA_MV_DECODE=lean|lean8|general, GEMMA_CUDA_MV_GRID=blocks|persist|N,
- * GEMMA_CUDA_MV_SPLIT=N, GEMMA_CUDA_MV_ROWS=1|2|4, GEMMA_CUDA_MV_ROWS_MIN=KiB and
+ * GEMMA_CUDA_MV_SPLIT=N, GEMMA_CUDA_MV_ROWS=auto|1|2|4, GEMMA_CUDA_MV_ROWS_MIN=KiB and
  * GEMMA_CUDA_MV_GROUP=auto|0|1, GEMMA_CUDA_MV_MMA=0|1|2 and GEMMA_CUDA_MV_BLOCK_WARPS=auto|8|4|2
  * (kernels.h: k_mv_tuning) into t; -1 with
  * a message naming the variable for any other value. */
@@ -34,7 +34,7 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
                              "lean, lean8 or general",
                              "blocks, persist or a number of blocks from 1 to 1000000",
                              "a number of blocks per multiprocessor from 1 to 64",
-                             "1, 2 or 4",
+                             "auto, 1, 2 or 4",
                              "a number of KiB from 0 to 1048576",
                              "auto, 0 or 1",
                              "0, 1 or 2",
@@ -44,8 +44,8 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
                        .decode = K_MV_LEAN,
                        .grid = 0,
                        .split = 0,
-                       .rows = 2,
-                       .rows_min_kb = 4096,
+                       .rows = 0,
+                       .rows_min_kb = 1024,
                        .group = 2,
                        .mma = 0,
                        .block_warps = 0};
@@ -68,7 +68,7 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
         else if (i == 4)
             ok = is_num && num >= 1 && num <= 64;
         else if (i == 5)
-            ok = is_num && (num == 1 || num == 2 || num == 4);
+            ok = !strcmp(v, "auto") || (is_num && (num == 1 || num == 2 || num == 4));
         else if (i == 6)
             ok = is_num && num >= 0 && num <= 1048576;
         else if (i == 7)
@@ -95,7 +95,7 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
         else if (i == 4)
             t->split = (int)num;
         else if (i == 5)
-            t->rows = (int)num;
+            t->rows = !strcmp(v, "auto") ? 0 : (int)num;
         else if (i == 6)
             t->rows_min_kb = (int)num;
         else if (i == 7)

@@ -114,9 +114,10 @@ typedef struct {
                         it changes the accumulation order of a row - still a function of the
                         shapes alone, so verify and decode agree bit for bit (and a launch of
                         several matrices keeps each one's) */
-    int rows;        /* rows a warp takes at n = 2 .. 8: 2 (default: matvec_rows_kernel loads x once
-                        for them), 4 (2 with the gate + up pair) or 1 (the general kernel) */
-    int rows_min_kb; /* ... more than 1 only in launches of at least this many KiB (4096) */
+    int rows;        /* rows a warp takes at n = 2 .. 8: 2 or 4 (matvec_rows_kernel loads x once
+                        for them; 2 with the gate + up pair), 0 (default, auto: 2 for n <= 4, 4
+                        for n = 5 .. 8; matvec.cu mv_rows_for) or 1 (the general kernel) */
+    int rows_min_kb; /* ... more than 1 only in launches of at least this many KiB (1024) */
     int group;       /* n = 1: a row's chunks in explicit groups of `unroll` (all loads of a
                         group, then their products) - 1 always, 0 never (the compiler's unrolled
                         loop), 2 auto (default: groups of 4 in launches of one wave or of many;

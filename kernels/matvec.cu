@@ -85,7 +85,7 @@
  * per lane loaded before the wait (2 or 4; 0: none, F = 2 after the wait); decode: the n = 1
  * kernel; grid 0 (one block per virtual block), -1 (persistent) or N > 0 (persistent, at most N
  * blocks). */
-static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 2, 4096, 2, 0, 0};
+static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 0, 1024, 2, 0, 0};
 
 /* acc + the dot product of 16 bytes of weights (already fp32 in wf) with x[c .. c + V), four
  * products at a time. */
@@ -612,6 +612,19 @@ static int mv_block_warps(const k_mv_seg *segs, int n_segs, const int *ks, int n
     return blocks8 > (long)MV_WAVE_BLOCKS * sm_count() ? 4 : MV_WARPS;
 }
 
+/* Rows a warp of matvec_rows_kernel takes over n = 2 .. 8 inputs: mv_tune.rows, or by default
+ * (0) 2 up to 4 inputs and 4 from 5 on; 2 with the gate + up pair. No result bit depends on it
+ * (a row's sums are the same whichever warp takes it). Measured on E4B (session 37 call 5, one
+ * process, two rounds; with the per-layer products through the rows kernel too): verify over
+ * 2 / 3 / 4 / 5 / 8 positions 3.011 / 3.548 / 3.856 / 5.514 / 5.963 ms with 2 rows, 3.080 /
+ * 3.559 / 3.865 / 5.331 / 5.720 with 4: over 5 and more inputs the products are bound by
+ * their arithmetic, and 4 rows load each chunk of x once for twice the rows. */
+static int mv_rows_for(int n, bool pair) {
+    if (pair) return 2;
+    if (mv_tune.rows) return mv_tune.rows;
+    return n >= 5 ? 4 : 2;
+}
+
 static int aligned16(const void *p) {
     return ((uintptr_t)p & 15) == 0;
 }
@@ -644,8 +657,8 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
     L.n_segs = n_segs;
     unsigned blocks = 0;
     const int per_pass = 32 * (vec[0] ? vec16<T>::n : 1);
-    /* 2 .. 8 inputs on the vector path, a launch of at least rows_min_kb: mv_tune.rows rows a
-     * warp (matvec_rows_kernel; at most 2 with the gate + up pair), unless it is 1 */
+    /* 2 .. 8 inputs on the vector path, a launch of at least rows_min_kb: mv_rows_for rows a
+     * warp (matvec_rows_kernel), unless mv_tune.rows is 1 */
     double bytes = 0;
     bool pair = false;
     for (int i = 0; i < n_segs; i++) {
@@ -654,8 +667,8 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
         pair = pair || p;
     }
     const int rows_kernel =
-        vec[0] && n >= 2 && n <= 8 && mv_tune.rows > 1 && bytes >= 1024.0 * mv_tune.rows_min_kb;
-    const int rows_per_warp = !rows_kernel ? 1 : pair ? 2 : mv_tune.rows;
+        vec[0] && n >= 2 && n <= 8 && mv_tune.rows != 1 && bytes >= 1024.0 * mv_tune.rows_min_kb;
+    const int rows_per_warp = rows_kernel ? mv_rows_for(n, pair) : 1;
     int ks[K_MV_SEGS];
     launch_splits(segs, n_segs, cols, per_pass, ks);
     L.wb = mv_block_warps(segs, n_segs, ks, n, vec[0] && !rows_kernel);
@@ -710,8 +723,8 @@ extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
     if ((t->unroll != 0 && t->unroll != 4 && t->unroll != 8) ||
         (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
         (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0 ||
-        (t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0 || t->group < 0 ||
-        t->group > 2 || t->mma < 0 || t->mma > 2 ||
+        (t->rows != 0 && t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0 ||
+        t->group < 0 || t->group > 2 || t->mma < 0 || t->mma > 2 ||
         (t->block_warps != 0 && t->block_warps != 2 && t->block_warps != 4 && t->block_warps != 8))
         return -1;
     mv_tune = *t;

@@ -14,10 +14,14 @@
  * general kernel's - the lane's chunks in column order, the warp sum, the K slices in order -
  * so verify and decode still agree bit for bit. Inputs NT at a time (more inputs would pass
  * over the rows again); the vector path only (16-byte loads). Used in launches of at least
- * mv_tune.rows_min_kb KiB of weights (default 4096): halving the blocks costs a small,
- * latency-bound launch more than the x loads it saves (call 10: the small model's verify over 4
- * positions 2.0 decode steps instead of 1.5, while E4B's fell from 2.22 to 1.97). E4B's q / k / v,
- * o, gate + up and down are all above it, its per-layer products (1.3 MB) below.
+ * mv_tune.rows_min_kb KiB of weights (default 1024): halving the blocks costs a small,
+ * latency-bound launch more than the x loads it saves (session 13 call 10: the small model's
+ * verify over 4 positions 2.0 decode steps instead of 1.5, while E4B's fell from 2.22 to 1.97).
+ * E4B's per-layer products (1.25 MiB each) were below the threshold until session 37 (4096 KiB
+ * then); with the 2-input form and the epilogue by lanes they gain too (call 5, one process, two
+ * rounds: verify over 2 / 3 / 4 / 5 / 8 positions 3.011 / 3.548 / 3.856 / 5.514 / 5.963 ms
+ * against 3.114 / 3.623 / 3.936 / 5.575 / 6.110 at 4096). The small model's matrices stay
+ * below it but for its head (3 MiB), which a verify pass reads through the fused argmax.
  *
  * Its loads. Bound by their latency, not by any bandwidth (Nsight Compute, session 35 call 1: q +
  * k + v over 8 inputs at 0.26 instructions a scheduler a cycle, 12 of 22 cycles a warp waiting on

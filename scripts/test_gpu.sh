@@ -71,8 +71,9 @@ if want 2; then
 step "2. whole models: GPU vs CPU on the fixtures"
 run_logged models "$CUDA_OPS" model tests/engine/fixtures/a_ple_kvshare \
   tests/engine/fixtures/b_keqv_untied tests/engine/fixtures/c_wrapped_f16
-# the products of 2 .. 8 inputs two rows a warp at every size (the 5-token chunk must still
-# reproduce the single steps bit for bit; by default these small models are below the threshold)
+# the products of 2 .. 8 inputs through the rows kernel at every size (the 5-token chunk, 4 rows a
+# warp, must still reproduce the single steps bit for bit; by default these small models are
+# below the threshold)
 run_logged models_rows env GEMMA_CUDA_MV_ROWS_MIN=0 "$CUDA_OPS" model tests/engine/fixtures/a_ple_kvshare \
   tests/engine/fixtures/b_keqv_untied
 # and the plain path: no fusion of neighbouring ops, no graphs

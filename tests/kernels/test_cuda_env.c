@@ -44,7 +44,7 @@ int main(void) {
            sw.fuse_mm == CUDA_FUSE_MM_ON && sw.pdl == 1 && sw.attn == CUDA_ATTN_AUTO &&
            sw.mlp == 1);
     EXPECT(sw.mv.unroll == 0 && sw.mv.prefetch == 2 && sw.mv.decode == K_MV_LEAN &&
-           sw.mv.grid == 0 && sw.mv.split == 0 && sw.mv.rows == 2 && sw.mv.rows_min_kb == 4096 &&
+           sw.mv.grid == 0 && sw.mv.split == 0 && sw.mv.rows == 0 && sw.mv.rows_min_kb == 1024 &&
            sw.mv.group == 2 && sw.mv.mma == 0 && sw.mv.block_warps == 0);
     /* an empty value is the default too */
     EXPECT(read_with("GEMMA_CUDA_FUSE_MM", "", &sw, err, sizeof err) == 0 &&
@@ -92,6 +92,7 @@ int main(void) {
     EXPECT(read_with("GEMMA_CUDA_MV_ROWS", "1", &sw, err, sizeof err) == 0 && sw.mv.rows == 1);
     EXPECT(read_with("GEMMA_CUDA_MV_ROWS", "2", &sw, err, sizeof err) == 0 && sw.mv.rows == 2);
     EXPECT(read_with("GEMMA_CUDA_MV_ROWS", "4", &sw, err, sizeof err) == 0 && sw.mv.rows == 4);
+    EXPECT(read_with("GEMMA_CUDA_MV_ROWS", "auto", &sw, err, sizeof err) == 0 && sw.mv.rows == 0);
     EXPECT(read_with("GEMMA_CUDA_MV_ROWS_MIN", "0", &sw, err, sizeof err) == 0 &&
            sw.mv.rows_min_kb == 0);
     EXPECT(read_with("GEMMA_CUDA_MV_ROWS_MIN", "1048576", &sw, err, sizeof err) == 0 &&
