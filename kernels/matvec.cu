@@ -42,8 +42,9 @@
  * the head) may go out in blocks of 4 or 2 warps instead of 8 (mv_block_warps): the same sums.
  *
  * Two to eight inputs (speculative verify). The general kernel loads 32 bytes of x per input for
- * every 16 bytes of weights and stalls on L1; in launches of 4 MiB and more, matvec_rows_kernel
- * gives a warp two rows and loads each chunk of x once for both (matvec_rows.cu).
+ * every 16 bytes of weights and stalls on L1; in launches of 1 MiB and more, matvec_rows_kernel
+ * gives a warp two rows (four from 5 inputs) and loads each chunk of x once for them
+ * (matvec_rows.cu; mv_rows_for).
  *
  * The tensor cores. With k_mv_tuning.mma (GEMMA_CUDA_MV_MMA=1|2) every bf16 product that can goes
  * to matvec_mma.cu instead: slower for a plain decode step, much cheaper for a verify pass, with
