@@ -32,7 +32,9 @@
  *     the batch's barrier, the sums of batch j in, and has made h of j by the next one. So the
  *     consumers no longer run the chains of sums, and a warp's sums of a batch are one
  *     transposed warp sum over 2 B NT = 32 values (one a lane). The one-input form (decode,
- *     bound by memory) keeps its chains in the consumers: its PTX is unchanged;
+ *     bound by memory) keeps its chains in the consumers: its PTX is unchanged. E4B verify over
+ *     2 / 4 / 8 positions 3.116 / 3.941 / 6.107 ms against 3.143 / 4.058 / 7.083 (session 37,
+ *     call 3; forms tried before it in docs/bench_gpu.md);
  *   - the block's H partial outputs go to partial[t][block]; mlp_reduce_kernel sums the partials
  *     of each output in block order.
  *
@@ -72,7 +74,8 @@ __host__ __device__ constexpr int mlp_extra_warps(int nt) {
 }
 
 /* Inputs t0 .. t0 + NT - 1 (those below n) of x[n][H]; B intermediate indices a batch. Dynamic
- * shared memory: the ring (S rows of 2H bytes), then full[S] and empty[S]. */
+ * shared memory: the ring (S rows of 2H bytes), then full[S] and empty[S], then over several
+ * inputs the block's h (mlp_smem). */
 #define MLP_MAX_THREADS  512 /* up to 128 registers a thread (NT <= 4; H <= 3584) */
 #define MLP_WIDE_THREADS 384 /* NT = 8, H <= 2560: up to 168 registers a thread */
 
