@@ -129,7 +129,8 @@ __device__ __forceinline__ uint4 ring_take_at(const unsigned char *ring, uint64_
     return u;
 }
 
-/* A named barrier (id 1) over the first n threads of the block: the consumer warps only. */
+/* A named barrier (id 1) of n threads of the block: mlp.cu's consumer warps (and over several
+ * inputs its reducer warp; the producer warp never comes to it). */
 __device__ __forceinline__ void bar_consumers(int n) {
     asm volatile("bar.sync 1, %0;" ::"r"(n) : "memory");
 }
