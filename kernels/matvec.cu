@@ -619,7 +619,10 @@ static int mv_block_warps(const k_mv_seg *segs, int n_segs, const int *ks, int n
  * process, two rounds; with the per-layer products through the rows kernel too): verify over
  * 2 / 3 / 4 / 5 / 8 positions 3.011 / 3.548 / 3.856 / 5.514 / 5.963 ms with 2 rows, 3.080 /
  * 3.559 / 3.865 / 5.331 / 5.720 with 4: over 5 and more inputs the products are bound by
- * their arithmetic, and 4 rows load each chunk of x once for twice the rows. */
+ * their arithmetic, and 4 rows load each chunk of x once for twice the rows. Again with a form
+ * for each n (session 38 call 1): over 2 / 3 / 4 / 5 / 6 / 7 / 8 positions 3.009 / 3.383 / 3.848 /
+ * 4.674 / 5.051 / 5.264 / 5.957 ms with 2 rows, 3.079 / 3.388 / 3.859 / 4.495 / 4.849 / 5.255 /
+ * 5.707 with 4. */
 static int mv_rows_for(int n, bool pair) {
     if (pair) return 2;
     if (mv_tune.rows) return mv_tune.rows;

@@ -12,7 +12,7 @@
  * verify over 4 positions cost 2.2 decode steps). Here a warp loads each chunk of x once for R
  * rows: warp w takes slice w % K of rows r, r + 8 / K, ... of its block. A row's sum is the
  * general kernel's - the lane's chunks in column order, the warp sum, the K slices in order -
- * so verify and decode still agree bit for bit. Inputs NT at a time (more inputs would pass
+ * so verify and decode still agree bit for bit. Inputs NL at a time (more inputs would pass
  * over the rows again); the vector path only (16-byte loads). Used in launches of at least
  * mv_tune.rows_min_kb KiB of weights (default 1024): halving the blocks costs a small,
  * latency-bound launch more than the x loads it saves (session 13 call 10: the small model's
@@ -25,7 +25,7 @@
  *
  * Its loads. Bound by their latency, not by any bandwidth (Nsight Compute, session 35 call 1: q +
  * k + v over 8 inputs at 0.26 instructions a scheduler a cycle, 12 of 22 cycles a warp waiting on
- * L1TEX, DRAM 9 % busy). So a chunk's x for all NT inputs is asked for at once, before its
+ * L1TEX, DRAM 9 % busy). So a chunk's x for all NL inputs is asked for at once, before its
  * products, and the next chunk's weights before them too; the first chunk's weights go out before
  * the wait for the previous kernel (weights never depend on it). Measured on E4B (session 35 call
  * 2, one process alternating): verify passes over 2 / 4 / 8 positions 3.73 / 4.65 / 8.45 ms
@@ -35,14 +35,19 @@
  * there, slower: half the inputs' x at a time, and every line of x asked of L1 first
  * (prefetch.global.L1) in this kernel and in the general one.
  *
- * The warp's R x NT sums (x 2 with the pair) are taken at once, transposed (warp_sum_t: the same
+ * The warp's R x NL sums (x 2 with the pair) are taken at once, transposed (warp_sum_t: the same
  * butterfly as warp_sum, so the same bits, in one shuffle a value instead of five). */
 typedef void (*mv_rows_fn)(const mv_launch, const float *, int, int);
 
-template <typename T, int NT, int R, bool PAIR>
+/* NL inputs a pass (their x loaded and dotted), NT = pow2_at_least(NL) slots of the warp's sums:
+ * a slot past NL holds a constant zero, summed beside the live ones and never stored (each
+ * value's sum in warp_sum_t involves that value alone, so a live input's bits do not depend on
+ * NT). */
+template <typename T, int NL, int R, bool PAIR>
 __global__ void __launch_bounds__(MV_WARPS * 32)
     matvec_rows_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
                        int n) {
+    constexpr int NT = pow2_at_least(NL);
     const mv_seg &sg = L.seg[mv_seg_of(L, (int)blockIdx.x)];
     __shared__ float part[R][MV_WARPS][NT], part_up[R][MV_WARPS][NT];
     constexpr int V = vec16<T>::n;
@@ -72,14 +77,14 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
     if (nch > 0) load_chunk(0);
     k_wait_prior();
 
-    for (int t0 = 0; t0 < n; t0 += NT) {
+    for (int t0 = 0; t0 < n; t0 += NL) {
         float acc[R][NT], acc_up[R][NT];
 #pragma unroll
         for (int r = 0; r < R; r++)
 #pragma unroll
             for (int t = 0; t < NT; t++)
                 acc[r][t] = acc_up[r][t] = 0.0f;
-        /* launch_rows sends n <= 8 with NT >= n, so one pass; a second would stream the rows
+        /* mv_rows_launch sends n <= 8 with NL = n, so one pass; a second would stream the rows
          * again */
         if (t0 > 0 && nch > 0) load_chunk(0);
 #pragma unroll 1
@@ -92,9 +97,9 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
                 if (pair) unpack16<T>(wn2[r], wf2[r]);
             }
             if (ch + 1 < nch) load_chunk(c + stride);
-            float4 xv[NT][V / 4]; /* inputs past n read input t0's x; their sums are never stored */
+            float4 xv[NL][V / 4]; /* inputs past n read input t0's x; their sums are never stored */
 #pragma unroll
-            for (int t = 0; t < NT; t++) {
+            for (int t = 0; t < NL; t++) {
                 const float4 *xp = reinterpret_cast<const float4 *>(
                     x + (size_t)(t0 + t < n ? t0 + t : t0) * cols + c0 + c);
 #pragma unroll
@@ -102,7 +107,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
                     xv[t][q] = __ldg(xp + q);
             }
 #pragma unroll
-            for (int t = 0; t < NT; t++)
+            for (int t = 0; t < NL; t++)
 #pragma unroll
                 for (int r = 0; r < R; r++)
 #pragma unroll
@@ -127,7 +132,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
         const float sum = warp_sum_t<NV>(v, lane, &idx);
         const float sum_up = PAIR ? __shfl_xor_sync(0xffffffffu, sum, 16) : 0.0f;
         const int ri = (idx / NT) % R, ti = idx % NT, row_i = row0 + ri * per;
-        const bool own = (lane & (32 / NV - 1)) == 0 && idx < R * NT;
+        const bool own = (lane & (32 / NV - 1)) == 0 && idx < R * NT && ti < NL;
         if (K == 1) {
             if (own && row_i < sg.rows && t0 + ti < n) mv_store(sg, t0 + ti, row_i, sum, sum_up);
         } else { /* uniform over the block: K is the segment's, and a block has one */
@@ -140,7 +145,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
              * q % NT): the R x NT stores go out at once, not one after another from lane 0, as in
              * matvec.cu's epilogue (the slices still add in order: the same bits). */
             const int r = lane / NT, t = lane % NT, row = row0 + r * per;
-            if (slice == 0 && lane < R * NT && row < sg.rows && t0 + t < n) {
+            if (slice == 0 && lane < R * NT && t < NL && row < sg.rows && t0 + t < n) {
                 float s = 0.0f, su = 0.0f;
                 for (int k = 0; k < K; k++) {
                     s += part[r][warp + k][t];
@@ -153,16 +158,24 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
     }
 }
 
-/* The form for R rows a warp (2, or 4 without the pair) and inputs NT = 2, 4 or 8 at a time (one
- * pass over the rows for up to 8). Inputs past n cost a form as much as live ones (their x is
- * loaded and dotted), so a pass over 2 takes NT = 2, not 4. Measured with the epilogue by lanes
- * (session 37 call 2, E4B, one process each, alternating): verify passes over 2 / 4 / 8 positions
- * 3.139 / 4.057 / 7.085 ms against 3.385 / 4.200 / 7.205; over 2 positions a sliding layer's
- * q + k + v launch 5.5 us against 7.4 and o 4.4 against 7.2 (call 1's timeline). */
+/* The form for R rows a warp (2, or 4 without the pair) and n = 2 .. 8 inputs, each its own
+ * (one pass over the rows). Inputs past n cost a form as much as live ones (their x is loaded and
+ * dotted), so every n has a form whose inputs are all live: a pass over 2 took the 4-input form
+ * until session 37 (call 2, E4B, one process each, alternating: verify passes over 2 / 4 / 8
+ * positions 3.139 / 4.057 / 7.085 ms with a 2-input form against 3.385 / 4.200 / 7.205; over 2
+ * positions a sliding layer's q + k + v launch 5.5 us against 7.4 and o 4.4 against 7.2), and
+ * passes over 3 and 5 .. 7 the 4- and 8-input forms until session 38. With a form for each n
+ * here and in mlp.cu (session 38 call 1, E4B, one process each, two rounds alternating): verify
+ * over 3 / 5 / 6 / 7 positions 3.382 / 4.494 / 4.843 / 5.248 ms against 3.554 / 5.326 / 5.395 /
+ * 5.469; over 2 / 4 / 8 the same within 0.01 ms (the forms of 2, 4 and 8 inputs compile to the
+ * same PTX as before). */
 template <typename T, int R, bool PAIR> static mv_rows_fn mv_rows_form(int n) {
-    return n <= 2   ? matvec_rows_kernel<T, 2, R, PAIR>
-           : n <= 4 ? matvec_rows_kernel<T, 4, R, PAIR>
-                    : matvec_rows_kernel<T, 8, R, PAIR>;
+    static const mv_rows_fn forms[] = {
+        matvec_rows_kernel<T, 2, R, PAIR>, matvec_rows_kernel<T, 3, R, PAIR>,
+        matvec_rows_kernel<T, 4, R, PAIR>, matvec_rows_kernel<T, 5, R, PAIR>,
+        matvec_rows_kernel<T, 6, R, PAIR>, matvec_rows_kernel<T, 7, R, PAIR>,
+        matvec_rows_kernel<T, 8, R, PAIR>};
+    return forms[(n < 2 ? 2 : n > 8 ? 8 : n) - 2];
 }
 
 template <typename T>

@@ -1,6 +1,6 @@
 /* mlp.cu: a Gemma MLP - down(gelu_tanh(gate(x)) * up(x)) - as one kernel in which a block owns a
  * slice of the intermediate dimension (sm_90 and later, bf16 weights), for any number of inputs
- * (passes of 1, 2, 4 or 8 over the weights, chunks of 16 a reduction).
+ * (passes of 1 .. 8 inputs over the weights, chunks of 16 a reduction).
  *
  * Why. matvec.cu gives a warp a row; every row needs all of x, so for every 16 bytes of weights
  * a lane loads 32 bytes of fp32 x through L1, which is what keeps the gate + up pair at 83 % and
@@ -73,24 +73,26 @@ __host__ __device__ constexpr int mlp_extra_warps(int nt) {
     return nt > 1 ? 2 : 1;
 }
 
-/* Inputs t0 .. t0 + NT - 1 (those below n) of x[n][H]; B intermediate indices a batch. Dynamic
- * shared memory: the ring (S rows of 2H bytes), then full[S] and empty[S], then over several
- * inputs the block's h (mlp_smem). */
-#define MLP_MAX_THREADS  512 /* up to 128 registers a thread (NT <= 4; H <= 3584) */
-#define MLP_WIDE_THREADS 384 /* NT = 8, H <= 2560: up to 168 registers a thread */
+/* Inputs t0 .. t0 + NL - 1 (those below n) of x[n][H]; B intermediate indices a batch; a warp's
+ * sums of a batch in NT = pow2_at_least(NL) slots an index (those past NL hold zeros: a pass over
+ * 3 or 5 .. 7 inputs loads and dots only its own). Dynamic shared memory: the ring (S rows of 2H
+ * bytes), then full[S] and empty[S], then over several inputs the block's h (mlp_smem). */
+#define MLP_MAX_THREADS  512 /* up to 128 registers a thread (NL <= 4; H <= 3584) */
+#define MLP_WIDE_THREADS 384 /* NL = 5 .. 8, H <= 2560: up to 168 registers a thread */
 
-template <int NT, int B>
-__global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 1)
+template <int NL, int B>
+__global__ void __launch_bounds__(NL > 4 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 1)
     mlp_kernel(const uint4 *__restrict__ gate, const uint4 *__restrict__ up,
                const uint4 *__restrict__ downt, const float *__restrict__ x,
                float *__restrict__ h_out, float *__restrict__ u_out, float *__restrict__ partial,
                int H, int I, int n, int t0, int p0, int S, int depth) {
+    constexpr int NT = pow2_at_least(NL);
     extern __shared__ __align__(128) unsigned char ring[];
     const int row_bytes = 2 * H, CT = H / 8, CW = CT / 32;
     uint64_t *full = reinterpret_cast<uint64_t *>(ring + (size_t)S * row_bytes), *empty = full + S;
     float *hd = reinterpret_cast<float *>(empty + S); /* RED: the block's h, mlp_smem */
     static_assert(NT * B == 16, "a batch's sums: one value a lane (warp_sum_t over 2 B NT)");
-    constexpr bool RED = mlp_extra_warps(NT) == 2;          /* a reducer warp makes the h */
+    constexpr bool RED = mlp_extra_warps(NL) == 2;          /* a reducer warp makes the h */
     __shared__ float red[2][32][2 * B * NT], hs[2][B * NT]; /* batch j in [j & 1] */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, G = gridDim.x;
     const int k0 = (int)((long long)I * blockIdx.x / G),
@@ -114,7 +116,7 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
     auto make_h = [&](int q, int kb, int nk, int jb) {
         if (q >= NT * B) return;
         const int tt = q / B, i = q % B;
-        if (i < nk && t0 + tt < n) {
+        if (i < nk && tt < NL && t0 + tt < n) {
             float gs = 0.0f, us = 0.0f;
             for (int w = 0; w < CW; w++)
                 gs += red[jb][w][tt * 2 * B + i], us += red[jb][w][tt * 2 * B + B + i];
@@ -159,9 +161,9 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
         return;
     }
     const int c = threadIdx.x; /* columns 8c .. 8c + 7 */
-    float xr[NT][8], out[NT][8];
+    float xr[NL][8], out[NL][8];
 #pragma unroll
-    for (int tt = 0; tt < NT; tt++) {
+    for (int tt = 0; tt < NL; tt++) {
         const bool live = t0 + tt < n;
         const float4 *xp =
             reinterpret_cast<const float4 *>(x + (size_t)(live ? t0 + tt : t0) * H) + 2 * c;
@@ -189,7 +191,7 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
                     unpack16<__nv_bfloat16>(
                         ring_take(ring, full, empty, st, ph, S, row_bytes, c, lane), w);
 #pragma unroll
-                    for (int tt = 0; tt < NT; tt++) {
+                    for (int tt = 0; tt < NL; tt++) {
                         float a = 0.0f;
 #pragma unroll
                         for (int j = 0; j < 8; j++)
@@ -211,7 +213,7 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
                 unpack16<__nv_bfloat16>(ring_take(ring, full, empty, st, ph, S, row_bytes, c, lane),
                                         w);
 #pragma unroll
-                for (int tt = 0; tt < NT; tt++) {
+                for (int tt = 0; tt < NL; tt++) {
                     const float h = h_at(tt, i, kb, jb);
 #pragma unroll
                     for (int j = 0; j < 8; j++)
@@ -233,7 +235,7 @@ __global__ void __launch_bounds__(NT >= 8 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 
         if (j > 0) down_rows(min(B, k1 - (kb - B)), kb - B, (j - 1) & 1);
     }
 #pragma unroll
-    for (int tt = 0; tt < NT; tt++)
+    for (int tt = 0; tt < NL; tt++)
         if (t0 + tt < n) {
             float4 *po = reinterpret_cast<float4 *>(partial +
                                                     ((size_t)(t0 + tt - p0) * G + blockIdx.x) * H) +
@@ -275,13 +277,16 @@ __global__ void __launch_bounds__(256)
 typedef void (*mlp_fn)(const uint4 *, const uint4 *, const uint4 *, const float *, float *, float *,
                        float *, int, int, int, int, int, int, int);
 
-/* The form for a pass of nt inputs: 1 input and batches of 16, 2 and 8, 4 and 4, 8 and 2 (the
- * accumulators' registers stay about the same; x and the outputs grow with NT). */
+/* The form for a pass of nt = 1 .. 8 inputs: 1 input and batches of 16, 2 and 8, 3 - 4 and 4,
+ * 5 - 8 and 2 (the accumulators' registers stay about the same; x and the outputs grow with the
+ * inputs). Each nt has its own form, whose inputs are all live: a pass over 3 ran the 4-input
+ * form and one over 5 .. 7 the 8-input form until session 38, dotting the dead inputs too. */
+/* (Measured with the rows kernel's forms of each n: matvec_rows.cu, mv_rows_form.) */
 static mlp_fn mlp_form(int nt) {
-    return nt >= 8   ? mlp_kernel<8, 2>
-           : nt >= 4 ? mlp_kernel<4, 4>
-           : nt == 2 ? mlp_kernel<2, 8>
-                     : mlp_kernel<1, 16>;
+    static const mlp_fn forms[] = {mlp_kernel<1, 16>, mlp_kernel<2, 8>, mlp_kernel<3, 4>,
+                                   mlp_kernel<4, 4>,  mlp_kernel<5, 2>, mlp_kernel<6, 2>,
+                                   mlp_kernel<7, 2>,  mlp_kernel<8, 2>};
+    return forms[(nt < 1 ? 1 : nt > 8 ? 8 : nt) - 1];
 }
 
 static int mlp_stages(int H) {
@@ -353,24 +358,27 @@ static mlp_shape *mlp_shape_of(int H, int I) {
     ok = ok && major >= 9;
     /* Each form's dynamic shared memory limit only grows, so that it fits every shape said yes
      * to, whichever was asked last. */
-    static size_t smem_set[4];
-    int form_ok[4] = {0, 0, 0, 0}; /* nt = 1, 2, 4, 8 */
-    for (int f = 0; ok && f < 4; f++) {
+    static size_t smem_set[9];
+    int wide = 1; /* the forms of 5 .. 8 inputs are optional: passes of 4 at most instead */
+    for (int nt = 1; ok && nt <= 8; nt++) {
         cudaFuncAttributes fa;
-        const size_t smem = mlp_smem(H, I, 1 << f), want = smem > smem_set[f] ? smem : smem_set[f];
-        const int threads = H / 8 + 32 * mlp_extra_warps(1 << f);
-        form_ok[f] =
-            threads <= (f < 3 ? MLP_MAX_THREADS : MLP_WIDE_THREADS) &&
-            cudaFuncGetAttributes(&fa, mlp_form(1 << f)) == cudaSuccess &&
+        const size_t smem = mlp_smem(H, I, nt), want = smem > smem_set[nt] ? smem : smem_set[nt];
+        const int threads = H / 8 + 32 * mlp_extra_warps(nt);
+        const int form_ok =
+            threads <= (nt <= 4 ? MLP_MAX_THREADS : MLP_WIDE_THREADS) &&
+            cudaFuncGetAttributes(&fa, mlp_form(nt)) == cudaSuccess &&
             fa.numRegs * threads <= regs_sm && want + fa.sharedSizeBytes <= (size_t)smem_optin &&
-            cudaFuncSetAttribute(mlp_form(1 << f), cudaFuncAttributeMaxDynamicSharedMemorySize,
+            cudaFuncSetAttribute(mlp_form(nt), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  (int)want) == cudaSuccess;
-        if (form_ok[f]) smem_set[f] = want;
-        if (f < 3) ok = form_ok[f]; /* the 8-input form is optional: passes of 4 instead */
+        if (form_ok) smem_set[nt] = want;
+        if (nt <= 4)
+            ok = form_ok;
+        else
+            wide = wide && form_ok;
     }
     cudaGetLastError(); /* a refusal above is an answer, not an error for the next launch */
     e->ok = ok;
-    e->wide = ok && form_ok[3];
+    e->wide = ok && wide;
     return e;
 }
 
@@ -395,7 +403,7 @@ extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, co
     for (int c0 = 0; c0 < n; c0 += MLP_CHUNK) { /* a prefill: chunks of MLP_CHUNK inputs */
         const int c1 = n - c0 < MLP_CHUNK ? n : c0 + MLP_CHUNK;
         for (int t0 = c0; t0 < c1;) {
-            const int r = c1 - t0, nt = r >= 5 && wide ? 8 : r >= 3 ? 4 : r;
+            const int r = c1 - t0, nt = r < (wide ? 8 : 4) ? r : wide ? 8 : 4;
             k_launch_ex(mlp_form(nt), dim3(G), dim3(H / 8 + 32 * mlp_extra_warps(nt)), 0,
                         mlp_smem(H, I, nt), s, (const uint4 *)gate, (const uint4 *)up,
                         (const uint4 *)down_t, x, h_out, u_out, partial, H, I, c1, t0, c0, S,

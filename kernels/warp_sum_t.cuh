@@ -33,4 +33,11 @@ template <int NV> __device__ __forceinline__ float warp_sum_t(float *v, int lane
     return v[0];
 }
 
+/* The power of two at or above n: the slots of warp_sum_t that n values take (a form of n inputs
+ * sums zeros in the slots past n; each value's sum involves that value alone, so the live ones
+ * keep their bits). */
+__host__ __device__ constexpr int pow2_at_least(int n) {
+    return n <= 1 ? 1 : 2 * pow2_at_least((n + 1) / 2);
+}
+
 #endif

@@ -39,7 +39,7 @@ static int odd_size(int base, int spread) { /* base + something, never a multipl
 
 static void test_fused_mlp(void) {
     const weight_dtype dts[] = {DT_F32, DT_BF16, DT_F16};
-    /* n = 3 and 6 take the 4- and 8-input passes of the two-rows kernel where it runs; on the
+    /* n = 3 and 6 take the rows kernel's 3- and 6-input forms where it runs; on the
      * tensor cores with x exact n = 2, 5 and 6 fill one and two passes over B and begin a
      * third, with x to 16 bits n = 4 and 5 fill one and begin a second, and n = 9 is a launch
      * of 8 and one of 1; the small shapes' aligned cols (512) split rows over 2 warps, so the
@@ -146,7 +146,8 @@ static void test_fused_mlp(void) {
 
 /* Against the CPU's four ops, with the bounds above for u and h and, for the output, down's
  * rounding plus h's error carried through it: 1e-5 * sum_k |w[r][k]| (|h_k| + bound_k + 0.1).
- * Every row of an n-row launch (n = 1 .. 64: passes of 8, 4, 2 and 1 inputs, chunks of 16) equals
+ * Every row of an n-row launch (n = 1 .. 64: a form for each pass of 1 .. 8 inputs, chunks of 16;
+ * under the sanitizers 1, 2, 3 and 6: the forms of one input, a power of two and not) equals
  * the same ops on x[t] alone, bit for bit, in out, h and u. On sm_90 and later the shapes here must
  * take the kernel (k_mlp_supported), so that the test cannot pass on the old path there. */
 static void test_fused_whole_mlp(void) {
@@ -158,8 +159,9 @@ static void test_fused_whole_mlp(void) {
      * under its limit on rows in flight (mlp_depth below the ring's stages), as 2560 does */
     const int Hs[] = {256, 512, small_shapes ? 1024 : 2560};
     /* 33 and 64: a prefill chunk of the decoder (DECODER_CHUNK), in reductions of 16 inputs */
-    const int ns[] = {1, 2, 3, 5, 6, 9, 17, 33, 64};
-    const int n_ns = small_shapes ? 3 : 9;
+    const int ns_full[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 33, 64}, ns_small[] = {1, 2, 3, 6};
+    const int *ns = small_shapes ? ns_small : ns_full;
+    const int n_ns = small_shapes ? 4 : 12;
     for (int hi = 0; hi < 3; hi++)
         for (int ni = 0; ni < n_ns; ni++) {
             const int H = Hs[hi], n = ns[ni], I = 8 * sms + rng_int(300);

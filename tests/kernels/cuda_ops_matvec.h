@@ -98,11 +98,12 @@ static void mv_same_bits(backend *alt, const char *name, int own_bits) {
 }
 
 /* Row t of a product over n inputs equals the product of input t alone, bit for bit (what makes
- * a verify pass reproduce the decode steps it stands for), on backend b: n = 2, 3, 8 and 13
- * against 13 lone products (the lean kernel). Launches of at least 4 MiB take n = 2 .. 8 two
- * rows a warp (the rows kernel, inputs 4 and 8 at a time), smaller ones the general kernel
- * (groups of 4 and 8); n = 13 is the general kernel's two passes either way. Shapes: E4B's
- * down, o, q and k projections (k below 4 MiB) and odd ones, in the three dtypes. */
+ * a verify pass reproduce the decode steps it stands for), on backend b: n = 2 .. 8 and 13
+ * against 13 lone products (the lean kernel). Launches of at least rows_min_kb (1 MiB by
+ * default) take n = 2 .. 8 in the rows kernel (a form for each n; 2 rows a warp up to 4 inputs,
+ * 4 from 5), smaller ones the general kernel (groups of 4 and 8); n = 13 is the general kernel's
+ * two passes either way. Shapes: E4B's down, o, q and k projections and odd ones, in the three
+ * dtypes. */
 static void mv_rows_reproduce(backend *b, const char *name) {
     const struct {
         int rows, cols;
@@ -113,7 +114,8 @@ static void mv_rows_reproduce(backend *b, const char *name) {
           {512, 4096, DT_BF16}, {131, 4104, DT_F32}, {3200, 1024, DT_BF16}, {67, 1032, DT_F16}};
     const int n_full = (int)(sizeof full / sizeof full[0]);
     const int n_small = (int)(sizeof small / sizeof small[0]);
-    const int n_shapes = small_shapes ? n_small : n_full, ns[] = {2, 3, 8, 13}, nmax = 13;
+    const int n_shapes = small_shapes ? n_small : n_full, ns[] = {2, 3, 4, 5, 6, 7, 8, 13};
+    const int nmax = 13;
     const int n_ns = (int)(sizeof ns / sizeof ns[0]);
     for (int si = 0; si < n_shapes; si++) {
         const int rows = small_shapes ? small[si].rows : full[si].rows;
@@ -149,9 +151,10 @@ static void mv_rows_reproduce(backend *b, const char *name) {
 /* The same for a launch of several matrices: row t of q, k and v grouped over n inputs equals
  * the same group over input t alone, bit for bit, on backend b. E4B's q / k / v shapes (and
  * smaller ones under the sanitizers) are split by launch_splits otherwise than alone, so this is
- * the check that the halving is the same for every n. n = 2, 3, 8 and 13, bf16 and f32. */
+ * the check that the halving is the same for every n. n = 2, 3, 5 .. 8 and 13, bf16 and f32. */
 static void mv_group_reproduce(backend *b, const char *name) {
-    const int cols = small_shapes ? 1024 : 2560, nmax = 13, ns[] = {2, 3, 8, 13};
+    const int cols = small_shapes ? 1024 : 2560, nmax = 13, ns[] = {2, 3, 5, 6, 7, 8, 13};
+    const int n_ns = (int)(sizeof ns / sizeof ns[0]);
     const int rows[3] = {small_shapes ? 1000 : 2048, small_shapes ? 400 : 512,
                          small_shapes ? 400 : 512};
     const weight_dtype dts[] = {DT_BF16, DT_F32};
@@ -170,7 +173,7 @@ static void mv_group_reproduce(backend *b, const char *name) {
                 b->matmul(b, out[m] + (size_t)t * rows[m], &w[m], x + (size_t)t * cols, 1);
         for (int m = 0; m < 3; m++)
             b->download(b, want[m], out[m], (size_t)nmax * rows[m]);
-        for (int ni = 0; ni < 4; ni++) {
+        for (int ni = 0; ni < n_ns; ni++) {
             const int n = ns[ni];
             for (int m = 0; m < 3; m++)
                 b->matmul(b, out[m], &w[m], x, n);
