@@ -115,10 +115,14 @@ __device__ __forceinline__ void att_step(float &m, float &l, float *acc, const f
  * Measured on the H200 (docs/bench_gpu.md, session 23) against the loop before, which loaded the
  * warp's next position while scoring the current one: the small model's step 7 % faster, E4B's
  * 0.5-1 % (the split form 1.7 %), its verify passes 1-2 %. The positions, their order and the
- * arithmetic are the loop's, so the bits are too (the op test compared them, calls 1-2). */
-template <int PER, int W, int NB>
+ * arithmetic are the loop's, so the bits are too (the op test compared them, calls 1-2).
+ *
+ * G heads of one KV head at once (qh: head g's q at qh + g hd; m[g], l[g], acc[g PER ..]): each
+ * key and value row is loaded once for the G of them, and each head's steps are the ones it
+ * takes alone, in the same order - the same bits (attn_cluster_heads_kernel). */
+template <int PER, int W, int NB, int G = 1>
 __device__ __forceinline__ void
-att_score(float &m, float &l, float *acc, const float *qh, const float *kc, const float *vc, int j0,
+att_score(float *m, float *l, float *acc, const float *qh, const float *kc, const float *vc, int j0,
           int j1, int p0, int len, size_t kv_dim, int kvh, int hd, int lane, int warp) {
     float kr[NB][PER], vr[NB][PER];
     const int j = j0 + warp;
@@ -132,25 +136,39 @@ att_score(float &m, float &l, float *acc, const float *qh, const float *kc, cons
         if (j + b * W >= p0)
             att_load_kv<PER>(kr[b], vr[b], kc, vc, j + b * W, j1, len, kv_dim, kvh, hd, lane);
 
-    float qr[PER];
+    float qr[G][PER];
 #pragma unroll
-    for (int i = 0; i < PER; i++) {
-        const int d = lane + 32 * i;
-        qr[i] = d < hd ? qh[d] : 0.0f;
-        acc[i] = 0.0f;
+    for (int g = 0; g < G; g++) {
+#pragma unroll
+        for (int i = 0; i < PER; i++) {
+            const int d = lane + 32 * i;
+            qr[g][i] = d < hd ? qh[g * hd + d] : 0.0f;
+            acc[g * PER + i] = 0.0f;
+        }
+        m[g] = -INFINITY;
+        l[g] = 0.0f;
     }
-    m = -INFINITY;
-    l = 0.0f;
     for (int jb = j; jb < j1; jb += NB * W) {
 #pragma unroll
         for (int b = 0; b < NB; b++)
-            if (jb + b * W < j1) att_step<PER>(m, l, acc, qr, kr[b], vr[b], hd, lane);
+            if (jb + b * W < j1)
+#pragma unroll
+                for (int g = 0; g < G; g++)
+                    att_step<PER>(m[g], l[g], acc + g * PER, qr[g], kr[b], vr[b], hd, lane);
         if (jb + NB * W < j1)
 #pragma unroll
             for (int b = 0; b < NB; b++)
                 att_load_kv<PER>(kr[b], vr[b], kc, vc, jb + (NB + b) * W, j1, len, kv_dim, kvh, hd,
                                  lane);
     }
+}
+
+/* The largest of the block's W warp maxima (-INFINITY when every warp's slice was empty). */
+template <int W> __device__ __forceinline__ float att_max_of(const float *sm_m) {
+    float M = -INFINITY;
+    for (int w = 0; w < W; w++)
+        M = fmaxf(M, sm_m[w]);
+    return M;
 }
 
 /* The block's W warps merged through shared memory (sm_m[W], sm_l[W], sm_acc[W][stride]): the
@@ -170,10 +188,7 @@ __device__ __forceinline__ float att_block_max(float *sm_m, float *sm_l, float *
         if (d < hd) sm_acc[warp * stride + d] = acc[i];
     }
     __syncthreads();
-    float M = -INFINITY;
-    for (int w = 0; w < W; w++)
-        M = fmaxf(M, sm_m[w]);
-    return M;
+    return att_max_of<W>(sm_m);
 }
 
 template <int W>
@@ -234,8 +249,8 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
     att_slice(p, window, split, n_splits, j0, j1);
 
     float m, l, acc[PER];
-    att_score<PER, ATT_WARPS, NB>(m, l, acc, q + ((size_t)t * n_heads + h) * hd, kc, vc, j0, j1, p0,
-                                  len, kv_dim, kvh, hd, lane, warp);
+    att_score<PER, ATT_WARPS, NB>(&m, &l, acc, q + ((size_t)t * n_heads + h) * hd, kc, vc, j0, j1,
+                                  p0, len, kv_dim, kvh, hd, lane, warp);
     const float M = att_block_max<PER, ATT_WARPS>(sm_m, sm_l, &sm_acc[0][0], ATT_MAXD, m, l, acc,
                                                   hd, lane, warp);
     float *dst = partial + (((size_t)t * n_heads + h) * n_splits + split) * (hd + 2);
@@ -267,6 +282,26 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
  * warp. */
 #define ATT_CLUSTER     8  /* blocks a cluster: slices a (row, head) */
 #define ATT_CLUSTER_POS 16 /* positions a warp the cluster form takes at most */
+
+/* One output dim from the ATT_CLUSTER slices' maxima rm, sums rl and accumulators rv[s stride]:
+ * the merge kernel's arithmetic (a slice's weight exp(m_s - M), 0 for an empty slice; sums in
+ * slice order). */
+__device__ __forceinline__ float att_merge_slices(const float *rm, const float *rl, const float *rv,
+                                                  int stride) {
+    float Mg = -INFINITY;
+    for (int s = 0; s < ATT_CLUSTER; s++)
+        Mg = fmaxf(Mg, rm[s]);
+    float L = 0.0f, a = 0.0f;
+    for (int s = 0; s < ATT_CLUSTER; s++) {
+        const float w = rm[s] != -INFINITY ? expf(rm[s] - Mg) : 0.0f;
+        if (w != 0.0f) {
+            L += rl[s] * w;
+            a += rv[s * stride] * w;
+        }
+    }
+    return a * (1.0f / L);
+}
+
 template <int PER, int W, int NB, int MINB = 1>
 __global__ void __launch_bounds__(W * 32, MINB)
     attn_cluster_kernel(float *out, const float *q, const float *kc, const float *vc,
@@ -292,7 +327,7 @@ __global__ void __launch_bounds__(W * 32, MINB)
     asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
 
     float m, l, acc[PER];
-    att_score<PER, W, NB>(m, l, acc, q + ((size_t)t * n_heads + h) * hd, kc, vc, j0, j1, p0, len,
+    att_score<PER, W, NB>(&m, &l, acc, q + ((size_t)t * n_heads + h) * hd, kc, vc, j0, j1, p0, len,
                           kv_dim, kvh, hd, lane, warp);
     const float M = att_block_max<PER, W>(sm_m, sm_l, sm_acc, STRIDE, m, l, acc, hd, lane, warp);
     asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
@@ -311,25 +346,92 @@ __global__ void __launch_bounds__(W * 32, MINB)
     }
     cluster.sync();
 
-    /* This block's dims from the C slices: the merge kernel's arithmetic (a slice's weight
-     * exp(m_s - M), 0 for an empty slice; sums in slice order). dw <= 512 / C = 64 threads. */
+    /* This block's dims from the C slices. dw <= 512 / C = 64 threads. */
     const int d = split * dw + (int)threadIdx.x;
     if ((int)threadIdx.x >= dw || d >= hd) return;
-    float Mg = -INFINITY;
-    for (int s = 0; s < C; s++)
-        Mg = fmaxf(Mg, recv_m[s]);
-    float L = 0.0f, a = 0.0f;
-    for (int s = 0; s < C; s++) {
-        const float w = recv_m[s] != -INFINITY ? expf(recv_m[s] - Mg) : 0.0f;
-        if (w != 0.0f) {
-            L += recv_l[s] * w;
-            a += recv[s * dw + threadIdx.x] * w;
-        }
-    }
-    out[((size_t)t * n_heads + h) * hd + d] = a * (1.0f / L);
+    out[((size_t)t * n_heads + h) * hd + d] =
+        att_merge_slices(recv_m, recv_l, recv + threadIdx.x, dw);
 #else
     __trap(); /* never launched before sm_90 (k_attention refuses the form there): a build
                * without sm_90 code run on a newer GPU would otherwise leave out unwritten */
+#endif
+}
+
+/* The cluster form for several rows (a verify pass, a prefill chunk) with G heads of one KV head
+ * a cluster: grid (ATT_CLUSTER, n_heads / G, rows). Over several rows the per-head form is a
+ * cluster for every (row, head) - 512 blocks of 16 warps over 8 rows, two waves at two blocks a
+ * multiprocessor - each loading its KV head's keys and values for itself, G times over. Here a
+ * warp loads each position's key and value row once and scores it for its G heads (att_score
+ * with G), and the block merges its warps and the cluster its slices head by head, with the
+ * per-head form's arithmetic in the same order: each (row, head) gets the bits it gets alone,
+ * in a decode step. Heads up to 256 wide (G q rows and accumulators in registers); the warps'
+ * accumulators in dynamic shared memory, G W PER * 32 floats (64 KiB for E4B's 256-wide heads,
+ * G = 4). */
+template <int PER, int W, int NB, int G>
+__global__ void __launch_bounds__(W * 32, 1)
+    attn_cluster_heads_kernel(float *out, const float *q, const float *kc, const float *vc,
+                              const int *dpos, int pos0, int len, int window, int n_heads,
+                              int n_kv_heads, int hd) {
+    static_assert(PER <= 8, "heads up to 256 wide");
+    k_launch_next();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr int STRIDE = PER * 32, C = ATT_CLUSTER;
+    extern __shared__ float sm_acc[]; /* [G][W][STRIDE] */
+    __shared__ float sm_m[G][W], sm_l[G][W];
+    __shared__ float recv[G][STRIDE], recv_m[G][C], recv_l[G][C];
+    cg::cluster_group cluster = cg::this_cluster();
+    const int split = (int)cluster.block_rank();
+    const int h0 = blockIdx.y * G, t = blockIdx.z;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int kvh = h0 / (n_heads / n_kv_heads);
+    const size_t kv_dim = (size_t)n_kv_heads * hd;
+    const int p0 = step_pos(dpos, pos0), p = p0 + t;
+    int j0, j1;
+    att_slice(p, window, split, C, j0, j1);
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+
+    float m[G], l[G], acc[G * PER];
+    att_score<PER, W, NB, G>(m, l, acc, q + ((size_t)t * n_heads + h0) * hd, kc, vc, j0, j1, p0,
+                             len, kv_dim, kvh, hd, lane, warp);
+    /* att_block_max's stores for each head, then one barrier for all G */
+#pragma unroll
+    for (int g = 0; g < G; g++) {
+        if (lane == 0) {
+            sm_m[g][warp] = m[g];
+            sm_l[g][warp] = l[g];
+        }
+#pragma unroll
+        for (int i = 0; i < PER; i++) {
+            const int d = lane + 32 * i;
+            if (d < hd) sm_acc[(g * W + warp) * STRIDE + d] = acc[g * PER + i];
+        }
+    }
+    __syncthreads();
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+    /* dim d of head g goes to block d / dw, at recv[g][slice * dw + d % dw] there (C dw <= STRIDE:
+     * STRIDE is a multiple of C at least hd) */
+    const int dw = (hd + C - 1) / C;
+    for (int e = threadIdx.x; e < G * hd; e += blockDim.x) {
+        const int g = e / hd, d = e % hd;
+        float *r = cluster.map_shared_rank(&recv[g][0], d / dw);
+        r[split * dw + d % dw] =
+            att_block_acc<W>(sm_m[g], sm_acc + g * W * STRIDE, STRIDE, att_max_of<W>(sm_m[g]), d);
+    }
+    if (threadIdx.x < G * C) {
+        const int g = threadIdx.x / C, r = threadIdx.x % C;
+        const float M = att_max_of<W>(sm_m[g]);
+        cluster.map_shared_rank(&recv_m[g][0], r)[split] = M;
+        cluster.map_shared_rank(&recv_l[g][0], r)[split] = att_block_sum<W>(sm_m[g], sm_l[g], M);
+    }
+    cluster.sync();
+
+    /* This block's dims of the G heads from the C slices: G dw <= 4 x 32 threads */
+    const int g = (int)threadIdx.x / dw, x = (int)threadIdx.x % dw, d = split * dw + x;
+    if (g >= G || d >= hd) return;
+    out[((size_t)t * n_heads + h0 + g) * hd + d] =
+        att_merge_slices(recv_m[g], recv_l[g], &recv[g][x], dw);
+#else
+    __trap(); /* never launched before sm_90, as attn_cluster_kernel */
 #endif
 }
 
@@ -416,10 +518,27 @@ static int att_split_batch(int head_dim, int n_tok) {
 struct attn_cluster_shape {
     int width, warps;
     attn_cluster_fn fn, rows; /* one row; several */
+    /* several rows, 4 and 2 heads a cluster (attn_cluster_heads_kernel; none past 256 wide), and
+     * their dynamic shared memory */
+    attn_cluster_fn heads4, heads2;
+    size_t smem4, smem2;
 };
+template <int PER, int W, int NBR, int G> constexpr attn_cluster_fn attn_heads_of() {
+    if constexpr (PER <= 8)
+        return attn_cluster_heads_kernel<PER, W, NBR, G>;
+    else
+        return nullptr;
+}
 template <int PER, int W, int NB, int NBR = NB, int MINBR = 1>
 constexpr attn_cluster_shape attn_cluster_of(int width) {
-    return {width, W, attn_cluster_kernel<PER, W, NB>, attn_cluster_kernel<PER, W, NBR, MINBR>};
+    return {width,
+            W,
+            attn_cluster_kernel<PER, W, NB>,
+            attn_cluster_kernel<PER, W, NBR, MINBR>,
+            attn_heads_of<PER, W, NBR, 4>(),
+            attn_heads_of<PER, W, NBR, 2>(),
+            (size_t)4 * W * PER * 32 * sizeof(float),
+            (size_t)2 * W * PER * 32 * sizeof(float)};
 }
 static const attn_cluster_shape attn_cluster_shapes[] = {
     attn_cluster_of<1, 16, 4>(32),
@@ -438,10 +557,41 @@ static const attn_cluster_shape *attn_cluster_shape_for(int head_dim) {
     return &attn_cluster_shapes[ATT_CLUSTER_SHAPES - 1];
 }
 
-static attn_cluster_fn attn_cluster_for(int head_dim, int n_tok, int *warps) {
+/* The clusters of each shape's several-rows kernels the device runs at once: rows, heads2,
+ * heads4 (attn_clusters_fit; 0 for none). */
+static int attn_at_once[ATT_CLUSTER_SHAPES][3];
+
+/* The kernel for n_tok rows of n_heads heads over n_kv_heads (*g heads a cluster; smem, its
+ * dynamic shared memory). Over several rows, of a head a cluster and 2 or 4 where they divide the
+ * heads a KV head has, the one that runs in the fewest waves of clusters, on a tie the one of
+ * fewer heads (more blocks for the same work). Why waves: a cluster of 4 heads takes about 1.5
+ * times as long as one of a head (E4B's sliding layers, session 38 call 2: about 9 us against 6),
+ * and the device holds about half as many of them (one block a multiprocessor against two). So
+ * on E4B (8 heads, 2 KV heads) a verify pass over 2 or 3 rows keeps a head a cluster (16 or 24
+ * clusters, one wave; 3.119 / 3.460 ms with 4 heads against 3.008 / 3.385), and from 4 rows takes
+ * 4 heads: over 4 / 5 / 6 / 7 / 8 / 16 / 64 rows 3.752 / 4.370 / 4.708 / 5.100 / 5.715 / 12.88 /
+ * 49.70 ms against 3.860 / 4.500 / 4.853 / 5.264 / 5.716 / 13.05 / 50.86 (over 8 rows, 2 waves
+ * against 3: the same). */
+static attn_cluster_fn attn_cluster_for(int head_dim, int n_tok, int n_heads, int n_kv_heads,
+                                        int *warps, int *g, size_t *smem) {
     const attn_cluster_shape *c = attn_cluster_shape_for(head_dim);
+    const int *at_once = attn_at_once[c - attn_cluster_shapes];
     *warps = c->warps;
-    return n_tok > 1 ? c->rows : c->fn;
+    *g = 1;
+    *smem = 0;
+    if (n_tok == 1) return c->fn;
+    const attn_cluster_fn fns[3] = {c->rows, c->heads2, c->heads4};
+    const size_t smems[3] = {0, c->smem2, c->smem4};
+    const long clusters = (long)n_tok * n_heads;
+    long best = -1;
+    attn_cluster_fn fn = c->rows;
+    for (int i = 0; i < 3; i++) {
+        const int gi = 1 << i;
+        if (!fns[i] || at_once[i] <= 0 || (n_heads / n_kv_heads) % gi) continue;
+        const long waves = (clusters / gi + at_once[i] - 1) / at_once[i];
+        if (best < 0 || waves < best) best = waves, fn = fns[i], *g = gi, *smem = smems[i];
+    }
+    return fn;
 }
 
 /* The longest context a cluster kernel takes: ATT_CLUSTER_POS positions a warp. */
@@ -457,15 +607,20 @@ static int attn_cluster_reach(int head_dim) {
  * driver is asked once a process. */
 static int attn_has_clusters = -1;
 
-static int attn_cluster_fits(attn_cluster_fn fn, int warps) {
+/* The clusters of fn the device runs at once (0: none fit). */
+static int attn_cluster_fits(attn_cluster_fn fn, int warps, size_t smem) {
+    if (smem > 48 * 1024 && cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 (int)smem) != cudaSuccess)
+        return 0;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(ATT_CLUSTER);
     cfg.blockDim = dim3(warps * 32);
+    cfg.dynamicSmemBytes = smem;
     cudaLaunchAttribute a = k_cluster_attr(ATT_CLUSTER);
     cfg.attrs = &a;
     cfg.numAttrs = 1;
     int n = 0;
-    return cudaOccupancyMaxActiveClusters(&n, fn, &cfg) == cudaSuccess && n > 0;
+    return cudaOccupancyMaxActiveClusters(&n, fn, &cfg) == cudaSuccess && n > 0 ? n : 0;
 }
 
 static int attn_clusters_fit(void) {
@@ -476,9 +631,12 @@ static int attn_clusters_fit(void) {
         return 0;
     for (int i = 0; i < ATT_CLUSTER_SHAPES; i++) {
         const attn_cluster_shape *c = &attn_cluster_shapes[i];
-        if (!attn_cluster_fits(c->fn, c->warps) ||
-            (c->rows != c->fn && !attn_cluster_fits(c->rows, c->warps)))
-            return 0;
+        int *at_once = attn_at_once[i];
+        at_once[0] = attn_cluster_fits(c->rows, c->warps, 0);
+        at_once[1] = c->heads2 ? attn_cluster_fits(c->heads2, c->warps, c->smem2) : 0;
+        at_once[2] = c->heads4 ? attn_cluster_fits(c->heads4, c->warps, c->smem4) : 0;
+        /* the forms of 2 and 4 heads are optional (attn_cluster_for passes them over) */
+        if (!attn_cluster_fits(c->fn, c->warps, 0) || !at_once[0]) return 0;
     }
     return 1;
 }
@@ -506,6 +664,18 @@ extern "C" int k_attention_has_clusters(void) {
         cudaGetLastError(); /* a refused query only means no clusters */
     }
     return attn_has_clusters;
+}
+
+extern "C" int k_attention_cluster_heads(int head_dim, int n_tok, int n_heads, int n_kv_heads,
+                                         int *at_once) {
+    *at_once = 0;
+    if (!k_attention_has_clusters() || n_kv_heads <= 0 || n_heads % n_kv_heads) return 0;
+    int warps, g;
+    size_t smem;
+    attn_cluster_for(head_dim, n_tok, n_heads, n_kv_heads, &warps, &g, &smem);
+    const attn_cluster_shape *c = attn_cluster_shape_for(head_dim);
+    *at_once = n_tok == 1 ? 0 : attn_at_once[c - attn_cluster_shapes][g == 4 ? 2 : g == 2 ? 1 : 0];
+    return g;
 }
 
 extern "C" int k_attention_splits(int form, int max_ctx, int horizon, int n_tok, int n_heads,
@@ -551,12 +721,14 @@ extern "C" void k_attention(cudaStream_t s, float *out, const float *q, const fl
         exit(1);
     }
     if (n_splits == 0) { /* the cluster form */
-        int warps;
-        attn_cluster_fn fn = attn_cluster_for(head_dim, n_tok, &warps);
+        int warps, g;
+        size_t smem;
+        attn_cluster_fn fn =
+            attn_cluster_for(head_dim, n_tok, n_heads, n_kv_heads, &warps, &g, &smem);
         if (!(k_skip & K_SKIP_ATTN_SPLIT))
-            k_launch_clusters(fn, dim3(ATT_CLUSTER, n_heads, n_tok), dim3(warps * 32), ATT_CLUSTER,
-                              s, out, q, kc, vc, dpos, pos0, len, window, n_heads, n_kv_heads,
-                              head_dim);
+            k_launch_ex(fn, dim3(ATT_CLUSTER, n_heads / g, n_tok), dim3(warps * 32), ATT_CLUSTER,
+                        smem, s, out, q, kc, vc, dpos, pos0, len, window, n_heads, n_kv_heads,
+                        head_dim);
         K_CHECK_LAUNCH();
         return;
     }

@@ -205,6 +205,10 @@ int k_attention_splits(int form, int max_ctx, int horizon, int n_tok, int n_head
 int k_attention_horizon_class(int horizon);
 /* 1 if the current device runs the cluster form, else 0 (asked of the driver once). */
 int k_attention_has_clusters(void);
+/* The heads a cluster the cluster form takes for n_tok rows of n_heads heads over n_kv_heads
+ * (1, 2 or 4: attention.cu, attn_cluster_for), and how many such clusters the device runs at
+ * once; 0 without clusters. */
+int k_attention_cluster_heads(int head_dim, int n_tok, int n_heads, int n_kv_heads, int *at_once);
 
 /* gelu.cu: out[r][j] = gelu_tanh(gate[r][j]) * up[r * up_stride + j]. out may equal gate. */
 void k_gelu_mul(cudaStream_t s, float *out, const float *gate, const float *up, int rows, int dim,

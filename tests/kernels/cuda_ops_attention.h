@@ -29,7 +29,7 @@ static void test_attention(const char *form) {
     const int has_clusters = k_attention_has_clusters();
     backend_cuda_counters bc;
     backend_cuda_stats(gpu, &bc);
-    int in_clusters = 0;
+    int in_clusters = 0, in_heads[3] = {0, 0, 0}; /* several rows, 1 / 2 / 4 heads a cluster */
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int n_tok = cases[i].n_tok, H = cases[i].heads, KV = cases[i].kv_heads, hd = cases[i].hd;
         int len = cases[i].len, window = cases[i].window, pos0 = cases[i].pos0;
@@ -69,6 +69,14 @@ static void test_attention(const char *form) {
         backend_cuda_stats(gpu, &bc);
         const int clustered = bc.attn_split_ops == split_before;
         in_clusters += clustered;
+        int at_once;
+        const int heads = k_attention_cluster_heads(hd, n_tok, H, KV, &at_once);
+        if (clustered && n_tok > 1) {
+            in_heads[heads == 4 ? 2 : heads == 2 ? 1 : 0]++;
+            printf("attention (%s): %d rows, %d / %d heads of %d: %d heads a cluster, %d clusters "
+                   "at once\n",
+                   form, n_tok, H, KV, hd, heads, at_once);
+        }
         /* a horizon within the cluster form's reach takes the case there, whatever the ring */
         if (horizon > 0 && has_clusters && bc.attn_form == K_ATTN_CLUSTER)
             EXPECT(clustered == (k_attention_splits(K_ATTN_CLUSTER, len, horizon, 1, H, hd) == 0),
@@ -114,5 +122,12 @@ static void test_attention(const char *form) {
     EXPECT(want ? in_clusters > 0 : in_clusters == 0,
            "attention (%s): %d cases ran in thread block clusters (the device %s them)", form,
            in_clusters, has_clusters ? "has" : "does not have");
+    /* over several rows both forms run: a head a cluster (the 512-wide heads always; on an H200
+     * the 3-row case too), and 4 heads where they take fewer waves (there the 5-row cases) */
+    if (want)
+        EXPECT(in_heads[0] > 0 && in_heads[2] > 0,
+               "attention (%s): several rows ran %d times a head a cluster and %d times 4 heads "
+               "(both forms expected)",
+               form, in_heads[0], in_heads[2]);
     printf("attention (%s): %d cases in thread block clusters\n", form, in_clusters);
 }
