@@ -566,12 +566,13 @@ static int attn_at_once[ATT_CLUSTER_SHAPES][3];
  * heads a KV head has, the one that runs in the fewest waves of clusters, on a tie the one of
  * fewer heads (more blocks for the same work). Why waves: a cluster of 4 heads takes about 1.5
  * times as long as one of a head (E4B's sliding layers, session 38 call 2: about 9 us against 6),
- * and the device holds about half as many of them (one block a multiprocessor against two). So
- * on E4B (8 heads, 2 KV heads) a verify pass over 2 or 3 rows keeps a head a cluster (16 or 24
- * clusters, one wave; 3.119 / 3.460 ms with 4 heads against 3.008 / 3.385), and from 4 rows takes
- * 4 heads: over 4 / 5 / 6 / 7 / 8 / 16 / 64 rows 3.752 / 4.370 / 4.708 / 5.100 / 5.715 / 12.88 /
- * 49.70 ms against 3.860 / 4.500 / 4.853 / 5.264 / 5.716 / 13.05 / 50.86 (over 8 rows, 2 waves
- * against 3: the same). */
+ * and the device holds half as many of them (one block a multiprocessor against two: on the H200
+ * 15 clusters at once against 30, call 3). So on E4B (8 heads, 2 KV heads) a verify pass over 2
+ * or 3 rows keeps a head a cluster (16 or 24 clusters, one wave; with 4 heads for every n, call
+ * 2: 3.119 / 3.460 ms against 3.008 / 3.385), and from 4 rows takes 4 heads (call 3, this rule):
+ * over 4 / 5 / 6 / 7 / 8 / 16 / 64 rows 3.735 / 4.362 / 4.697 / 5.081 / 5.703 / 12.84 / 49.55 ms
+ * against 3.850 / 4.495 / 4.848 / 5.251 / 5.708 / 13.01 / 50.75 (over 8 rows, 2 waves against 3:
+ * the same). */
 static attn_cluster_fn attn_cluster_for(int head_dim, int n_tok, int n_heads, int n_kv_heads,
                                         int *warps, int *g, size_t *smem) {
     const attn_cluster_shape *c = attn_cluster_shape_for(head_dim);
