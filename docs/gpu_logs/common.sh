@@ -63,3 +63,24 @@ traced() {
     sed -n '/^layers/,$p' $T/trace_step_$name.txt | head -14
     gzip -f $T/trace_$name.csv
 }
+# The checks a kernel change must pass, side by side and untimed (sessions 37-38 wrote them out in
+# each call's script): `sanitized_checks` runs racecheck and memcheck over the small op test, the
+# full op test and test_gpu.sh steps 2 3 5 on $N, then prints a verdict line each. Never beside a
+# timing; about 200-250 s on the H200.
+sanitized_checks() {
+    local P="" p
+    timeout 330 compute-sanitizer --tool racecheck --error-exitcode 3 $N/cuda_ops ops small \
+        > $T/racecheck.log 2>&1 & P="$P $!"
+    timeout 330 compute-sanitizer --tool memcheck --error-exitcode 3 $N/cuda_ops ops small \
+        > $T/memcheck.log 2>&1 & P="$P $!"
+    timeout 330 $N/cuda_ops ops > $T/ops.txt 2>&1 & P="$P $!"
+    GPU_BIN_DIR=$N KEEP_GOING=1 GPU_TEST_STEPS="2 3 5" LOG_DIR=$T/tests timeout 330 \
+        scripts/test_gpu.sh > $T/test235.txt 2>&1 & P="$P $!"
+    for p in $P; do wait $p; echo "pid rc $?"; done
+    el "checks done"
+    grep -E "FAIL|differ|all agree|expected" $T/ops.txt | cut -c1-200 | head -6
+    grep -c "Race reported" $T/racecheck.log; tail -1 $T/racecheck.log | cut -c1-200
+    tail -1 $T/memcheck.log | cut -c1-200
+    grep -E "FAIL|greedy output|all GPU|identical;" $T/test235.txt | cut -c1-160 | head -8
+    rm -rf $T/tests
+}
