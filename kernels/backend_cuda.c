@@ -135,7 +135,7 @@ typedef struct {
     size_t cap_partial;
     float *d_mlp; /* mlp.cu's partial sums, cap_mlp bytes */
     size_t cap_mlp;
-    int mlp;         /* mlp.cu for the MLPs it can take (GEMMA_CUDA_MLP; sm_90 only) */
+    int mlp; /* 0, K_MLP_CORES or K_MLP_MMA for the MLPs they take (GEMMA_CUDA_MLP; sm_90 only) */
     void *d_convert; /* cuBLAS inputs in the weight dtype, cap_convert bytes */
     size_t cap_convert;
     void *d_argmax; /* argmax scratch: 2 * K_ARGMAX_BLOCKS words + the result */
