@@ -34,18 +34,20 @@
  * the batches) in order, the warps add in order, and the blocks' partials are mlp.cu's, summed
  * by its mlp_reduce_kernel. So a verify pass reproduces the decode steps with the switch on,
  * bit for bit; the bits are not the CUDA cores' (GEMMA_CUDA_MLP is all or nothing). */
+#include <stdlib.h>
+#include <string.h>
+
 #include "bulk.cuh"
 #include "kcommon.cuh"
 #include "mlp.cuh"
 #include "mma.cuh"
 
-#define MLPM_B       8 /* intermediate indices a batch: the 8 columns of a gate or up mma */
 #define MLPM_THREADS 512
-/* The consumers' rows of the ring at once (a batch's gate or up or down rows) is 8; the rest
- * of it is in flight or landed ahead: stages up to MLPM_RING_MAX rows, never fewer than 16. */
+/* The consumers hold 8 rows of the ring at once (a tile of gate, up or down rows); the rest is
+ * in flight or landed ahead: up to MLPM_RING_MAX stages, never fewer than 16. */
 #define MLPM_RING_MAX 24
 
-/* The batch's nk rows starting at stage st (parity ph) of S: wait until all have landed. */
+/* The tile's nk rows starting at stage st (parity ph) of S: wait until all have landed. */
 __device__ __forceinline__ void mlpm_wait_rows(uint64_t *full, unsigned st, unsigned ph, int S,
                                                int nk) {
     for (int r = 0; r < nk; r++) {
@@ -64,10 +66,12 @@ __device__ __forceinline__ void mlpm_free_rows(uint64_t *empty, unsigned &st, un
     }
 }
 
-/* Inputs t0 .. t0 + nl - 1 (those below n) of x[n][H]. Dynamic shared memory (mlp_mma_smem):
- * the ring (S stages of RS = 2H + 16 bytes), the x parts (3 nl rows of RS: part p of input i at
- * row p nl + i), full[S] and empty[S], the block's h (nl slots of cap floats), then the warps'
- * sums of two batches, red[2][CW][2][8][8]. */
+/* Inputs t0 .. t0 + nl - 1 (those below n) of x[n][H]; B intermediate indices a batch (8 or 16:
+ * one barrier a batch, tiles of 8 rows inside it; the bits do not depend on B). Dynamic shared
+ * memory (mlpm_smem): the ring (S stages of RS = 2H + 16 bytes), the x parts (3 nl rows of RS:
+ * part p of input i at row p nl + i), full[S] and empty[S], the block's h (nl slots of cap
+ * floats), then the warps' sums of two batches, red[2][CW][2][8][B]. */
+template <int B>
 __global__ void __launch_bounds__(MLPM_THREADS, 1)
     mlp_mma_kernel(const uint4 *__restrict__ gate, const uint4 *__restrict__ up,
                    const uint4 *__restrict__ downt, const float *__restrict__ x,
@@ -80,7 +84,7 @@ __global__ void __launch_bounds__(MLPM_THREADS, 1)
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int k0 = (int)((long long)I * blockIdx.x / G),
               k1 = (int)((long long)I * (blockIdx.x + 1) / G);
-    const int nb = (k1 - k0 + MLPM_B - 1) / MLPM_B, cap = nb * MLPM_B;
+    const int nb = (k1 - k0 + B - 1) / B, cap = nb * B;
     unsigned char *ring = smem, *xp = smem + (size_t)S * RS;
     uint64_t *full = reinterpret_cast<uint64_t *>(xp + (size_t)3 * nl * RS), *empty = full + S;
     float *hd = reinterpret_cast<float *>(empty + S), *red = hd + (size_t)nl * cap;
@@ -91,31 +95,31 @@ __global__ void __launch_bounds__(MLPM_THREADS, 1)
     k_launch_next();
     /* red[jb][w][m][i][r]: warp w's sum of matrix m (gate, up), input i, index r of batch jb */
     auto red_at = [&](int jb, int w, int m, int i, int r) -> float & {
-        return red[((((size_t)jb * CW + w) * 2 + m) * 8 + i) * 8 + r];
+        return red[((((size_t)jb * CW + w) * 2 + m) * 8 + i) * B + r];
     };
     if (warp == CW) { /* the producer: gate and up of batch j, then down of batch j - 1 */
         if (lane == 0) {
             ring_producer p;
             for (int j = 0; j <= nb; j++) {
-                const int kb = k0 + j * MLPM_B;
+                const int kb = k0 + j * B;
                 for (int m = 0; m < 2 && j < nb; m++)
-                    for (int i = 0; i < min(MLPM_B, k1 - kb); i++)
+                    for (int i = 0; i < min(B, k1 - kb); i++)
                         p.put(ring, full, empty, S, depth,
                               (m == 0 ? gate : up) + (size_t)(kb + i) * (H / 8), 2 * H, RS);
-                for (int i = 0; j > 0 && i < min(MLPM_B, k1 - (kb - MLPM_B)); i++)
-                    p.put(ring, full, empty, S, depth, downt + (size_t)(kb - MLPM_B + i) * (H / 8),
+                for (int i = 0; j > 0 && i < min(B, k1 - (kb - B)); i++)
+                    p.put(ring, full, empty, S, depth, downt + (size_t)(kb - B + i) * (H / 8),
                           2 * H, RS);
             }
         }
         return;
     }
     k_wait_only();
-    if (warp == CW + 1) { /* the reducer: batch j's h once its sums are in, two pairs a lane */
+    if (warp == CW + 1) { /* the reducer: batch j's h once its sums are in, B / 4 pairs a lane */
         for (int j = 0; j <= nb; j++) {
-            const int kb = k0 + j * MLPM_B, nk = j < nb ? min(MLPM_B, k1 - kb) : 0;
+            const int kb = k0 + j * B, nk = j < nb ? min(B, k1 - kb) : 0;
             bar_consumers(CT + 32);
-            for (int q = lane; q < 64; q += 32) {
-                const int i = q / 8, r = q % 8;
+            for (int q = lane; q < 8 * B; q += 32) {
+                const int i = q / B, r = q % B;
                 if (i < live && r < nk) {
                     float gs = 0.0f, us = 0.0f;
                     for (int w = 0; w < CW; w++)
@@ -158,43 +162,34 @@ __global__ void __launch_bounds__(MLPM_THREADS, 1)
         a1_live ? smem_u32(xp + (size_t)(hi_half * nl + in) * RS) + col0 + kofs : zero;
     const unsigned a2 = a2_live ? smem_u32(xp + (size_t)(2 * nl + in) * RS) + col0 + kofs : zero;
     const unsigned a1s = a1_live ? 32u : 0u, a2s = a2_live ? 32u : 0u; /* bytes a k step */
-    const unsigned ring0 = smem_u32(ring);
     unsigned st = 0, ph = 0;
-    /* The address this lane gives ldmatrix for row r (r < nk) of the rows at the cursor, or the
-     * zeros, and its step */
-    auto row_addr = [&](int r, int nk, unsigned ofs, unsigned &step, unsigned s) -> unsigned {
-        if (r >= nk) {
-            step = 0;
-            return zero;
-        }
+    /* Row r (< nk) of the tile at the cursor: its stage's first byte of the warp's columns */
+    auto row_at = [&](int r) -> unsigned char * {
         unsigned sr = st + r;
         if (sr >= (unsigned)S) sr -= S;
-        step = s;
-        return ring0 + sr * RS + col0 + ofs;
+        return ring + (size_t)sr * RS + col0;
     };
-    /* A batch's gate or up rows (nk): input g's sums of indices 2t and 2t + 1 over the warp's
-     * columns, into red */
-    auto gate_or_up = [&](int nk, int jb, int m) {
+    /* A tile of nk gate or up rows (rows 8 h .. of the batch): input g's sums of its indices 2t
+     * and 2t + 1 over the warp's columns, into red. B's fragments (weight row g, k 2t and
+     * 2t + 1, then 2t + 8 and 2t + 9) are plain 32-bit loads: 4g + t spans the banks (RS / 4 is
+     * a multiple of 32 plus 4). */
+    auto gate_or_up = [&](int nk, int jb, int m, int h8) {
         mlpm_wait_rows(full, st, ph, S, nk);
-        unsigned step;
-        const unsigned w = row_addr(lane & 7, nk, 16 * (lane >> 3), step, 64);
+        const bool wl = g < nk;
+        const unsigned *w = reinterpret_cast<const unsigned *>(wl ? row_at(g) : ring) + t;
         float d1[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll 4
-        for (int u = 0; u < 8; u++) { /* 32 columns: two k steps */
-            unsigned b[4], x1[4], x2[4];
-            ldsm_x4(b, w + u * step);
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int s = 2 * u + h;
-                ldsm_x4(x1, a1 + s * a1s);
-                ldsm_x4(x2, a2 + s * a2s);
-                mma_bf16(d1, x1[0], x1[1], x1[2], x1[3], b[2 * h], b[2 * h + 1]);
-                mma_bf16(d2, x2[0], x2[1], x2[2], x2[3], b[2 * h], b[2 * h + 1]);
-            }
+        for (int s = 0; s < 16; s++) { /* 16 columns a k step */
+            const unsigned b0 = wl ? w[8 * s] : 0u, b1 = wl ? w[8 * s + 4] : 0u;
+            unsigned x1[4], x2[4];
+            ldsm_x4(x1, a1 + s * a1s);
+            ldsm_x4(x2, a2 + s * a2s);
+            mma_bf16(d1, x1[0], x1[1], x1[2], x1[3], b0, b1);
+            mma_bf16(d2, x2[0], x2[1], x2[2], x2[3], b0, b1);
         }
         mlpm_free_rows(empty, st, ph, S, nk, lane);
         /* d1: (hi of input g, index 2t), (hi, 2t + 1), (mid, 2t), (mid, 2t + 1); d2: lo's */
-        *reinterpret_cast<float2 *>(&red_at(jb, warp, m, g, 2 * t)) =
+        *reinterpret_cast<float2 *>(&red_at(jb, warp, m, g, 8 * h8 + 2 * t)) =
             make_float2(d1[0] + (d1[2] + d2[0]), d1[1] + (d1[3] + d2[1]));
     };
     float acc[16][4]; /* the warp's 16 tiles of 16 columns: (column g, input 2t), (g, 2t + 1),
@@ -202,7 +197,8 @@ __global__ void __launch_bounds__(MLPM_THREADS, 1)
 #pragma unroll
     for (int mt = 0; mt < 16; mt++)
         acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.0f;
-    /* A batch's down rows (nk), their h (input g, indices 2t and 2t + 1) in three parts */
+    /* A tile of nk down rows (indices kb ..), their h (input g, indices 2t and 2t + 1) in three
+     * parts; the rows through ldmatrix.trans (lane l gives row l % 8 at column 8 (l / 8)) */
     auto down_rows = [&](int nk, int kb) {
         float hv[2];
 #pragma unroll
@@ -213,8 +209,9 @@ __global__ void __launch_bounds__(MLPM_THREADS, 1)
         split3(hv[1], p1h, p1m, p1l);
         const unsigned bh = bf16_pair(p0h, p1h), bm = bf16_pair(p0m, p1m), bl = bf16_pair(p0l, p1l);
         mlpm_wait_rows(full, st, ph, S, nk);
-        unsigned step;
-        const unsigned w = row_addr(lane & 7, nk, 16 * (lane >> 3), step, 64);
+        const bool rl = (lane & 7) < nk;
+        const unsigned w = rl ? smem_u32(row_at(lane & 7)) + 16 * (lane >> 3) : zero;
+        const unsigned step = rl ? 64u : 0u;
 #pragma unroll
         for (int v = 0; v < 8; v++) { /* 32 columns: two tiles */
             unsigned a[4];
@@ -229,16 +226,19 @@ __global__ void __launch_bounds__(MLPM_THREADS, 1)
         }
         mlpm_free_rows(empty, st, ph, S, nk, lane);
     };
-    /* Batch j: its gate and up; the barrier (the warps' sums of j are in, the h of j - 1 made);
-     * batch j - 1's down. mlp.cu's loop, with the reducer's form of its barriers. */
+    /* Batch j: its gate and up tiles; the barrier (the warps' sums of j are in, the h of j - 1
+     * made); batch j - 1's down tiles. mlp.cu's loop, with the reducer's form of its barriers. */
     for (int j = 0; j <= nb; j++) {
-        const int kb = k0 + j * MLPM_B, nk = j < nb ? min(MLPM_B, k1 - kb) : 0;
-        if (nk > 0) {
-            gate_or_up(nk, j & 1, 0);
-            gate_or_up(nk, j & 1, 1);
-        }
+        const int kb = k0 + j * B, nk = j < nb ? min(B, k1 - kb) : 0;
+        for (int m = 0; m < 2; m++)
+            for (int h8 = 0; h8 < B / 8; h8++)
+                if (nk > 8 * h8) gate_or_up(min(8, nk - 8 * h8), j & 1, m, h8);
         bar_consumers(CT + 32);
-        if (j > 0) down_rows(min(MLPM_B, k1 - (kb - MLPM_B)), kb - MLPM_B);
+        if (j > 0) {
+            const int pk = min(B, k1 - (kb - B));
+            for (int h8 = 0; h8 < B / 8; h8++)
+                if (pk > 8 * h8) down_rows(min(8, pk - 8 * h8), kb - B + 8 * h8);
+        }
     }
     const int cw = 256 * warp;
 #pragma unroll
@@ -257,16 +257,29 @@ __global__ void __launch_bounds__(MLPM_THREADS, 1)
 
 /* ---- launcher ---- */
 
-static size_t mlpm_smem(int H, int I, int G, int nl, int S) {
-    const size_t RS = 2 * (size_t)H + 16, cap = ((size_t)(I + G - 1) / G / MLPM_B + 1) * MLPM_B;
-    return (size_t)(S + 3 * nl) * RS + 16 * (size_t)S + (size_t)nl * cap * 4 +
-           (size_t)2 * (H / 256) * 128 * 4;
+#define MLPM_B_MAX 16 /* the largest batch: shared memory is sized for it */
+
+typedef void (*mlpm_fn)(const uint4 *, const uint4 *, const uint4 *, const float *, float *,
+                        float *, float *, int, int, int, int, int, int, int, int);
+static const mlpm_fn mlpm_forms[2] = {mlp_mma_kernel<8>, mlp_mma_kernel<16>};
+
+/* The batch (session 39's experiment: GEMMA_CUDA_MLP_MMA_B=8 or 16, 16 unless set) */
+static mlpm_fn mlpm_form(void) {
+    const char *b = getenv("GEMMA_CUDA_MLP_MMA_B");
+    return b && !strcmp(b, "8") ? mlpm_forms[0] : mlpm_forms[1];
 }
 
-/* The ring's stages for a pass of nl inputs: a multiple of 8, at most MLPM_RING_MAX, at least
- * 16, with the rest of shared memory (smem_optin); 0 when 16 do not fit. */
+static size_t mlpm_smem(int H, int I, int G, int nl, int S) {
+    const size_t RS = 2 * (size_t)H + 16,
+                 cap = ((size_t)(I + G - 1) / G / MLPM_B_MAX + 1) * MLPM_B_MAX;
+    return (size_t)(S + 3 * nl) * RS + 16 * (size_t)S + (size_t)nl * cap * 4 +
+           (size_t)2 * (H / 256) * 2 * 8 * MLPM_B_MAX * 4;
+}
+
+/* The ring's stages for a pass of nl inputs: as many as fit the rest of shared memory
+ * (smem_optin), at most MLPM_RING_MAX; 0 when fewer than 16 fit. */
 static int mlpm_stages(int H, int I, int G, int nl, int smem_optin) {
-    for (int S = MLPM_RING_MAX; S >= 16; S -= 8)
+    for (int S = MLPM_RING_MAX; S >= 16; S--)
         if (mlpm_smem(H, I, G, nl, S) <= (size_t)smem_optin) return S;
     return 0;
 }
@@ -285,17 +298,20 @@ static const mlpm_shape *mlpm_shape_of(int H, int I, int G) {
         if (seen[i].H == H && seen[i].I == I && seen[i].G == G) return &seen[i];
     mlpm_shape *e = &seen[n_seen < 4 ? n_seen++ : 3];
     *e = (mlpm_shape){H, I, G, 0, {0}};
-    int dev, major = 0, smem_optin = 0;
-    cudaFuncAttributes fa;
+    int dev, major = 0, smem_optin = 0, regs = 0, stat = 0;
     if (cudaGetDevice(&dev) == cudaSuccess) {
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
         cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
     }
+    for (int f = 0; f < 2; f++) {
+        cudaFuncAttributes fa;
+        if (cudaFuncGetAttributes(&fa, mlpm_forms[f]) != cudaSuccess) regs = 1 << 20;
+        regs = fa.numRegs > regs ? fa.numRegs : regs;
+        stat = (int)fa.sharedSizeBytes > stat ? (int)fa.sharedSizeBytes : stat;
+    }
     if (major >= 9 && H > 0 && H % 256 == 0 && H / 8 + 64 <= MLPM_THREADS && G > 0 && I >= 8 * G &&
-        cudaFuncGetAttributes(&fa, mlp_mma_kernel) == cudaSuccess &&
-        fa.numRegs * (H / 8 + 64) <= 65536) {
-        const int room = smem_optin - (int)fa.sharedSizeBytes;
-        for (int nl = 1; nl <= 8 && (e->S[nl] = mlpm_stages(H, I, G, nl, room)); nl++)
+        regs * (H / 8 + 64) <= 65536) {
+        for (int nl = 1; nl <= 8 && (e->S[nl] = mlpm_stages(H, I, G, nl, smem_optin - stat)); nl++)
             e->max_nl = nl;
         /* Dynamic shared memory only grows, so that every shape said yes to fits. */
         static size_t smem_set;
@@ -304,13 +320,11 @@ static const mlpm_shape *mlpm_shape_of(int H, int I, int G) {
             const size_t b = mlpm_smem(H, I, G, nl, e->S[nl]);
             want = b > want ? b : want;
         }
-        if (want > smem_set) {
-            if (cudaFuncSetAttribute(mlp_mma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)want) == cudaSuccess)
-                smem_set = want;
-            else
+        for (int f = 0; f < 2 && want > smem_set; f++)
+            if (cudaFuncSetAttribute(mlpm_forms[f], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)want) != cudaSuccess)
                 e->max_nl = 0;
-        }
+        if (e->max_nl && want > smem_set) smem_set = want;
     }
     cudaGetLastError(); /* a refusal above is an answer, not an error for the next launch */
     return e;
@@ -324,7 +338,7 @@ void mlp_mma_launch(cudaStream_t s, const void *gate, const void *up, const void
                     const float *x, float *h_out, float *u_out, float *partial, int H, int I, int G,
                     int n, int t0, int p0, int nl, int depth) {
     const int S = mlpm_shape_of(H, I, G)->S[nl];
-    k_launch_ex(mlp_mma_kernel, dim3(G), dim3(H / 8 + 64), 0, mlpm_smem(H, I, G, nl, S), s,
+    k_launch_ex(mlpm_form(), dim3(G), dim3(H / 8 + 64), 0, mlpm_smem(H, I, G, nl, S), s,
                 (const uint4 *)gate, (const uint4 *)up, (const uint4 *)down_t, x, h_out, u_out,
                 partial, H, I, n, t0, p0, nl, S, depth < S - 8 ? depth : S - 8);
     K_CHECK_LAUNCH();
