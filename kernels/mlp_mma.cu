@@ -34,26 +34,29 @@
  * the batches) in order, the warps add in order, and the blocks' partials are mlp.cu's, summed
  * by its mlp_reduce_kernel. So a verify pass reproduces the decode steps with the switch on,
  * bit for bit; the bits are not the CUDA cores' (GEMMA_CUDA_MLP is all or nothing). */
-#include <stdlib.h>
-#include <string.h>
-
 #include "bulk.cuh"
 #include "kcommon.cuh"
 #include "mlp.cuh"
 #include "mma.cuh"
 
 #define MLPM_THREADS 512
+/* Intermediate indices a batch: a barrier and a round of the reducer each. 8 and 16 measured the
+ * same (E4B decode 3.301 / 3.303 ms, verify over 5 rows 3.84 / 3.80: session 39, call 2). */
+#define MLPM_B 16
 /* The consumers hold 8 rows of the ring at once (a tile of gate, up or down rows); the rest is
  * in flight or landed ahead: up to MLPM_RING_MAX stages, never fewer than 16. */
 #define MLPM_RING_MAX 24
 
-/* The tile's nk rows starting at stage st (parity ph) of S: wait until all have landed. */
-__device__ __forceinline__ void mlpm_wait_rows(uint64_t *full, unsigned st, unsigned ph, int S,
-                                               int nk) {
-    for (int r = 0; r < nk; r++) {
-        mbar_wait(&full[st], ph);
-        if (++st == (unsigned)S) st = 0, ph ^= 1;
-    }
+/* Row r of the tile at stage st (parity ph) of S: wait until it has landed. Each lane waits for
+ * the one row it reads (its B fragment's row, or the row whose address it gives ldmatrix), just
+ * before reading it; the warp-wide mma and ldmatrix then start with every row in. (Every lane
+ * waiting for all 8 rows drew racecheck reports against the ring's bulk copies: session 39,
+ * calls 1-2.) */
+__device__ __forceinline__ void mlpm_wait_row(uint64_t *full, unsigned st, unsigned ph, int S,
+                                              int r) {
+    st += r;
+    if (st >= (unsigned)S) st -= S, ph ^= 1;
+    mbar_wait(&full[st], ph);
 }
 
 /* Free them (lane 0 for the warp, after the warp's reads) and step the cursor past them. */
@@ -66,18 +69,18 @@ __device__ __forceinline__ void mlpm_free_rows(uint64_t *empty, unsigned &st, un
     }
 }
 
-/* Inputs t0 .. t0 + nl - 1 (those below n) of x[n][H]; B intermediate indices a batch (8 or 16:
- * one barrier a batch, tiles of 8 rows inside it; the bits do not depend on B). Dynamic shared
+/* Inputs t0 .. t0 + nl - 1 (those below n) of x[n][H]; B = MLPM_B intermediate indices a batch
+ * (one barrier a batch, tiles of 8 rows inside it; the bits do not depend on B). Dynamic shared
  * memory (mlpm_smem): the ring (S stages of RS = 2H + 16 bytes), the x parts (3 nl rows of RS:
  * part p of input i at row p nl + i), full[S] and empty[S], the block's h (nl slots of cap
  * floats), then the warps' sums of two batches, red[2][CW][2][8][B]. */
-template <int B>
 __global__ void __launch_bounds__(MLPM_THREADS, 1)
     mlp_mma_kernel(const uint4 *__restrict__ gate, const uint4 *__restrict__ up,
                    const uint4 *__restrict__ downt, const float *__restrict__ x,
                    float *__restrict__ h_out, float *__restrict__ u_out,
                    float *__restrict__ partial, int H, int I, int n, int t0, int p0, int nl, int S,
                    int depth) {
+    constexpr int B = MLPM_B;
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ __align__(16) uint4 zero16;
     const int RS = 2 * H + 16, CT = H / 8, CW = CT / 32, G = gridDim.x;
@@ -154,12 +157,18 @@ __global__ void __launch_bounds__(MLPM_THREADS, 1)
     __syncwarp();
     const unsigned zero = smem_u32(&zero16), col0 = 512u * warp; /* the warp's bytes of a row */
     /* This lane's rows of the x-part tiles (ldmatrix.x4: lane l gives row l % 8 + 8 (l / 8 % 2)
-     * at k 8 (l / 16)): tile 1's row m is input m % 8's hi (m < 8) or mid part, tile 2's its lo
-     * part (m < 8) or nothing. A missing row reads zeros and stays there (step 0). */
+     * at k 8 (l / 16)). Up to 4 inputs (one): a tile's rows 0 - 3 are inputs 0 - 3's hi parts,
+     * 4 - 7 their lo parts, 8 - 11 their mid parts, one mma a k step. From 5 (two): tile 1's
+     * row m is input m % 8's hi (m < 8) or mid part, tile 2's its lo part (m < 8). An input's
+     * parts meet in the same mma rows either way but its lo part, and an mma's element depends
+     * on its own row and column only: the bits do not depend on the layout. A missing row reads
+     * zeros and stays there (step 0). */
+    const bool one = nl <= 4;
     const int in = lane & 7, hi_half = (lane >> 3) & 1, kofs = 16 * (lane >> 4);
-    const bool a1_live = in < live, a2_live = in < live && !hi_half;
-    const unsigned a1 =
-        a1_live ? smem_u32(xp + (size_t)(hi_half * nl + in) * RS) + col0 + kofs : zero;
+    const int p1 = one ? (hi_half ? (in < 4 ? 1 : -1) : (in < 4 ? 0 : 2)) : hi_half,
+              i1 = one ? (in & 3) : in;
+    const bool a1_live = p1 >= 0 && i1 < live, a2_live = !one && in < live && !hi_half;
+    const unsigned a1 = a1_live ? smem_u32(xp + (size_t)(p1 * nl + i1) * RS) + col0 + kofs : zero;
     const unsigned a2 = a2_live ? smem_u32(xp + (size_t)(2 * nl + in) * RS) + col0 + kofs : zero;
     const unsigned a1s = a1_live ? 32u : 0u, a2s = a2_live ? 32u : 0u; /* bytes a k step */
     unsigned st = 0, ph = 0;
@@ -174,21 +183,29 @@ __global__ void __launch_bounds__(MLPM_THREADS, 1)
      * 2t + 1, then 2t + 8 and 2t + 9) are plain 32-bit loads: 4g + t spans the banks (RS / 4 is
      * a multiple of 32 plus 4). */
     auto gate_or_up = [&](int nk, int jb, int m, int h8) {
-        mlpm_wait_rows(full, st, ph, S, nk);
         const bool wl = g < nk;
+        if (wl) mlpm_wait_row(full, st, ph, S, g);
         const unsigned *w = reinterpret_cast<const unsigned *>(wl ? row_at(g) : ring) + t;
         float d1[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll 4
         for (int s = 0; s < 16; s++) { /* 16 columns a k step */
             const unsigned b0 = wl ? w[8 * s] : 0u, b1 = wl ? w[8 * s + 4] : 0u;
-            unsigned x1[4], x2[4];
+            unsigned x1[4];
             ldsm_x4(x1, a1 + s * a1s);
-            ldsm_x4(x2, a2 + s * a2s);
             mma_bf16(d1, x1[0], x1[1], x1[2], x1[3], b0, b1);
-            mma_bf16(d2, x2[0], x2[1], x2[2], x2[3], b0, b1);
+            if (!one) {
+                unsigned x2[4];
+                ldsm_x4(x2, a2 + s * a2s);
+                mma_bf16(d2, x2[0], x2[1], x2[2], x2[3], b0, b1);
+            }
         }
         mlpm_free_rows(empty, st, ph, S, nk, lane);
-        /* d1: (hi of input g, index 2t), (hi, 2t + 1), (mid, 2t), (mid, 2t + 1); d2: lo's */
+        /* d1: (hi of input g, index 2t), (hi, 2t + 1), (mid, 2t), (mid, 2t + 1); the lo parts in
+         * d2 (two), or (one) in d1 of lane (g + 4, t) for g < 4 */
+        if (one) {
+            d2[0] = __shfl_down_sync(0xffffffffu, d1[0], 16);
+            d2[1] = __shfl_down_sync(0xffffffffu, d1[1], 16);
+        }
         *reinterpret_cast<float2 *>(&red_at(jb, warp, m, g, 8 * h8 + 2 * t)) =
             make_float2(d1[0] + (d1[2] + d2[0]), d1[1] + (d1[3] + d2[1]));
     };
@@ -208,8 +225,8 @@ __global__ void __launch_bounds__(MLPM_THREADS, 1)
         split3(hv[0], p0h, p0m, p0l);
         split3(hv[1], p1h, p1m, p1l);
         const unsigned bh = bf16_pair(p0h, p1h), bm = bf16_pair(p0m, p1m), bl = bf16_pair(p0l, p1l);
-        mlpm_wait_rows(full, st, ph, S, nk);
         const bool rl = (lane & 7) < nk;
+        if (rl) mlpm_wait_row(full, st, ph, S, lane & 7);
         const unsigned w = rl ? smem_u32(row_at(lane & 7)) + 16 * (lane >> 3) : zero;
         const unsigned step = rl ? 64u : 0u;
 #pragma unroll
@@ -257,23 +274,10 @@ __global__ void __launch_bounds__(MLPM_THREADS, 1)
 
 /* ---- launcher ---- */
 
-#define MLPM_B_MAX 16 /* the largest batch: shared memory is sized for it */
-
-typedef void (*mlpm_fn)(const uint4 *, const uint4 *, const uint4 *, const float *, float *,
-                        float *, float *, int, int, int, int, int, int, int, int);
-static const mlpm_fn mlpm_forms[2] = {mlp_mma_kernel<8>, mlp_mma_kernel<16>};
-
-/* The batch (session 39's experiment: GEMMA_CUDA_MLP_MMA_B=8 or 16, 16 unless set) */
-static mlpm_fn mlpm_form(void) {
-    const char *b = getenv("GEMMA_CUDA_MLP_MMA_B");
-    return b && !strcmp(b, "8") ? mlpm_forms[0] : mlpm_forms[1];
-}
-
 static size_t mlpm_smem(int H, int I, int G, int nl, int S) {
-    const size_t RS = 2 * (size_t)H + 16,
-                 cap = ((size_t)(I + G - 1) / G / MLPM_B_MAX + 1) * MLPM_B_MAX;
+    const size_t RS = 2 * (size_t)H + 16, cap = ((size_t)(I + G - 1) / G / MLPM_B + 1) * MLPM_B;
     return (size_t)(S + 3 * nl) * RS + 16 * (size_t)S + (size_t)nl * cap * 4 +
-           (size_t)2 * (H / 256) * 2 * 8 * MLPM_B_MAX * 4;
+           (size_t)2 * (H / 256) * 2 * 8 * MLPM_B * 4;
 }
 
 /* The ring's stages for a pass of nl inputs: as many as fit the rest of shared memory
@@ -298,20 +302,17 @@ static const mlpm_shape *mlpm_shape_of(int H, int I, int G) {
         if (seen[i].H == H && seen[i].I == I && seen[i].G == G) return &seen[i];
     mlpm_shape *e = &seen[n_seen < 4 ? n_seen++ : 3];
     *e = (mlpm_shape){H, I, G, 0, {0}};
-    int dev, major = 0, smem_optin = 0, regs = 0, stat = 0;
+    int dev, major = 0, smem_optin = 0;
+    cudaFuncAttributes fa;
     if (cudaGetDevice(&dev) == cudaSuccess) {
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
         cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
     }
-    for (int f = 0; f < 2; f++) {
-        cudaFuncAttributes fa;
-        if (cudaFuncGetAttributes(&fa, mlpm_forms[f]) != cudaSuccess) regs = 1 << 20;
-        regs = fa.numRegs > regs ? fa.numRegs : regs;
-        stat = (int)fa.sharedSizeBytes > stat ? (int)fa.sharedSizeBytes : stat;
-    }
     if (major >= 9 && H > 0 && H % 256 == 0 && H / 8 + 64 <= MLPM_THREADS && G > 0 && I >= 8 * G &&
-        regs * (H / 8 + 64) <= 65536) {
-        for (int nl = 1; nl <= 8 && (e->S[nl] = mlpm_stages(H, I, G, nl, smem_optin - stat)); nl++)
+        cudaFuncGetAttributes(&fa, mlp_mma_kernel) == cudaSuccess &&
+        fa.numRegs * (H / 8 + 64) <= 65536) {
+        const int room = smem_optin - (int)fa.sharedSizeBytes;
+        for (int nl = 1; nl <= 8 && (e->S[nl] = mlpm_stages(H, I, G, nl, room)); nl++)
             e->max_nl = nl;
         /* Dynamic shared memory only grows, so that every shape said yes to fits. */
         static size_t smem_set;
@@ -320,11 +321,13 @@ static const mlpm_shape *mlpm_shape_of(int H, int I, int G) {
             const size_t b = mlpm_smem(H, I, G, nl, e->S[nl]);
             want = b > want ? b : want;
         }
-        for (int f = 0; f < 2 && want > smem_set; f++)
-            if (cudaFuncSetAttribute(mlpm_forms[f], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)want) != cudaSuccess)
+        if (want > smem_set) {
+            if (cudaFuncSetAttribute(mlp_mma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)want) == cudaSuccess)
+                smem_set = want;
+            else
                 e->max_nl = 0;
-        if (e->max_nl && want > smem_set) smem_set = want;
+        }
     }
     cudaGetLastError(); /* a refusal above is an answer, not an error for the next launch */
     return e;
@@ -338,7 +341,7 @@ void mlp_mma_launch(cudaStream_t s, const void *gate, const void *up, const void
                     const float *x, float *h_out, float *u_out, float *partial, int H, int I, int G,
                     int n, int t0, int p0, int nl, int depth) {
     const int S = mlpm_shape_of(H, I, G)->S[nl];
-    k_launch_ex(mlpm_form(), dim3(G), dim3(H / 8 + 64), 0, mlpm_smem(H, I, G, nl, S), s,
+    k_launch_ex(mlp_mma_kernel, dim3(G), dim3(H / 8 + 64), 0, mlpm_smem(H, I, G, nl, S), s,
                 (const uint4 *)gate, (const uint4 *)up, (const uint4 *)down_t, x, h_out, u_out,
                 partial, H, I, n, t0, p0, nl, S, depth < S - 8 ? depth : S - 8);
     K_CHECK_LAUNCH();
