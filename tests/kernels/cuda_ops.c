@@ -8,6 +8,8 @@
  *                               backend fuses (cuda_ops_fused.h), and the matrix-vector
  *                               kernel's decode variants (cuda_ops_matvec.h); "small" shrinks
  *                               the shapes for the sanitizers
+ *   cuda_ops ops mlp            the whole-MLP kernels alone (both forms), small shapes: the
+ *                               sanitizers' run while one of them is being changed
  *   cuda_ops model DIR...       whole models: logits of a 72-token prefill and of 24 decode
  *                               steps (eager, captured, then replayed CUDA graphs, at moving
  *                               positions) GPU vs CPU, 24 greedy tokens identical, and the
@@ -519,6 +521,22 @@ static void test_draft_head(void); /* with the drafter checks below */
 #include "cuda_ops_fused.h"
 #include "cuda_ops_matvec.h"
 
+/* The whole-MLP kernels alone, small shapes (cuda_ops ops mlp). */
+static int run_ops_mlp(void) {
+    cpu = backend_cpu_new(0);
+    char err[256];
+    setenv("GEMMA_CUDA_FUSE_MM", "1", 1); /* as run_ops: every product may join a launch */
+    gpu = backend_cuda_new(err, sizeof err);
+    unsetenv("GEMMA_CUDA_FUSE_MM");
+    if (!gpu) die("%s", err);
+    small_shapes = 1;
+    test_fused_whole_mlp();
+    gpu->destroy(gpu);
+    cpu->destroy(cpu);
+    printf("ops mlp: %s\n", failures ? "FAILED" : "all agree with the CPU backend");
+    return failures != 0;
+}
+
 static int run_ops(void) {
     cpu = backend_cpu_new(0);
     char err[256];
@@ -772,6 +790,7 @@ int main(int argc, char **argv) {
     printf("cuda_ops: seed %llu (TEST_SEED=%llu replays it)\n", (unsigned long long)seed,
            (unsigned long long)seed);
     if (argc >= 2 && !strcmp(argv[1], "ops")) {
+        if (argc >= 3 && !strcmp(argv[2], "mlp")) return run_ops_mlp();
         small_shapes = argc >= 3 && !strcmp(argv[2], "small");
         return run_ops();
     }
