@@ -34,8 +34,6 @@
  * the batches) in order, the warps add in order, and the blocks' partials are mlp.cu's, summed
  * by its mlp_reduce_kernel. So a verify pass reproduces the decode steps with the switch on,
  * bit for bit; the bits are not the CUDA cores' (GEMMA_CUDA_MLP is all or nothing). */
-#include <stdlib.h>
-
 #include "bulk.cuh"
 #include "kcommon.cuh"
 #include "mlp.cuh"
@@ -50,10 +48,12 @@
 #define MLPM_RING_MAX 24
 
 /* Row r of the tile at stage st (parity ph) of S: wait until it has landed. Each lane waits for
- * the one row it reads (its B fragment's row, or the row whose address it gives ldmatrix), just
- * before reading it; the warp-wide mma and ldmatrix then start with every row in. (Every lane
- * waiting for all 8 rows drew racecheck reports against the ring's bulk copies: session 39,
- * calls 1-2.) */
+ * the one row it reads (its B fragment's row, or the row whose address it gives ldmatrix). The
+ * lanes leave their spin loops (bulk.cuh's mbar_wait: a branch inside the asm, which the compiler
+ * does not see) at different times, so the caller reconverges the warp with __syncwarp before
+ * its first warp-wide instruction: ldmatrix, mma.sync and bar.sync are .aligned, undefined on a
+ * diverged warp (session 40: compute-sanitizer's synccheck named bar_consumers, racecheck the
+ * ring reads; mlp.cu's lanes all wait for the same row and read with plain loads). */
 __device__ __forceinline__ void mlpm_wait_row(uint64_t *full, unsigned st, unsigned ph, int S,
                                               int r) {
     st += r;
@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(MLPM_THREADS, 1)
                    const uint4 *__restrict__ downt, const float *__restrict__ x,
                    float *__restrict__ h_out, float *__restrict__ u_out,
                    float *__restrict__ partial, int H, int I, int n, int t0, int p0, int nl, int S,
-                   int depth, int exp) {
+                   int depth) {
     constexpr int B = MLPM_B;
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ __align__(16) uint4 zero16;
@@ -185,33 +185,11 @@ __global__ void __launch_bounds__(MLPM_THREADS, 1)
      * 2t + 1, then 2t + 8 and 2t + 9) are plain 32-bit loads: 4g + t spans the banks (RS / 4 is
      * a multiple of 32 plus 4). */
     auto gate_or_up = [&](int nk, int jb, int m, int h8) {
-        float d1[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        if (exp == 2) { /* EXPERIMENT: B through ldmatrix, each lane waiting for its own row */
-            const bool rl = (lane & 7) < nk;
-            if (rl) mlpm_wait_row(full, st, ph, S, lane & 7);
-            const unsigned wa = rl ? smem_u32(row_at(lane & 7)) + 16 * (lane >> 3) : zero;
-            const unsigned step = rl ? 64u : 0u;
-#pragma unroll 2
-            for (int u = 0; u < 8; u++) {
-                unsigned b[4];
-                ldsm_x4(b, wa + u * step);
-#pragma unroll
-                for (int hh = 0; hh < 2; hh++) {
-                    const int s = 2 * u + hh;
-                    unsigned x1[4];
-                    ldsm_x4(x1, a1 + s * a1s);
-                    mma_bf16(d1, x1[0], x1[1], x1[2], x1[3], b[2 * hh], b[2 * hh + 1]);
-                    if (!one) {
-                        unsigned x2[4];
-                        ldsm_x4(x2, a2 + s * a2s);
-                        mma_bf16(d2, x2[0], x2[1], x2[2], x2[3], b[2 * hh], b[2 * hh + 1]);
-                    }
-                }
-            }
-        } else {
-        const bool wl = g < nk && exp != 1; /* EXPERIMENT 1: no ring reads */
-        if (g < nk) mlpm_wait_row(full, st, ph, S, g);
+        const bool wl = g < nk;
+        if (wl) mlpm_wait_row(full, st, ph, S, g);
+        __syncwarp();
         const unsigned *w = reinterpret_cast<const unsigned *>(wl ? row_at(g) : ring) + t;
+        float d1[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll 4
         for (int s = 0; s < 16; s++) { /* 16 columns a k step */
             const unsigned b0 = wl ? w[8 * s] : 0u, b1 = wl ? w[8 * s + 4] : 0u;
@@ -223,7 +201,6 @@ __global__ void __launch_bounds__(MLPM_THREADS, 1)
                 ldsm_x4(x2, a2 + s * a2s);
                 mma_bf16(d2, x2[0], x2[1], x2[2], x2[3], b0, b1);
             }
-        }
         }
         mlpm_free_rows(empty, st, ph, S, nk, lane);
         /* d1: (hi of input g, index 2t), (hi, 2t + 1), (mid, 2t), (mid, 2t + 1); the lo parts in
@@ -253,6 +230,7 @@ __global__ void __launch_bounds__(MLPM_THREADS, 1)
         const unsigned bh = bf16_pair(p0h, p1h), bm = bf16_pair(p0m, p1m), bl = bf16_pair(p0l, p1l);
         const bool rl = (lane & 7) < nk;
         if (rl) mlpm_wait_row(full, st, ph, S, lane & 7);
+        __syncwarp();
         const unsigned w = rl ? smem_u32(row_at(lane & 7)) + 16 * (lane >> 3) : zero;
         const unsigned step = rl ? 64u : 0u;
 #pragma unroll
@@ -276,6 +254,7 @@ __global__ void __launch_bounds__(MLPM_THREADS, 1)
         for (int m = 0; m < 2; m++)
             for (int h8 = 0; h8 < B / 8; h8++)
                 if (nk > 8 * h8) gate_or_up(min(8, nk - 8 * h8), j & 1, m, h8);
+        __syncwarp(); /* lane 0's arrivals diverged the warp: converged for the aligned barrier */
         bar_consumers(CT + 32);
         if (j > 0) {
             const int pk = min(B, k1 - (kb - B));
@@ -369,7 +348,6 @@ void mlp_mma_launch(cudaStream_t s, const void *gate, const void *up, const void
     const int S = mlpm_shape_of(H, I, G)->S[nl];
     k_launch_ex(mlp_mma_kernel, dim3(G), dim3(H / 8 + 64), 0, mlpm_smem(H, I, G, nl, S), s,
                 (const uint4 *)gate, (const uint4 *)up, (const uint4 *)down_t, x, h_out, u_out,
-                partial, H, I, n, t0, p0, nl, S, depth < S - 8 ? depth : S - 8,
-                getenv("MLPM_EXP") ? atoi(getenv("MLPM_EXP")) : 0);
+                partial, H, I, n, t0, p0, nl, S, depth < S - 8 ? depth : S - 8);
     K_CHECK_LAUNCH();
 }
