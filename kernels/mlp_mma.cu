@@ -39,7 +39,7 @@
 #include "mlp.cuh"
 #include "mma.cuh"
 
-#define MLPM_THREADS 512
+#define MLPM_THREADS 384
 /* Intermediate indices a batch: a barrier and a round of the reducer each. 8 and 16 measured the
  * same (E4B decode 3.301 / 3.303 ms, verify over 5 rows 3.84 / 3.80: session 39, call 2). */
 #define MLPM_B 16
@@ -187,22 +187,27 @@ __global__ void __launch_bounds__(MLPM_THREADS, 1)
     auto gate_or_up = [&](int nk, int jb, int m, int h8) {
         const bool wl = g < nk;
         if (wl) mlpm_wait_row(full, st, ph, S, g);
-        __syncwarp();
-        const unsigned *w = reinterpret_cast<const unsigned *>(wl ? row_at(g) : ring) + t;
+        unsigned b[32]; /* k steps s: b[2 s], b[2 s + 1] */
+        const unsigned *w = reinterpret_cast<const unsigned *>(row_at(wl ? g : 0)) + t;
+#pragma unroll
+        for (int s = 0; s < 16; s++) {
+            b[2 * s] = wl ? w[8 * s] : 0u;
+            b[2 * s + 1] = wl ? w[8 * s + 4] : 0u;
+        }
+        mlpm_free_rows(empty, st, ph, S, nk, lane);
+        __syncwarp(); /* lane 0's arrivals diverged the warp: converged for ldmatrix and mma */
         float d1[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll 4
+#pragma unroll
         for (int s = 0; s < 16; s++) { /* 16 columns a k step */
-            const unsigned b0 = wl ? w[8 * s] : 0u, b1 = wl ? w[8 * s + 4] : 0u;
             unsigned x1[4];
             ldsm_x4(x1, a1 + s * a1s);
-            mma_bf16(d1, x1[0], x1[1], x1[2], x1[3], b0, b1);
+            mma_bf16(d1, x1[0], x1[1], x1[2], x1[3], b[2 * s], b[2 * s + 1]);
             if (!one) {
                 unsigned x2[4];
                 ldsm_x4(x2, a2 + s * a2s);
-                mma_bf16(d2, x2[0], x2[1], x2[2], x2[3], b0, b1);
+                mma_bf16(d2, x2[0], x2[1], x2[2], x2[3], b[2 * s], b[2 * s + 1]);
             }
         }
-        mlpm_free_rows(empty, st, ph, S, nk, lane);
         /* d1: (hi of input g, index 2t), (hi, 2t + 1), (mid, 2t), (mid, 2t + 1); the lo parts in
          * d2 (two), or (one) in d1 of lane (g + 4, t) for g < 4 */
         if (one) {
