@@ -12,11 +12,14 @@
  *   - x is fp32 and the mma takes bf16, so each input is split exactly into three bf16 parts,
  *     hi + mid + lo (mma.cuh split3), kept as rows of shared memory for the whole kernel:
  *     3 nl rows of H. The consumers' first act, once the kernel before this one is done.
- *   - gate and up, batches of 8 intermediate indices: D[16][8] = A B with A the x parts (rows
- *     0 - 7 the hi parts of inputs 0 - 7, rows 8 - 15 their mid parts; a second tile the lo
- *     parts) and B the batch's 8 rows of weights (column n = index n), m16n8k16 over the
- *     warp's 256 columns of H. Lane (g, t) then holds input g's sums for indices 2t and
- *     2t + 1 in its three parts and adds them, hi + (mid + lo).
+ *   - gate and up, tiles of 8 intermediate indices: D[16][8] = A B with A the x parts and B
+ *     the tile's 8 rows of weights (column n = index n), m16n8k16 over the warp's 256 columns
+ *     of H (up to 4 inputs, one A tile: the hi, lo and mid parts of inputs 0 - 3 in rows 0 - 3,
+ *     4 - 7 and 8 - 11; from 5, two: the hi and mid parts of inputs 0 - 7, then their lo
+ *     parts). Lane (g, t) takes its B fragments - row g's words at k 2t and 2t + 8 of each k
+ *     step, 32 - into registers and the warp frees the tile before its mmas, as mlp.cu takes
+ *     a row: wait, read, __syncwarp, free. Lane (g, t) then holds input g's sums for indices
+ *     2t and 2t + 1 in its three parts and adds them, hi + (mid + lo).
  *   - down is stored transposed (row k = column k of down, as for mlp.cu): out[c] over the
  *     batch's 8 indices is D[16 columns][8 inputs] += A B with A the 8 rows' 16 columns (through
  *     ldmatrix.trans) and B the batch's h of each input, m16n8k8, once for each of h's three
@@ -39,6 +42,8 @@
 #include "mlp.cuh"
 #include "mma.cuh"
 
+/* H / 8 consumer threads, a producer and a reducer warp: at most 384 threads, as the tile's B
+ * fragments in registers make 165 registers a thread (H up to 2560: E2B's 1536, E4B's 2560) */
 #define MLPM_THREADS 384
 /* Intermediate indices a batch: a barrier and a round of the reducer each. 8 and 16 measured the
  * same (E4B decode 3.301 / 3.303 ms, verify over 5 rows 3.84 / 3.80: session 39, call 2). */
@@ -48,12 +53,11 @@
 #define MLPM_RING_MAX 24
 
 /* Row r of the tile at stage st (parity ph) of S: wait until it has landed. Each lane waits for
- * the one row it reads (its B fragment's row, or the row whose address it gives ldmatrix). The
+ * the one row it reads (its B fragments' row, or the row whose address it gives ldmatrix). The
  * lanes leave their spin loops (bulk.cuh's mbar_wait: a branch inside the asm, which the compiler
- * does not see) at different times, so the caller reconverges the warp with __syncwarp before
- * its first warp-wide instruction: ldmatrix, mma.sync and bar.sync are .aligned, undefined on a
- * diverged warp (session 40: compute-sanitizer's synccheck named bar_consumers, racecheck the
- * ring reads; mlp.cu's lanes all wait for the same row and read with plain loads). */
+ * does not see) at different times, and lane 0's frees diverge the warp again; ldmatrix,
+ * mma.sync and bar.sync are .aligned, undefined on a diverged warp, so a __syncwarp comes first
+ * (session 40 call 1: compute-sanitizer's synccheck found diverged warps at bar_consumers). */
 __device__ __forceinline__ void mlpm_wait_row(uint64_t *full, unsigned st, unsigned ph, int S,
                                               int r) {
     st += r;
