@@ -231,10 +231,6 @@ __global__ void __launch_bounds__(NL > 4 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 1
     for (int j = 0; j <= nb; j++) {
         const int kb = k0 + j * B, nk = j < nb ? min(B, k1 - kb) : 0;
         if (nk > 0) gate_up(nk, j & 1);
-        /* Converged for the aligned barrier: lane 0's arrivals in ring_take and make_h's lanes
-         * diverge the warp, and compute-sanitizer's synccheck saw warps reach it diverged
-         * (session 40 call 2: "divergent thread(s) in block" at this line) */
-        __syncwarp();
         bar_consumers(CT + (RED ? 32 : 0));
         if (!RED && nk > 0) make_h(warp + lane * CW, kb, nk, j & 1);
         if (j > 0) down_rows(min(B, k1 - (kb - B)), kb - B, (j - 1) & 1);
