@@ -189,26 +189,16 @@ __global__ void __launch_bounds__(MLPM_THREADS, 1)
      * 2t + 1, then 2t + 8 and 2t + 9) are plain 32-bit loads: 4g + t spans the banks (RS / 4 is
      * a multiple of 32 plus 4). */
     auto gate_or_up = [&](int nk, int jb, int m, int h8) {
+        const bool wl = g < nk;
+        if (wl) mlpm_wait_row(full, st, ph, S, g);
         unsigned b[32]; /* k steps s: b[2 s], b[2 s + 1] */
+        const unsigned *w = reinterpret_cast<const unsigned *>(row_at(wl ? g : 0)) + t;
 #pragma unroll
-        for (int e = 0; e < 32; e++)
-            b[e] = 0u;
-        for (int r = 0; r < nk; r++) { /* row r: every lane waits, lanes (r, t) copy, free */
-            mbar_wait(&full[st], ph);
-            if (g == r) {
-                const unsigned *w = reinterpret_cast<const unsigned *>(ring + (size_t)st * RS +
-                                                                       col0) +
-                                    t;
-#pragma unroll
-                for (int s = 0; s < 16; s++) {
-                    b[2 * s] = w[8 * s];
-                    b[2 * s + 1] = w[8 * s + 4];
-                }
-            }
-            __syncwarp();
-            if (lane == 0) mbar_arrive(&empty[st]);
-            if (++st == (unsigned)S) st = 0, ph ^= 1;
+        for (int s = 0; s < 16; s++) {
+            b[2 * s] = wl ? w[8 * s] : 0u;
+            b[2 * s + 1] = wl ? w[8 * s + 4] : 0u;
         }
+        mlpm_free_rows(empty, st, ph, S, nk, lane);
         __syncwarp(); /* lane 0's arrivals diverged the warp: converged for ldmatrix and mma */
         float d1[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
