@@ -84,3 +84,16 @@ sanitized_checks() {
     grep -E "FAIL|greedy output|all GPU|identical;" $T/test235.txt | cut -c1-160 | head -8
     rm -rf $T/tests
 }
+# Main's binary beside the new one on the E4B-sized model (sessions 39-40 wrote this block out in
+# each call): `versus TAG 'RUNS'` runs $B/old's defaults, then $N with DECODE_PROFILE_CUSTOM=RUNS
+# (e.g. 'dflt:;mma:GEMMA_CUDA_MLP=mma'), each in a process of its own, decode steps and verify
+# passes over $VERIFY positions (default "2 4 5 8"); logs verify_old_TAG.txt / verify_new_TAG.txt,
+# one line a run. Call it twice (TAG a, b) to see the spread.
+versus() {
+    DECODE_PROFILE_VERIFY="${VERIFY:-2 4 5 8}" DECODE_PROFILE_CUSTOM="old$1:" timeout 60 \
+        $B/old/cuda_ops decode-profile /tmp/e4b/model 256 128 > $T/verify_old_$1.txt 2>&1
+    el "verify old $1 rc $?"; ms $T/verify_old_$1.txt
+    DECODE_PROFILE_VERIFY="${VERIFY:-2 4 5 8}" DECODE_PROFILE_CUSTOM="$2" timeout 90 \
+        $N/cuda_ops decode-profile /tmp/e4b/model 256 128 > $T/verify_new_$1.txt 2>&1
+    el "verify new $1 rc $?"; ms $T/verify_new_$1.txt
+}
