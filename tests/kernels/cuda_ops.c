@@ -521,14 +521,21 @@ static void test_draft_head(void); /* with the drafter checks below */
 #include "cuda_ops_fused.h"
 #include "cuda_ops_matvec.h"
 
-/* The whole-MLP kernel's test alone, small shapes (cuda_ops ops mlp). */
-static int run_ops_mlp(void) {
+/* The backends the op tests compare: cpu, and gpu with every matrix product allowed to join a
+ * launch (the default, set here explicitly), so that the ops exercise the fused launches
+ * whatever their size and whatever the default. */
+static void ops_backends(void) {
     cpu = backend_cpu_new(0);
     char err[256];
-    setenv("GEMMA_CUDA_FUSE_MM", "1", 1); /* as run_ops: every product may join a launch */
+    setenv("GEMMA_CUDA_FUSE_MM", "1", 1);
     gpu = backend_cuda_new(err, sizeof err);
     unsetenv("GEMMA_CUDA_FUSE_MM");
     if (!gpu) die("%s", err);
+}
+
+/* The whole-MLP kernel's test alone, small shapes (cuda_ops ops mlp). */
+static int run_ops_mlp(void) {
+    ops_backends();
     small_shapes = 1;
     test_fused_whole_mlp();
     gpu->destroy(gpu);
@@ -538,14 +545,8 @@ static int run_ops_mlp(void) {
 }
 
 static int run_ops(void) {
-    cpu = backend_cpu_new(0);
+    ops_backends();
     char err[256];
-    /* Every matrix product may join a launch (the default, set here explicitly), so that the
-     * ops below exercise the fused launches whatever their size and whatever the default. */
-    setenv("GEMMA_CUDA_FUSE_MM", "1", 1);
-    gpu = backend_cuda_new(err, sizeof err);
-    unsetenv("GEMMA_CUDA_FUSE_MM");
-    if (!gpu) die("%s", err);
     test_buffers();
     test_matmul(gpu, 1e-5, "own");
     setenv("GEMMA_CUDA_GEMM", "cublas", 1);
