@@ -21,6 +21,10 @@
  *   4  bar     form 0 with a second warp (mlp.cu's reducer) meeting the consumer after every
  *              8 rows at named barrier 1 through `bar.sync` (aligned) from its own call site
  *   5  barrier form 4 through `barrier.sync` (unaligned)
+ *   6  sync    form 2 with the warp reconverged (__syncwarp) between the waits and the reads
+ *   7  mma     form 6 with each k step's reads followed, before the free, by what the
+ *              tensor-core MLP does between them: an ldmatrix of another shared tile and an
+ *              mma.sync (session 39-40's gate / up loop)
  *
  *   ring_race FORM [ROWS]   (ROWS a multiple of 8, default 256; sm_90 and later)
  *
@@ -36,7 +40,7 @@
 #define RR_ROW 512 /* bytes a row: a warp's 32 lanes x 16 bytes */
 #define RR_S   16  /* stages */
 
-enum { F_ROW, F_QUAD, F_OWN, F_TENSOR, F_BAR, F_BARRIER, F_COUNT };
+enum { F_ROW, F_QUAD, F_OWN, F_TENSOR, F_BAR, F_BARRIER, F_SYNC, F_MMA, F_COUNT };
 
 /* The copy of row g into stage st: raw (cp.async.bulk) or through the tensor map (rows x 256
  * bf16, a box of one row). */
@@ -59,6 +63,21 @@ __device__ __forceinline__ void rr_bar(int aligned, int n) {
         asm volatile("bar.sync 1, %0;" ::"r"(n) : "memory");
     else
         asm volatile("barrier.sync 1, %0;" ::"r"(n) : "memory");
+}
+
+/* F_MMA's work between reads: ldmatrix.x4 of a 16 x 16 bf16 tile at this lane's row address,
+ * then d += A B (m16n8k16) with A that tile and B two of its registers. */
+__device__ __forceinline__ void rr_mma(float d[4], const unsigned char *row) {
+#if BULK_OK
+    unsigned a[4];
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+                 : "r"(smem_u32(row)));
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[0]), "r"(a[1]));
+#endif
 }
 
 __global__ void ring_race(const unsigned char *__restrict__ rows, int n,
@@ -87,6 +106,13 @@ __global__ void ring_race(const unsigned char *__restrict__ rows, int n,
     }
     const unsigned *words = reinterpret_cast<const unsigned *>(ring);
     unsigned acc = 0;
+    unsigned char *tile = ring + RR_S * RR_ROW + 16 * RR_S; /* F_MMA's other tile: 16 x 16 bf16 */
+    float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (form == F_MMA) {
+        reinterpret_cast<unsigned *>(tile)[lane] = 0x3f803f80u * (lane & 1); /* ones and zeros */
+        reinterpret_cast<unsigned *>(tile)[lane + 32] = 0u;
+        __syncwarp();
+    }
     for (int r0 = 0; r0 < n; r0 += 8) { /* tiles of 8 rows */
         const unsigned st0 = r0 % RR_S, ph = (r0 / RR_S) & 1;
         if (form == F_ROW || meet) {
@@ -110,15 +136,19 @@ __global__ void ring_race(const unsigned char *__restrict__ rows, int n,
                 __syncwarp();
                 if (lane == 0) mbar_arrive(&empty[st0 + r]);
             }
-        } else { /* F_OWN, F_TENSOR */
+        } else { /* F_OWN, F_TENSOR, F_SYNC, F_MMA */
             mbar_wait(&full[st0 + g], ph);
-            for (int s = 0; s < 32; s++)
+            if (form == F_SYNC || form == F_MMA) __syncwarp();
+            for (int s = 0; s < 32; s++) {
                 acc += words[(st0 + g) * (RR_ROW / 4) + 4 * s + t];
+                if (form == F_MMA) rr_mma(d, tile + 16 * (lane & 15));
+            }
             __syncwarp();
             for (int r = 0; r < 8 && lane == 0; r++)
                 mbar_arrive(&empty[st0 + r]);
         }
     }
+    if (d[0] == 123.0f) acc = 0; /* never true: keeps F_MMA's products */
     atomicAdd(sum, acc);
 }
 
@@ -165,7 +195,7 @@ int main(int argc, char **argv) {
         }
     }
     const int threads = form == F_BAR || form == F_BARRIER ? 96 : 64;
-    const size_t smem = RR_S * RR_ROW + 16 * RR_S;
+    const size_t smem = RR_S * RR_ROW + 16 * RR_S + 256; /* the ring, its barriers, F_MMA's tile */
     ring_race<<<1, threads, smem>>>(rows, n, map, form, sum);
     CK(cudaGetLastError());
     unsigned got = 0;
