@@ -130,9 +130,12 @@ __device__ __forceinline__ uint4 ring_take_at(const unsigned char *ring, uint64_
 }
 
 /* A named barrier (id 1) of n threads of the block: mlp.cu's consumer warps (and over several
- * inputs its reducer warp; the producer warp never comes to it). */
+ * inputs its reducer warp; the producer warp never comes to it). The unaligned form,
+ * barrier.sync: the consumers and the reducer reach it from different instructions, which
+ * bar.sync (= barrier.sync.aligned) does not allow - synccheck reported "divergent thread(s)"
+ * there (session 40). */
 __device__ __forceinline__ void bar_consumers(int n) {
-    asm volatile("bar.sync 1, %0;" ::"r"(n) : "memory");
+    asm volatile("barrier.sync 1, %0;" ::"r"(n) : "memory");
 }
 __device__ __forceinline__ unsigned ld_acquire(const unsigned *p) {
     unsigned v;

@@ -15,8 +15,8 @@
 #   3. the shipped small model models/gemma4-tiny, when it exists: logits GPU vs CPU, and
 #      `engine bench` on both devices must generate identical tokens (output_hash) and the
 #      same perplexity (to 1e-3 relative)
-#   4. compute-sanitizer memcheck and racecheck over the op test (small shapes), and memcheck
-#      over a whole-model run (CUDA graphs included); SAN_TIMEOUT seconds each (default 600)
+#   4. compute-sanitizer memcheck, racecheck and synccheck over the op test (small shapes), and
+#      memcheck over a whole-model run (CUDA graphs included); SAN_TIMEOUT seconds each (default 600)
 #   5. speculative decoding on the GPU, on models/gemma4-tiny with its assistant: the drafter's
 #      device chain against its single steps and the CPU drafter (cuda_ops draft), lossless
 #      serving (`engine bench` output_hash equal for NUM_SPECULATIVE_TOKENS 0 and 1..8, plain,
@@ -125,6 +125,9 @@ elif step "4. compute-sanitizer"; command -v compute-sanitizer >/dev/null; then
   run_logged memcheck timeout "$SAN_TIMEOUT" compute-sanitizer --tool memcheck --error-exitcode 3 --leak-check full \
     "$CUDA_OPS" ops small
   run_logged racecheck timeout "$SAN_TIMEOUT" compute-sanitizer --tool racecheck --error-exitcode 3 "$CUDA_OPS" ops small
+  # synccheck: barriers reached by diverged warps or from different instructions (an aligned
+  # bar.sync so reached is undefined; session 41 made the MLP kernel's named barrier unaligned).
+  run_logged synccheck timeout "$SAN_TIMEOUT" compute-sanitizer --tool synccheck --error-exitcode 3 "$CUDA_OPS" ops small
   run_logged memcheck_model timeout "$SAN_TIMEOUT" compute-sanitizer --tool memcheck --error-exitcode 3 \
     "$CUDA_OPS" model tests/engine/fixtures/a_ple_kvshare
 else
