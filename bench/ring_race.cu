@@ -25,6 +25,17 @@
  *   7  mma     form 6 with each k step's reads followed, before the free, by what the
  *              tensor-core MLP does between them: an ldmatrix of another shared tile and an
  *              mma.sync (session 39-40's gate / up loop)
+ *   8  lanes   form 0 with every lane freeing the row itself (an arrival count of 32, no
+ *              __syncwarp)
+ *   9  ownl    form 2 with every lane freeing the row it read itself (a row's 4 lanes: count 4;
+ *              a lane freeing rows it did not wait for could complete a stage's next phase early)
+ *
+ * Session 41's first run (docs/gpu_logs/s41/call1): racecheck reports every form that frees a
+ * stage through lane 0 after a __syncwarp - mlp.cu's own form 0 too - naming the reads of lanes
+ * 1-31 and never lane 0's, against the producer's next copy into the stage: it does not take the
+ * __syncwarp as ordering the other lanes' reads before lane 0's arrival. Form 3 is clean (the
+ * tensor map's writes are attributed to no thread). synccheck reports form 4 (32 errors) and
+ * no other.
  *
  *   ring_race FORM [ROWS]   (ROWS a multiple of 8, default 256; sm_90 and later)
  *
@@ -40,7 +51,7 @@
 #define RR_ROW 512 /* bytes a row: a warp's 32 lanes x 16 bytes */
 #define RR_S   16  /* stages */
 
-enum { F_ROW, F_QUAD, F_OWN, F_TENSOR, F_BAR, F_BARRIER, F_SYNC, F_MMA, F_COUNT };
+enum { F_ROW, F_QUAD, F_OWN, F_TENSOR, F_BAR, F_BARRIER, F_SYNC, F_MMA, F_LANES, F_OWNL, F_COUNT };
 
 /* The copy of row g into stage st: raw (cp.async.bulk) or through the tensor map (rows x 256
  * bf16, a box of one row). */
@@ -87,7 +98,7 @@ __global__ void ring_race(const unsigned char *__restrict__ rows, int n,
     uint64_t *full = reinterpret_cast<uint64_t *>(ring + RR_S * RR_ROW), *empty = full + RR_S;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const bool meet = form == F_BAR || form == F_BARRIER; /* a second warp meets the consumer */
-    ring_init(full, empty, RR_S, 1);
+    ring_init(full, empty, RR_S, form == F_LANES ? 32 : form == F_OWNL ? 4 : 1);
     __syncthreads();
     if (warp == 1) { /* the producer */
         if (lane == 0)
@@ -115,11 +126,15 @@ __global__ void ring_race(const unsigned char *__restrict__ rows, int n,
     }
     for (int r0 = 0; r0 < n; r0 += 8) { /* tiles of 8 rows */
         const unsigned st0 = r0 % RR_S, ph = (r0 / RR_S) & 1;
-        if (form == F_ROW || meet) {
+        if (form == F_ROW || form == F_LANES || meet) {
             for (int r = 0; r < 8; r++) {
                 mbar_wait(&full[st0 + r], ph);
                 const uint4 u = reinterpret_cast<const uint4 *>(ring + (st0 + r) * RR_ROW)[lane];
                 acc += u.x + u.y + u.z + u.w;
+                if (form == F_LANES) {
+                    mbar_arrive(&empty[st0 + r]);
+                    continue;
+                }
                 __syncwarp();
                 if (lane == 0) mbar_arrive(&empty[st0 + r]);
             }
@@ -136,12 +151,16 @@ __global__ void ring_race(const unsigned char *__restrict__ rows, int n,
                 __syncwarp();
                 if (lane == 0) mbar_arrive(&empty[st0 + r]);
             }
-        } else { /* F_OWN, F_TENSOR, F_SYNC, F_MMA */
+        } else { /* F_OWN, F_TENSOR, F_SYNC, F_MMA, F_OWNL */
             mbar_wait(&full[st0 + g], ph);
             if (form == F_SYNC || form == F_MMA) __syncwarp();
             for (int s = 0; s < 32; s++) {
                 acc += words[(st0 + g) * (RR_ROW / 4) + 4 * s + t];
                 if (form == F_MMA) rr_mma(d, tile + 16 * (lane & 15));
+            }
+            if (form == F_OWNL) {
+                mbar_arrive(&empty[st0 + g]);
+                continue;
             }
             __syncwarp();
             for (int r = 0; r < 8 && lane == 0; r++)

@@ -53,16 +53,20 @@
 #include "warp_sum_t.cuh"
 
 /* The ring's next stage st (of S; ph: the parity of its fill): wait until it holds its row,
- * read this thread's 16 bytes, free it (one arrival a warp), step on. No division by S: at one
- * stage a row, a runtime modulo per row doubled a consumer's instructions (E4B: 55 us a layer
- * against 38 in bench/mlp_slice.cu, session 26 call 3). */
+ * read this thread's 16 bytes, free it, step on. No division by S: at one stage a row, a runtime
+ * modulo per row doubled a consumer's instructions (E4B: 55 us a layer against 38 in
+ * bench/mlp_slice.cu, session 26 call 3).
+ * Every thread frees the stage itself (an arrival count of 32 a consumer warp): until session
+ * 41 lane 0 freed it for the warp after a __syncwarp, which racecheck does not take as ordering
+ * the other lanes' reads before that arrival - it reported every read of lanes 1-31 against the
+ * producer's next copy into the stage (bench/ring_race.cu, forms 0 and 8; the op test's shapes
+ * then never wrapped the ring, so it was not seen here). */
 __device__ __forceinline__ uint4 ring_take(const unsigned char *ring, uint64_t *full,
                                            uint64_t *empty, unsigned &st, unsigned &ph, int S,
-                                           int row_bytes, int c, int lane) {
+                                           int row_bytes, int c) {
     mbar_wait(&full[st], ph);
     const uint4 u = reinterpret_cast<const uint4 *>(ring + (size_t)st * row_bytes)[c];
-    __syncwarp();
-    if (lane == 0) mbar_arrive(&empty[st]);
+    mbar_arrive(&empty[st]);
     if (++st == (unsigned)S) st = 0, ph ^= 1;
     return u;
 }
@@ -98,7 +102,7 @@ __global__ void __launch_bounds__(NL > 4 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 1
     const int k0 = (int)((long long)I * blockIdx.x / G),
               k1 = (int)((long long)I * (blockIdx.x + 1) / G);
     const int nb = (k1 - k0 + B - 1) / B; /* batches */
-    ring_init(full, empty, S, CW);
+    ring_init(full, empty, S, 32 * CW);
     __syncthreads();
     k_launch_next();
     /* The h of input tt's index kb + i. One input: in hs[jb], two batches' worth, reused every
@@ -188,8 +192,8 @@ __global__ void __launch_bounds__(NL > 4 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 1
                     acc[tt][m * B + i] = 0.0f;
                 if (i < nk) {
                     float w[8];
-                    unpack16<__nv_bfloat16>(
-                        ring_take(ring, full, empty, st, ph, S, row_bytes, c, lane), w);
+                    unpack16<__nv_bfloat16>(ring_take(ring, full, empty, st, ph, S, row_bytes, c),
+                                            w);
 #pragma unroll
                     for (int tt = 0; tt < NL; tt++) {
                         float a = 0.0f;
@@ -210,8 +214,7 @@ __global__ void __launch_bounds__(NL > 4 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 1
         for (int i = 0; i < B; i++)
             if (i < nk) {
                 float w[8];
-                unpack16<__nv_bfloat16>(ring_take(ring, full, empty, st, ph, S, row_bytes, c, lane),
-                                        w);
+                unpack16<__nv_bfloat16>(ring_take(ring, full, empty, st, ph, S, row_bytes, c), w);
 #pragma unroll
                 for (int tt = 0; tt < NL; tt++) {
                     const float h = h_at(tt, i, kb, jb);
