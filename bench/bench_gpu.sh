@@ -16,7 +16,8 @@
 #   for both models, what a speculative verify pass over 2 .. 8 positions costs in decode steps,
 #   with the products on the CUDA cores (default) and on the tensor cores (GEMMA_CUDA_MV_MMA=1:
 #   x split exactly; =2: x to 16 bits), and with the tensor cores taking the MLP too
-#   (GEMMA_CUDA_MV_MMA=1 GEMMA_CUDA_MLP=0: the whole-MLP kernel's arithmetic is the CUDA cores').
+#   (GEMMA_CUDA_MV_MMA=1 GEMMA_CUDA_MLP=0: the whole-MLP kernel's arithmetic is the CUDA cores'),
+#   with the whole-MLP kernel on the tensor cores (GEMMA_CUDA_MLP=mma), and with both.
 # Results: RESULTS_DIR/bench_gpu.md (committed as docs/bench_gpu.md) plus the raw logs.
 #
 #   bench/bench_gpu.sh [RESULTS_DIR]      (default build-gpu/bench)
@@ -50,12 +51,13 @@ echo "=== matvec: decode variants (GEMMA_CUDA_MV_DECODE / _GRID / _UNROLL / _GRO
 "$CUDA_OPS" bench-matvec | tee "$RES/matvec_variants_raw.txt"
 grep '^|' "$RES/matvec_variants_raw.txt" >"$RES/matvec_variants.md"
 
-# What a verify pass over 2 .. 8 positions costs, four ways (the report's run names):
-# decode-profile MODEL PROMPT STEPS with the CUDA cores, the tensor cores' two splits, and the
-# tensor cores (x exact) with the MLP as their products too.
+# What a verify pass over 2 .. 8 positions costs, six ways (the report's run names):
+# decode-profile MODEL PROMPT STEPS with the CUDA cores, the tensor cores' two splits, the
+# tensor cores (x exact) with the MLP as their products too, the whole-MLP kernel on the tensor
+# cores (mlp_mma.cu), and that with the products on the tensor cores too.
 verify_costs() {
   DECODE_PROFILE_VERIFY="2 3 4 5 6 8" \
-    DECODE_PROFILE_CUSTOM="cuda_cores:;tensor_cores:GEMMA_CUDA_MV_MMA=1;tensor_cores_16:GEMMA_CUDA_MV_MMA=2;tensor_cores_mlp:GEMMA_CUDA_MV_MMA=1 GEMMA_CUDA_MLP=0" \
+    DECODE_PROFILE_CUSTOM="cuda_cores:;tensor_cores:GEMMA_CUDA_MV_MMA=1;tensor_cores_16:GEMMA_CUDA_MV_MMA=2;tensor_cores_mlp:GEMMA_CUDA_MV_MMA=1 GEMMA_CUDA_MLP=0;mlp_mma:GEMMA_CUDA_MLP=mma;all_mma:GEMMA_CUDA_MV_MMA=1 GEMMA_CUDA_MLP=mma" \
     "$CUDA_OPS" decode-profile "$@"
 }
 
@@ -192,13 +194,16 @@ def model_section(title, bench_file, prof_file, hf=None):
                     "passes over n positions, ms, and in decode steps of the CUDA-core default); GEMMA_CUDA_MV_MMA=1 puts "
                     "every bf16 product on the tensor cores (kernels/matvec_mma.cu), decode and verify alike, with x split "
                     "exactly into three bf16; =2 splits it into two (x to 16 bits); with GEMMA_CUDA_MLP=0 the MLP "
-                    "is theirs too (the whole-MLP kernel, the default on sm_90, computes on the CUDA cores):", "",
+                    "is theirs too (the whole-MLP kernel, the default on sm_90, computes on the CUDA cores); "
+                    "GEMMA_CUDA_MLP=mma puts the whole-MLP kernel on the tensor cores (kernels/mlp_mma.cu):", "",
                     "| products | decode step | " + " | ".join(f"verify n = {n}" for n in ns) + " |",
                     "|---|---|" + "---|" * len(ns)])
         base = steps.get("cuda_cores")
         for run, what in [("cuda_cores", "CUDA cores (default)"), ("tensor_cores", "tensor cores, x exact (GEMMA_CUDA_MV_MMA=1)"),
                           ("tensor_cores_16", "tensor cores, x to 16 bits (GEMMA_CUDA_MV_MMA=2)"),
-                          ("tensor_cores_mlp", "tensor cores, x exact, the MLP too (GEMMA_CUDA_MV_MMA=1 GEMMA_CUDA_MLP=0)")]:
+                          ("tensor_cores_mlp", "tensor cores, x exact, the MLP too (GEMMA_CUDA_MV_MMA=1 GEMMA_CUDA_MLP=0)"),
+                          ("mlp_mma", "the whole-MLP kernel on the tensor cores (GEMMA_CUDA_MLP=mma)"),
+                          ("all_mma", "both on the tensor cores (GEMMA_CUDA_MV_MMA=1 GEMMA_CUDA_MLP=mma)")]:
             if run in steps and base:
                 out.append(f"| {what} | {steps[run]:.3f} ms ({steps[run] / base:.2f}) | " +
                            " | ".join(f"{verify[run][n]:.3f} ms ({verify[run][n] / base:.2f})" for n in ns) + " |")

@@ -135,7 +135,7 @@ typedef struct {
     size_t cap_partial;
     float *d_mlp; /* mlp.cu's partial sums, cap_mlp bytes */
     size_t cap_mlp;
-    int mlp;         /* mlp.cu for the MLPs it can take (GEMMA_CUDA_MLP; sm_90 only) */
+    int mlp; /* 0, K_MLP_CORES or K_MLP_MMA for the MLPs they take (GEMMA_CUDA_MLP; sm_90 only) */
     void *d_convert; /* cuBLAS inputs in the weight dtype, cap_convert bytes */
     size_t cap_convert;
     void *d_argmax; /* argmax scratch: 2 * K_ARGMAX_BLOCKS words + the result */
@@ -718,7 +718,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         stderr,
         "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matvec unroll %s prefetch %d decode %s "
         "grid %s block warps %s, rows a warp at n = 2..8 %s (launches >= %d KiB), matmul %s, bf16 "
-        "on the %s, attention %s\n",
+        "on the %s, whole-MLP kernel %s, attention %s\n",
         st->device_name, prop.totalGlobalMem / 1e9, st->use_graphs && !st->profile ? "on" : "off",
         !st->fuse                            ? "off"
         : st->fuse_mm == CUDA_FUSE_MM_ON     ? "on (all matmul groups)"
@@ -749,6 +749,9 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         st->mv.mma == 1   ? "tensor cores (x exact)"
         : st->mv.mma == 2 ? "tensor cores (x to 16 bits)"
                           : "CUDA cores",
+        st->mlp == K_MLP_MMA     ? "on the tensor cores (where it fits)"
+        : st->mlp == K_MLP_CORES ? "on the CUDA cores (where it fits)"
+                                 : "off",
         st->attn == K_ATTN_CLUSTER ? "in thread block clusters (short rings)" : "split + merge");
     CU(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     CUBLAS(cublasCreate(&st->cublas));

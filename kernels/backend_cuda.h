@@ -37,12 +37,14 @@
  *                          passes, results further from the CPU's); summed in another order,
  *                          so results differ from the default's in the last bits; 0 (the
  *                          default): on the CUDA cores
- *   GEMMA_CUDA_MLP=0       no whole-MLP kernel (mlp.cu): gate, up, GeLU and down as the
- *                          grouped products above. On (the default), an MLP with bf16 weights
+ *   GEMMA_CUDA_MLP=0|1|mma  0: no whole-MLP kernel (mlp.cu): gate, up, GeLU and down as the
+ *                          grouped products above. 1 (the default): an MLP with bf16 weights
  *                          whose shapes mlp.cu takes (sm_90 and newer, hidden a multiple of 256
  *                          up to 3584, at least 8 MLP rows a multiprocessor) is one kernel with
- *                          down stored transposed; summed in another order, so results differ
- *                          from 0's in the last bits
+ *                          down stored transposed; mma: the same on the tensor cores
+ *                          (mlp_mma.cu; x and h split exactly into three bf16), whose passes of
+ *                          2 .. 8 inputs cost about what one does. Each sums in its own order,
+ *                          so results differ between the three in the last bits
  *   GEMMA_CUDA_PDL=0       no programmatic dependent launch (it is on for sm_90 and newer)
  *   GEMMA_CUDA_ATTN=auto|split|cluster   attention as a slices kernel and a merge kernel
  *                          (split), or, for rings of up to 2048 positions (1024 for heads

@@ -142,7 +142,16 @@ int cuda_switches_from_env(cuda_switches *sw, char *err, size_t errlen) {
         return -1;
     }
     sw->pdl = env_flag("GEMMA_CUDA_PDL", 1);
-    sw->mlp = env_flag("GEMMA_CUDA_MLP", 1);
+    const char *mlp = getenv("GEMMA_CUDA_MLP");
+    sw->mlp = !mlp || !*mlp || !strcmp(mlp, "1") ? K_MLP_CORES
+              : !strcmp(mlp, "0")                ? 0
+              : !strcmp(mlp, "mma")              ? K_MLP_MMA
+                                                 : -1;
+    if (sw->mlp < 0) {
+        snprintf(err, errlen, "environment variable GEMMA_CUDA_MLP: \"%s\" is not 0, 1 or mma",
+                 mlp);
+        return -1;
+    }
     const char *attn = getenv("GEMMA_CUDA_ATTN");
     sw->attn = !attn || !*attn || !strcmp(attn, "auto") ? CUDA_ATTN_AUTO
                : !strcmp(attn, "split")                 ? K_ATTN_SPLIT

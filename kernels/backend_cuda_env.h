@@ -18,7 +18,7 @@ typedef struct {
     int fuse_mm;    /* GEMMA_CUDA_FUSE_MM: CUDA_FUSE_MM_* */
     int pdl;        /* GEMMA_CUDA_PDL (the backend also needs sm_90 for it) */
     int attn;       /* GEMMA_CUDA_ATTN: CUDA_ATTN_AUTO, K_ATTN_SPLIT or K_ATTN_CLUSTER */
-    int mlp;        /* GEMMA_CUDA_MLP: mlp.cu for the MLPs it takes (sm_90, bf16) */
+    int mlp;        /* GEMMA_CUDA_MLP: 0, or K_MLP_CORES / K_MLP_MMA for the MLPs it takes */
     k_mv_tuning mv; /* GEMMA_CUDA_MV_UNROLL, _PREFETCH, _DECODE, _GRID, _SPLIT, _ROWS, _ROWS_MIN */
 } cuda_switches;
 

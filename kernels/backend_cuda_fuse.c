@@ -358,14 +358,15 @@ static int try_mlp(backend *b, batch *bt, int i) {
     const span xs = span_of(g->a, (size_t)n * H), gs = span_of(g->out, (size_t)n * I),
                us = span_of(u->out, (size_t)n * I), os = span_of(d->out, (size_t)n * H);
     if (overlap(xs, gs) || overlap(xs, us) || overlap(gs, us) || overlap(os, xs) ||
-        overlap(os, gs) || overlap(os, us) || (uintptr_t)g->a % 16 || !k_mlp_supported(H, I))
+        overlap(os, gs) || overlap(os, us) || (uintptr_t)g->a % 16 ||
+        !k_mlp_supported(H, I, cuda_mlp_on(b)))
         return 0;
     if (!cuda_matmul_own(b, &g->w, n) || !cuda_matmul_own(b, &d->w, n)) return 0; /* cuBLAS */
     const void *wg = cuda_weight(b, &g->w), *wu = cuda_weight(b, &u->w),
                *wd = cuda_weight_t(b, &d->w);
     float *part = cuda_mlp_scratch(b, k_mlp_partial_floats(H, n));
     cudaStream_t s = cuda_op_begin(b);
-    k_mlp(s, d->out, g->out, u->out, g->a, wg, wu, wd, part, H, I, n);
+    k_mlp(s, d->out, g->out, u->out, g->a, wg, wu, wd, part, H, I, n, cuda_mlp_on(b));
     cuda_op_end(b, cuda_family_matvec,
                 weight_bytes(&g->w) + weight_bytes(&u->w) + weight_bytes(&d->w) +
                     4.0 * n * (H + 2.0 * I + H) + 8.0 * k_mlp_partial_floats(H, n));

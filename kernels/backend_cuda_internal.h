@@ -49,7 +49,8 @@ extern const int cuda_family_embed, cuda_family_draft_head;
 const void *cuda_weight(backend *b, const tensor *w);
 /* The same stored transposed ([cols][rows]; 16-bit dtypes): mlp.cu's down. */
 const void *cuda_weight_t(backend *b, const tensor *w);
-/* Whether MLPs go to mlp.cu where it takes them (GEMMA_CUDA_MLP, on by default). */
+/* Whether MLPs go to a whole-MLP kernel where it takes them (GEMMA_CUDA_MLP): 0, K_MLP_CORES
+ * (mlp.cu, the default) or K_MLP_MMA (mlp_mma.cu). */
 int cuda_mlp_on(backend *b);
 /* mlp.cu's partial sums: a device buffer of at least `floats` (grown outside captures only). */
 float *cuda_mlp_scratch(backend *b, size_t floats);

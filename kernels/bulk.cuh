@@ -92,12 +92,14 @@ __device__ __forceinline__ void ring_put_at(unsigned char *ring, uint64_t *full,
  * next row once at most `depth` rows are asked for and not landed (Little's law: more only
  * queues - mlp.cu's mlp_depth) and its stage has been freed. It steps the stage instead of
  * taking g % S (a runtime modulo per row doubled a consumer's instructions, session 26). One
- * thread calls it. (g counts only under a limit; written so, this is the code measured.) */
+ * thread calls it. (g counts only under a limit; written so, this is the code measured.) Stages
+ * are `stride` bytes apart, row_bytes unless given (mlp_mma.cu pads them for ldmatrix). */
 struct ring_producer {
     unsigned st = 0, round = 0;       /* the stage, and how often the ring has been filled */
     unsigned lst = 0, lph = 0, g = 0; /* row g - depth's stage and parity; rows put */
     __device__ __forceinline__ void put(unsigned char *ring, uint64_t *full, uint64_t *empty, int S,
-                                        int depth, const void *src, unsigned row_bytes) {
+                                        int depth, const void *src, unsigned row_bytes,
+                                        unsigned stride = 0) {
         /* row g - depth's stage is refilled only at g - depth + S > g */
         if (depth < S && g++ >= (unsigned)depth) {
             mbar_wait(&full[lst], lph);
@@ -105,7 +107,7 @@ struct ring_producer {
         }
         if (round) mbar_wait(&empty[st], (round - 1) & 1);
         mbar_expect(&full[st], row_bytes);
-        bulk_copy(ring + (size_t)st * row_bytes, src, row_bytes, &full[st]);
+        bulk_copy(ring + (size_t)st * (stride ? stride : row_bytes), src, row_bytes, &full[st]);
         if (++st == (unsigned)S) st = 0, round++;
     }
 };

@@ -79,11 +79,14 @@ void k_matvec_multi(cudaStream_t s, const k_mv_seg *segs, int n_segs, int wdtype
  * stored transposed (down_t [I][H], k_transpose16): out[t] = down(gelu_tanh(gate x[t]) * up x[t]),
  * leaving h = gelu_tanh(g) * u in h_out[n][I] and u in u_out[n][I], as the separate ops would.
  * A block a multiprocessor owns a slice of I (mlp.cu's header says why); partial holds
- * k_mlp_partial_floats(H, n) floats. Only where k_mlp_supported(H, I) (sm_90 and later). */
-int k_mlp_supported(int H, int I);
+ * k_mlp_partial_floats(H, n) floats. Only where k_mlp_supported(H, I, form) (sm_90 and later).
+ * form: K_MLP_CORES (mlp.cu, the CUDA cores) or K_MLP_MMA (mlp_mma.cu, the tensor cores); the
+ * two sum in different orders, so a backend uses one for every MLP. */
+enum { K_MLP_CORES = 1, K_MLP_MMA = 2 };
+int k_mlp_supported(int H, int I, int form);
 size_t k_mlp_partial_floats(int H, int n);
 void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, const float *x, const void *gate,
-           const void *up, const void *down_t, float *partial, int H, int I, int n);
+           const void *up, const void *down_t, float *partial, int H, int I, int n, int form);
 /* mlp.cu: in [rows][cols] -> out [cols][rows], 16-bit elements. */
 void k_transpose16(cudaStream_t s, void *out, const void *in, int rows, int cols);
 

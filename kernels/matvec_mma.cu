@@ -45,21 +45,13 @@
  * on, every bf16 product that can take it does (16-byte aligned, cols a multiple of 32 - a
  * function of the shape and the model, the same for decode and verify). */
 #include "matvec.cuh"
+#include "mma.cuh"
 
 #define MMA_WARPS 8 /* warps per block */
 #define MMA_CHUNK 8 /* inputs a launch: a verify pass in one, a prefill in launches of 8 */
 /* Blocks a multiprocessor mma_split plans for: what every form of the kernel fits (fixed: K must
  * not depend on which form runs). */
 #define MMA_WAVE_BLOCKS 2
-
-/* d += A B, m16n8k16, bf16 operands, fp32 accumulators (the fragment layouts of the PTX ISA). */
-__device__ __forceinline__ void mma_bf16(float d[4], unsigned a0, unsigned a1, unsigned a2,
-                                         unsigned a3, unsigned b0, unsigned b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 
 /* Two fp32 as a bf16 pair, round to nearest even (lo in the low half, as the mma reads k). */
 __device__ __forceinline__ unsigned bf16x2_rn(float lo, float hi) {

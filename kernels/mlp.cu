@@ -50,6 +50,7 @@
  * the up buffer, the product in out. */
 #include "bulk.cuh"
 #include "kcommon.cuh"
+#include "mlp.cuh"
 #include "warp_sum_t.cuh"
 
 /* The ring's next stage st (of S; ph: the parity of its fill): wait until it holds its row,
@@ -385,7 +386,8 @@ static mlp_shape *mlp_shape_of(int H, int I) {
     return e;
 }
 
-extern "C" int k_mlp_supported(int H, int I) {
+extern "C" int k_mlp_supported(int H, int I, int form) {
+    if (form == K_MLP_MMA) return mlp_grid() > 0 && mlp_mma_max_inputs(H, I, mlp_grid()) > 0;
     return mlp_shape_of(H, I)->ok;
 }
 
@@ -399,13 +401,20 @@ extern "C" size_t k_mlp_partial_floats(int H, int n) {
 
 extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, const float *x,
                       const void *gate, const void *up, const void *down_t, float *partial, int H,
-                      int I, int n) {
+                      int I, int n, int form) {
     if (n <= 0 || (k_skip & K_SKIP_MATVEC)) return;
-    const int G = mlp_grid(), S = mlp_stages(H), wide = mlp_shape_of(H, I)->wide;
-    const int depth = mlp_depth(H);
+    const int G = mlp_grid(), depth = mlp_depth(H);
+    const int mma = form == K_MLP_MMA, mma_max = mma ? mlp_mma_max_inputs(H, I, G) : 0;
+    const int S = mma ? 0 : mlp_stages(H), wide = mma ? 0 : mlp_shape_of(H, I)->wide;
     for (int c0 = 0; c0 < n; c0 += MLP_CHUNK) { /* a prefill: chunks of MLP_CHUNK inputs */
         const int c1 = n - c0 < MLP_CHUNK ? n : c0 + MLP_CHUNK;
-        for (int t0 = c0; t0 < c1;) {
+        for (int t0 = c0; mma && t0 < c1;) { /* passes of as many inputs as fit */
+            const int nt = c1 - t0 < mma_max ? c1 - t0 : mma_max;
+            mlp_mma_launch(s, gate, up, down_t, x, h_out, u_out, partial, H, I, G, c1, t0, c0, nt,
+                           depth);
+            t0 += nt;
+        }
+        for (int t0 = c0; !mma && t0 < c1;) {
             const int r = c1 - t0, nt = r < (wide ? 8 : 4) ? r : wide ? 8 : 4;
             k_launch_ex(mlp_form(nt), dim3(G), dim3(H / 8 + 32 * mlp_extra_warps(nt)), 0,
                         mlp_smem(H, I, nt), s, (const uint4 *)gate, (const uint4 *)up,

@@ -8,8 +8,8 @@
  *                               backend fuses (cuda_ops_fused.h), and the matrix-vector
  *                               kernel's decode variants (cuda_ops_matvec.h); "small" shrinks
  *                               the shapes for the sanitizers
- *   cuda_ops ops mlp            the whole-MLP kernel's test alone, small shapes: the
- *                               sanitizers' run (a few minutes) while it is being changed
+ *   cuda_ops ops mlp            the whole-MLP kernels alone (both forms), small shapes: the
+ *                               sanitizers' run while one of them is being changed
  *   cuda_ops model DIR...       whole models: logits of a 72-token prefill and of 24 decode
  *                               steps (eager, captured, then replayed CUDA graphs, at moving
  *                               positions) GPU vs CPU, 24 greedy tokens identical, and the

@@ -142,15 +142,31 @@ static void test_fused_mlp(void) {
             }
 }
 
-/* ---- a whole MLP as one kernel: gate, up, gelu_mul, down (mlp.cu) ------------------------ */
+/* ---- a whole MLP as one kernel: gate, up, gelu_mul, down (mlp.cu, mlp_mma.cu) ------------- */
 
 /* Against the CPU's four ops, with the bounds above for u and h and, for the output, down's
  * rounding plus h's error carried through it: 1e-5 * sum_k |w[r][k]| (|h_k| + bound_k + 0.1).
  * Every row of an n-row launch (n = 1 .. 64: a form for each pass of 1 .. 8 inputs, chunks of 16;
  * under the sanitizers 1, 2, 3 and 6: the forms of one input, a power of two and not) equals
  * the same ops on x[t] alone, bit for bit, in out, h and u. On sm_90 and later the shapes here must
- * take the kernel (k_mlp_supported), so that the test cannot pass on the old path there. */
+ * take the kernel (k_mlp_supported), so that the test cannot pass on the old path there. Run for
+ * each form (GEMMA_CUDA_MLP=1, the CUDA cores; =mma, the tensor cores) on a backend of its own. */
+static void test_fused_whole_mlp_form(int form);
 static void test_fused_whole_mlp(void) {
+    test_fused_whole_mlp_form(K_MLP_CORES);
+    backend *dflt = gpu;
+    char err[256];
+    setenv("GEMMA_CUDA_MLP", "mma", 1);
+    gpu = backend_cuda_new(err, sizeof err);
+    unsetenv("GEMMA_CUDA_MLP");
+    if (!gpu) die("%s", err);
+    test_fused_whole_mlp_form(K_MLP_MMA);
+    gpu->destroy(gpu);
+    gpu = dflt;
+}
+
+static void test_fused_whole_mlp_form(int form) {
+    const char *name = form == K_MLP_MMA ? "mma" : "cores";
     int dev = 0, major = 0, sms = 0;
     CHECK(cudaGetDevice(&dev) == cudaSuccess);
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
@@ -169,8 +185,8 @@ static void test_fused_whole_mlp(void) {
              * sees a stage's reads against its next fill only then: session 41) */
             const int H = Hs[hi], n = ns[ni], I = (hi == 2 ? 20 : 8) * sms + rng_int(300);
             if (major >= 9)
-                EXPECT(k_mlp_supported(H, I), "mlp.cu does not take H %d I %d on sm_%d", H, I,
-                       major);
+                EXPECT(k_mlp_supported(H, I, form),
+                       "whole MLP (%s) does not take H %d I %d on sm_%d", name, H, I, major);
             tensor wg = rand_tensor(I, H, DT_BF16), wu = rand_tensor(I, H, DT_BF16),
                    wd = rand_tensor(H, I, DT_BF16);
             pair x = pair_rand((size_t)n * H);
@@ -196,11 +212,12 @@ static void test_fused_whole_mlp(void) {
             }
             double *so = dot_scale(&wd, hv, n);
             char what[128];
-            snprintf(what, sizeof what, "whole MLP n %d H %d I %d: up", n, H, I);
+            snprintf(what, sizeof what, "whole MLP (%s) n %d H %d I %d: up", name, n, H, I);
             pair_check(&up, 1e-6, 1e-5, su, what);
-            snprintf(what, sizeof what, "whole MLP n %d H %d I %d: gelu(gate) * up", n, H, I);
+            snprintf(what, sizeof what, "whole MLP (%s) n %d H %d I %d: gelu(gate) * up", name, n,
+                     H, I);
             pair_check(&gate, 1e-6, 1e-5, bound, what);
-            snprintf(what, sizeof what, "whole MLP n %d H %d I %d: out", n, H, I);
+            snprintf(what, sizeof what, "whole MLP (%s) n %d H %d I %d: out", name, n, H, I);
             pair_check(&out, 1e-6, 1e-5, so, what);
             /* row t alone */
             float *fo = xmalloc((size_t)n * H * sizeof(float)),
@@ -219,13 +236,13 @@ static void test_fused_whole_mlp(void) {
                 gpu->matmul(gpu, o1, &wd, g1, 1);
                 gpu->download(gpu, one, o1, (size_t)H);
                 EXPECT(!memcmp(one, fo + (size_t)t * H, (size_t)H * 4),
-                       "whole MLP H %d: out row %d of %d differs from n = 1", H, t, n);
+                       "whole MLP (%s) H %d: out row %d of %d differs from n = 1", name, H, t, n);
                 gpu->download(gpu, one, g1, (size_t)I);
                 EXPECT(!memcmp(one, fg + (size_t)t * I, (size_t)I * 4),
-                       "whole MLP H %d: h row %d of %d differs from n = 1", H, t, n);
+                       "whole MLP (%s) H %d: h row %d of %d differs from n = 1", name, H, t, n);
                 gpu->download(gpu, one, u1, (size_t)I);
                 EXPECT(!memcmp(one, fu + (size_t)t * I, (size_t)I * 4),
-                       "whole MLP H %d: u row %d of %d differs from n = 1", H, t, n);
+                       "whole MLP (%s) H %d: u row %d of %d differs from n = 1", name, H, t, n);
             }
             gpu->release(gpu, g1);
             gpu->release(gpu, u1);
@@ -426,7 +443,8 @@ static void test_fused_switches(void) {
     /* bad values are refused with the variable's name */
     const char *bads[][2] = {{"GEMMA_CUDA_MV_UNROLL", "5"},
                              {"GEMMA_CUDA_MV_PREFETCH", "3"},
-                             {"GEMMA_CUDA_FUSE_MM", "yes"}};
+                             {"GEMMA_CUDA_FUSE_MM", "yes"},
+                             {"GEMMA_CUDA_MLP", "tensor"}};
     for (size_t e = 0; e < sizeof bads / sizeof bads[0]; e++) {
         setenv(bads[e][0], bads[e][1], 1);
         char err[256] = "";

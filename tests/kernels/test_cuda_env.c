@@ -42,7 +42,7 @@ int main(void) {
     EXPECT(read_with(NULL, NULL, &sw, err, sizeof err) == 0, "%s", err);
     EXPECT(sw.gemm_mode == 0 && sw.use_graphs == 1 && sw.profile == 0 && sw.fuse == 1 &&
            sw.fuse_mm == CUDA_FUSE_MM_ON && sw.pdl == 1 && sw.attn == CUDA_ATTN_AUTO &&
-           sw.mlp == 1);
+           sw.mlp == K_MLP_CORES);
     EXPECT(sw.mv.unroll == 0 && sw.mv.prefetch == 2 && sw.mv.decode == K_MV_LEAN &&
            sw.mv.grid == 0 && sw.mv.split == 0 && sw.mv.rows == 0 && sw.mv.rows_min_kb == 1024 &&
            sw.mv.group == 2 && sw.mv.mma == 0 && sw.mv.block_warps == 0);
@@ -59,6 +59,8 @@ int main(void) {
     EXPECT(read_with("GEMMA_CUDA_FUSE", "0", &sw, err, sizeof err) == 0 && sw.fuse == 0);
     EXPECT(read_with("GEMMA_CUDA_PDL", "0", &sw, err, sizeof err) == 0 && sw.pdl == 0);
     EXPECT(read_with("GEMMA_CUDA_MLP", "0", &sw, err, sizeof err) == 0 && sw.mlp == 0);
+    EXPECT(read_with("GEMMA_CUDA_MLP", "1", &sw, err, sizeof err) == 0 && sw.mlp == K_MLP_CORES);
+    EXPECT(read_with("GEMMA_CUDA_MLP", "mma", &sw, err, sizeof err) == 0 && sw.mlp == K_MLP_MMA);
     EXPECT(read_with("GEMMA_CUDA_ATTN", "split", &sw, err, sizeof err) == 0 &&
            sw.attn == K_ATTN_SPLIT);
     EXPECT(read_with("GEMMA_CUDA_ATTN", "cluster", &sw, err, sizeof err) == 0 &&
@@ -129,7 +131,8 @@ int main(void) {
         {"GEMMA_CUDA_MV_GROUP", "on"},      {"GEMMA_CUDA_MV_MMA", "3"},
         {"GEMMA_CUDA_MV_MMA", "tensor"},    {"GEMMA_CUDA_MV_BLOCK_WARPS", "16"},
         {"GEMMA_CUDA_MV_BLOCK_WARPS", "1"}, {"GEMMA_CUDA_ATTN", "clusters"},
-        {"GEMMA_CUDA_ATTN", "1"},
+        {"GEMMA_CUDA_ATTN", "1"},           {"GEMMA_CUDA_MLP", "2"},
+        {"GEMMA_CUDA_MLP", "tensor"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const int rc = read_with(bad[i].name, bad[i].value, &sw, err, sizeof err);
