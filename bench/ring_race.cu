@@ -1,15 +1,16 @@
 /* ring_race.cu: what compute-sanitizer's racecheck and synccheck say of the ways a warp can take
- * the rows of a shared-memory ring that the copy engine fills (bulk.cuh) - the question that
- * keeps the tensor-core whole MLP off main (docs/bench_gpu.md, sessions 39-40: racecheck reports
- * its gate / up reads of the ring in every form tried, never kernels/mlp.cu's; synccheck reports
- * mlp.cu's named barrier between the consumers and the reducer warp).
+ * the rows of a shared-memory ring that the copy engine fills (bulk.cuh) - the question that kept
+ * the tensor-core whole MLP off main until session 41 (docs/bench_gpu.md, sessions 39-41:
+ * racecheck reported its gate / up reads of the ring in every form tried, and not
+ * kernels/mlp.cu's, whose op-test shapes never wrapped the ring; synccheck reported mlp.cu's
+ * named barrier between the consumers and the reducer warp).
  *
  * One block: a producer warp streams N rows of 512 bytes (a warp's 32 x 16 bytes) through
  * S = 16 stages; one consumer warp takes them in one of these forms and adds up the words it
  * read, which the host checks against the rows (a form that reads a stage too early or too late
  * gets another sum):
- *   0  row     mlp.cu's ring_take: every lane waits for the row, reads its 16 bytes, __syncwarp,
- *              lane 0 frees the row
+ *   0  row     mlp.cu's ring_take before session 41: every lane waits for the row, reads its 16
+ *              bytes, __syncwarp, lane 0 frees the row
  *   1  quad    tiles of 8 rows, row by row: every lane waits for row r, the 4 lanes of quad r
  *              read their 32 words (every fourth), __syncwarp, lane 0 frees row r (session 40,
  *              call 4's mlp_mma.cu)
@@ -35,7 +36,8 @@
  * 1-31 and never lane 0's, against the producer's next copy into the stage: it does not take the
  * __syncwarp as ordering the other lanes' reads before lane 0's arrival. Form 3 is clean (the
  * tensor map's writes are attributed to no thread). synccheck reports form 4 (32 errors) and
- * no other.
+ * no other. Calls 2 and 3: forms 8 and 9 are clean, and so are mlp.cu and mlp_mma.cu with
+ * every reading lane freeing what it read.
  *
  *   ring_race FORM [ROWS]   (ROWS a multiple of 8, default 256; sm_90 and later)
  *
@@ -68,7 +70,8 @@ __device__ __forceinline__ void rr_copy(unsigned char *dst, const unsigned char 
 #endif
 }
 
-/* Named barrier 1 over n threads, aligned (bar.sync, bulk.cuh's bar_consumers) or not. */
+/* Named barrier 1 over n threads, aligned (bar.sync, bulk.cuh's bar_consumers before session 41)
+ * or not (barrier.sync, its form since). */
 __device__ __forceinline__ void rr_bar(int aligned, int n) {
     if (aligned)
         asm volatile("bar.sync 1, %0;" ::"r"(n) : "memory");

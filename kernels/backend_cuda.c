@@ -161,6 +161,7 @@ typedef struct {
     int attn;    /* the attention's form: K_ATTN_SPLIT or K_ATTN_CLUSTER (GEMMA_CUDA_ATTN) */
     int horizon; /* positions the current sequence attends to at most (0: unknown) */
     long attn_split_ops; /* attention ops issued in the split form (not counting replays) */
+    long mlp_ops;        /* MLPs issued as one whole-MLP kernel (backend_cuda_fuse.c try_mlp) */
     k_mv_tuning mv; /* the matrix-vector kernel's tuning, set before each op (GEMMA_CUDA_MV_*) */
 
     /* counters */
@@ -567,6 +568,8 @@ void backend_cuda_stats(backend *b, backend_cuda_counters *c) {
     snprintf(c->device, sizeof c->device, "%s", st->device_name);
     c->attn_form = st->attn;
     c->attn_split_ops = st->attn_split_ops;
+    c->mlp_form = st->mlp;
+    c->mlp_ops = st->mlp_ops;
 }
 
 void backend_cuda_reset_counters(backend *b) {
@@ -575,7 +578,7 @@ void backend_cuda_reset_counters(backend *b) {
     memset(st->bytes, 0, sizeof st->bytes);
     memset(st->calls, 0, sizeof st->calls);
     memset(st->ms, 0, sizeof st->ms);
-    st->decode_steps = st->replays = st->captures = st->attn_split_ops = 0;
+    st->decode_steps = st->replays = st->captures = st->attn_split_ops = st->mlp_ops = 0;
 }
 
 void backend_cuda_profile_print(backend *b, FILE *f) {
@@ -625,6 +628,10 @@ const void *cuda_weight_t(backend *b, const tensor *w) {
 
 int cuda_mlp_on(backend *b) {
     return st_of(b)->mlp;
+}
+
+void cuda_mlp_count(backend *b) {
+    st_of(b)->mlp_ops++;
 }
 
 float *cuda_mlp_scratch(backend *b, size_t floats) {

@@ -76,6 +76,8 @@ typedef struct {
     char device[256];    /* device name and compute capability */
     int attn_form;       /* the attention's form: kernels.h K_ATTN_SPLIT or K_ATTN_CLUSTER */
     long attn_split_ops; /* attention ops issued (run eagerly or captured) as slices + merge */
+    int mlp_form;        /* the whole-MLP kernel asked for: 0, K_MLP_CORES or K_MLP_MMA */
+    long mlp_ops;        /* MLPs issued (run eagerly or captured) as one whole-MLP kernel */
 } backend_cuda_counters;
 
 void backend_cuda_stats(backend *b, backend_cuda_counters *c);

@@ -367,6 +367,7 @@ static int try_mlp(backend *b, batch *bt, int i) {
     float *part = cuda_mlp_scratch(b, k_mlp_partial_floats(H, n));
     cudaStream_t s = cuda_op_begin(b);
     k_mlp(s, d->out, g->out, u->out, g->a, wg, wu, wd, part, H, I, n, cuda_mlp_on(b));
+    cuda_mlp_count(b);
     cuda_op_end(b, cuda_family_matvec,
                 weight_bytes(&g->w) + weight_bytes(&u->w) + weight_bytes(&d->w) +
                     4.0 * n * (H + 2.0 * I + H) + 8.0 * k_mlp_partial_floats(H, n));

@@ -52,6 +52,8 @@ const void *cuda_weight_t(backend *b, const tensor *w);
 /* Whether MLPs go to a whole-MLP kernel where it takes them (GEMMA_CUDA_MLP): 0, K_MLP_CORES
  * (mlp.cu, the default) or K_MLP_MMA (mlp_mma.cu). */
 int cuda_mlp_on(backend *b);
+/* Count an MLP issued as one whole-MLP kernel (backend_cuda_counters mlp_ops). */
+void cuda_mlp_count(backend *b);
 /* mlp.cu's partial sums: a device buffer of at least `floats` (grown outside captures only). */
 float *cuda_mlp_scratch(backend *b, size_t floats);
 /* Start an op: runs what fusion has held back, starts the op's timer when profiling; returns

@@ -1,5 +1,6 @@
 /* bulk.cuh: the copy engine (cp.async.bulk) and shared-memory mbarriers as inline PTX, shared by
- * kernels/mlp.cu and the benchmarks bench/step_mega.cu, bench/mlp_slice.cu and bench/step_slice.cu:
+ * kernels/mlp.cu and kernels/mlp_mma.cu and the benchmarks bench/step_mega.cu, mlp_slice.cu,
+ * step_slice.cu, read_rate.cu and ring_race.cu:
  * a producer thread streams weights into a ring of shared-memory stages, consumers wait on a
  * stage's transaction count and free it again. Before sm_90 the helpers are empty (BULK_OK 0): the
  * kernels that use them are not launched there (mlp.cu) or the benchmarks refuse to run. */
@@ -59,14 +60,16 @@ __device__ __forceinline__ void bulk_prefetch_l2(const void *src, unsigned bytes
 }
 
 /* A ring of S stages: full[i] completes when stage i's bytes have landed (one arrival, the
- * producer's expect_tx), empty[i] when each of `consumers` warps has freed it. Thread 0 of the
- * block initialises; the caller then synchronises the block (__syncthreads). */
+ * producer's expect_tx), empty[i] after `arrivals` frees: one a consumer warp where lane 0 frees
+ * for its warp (the benchmarks), one a reading thread in the kernels (mlp.cu: 32 a warp;
+ * mlp_mma.cu: the 4 lanes that read a row) - racecheck accepts only the latter (ring_take_at
+ * below). Thread 0 of the block initialises; the caller then synchronises the block. */
 __device__ __forceinline__ void ring_init(uint64_t *full, uint64_t *empty, int S,
-                                          unsigned consumers) {
+                                          unsigned arrivals) {
     if (threadIdx.x == 0) {
         for (int i = 0; i < S; i++) {
             mbar_init(&full[i], 1);
-            mbar_init(&empty[i], consumers);
+            mbar_init(&empty[i], arrivals);
         }
 #if BULK_OK
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -118,7 +121,10 @@ template <int S> __device__ __forceinline__ void ring_wait_landed(uint64_t *full
 }
 
 /* Consumer side, row g: wait until it has landed, read thread t's 16 bytes, free the stage (one
- * arrival a warp). */
+ * arrival a warp, by lane 0 after a __syncwarp). racecheck reports this form once the ring wraps
+ * - it does not take the __syncwarp as ordering the other lanes' reads before lane 0's arrival
+ * (bench/ring_race.cu, session 41) - so the kernels free by every reading thread instead
+ * (mlp.cu's ring_take); the benchmarks that use it are not run under the sanitizers. */
 template <int S>
 __device__ __forceinline__ uint4 ring_take_at(const unsigned char *ring, uint64_t *full,
                                               uint64_t *empty, unsigned g, int row_bytes, int t,

@@ -152,7 +152,7 @@ __global__ void __launch_bounds__(NL > 4 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 1
      * threads; the producer is not one of them): after round j's, the sums of batch j are in
      * red[j & 1], and h of batch j - 1, made since round j - 1's, is in its slot. red[j & 1] is
      * written again in round j + 2, after round j + 1's barrier, which follows the reducer's
-     * reads of it. Both sides only wait (bar.sync): racecheck reported hazards on h in every
+     * reads of it. Both sides only wait (barrier.sync): racecheck reported hazards on h in every
      * form in which the consumers only arrived at a barrier (bar.arrive, which the PTX memory
      * model orders as a release; session 36 calls 4-6, session 37 calls 1-2), and a consumer
      * warp has the reducer's chains of sums off its path either way. */
@@ -161,7 +161,8 @@ __global__ void __launch_bounds__(NL > 4 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 1
             const int kb = k0 + j * B;
             bar_consumers(CT + 32);
             if (j < nb) make_h(lane, kb, min(B, k1 - kb), j & 1);
-            __syncwarp(); /* lanes 16-31 made none: converged for the aligned barrier */
+            __syncwarp(); /* lanes 16-31 made none: converged (barrier.sync does not need it;
+                             kept, as measured) */
         }
         return;
     }

@@ -30,9 +30,11 @@
  *   - the warps' sums of a batch meet in shared memory; a reducer warp makes the batch's h and
  *     u (in warp order) while the consumers go on, and they meet again at the next batch's
  *     barrier - mlp.cu's protocol, its barriers and its double buffers.
- *   - stages are 2H + 16 bytes apart and the ring's stages a multiple of 8, so that the 8 rows
- *     of an ldmatrix lie in 8 different bank groups; missing rows (past a block's last index,
- *     an input past the pass's last) read 16 bytes of zeros.
+ *   - stages are 2H + 16 bytes apart, so that 8 consecutive stages (the 8 rows of an ldmatrix)
+ *     lie in 8 different bank groups; a tile that wraps the ring keeps that only where the
+ *     ring's stages are a multiple of 8 (mlpm_stages takes any count from 16 to 24: E4B's
+ *     passes of 6 - 8 inputs get 22, 19 and 16, a lead for the speed of those passes); missing
+ *     rows (past a block's last index, an input past the pass's last) read 16 bytes of zeros.
  *
  * Reproducibility. An input's results depend on the shapes and the grid only: an mma's output
  * element is its row of A times its column of B, every chain of mmas runs over the columns (or
@@ -59,7 +61,9 @@
  * frees that row alone. The lanes leave their spin loops (bulk.cuh's mbar_wait: a branch inside
  * the asm, which the compiler does not see) at different times, and the frees diverge the warp
  * again; ldmatrix and mma.sync are .aligned, undefined on a diverged warp, so a __syncwarp comes
- * first. */
+ * first. A lane that skips a row (past the tile's nk) never waits with a stale parity: a tile
+ * holds at most 8 rows of at least 16 stages, so no stage twice, and the __syncwarp after a
+ * tile's waits keeps every lane in the warp's tile. */
 __device__ __forceinline__ void mlpm_wait_row(uint64_t *full, unsigned st, unsigned ph, int S,
                                               int r) {
     st += r;
@@ -266,7 +270,7 @@ __global__ void __launch_bounds__(MLPM_THREADS, 1)
         for (int m = 0; m < 2; m++)
             for (int h8 = 0; h8 < B / 8; h8++)
                 if (nk > 8 * h8) gate_or_up(min(8, nk - 8 * h8), j & 1, m, h8);
-        __syncwarp(); /* the arrivals diverged the warp: converged at the barrier */
+        __syncwarp(); /* the frees diverged the warp (a down tile's): converged again */
         bar_consumers(CT + 32);
         if (j > 0) {
             const int pk = min(B, k1 - (kb - B));

@@ -149,19 +149,29 @@ static void test_fused_mlp(void) {
  * Every row of an n-row launch (n = 1 .. 64: a form for each pass of 1 .. 8 inputs, chunks of 16;
  * under the sanitizers 1, 2, 3 and 6: the forms of one input, a power of two and not) equals
  * the same ops on x[t] alone, bit for bit, in out, h and u. On sm_90 and later the shapes here must
- * take the kernel (k_mlp_supported), so that the test cannot pass on the old path there. Run for
- * each form (GEMMA_CUDA_MLP=1, the CUDA cores; =mma, the tensor cores) on a backend of its own. */
+ * take the kernel (k_mlp_supported) and the backend must run the four ops as it (its mlp_ops
+ * counter), so that the test cannot pass on the old path there. Run for each form
+ * (GEMMA_CUDA_MLP=1, the CUDA cores; =mma, the tensor cores) on a backend of its own; the
+ * caller's GEMMA_CUDA_MLP is put back afterwards. */
 static void test_fused_whole_mlp_form(int form);
 static void test_fused_whole_mlp(void) {
-    test_fused_whole_mlp_form(K_MLP_CORES);
+    const char *was = getenv("GEMMA_CUDA_MLP");
+    char *saved = was ? xstrdup(was) : NULL;
     backend *dflt = gpu;
-    char err[256];
-    setenv("GEMMA_CUDA_MLP", "mma", 1);
-    gpu = backend_cuda_new(err, sizeof err);
-    unsetenv("GEMMA_CUDA_MLP");
-    if (!gpu) die("%s", err);
-    test_fused_whole_mlp_form(K_MLP_MMA);
-    gpu->destroy(gpu);
+    const int forms[] = {K_MLP_CORES, K_MLP_MMA};
+    for (int f = 0; f < 2; f++) {
+        char err[256];
+        setenv("GEMMA_CUDA_MLP", forms[f] == K_MLP_MMA ? "mma" : "1", 1);
+        gpu = backend_cuda_new(err, sizeof err);
+        if (!gpu) die("%s", err);
+        test_fused_whole_mlp_form(forms[f]);
+        gpu->destroy(gpu);
+    }
+    if (saved)
+        setenv("GEMMA_CUDA_MLP", saved, 1);
+    else
+        unsetenv("GEMMA_CUDA_MLP");
+    free(saved);
     gpu = dflt;
 }
 
@@ -181,8 +191,9 @@ static void test_fused_whole_mlp_form(int form) {
     for (int hi = 0; hi < 3; hi++)
         for (int ni = 0; ni < n_ns; ni++) {
             /* The widest H with at least 20 indices a block: 60 rows or more through mlp.cu's
-             * ring of at most 48 stages, so that it wraps under the sanitizers too (racecheck
-             * sees a stage's reads against its next fill only then: session 41) */
+             * ring of at most 48 stages and mlp_mma.cu's of at most 24, so that both wrap under
+             * the sanitizers too (racecheck sees a stage's reads against its next fill only
+             * then: session 41; at 8 indices a block, 24 - 30 rows, neither need wrap) */
             const int H = Hs[hi], n = ns[ni], I = (hi == 2 ? 20 : 8) * sms + rng_int(300);
             if (major >= 9)
                 EXPECT(k_mlp_supported(H, I, form),
@@ -193,6 +204,8 @@ static void test_fused_whole_mlp_form(int form) {
             pair gate = pair_new(NULL, (size_t)n * I), up = pair_new(NULL, (size_t)n * I),
                  out = pair_new(NULL, (size_t)n * H), graw = pair_new(NULL, (size_t)n * I);
             backend *bs[2] = {cpu, gpu};
+            backend_cuda_counters c0, c1;
+            backend_cuda_stats(gpu, &c0);
             for (int k = 0; k < 2; k++) {
                 backend *b = bs[k];
                 const float *xb = k ? x.g : x.c;
@@ -202,6 +215,14 @@ static void test_fused_whole_mlp_form(int form) {
                 b->gelu_mul(b, gb, gb, ub, n, I, I);
                 b->matmul(b, ob, &wd, gb, n);
             }
+            backend_cuda_stats(gpu, &c1);
+            EXPECT(c1.mlp_form == form, "whole MLP (%s): the backend's form is %d", name,
+                   c1.mlp_form);
+            if (major >= 9)
+                EXPECT(c1.mlp_ops == c0.mlp_ops + 1,
+                       "whole MLP (%s) n %d H %d I %d: the four ops ran as %ld whole-MLP kernels, "
+                       "not one",
+                       name, n, H, I, c1.mlp_ops - c0.mlp_ops);
             cpu->matmul(cpu, graw.c, &wg, x.c, n);
             double *sg = dot_scale(&wg, x.c, n), *su = dot_scale(&wu, x.c, n);
             double *bound = xmalloc((size_t)n * I * sizeof(double));
