@@ -64,15 +64,17 @@ traced() {
     gzip -f $T/trace_$name.csv
 }
 # The checks a kernel change must pass, side by side and untimed (sessions 37-38 wrote them out in
-# each call's script): `sanitized_checks` runs racecheck and memcheck over the small op test, the
-# full op test and test_gpu.sh steps 2 3 5 on $N, then prints a verdict line each. Never beside a
-# timing; about 200-250 s on the H200.
+# each call's script): `sanitized_checks` runs racecheck, memcheck and synccheck over the small op
+# test, the full op test and test_gpu.sh steps 2 3 5 on $N, then prints a verdict line each.
+# Never beside a timing; about 250-300 s on the H200 (session 41).
 sanitized_checks() {
     local P="" p
-    timeout 330 compute-sanitizer --tool racecheck --error-exitcode 3 $N/cuda_ops ops small \
+    timeout 420 compute-sanitizer --tool racecheck --error-exitcode 3 $N/cuda_ops ops small \
         > $T/racecheck.log 2>&1 & P="$P $!"
-    timeout 330 compute-sanitizer --tool memcheck --error-exitcode 3 $N/cuda_ops ops small \
+    timeout 420 compute-sanitizer --tool memcheck --error-exitcode 3 $N/cuda_ops ops small \
         > $T/memcheck.log 2>&1 & P="$P $!"
+    timeout 420 compute-sanitizer --tool synccheck --error-exitcode 3 $N/cuda_ops ops small \
+        > $T/synccheck.log 2>&1 & P="$P $!"
     timeout 330 $N/cuda_ops ops > $T/ops.txt 2>&1 & P="$P $!"
     GPU_BIN_DIR=$N KEEP_GOING=1 GPU_TEST_STEPS="2 3 5" LOG_DIR=$T/tests timeout 330 \
         scripts/test_gpu.sh > $T/test235.txt 2>&1 & P="$P $!"
@@ -81,6 +83,7 @@ sanitized_checks() {
     grep -E "FAIL|differ|all agree|expected" $T/ops.txt | cut -c1-200 | head -6
     grep -c "Race reported" $T/racecheck.log; tail -1 $T/racecheck.log | cut -c1-200
     tail -1 $T/memcheck.log | cut -c1-200
+    tail -1 $T/synccheck.log | cut -c1-200
     grep -E "FAIL|greedy output|all GPU|identical;" $T/test235.txt | cut -c1-160 | head -8
     rm -rf $T/tests
 }
