@@ -323,15 +323,16 @@ static const mlpm_shape *mlpm_shape_of(int H, int I, int G) {
         if (seen[i].H == H && seen[i].I == I && seen[i].G == G) return &seen[i];
     mlpm_shape *e = &seen[n_seen < 4 ? n_seen++ : 3];
     *e = (mlpm_shape){H, I, G, 0, {0}};
-    int dev, major = 0, smem_optin = 0;
+    int dev, major = 0, regs_sm = 0, smem_optin = 0;
     cudaFuncAttributes fa;
     if (cudaGetDevice(&dev) == cudaSuccess) {
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+        cudaDeviceGetAttribute(&regs_sm, cudaDevAttrMaxRegistersPerMultiprocessor, dev);
         cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
     }
     if (major >= 9 && H > 0 && H % 256 == 0 && H / 8 + 64 <= MLPM_THREADS && G > 0 && I >= 8 * G &&
         cudaFuncGetAttributes(&fa, mlp_mma_kernel) == cudaSuccess &&
-        fa.numRegs * (H / 8 + 64) <= 65536) {
+        fa.numRegs * (H / 8 + 64) <= regs_sm) {
         const int room = smem_optin - (int)fa.sharedSizeBytes;
         for (int nl = 1; nl <= 8 && (e->S[nl] = mlpm_stages(H, I, G, nl, room)); nl++)
             e->max_nl = nl;
