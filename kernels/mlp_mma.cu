@@ -32,9 +32,11 @@
  *     barrier - mlp.cu's protocol, its barriers and its double buffers.
  *   - stages are 2H + 16 bytes apart, so that 8 consecutive stages (the 8 rows of an ldmatrix)
  *     lie in 8 different bank groups; a tile that wraps the ring keeps that only where the
- *     ring's stages are a multiple of 8 (mlpm_stages takes any count from 16 to 24: E4B's
- *     passes of 6 - 8 inputs get 22, 19 and 16, a lead for the speed of those passes); missing
- *     rows (past a block's last index, an input past the pass's last) read 16 bytes of zeros.
+ *     ring's stages are a multiple of 8. mlpm_stages still takes any count from 16 to 24
+ *     (E4B's passes of 6 - 8 inputs get 22, 19 and 16): rounded down to 16, the passes of 6
+ *     and 7 were slower (4.11 / 4.54 ms against 3.97 / 4.46, session 42 call 1), so the
+ *     stages pay more than the conflicts cost. Missing rows (past a block's last index, an
+ *     input past the pass's last) read 16 bytes of zeros.
  *
  * Reproducibility. An input's results depend on the shapes and the grid only: an mma's output
  * element is its row of A times its column of B, every chain of mmas runs over the columns (or
@@ -53,7 +55,9 @@
  * same (E4B decode 3.301 / 3.303 ms, verify over 5 rows 3.84 / 3.80: session 39, call 2). */
 #define MLPM_B 16
 /* The consumers hold 8 rows of the ring at once (a tile of gate, up or down rows); the rest is
- * in flight or landed ahead: up to MLPM_RING_MAX stages, never fewer than 16. */
+ * in flight or landed ahead: up to MLPM_RING_MAX stages, never fewer than 16. Up to 32 made the
+ * E4B decode step slower (3.44 against 3.40 ms), and 16 or 20 rows in flight instead of mlp.cu's
+ * 12 changed nothing (session 42 call 1). */
 #define MLPM_RING_MAX 24
 
 /* Row r of the tile at stage st (parity ph) of S: wait until it has landed. Each lane waits for
