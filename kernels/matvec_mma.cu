@@ -91,7 +91,7 @@ __device__ __forceinline__ void mma_b(const float *xp, int part, bool live, unsi
         }
 #pragma unroll
         for (int i = 0; i < 4; i++) /* the top halves of k = 2i and 2i + 1 */
-            b[i] = live ? __byte_perm(y[2 * i], y[2 * i + 1], 0x7632) : 0u;
+            b[i] = live ? bf16_pair(y[2 * i], y[2 * i + 1]) : 0u;
     } else {
 #pragma unroll
         for (int i = 0; i < 4; i++) {
