@@ -3,7 +3,7 @@ bf16 weights, for the GPU benchmark (bench/bench_gpu.sh, issue 7). Nothing is do
 model is built from a config with transformers on the GPU and saved to local disk.
 
     python3 tools/make_e4b_random.py OUTDIR [--prompts 3] [--prompt-len 256] [--hf-new-tokens 64]
-                                            [--mid]
+                                            [--mid] [--mlp WIDTH]
 
 writes
     OUTDIR/model/            config.json (model_type gemma4_text) + model.safetensors (bf16)
@@ -16,7 +16,10 @@ sliding and 512 on full layers, the last 18 layers sharing KV, per-layer embeddi
 256, vocabulary 262144 with a tied head, native window 512, final softcap 30. What the design
 does not fix we take from Gemma 3n-style defaults and say so: RoPE theta 10000 (sliding) and
 1e6 proportional with partial factor 0.25 (full), no k == v, no double-wide MLP. Only the sizes
-matter here: the benchmark measures bytes moved, not what the model says.
+matter here: the benchmark measures bytes moved, not what the model says. --mlp WIDTH gives
+every layer an MLP of that width instead of 10240, everything else E4B's: a layer with more
+bytes and the same dependencies, to measure how the share of the floor grows with the bytes a
+layer streams (docs/bench_gpu.md, session 44).
 
 transformers' decode speed: model.generate (greedy, its default cache, sdpa attention) on one
 prompt; decode tokens/s = (N - 1) / (time of an N-token generate - time of a 1-token generate),
@@ -35,7 +38,7 @@ from transformers import Gemma4ForCausalLM
 from transformers.models.gemma4.configuration_gemma4 import Gemma4TextConfig
 
 
-def e4b_config(mid=False):
+def e4b_config(mid=False, mlp=None):
     # mid: the same structure at a size a CPU checks in seconds (tests/kernels/cuda_ops model),
     # hidden 512 and MLP 2048 - shapes kernels/mlp.cu takes on sm_90 (hidden a multiple of 256,
     # at least 8 MLP rows a multiprocessor) - 8 layers, every fourth full, the last 2 sharing KV
@@ -47,7 +50,7 @@ def e4b_config(mid=False):
     return Gemma4TextConfig(
         vocab_size=vocab,
         hidden_size=512 if mid else 2560,
-        intermediate_size=2048 if mid else 10240,
+        intermediate_size=mlp or (2048 if mid else 10240),
         num_hidden_layers=n_layers,
         num_attention_heads=8,
         num_key_value_heads=2,
@@ -92,12 +95,15 @@ def main():
     ap.add_argument("--hf-new-tokens", type=int, default=64)
     ap.add_argument("--seed", type=int, default=4)
     ap.add_argument("--mid", action="store_true", help="the small structural twin (e4b_config)")
+    ap.add_argument("--mlp", type=int, default=None, help="MLP width instead of the default")
     a = ap.parse_args()
     print("transformers", transformers.__version__, "torch", torch.__version__, flush=True)
     torch.set_grad_enabled(False)
     torch.manual_seed(a.seed)
 
-    cfg = e4b_config(a.mid)
+    if a.mlp is not None and a.mlp <= 0:
+        ap.error(f"--mlp {a.mlp}: the MLP width must be positive")
+    cfg = e4b_config(a.mid, a.mlp)
     t0 = time.time()
     torch.set_default_dtype(torch.bfloat16)
     with torch.device("cuda"):
