@@ -15,8 +15,14 @@
  * converted to bf16 first and is measured against it by bench/bench_gpu.sh. For n > 1 the
  * default is the same kernel (fp32 inputs, so GPU and CPU logits agree to rounding and greedy
  * output matches); GEMMA_CUDA_GEMM=cublas sends every bf16 / f16 product to cublasGemmEx
- * (inputs rounded to the weight dtype, fp32 accumulate and output), GEMMA_CUDA_GEMM=auto only
- * those with more rows than a speculative verify pass has (CUDA_GEMM_AUTO_ROWS).
+ * (fp32 accumulate and output), GEMMA_CUDA_GEMM=auto only those with more rows than a
+ * speculative verify pass has (CUDA_GEMM_AUTO_ROWS). A bf16 product there multiplies x exactly:
+ * x is split into three bf16 parts (x = hi + mid + lo, mma.cuh split3), one cuBLAS product takes
+ * the 3n inputs - the weights are read once, and a prefill chunk's product is bound by reading
+ * them - and k_sum3 adds each output's three products, so the result is fp32 x's to rounding,
+ * as our kernels'. (Until session 44 x was rounded to bf16, which moved the mid-sized model's
+ * prefill logits 0.3 from the CPU's.) f16 weights still take x rounded to f16: an f16 split
+ * would not be exact over fp32's exponent range.
  *
  * Graphs. forward.c brackets a chunk with step_begin / step_end. A step of a given key and
  * number of tokens (one for decode, k + 1 for a speculative verify, at most GRAPH_MAX_ROWS)
@@ -138,6 +144,8 @@ typedef struct {
     int mlp; /* 0, K_MLP_CORES or K_MLP_MMA for the MLPs they take (GEMMA_CUDA_MLP; sm_90 only) */
     void *d_convert; /* cuBLAS inputs in the weight dtype, cap_convert bytes */
     size_t cap_convert;
+    float *d_gemm3; /* a bf16 cuBLAS product's outputs of hi, mid and lo, cap_gemm3 bytes */
+    size_t cap_gemm3;
     void *d_argmax; /* argmax scratch: 2 * K_ARGMAX_BLOCKS words + the result */
     int *h_argmax;  /* pinned result */
     float *d_head;  /* matmul_argmax: [n][rows] scores, then its argmax scratch; cap_head bytes */
@@ -329,18 +337,27 @@ void cuda_matmul_now(backend *b, float *out, const tensor *w, const float *x, in
     const double bytes =
         (double)w->rows * w->cols * dtype_size(w->dtype) + 4.0 * n * w->cols + 4.0 * n * w->rows;
     if (use_cublas(st, w, n)) {
+        const int bf16 = w->dtype == DT_BF16, parts = bf16 ? 3 : 1, nn = parts * n;
         const size_t nx = (size_t)n * w->cols;
-        void *xh = scratch(st, &st->d_convert, &st->cap_convert, nx * 2);
+        void *xh = scratch(st, &st->d_convert, &st->cap_convert, nx * 2 * parts);
+        float *y = bf16 ? scratch(st, (void **)&st->d_gemm3, &st->cap_gemm3,
+                                  sizeof(float) * parts * n * w->rows)
+                        : out;
         op_begin(st);
-        k_convert(st->stream, xh, w->dtype, x, nx);
-        const cudaDataType_t t = w->dtype == DT_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+        if (bf16)
+            k_split3_bf16(st->stream, xh, x, nx);
+        else
+            k_convert(st->stream, xh, w->dtype, x, nx);
+        const cudaDataType_t t = bf16 ? CUDA_R_16BF : CUDA_R_16F;
         const float one = 1.0f, zero = 0.0f;
-        /* Row-major out[n][rows] = x[n][cols] . w[rows][cols]^T is, column-major,
-         * out^T (rows x n) = w^T^T ... : C = op(A) B with A = w viewed as cols x rows. */
-        CUBLAS(cublasGemmEx(st->cublas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n, w->cols, &one, wd, t,
-                            w->cols, xh, t, w->cols, &zero, out, CUDA_R_32F, w->rows,
+        /* Row-major y[nn][rows] = xh[nn][cols] . w[rows][cols]^T is, column-major,
+         * y^T (rows x nn) = w^T^T ... : C = op(A) B with A = w viewed as cols x rows. */
+        CUBLAS(cublasGemmEx(st->cublas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, nn, w->cols, &one, wd,
+                            t, w->cols, xh, t, w->cols, &zero, y, CUDA_R_32F, w->rows,
                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-        op_end(st, F_GEMM, bytes);
+        if (bf16) k_sum3(st->stream, out, y, (size_t)n * w->rows);
+        /* plus the parts written and read (2 bytes each), and y written and read (4 bytes each) */
+        op_end(st, F_GEMM, bytes + 4.0 * nn * w->cols + (bf16 ? 8.0 * nn * w->rows : 0));
         return;
     }
     op_begin(st);
@@ -663,6 +680,7 @@ static void cu_destroy(backend *b) {
     cudaFreeHost(st->h_params);
     cudaFree(st->d_partial);
     cudaFree(st->d_convert);
+    cudaFree(st->d_gemm3);
     cudaFree(st->d_mlp);
     cudaFree(st->d_argmax);
     cudaFreeHost(st->h_argmax);

@@ -1,6 +1,8 @@
-/* elementwise.cu: the residual add, scaling, the final logit softcap, and the fp32 ->
- * bf16 / f16 conversion that feeds cuBLAS. Each is one grid-stride pass. */
+/* elementwise.cu: the residual add, scaling, the final logit softcap, and what feeds cuBLAS and
+ * takes its products back: the fp32 -> f16 conversion, the exact split of fp32 into three bf16
+ * and the sum of the three products. Each is one grid-stride pass. */
 #include "kcommon.cuh"
+#include "mma.cuh"
 
 __global__ void add_kernel(float *out, const float *x, const float *y, size_t n) {
     k_wait_prior();
@@ -37,6 +39,28 @@ __global__ void to_f16_kernel(__half *dst, const float *src, size_t n) {
         dst[i] = __float2half_rn(src[i]);
 }
 
+/* dst[0 .. n) = hi, dst[n .. 2n) = mid, dst[2n .. 3n) = lo: x = hi + mid + lo exactly
+ * (mma.cuh split3, the split the tensor-core kernels multiply fp32 x with). */
+__global__ void split3_bf16_kernel(uint16_t *dst, const float *src, size_t n) {
+    k_wait_prior();
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        unsigned hi, mid, lo;
+        split3(src[i], hi, mid, lo);
+        dst[i] = (uint16_t)(hi >> 16), dst[n + i] = (uint16_t)(mid >> 16),
+        dst[2 * n + i] = (uint16_t)(lo >> 16);
+    }
+}
+
+/* out[i] = y[i] + (y[m + i] + y[2m + i]): the product of hi, plus those of mid and lo, the two
+ * small ones first. */
+__global__ void sum3_kernel(float *out, const float *y, size_t m) {
+    k_wait_prior();
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < m;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = y[i] + (y[m + i] + y[2 * m + i]);
+}
+
 /* Enough blocks to fill the GPU, few enough that big arrays loop. */
 static unsigned grid_for(size_t n) {
     unsigned b = k_blocks(n, 256);
@@ -67,5 +91,17 @@ extern "C" void k_convert(cudaStream_t s, void *dst, int wdtype, const float *sr
         k_launch(to_bf16_kernel, dim3(grid_for(n)), dim3(256), s, (__nv_bfloat16 *)dst, src, n);
     else
         k_launch(to_f16_kernel, dim3(grid_for(n)), dim3(256), s, (__half *)dst, src, n);
+    K_CHECK_LAUNCH();
+}
+
+extern "C" void k_split3_bf16(cudaStream_t s, void *dst, const float *src, size_t n) {
+    if (!n) return;
+    k_launch(split3_bf16_kernel, dim3(grid_for(n)), dim3(256), s, (uint16_t *)dst, src, n);
+    K_CHECK_LAUNCH();
+}
+
+extern "C" void k_sum3(cudaStream_t s, float *out, const float *y, size_t m) {
+    if (!m) return;
+    k_launch(sum3_kernel, dim3(grid_for(m)), dim3(256), s, out, y, m);
     K_CHECK_LAUNCH();
 }

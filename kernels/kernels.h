@@ -227,6 +227,11 @@ void k_scale(cudaStream_t s, float *x, float v, size_t n);
 void k_softcap(cudaStream_t s, float *x, size_t n, float cap); /* x = cap * tanh(x / cap) */
 /* fp32 -> bf16 (wdtype KDT_BF16) or f16 (KDT_F16), round to nearest even: cuBLAS inputs. */
 void k_convert(cudaStream_t s, void *dst, int wdtype, const float *src, size_t n);
+/* fp32 x[n] -> three bf16 arrays in dst (3n elements: hi, then mid, then lo) with x = hi + mid +
+ * lo exactly (|x| >= 2^-110), so that one bf16 cuBLAS product over the 3n inputs multiplies fp32
+ * x; k_sum3 then adds each output's three products: out[i] = y[i] + (y[m + i] + y[2m + i]). */
+void k_split3_bf16(cudaStream_t s, void *dst, const float *src, size_t n);
+void k_sum3(cudaStream_t s, float *out, const float *y, size_t m);
 
 /* argmax.cu: *out = index of the largest of x[0..n) (the first on ties, as torch.argmax).
  * Two passes; scratch holds 2 * K_ARGMAX_BLOCKS words. */

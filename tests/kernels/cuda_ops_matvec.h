@@ -265,7 +265,8 @@ static void test_matvec_variants(void) {
         /* the tensor cores carry x exactly (hi + mid + lo): fp32 sums in another order, inside
          * the CUDA cores' bound; with x to 16 bits (hi + lo) at most 2^-17 (7.6e-6) of
          * sum |w x| more */
-        test_matmul(alt, mma && !strcmp(variants[v][1], "2") ? 2e-5 : 1e-5, name);
+        const double tol = mma && !strcmp(variants[v][1], "2") ? 2e-5 : 1e-5;
+        test_matmul(alt, tol, tol, name);
         backend *save = gpu;
         gpu = alt; /* the fused checks run on the variant; pair buffers are made there */
         test_fused_mlp();
