@@ -12,17 +12,18 @@
  *
  * Matrix products. n == 1 (the decode step) runs our warp-per-row kernel (matvec.cu), which
  * streams the weights at close to the copy bandwidth; cuBLAS's GEMV path needs the input
- * converted to bf16 first and is measured against it by bench/bench_gpu.sh. For n > 1 the
- * default is the same kernel (fp32 inputs, so GPU and CPU logits agree to rounding and greedy
- * output matches); GEMMA_CUDA_GEMM=cublas sends every bf16 / f16 product to cublasGemmEx
- * (fp32 accumulate and output), GEMMA_CUDA_GEMM=auto only those with more rows than a
- * speculative verify pass has (CUDA_GEMM_AUTO_ROWS). A bf16 product there multiplies x exactly:
- * x is split into three bf16 parts (x = hi + mid + lo, mma.cuh split3), one cuBLAS product takes
- * the 3n inputs - the weights are read once, and a prefill chunk's product is bound by reading
- * them - and k_sum3 adds each output's three products, so the result is fp32 x's to rounding,
- * as our kernels'. (Until session 44 x was rounded to bf16, which moved the mid-sized model's
- * prefill logits 0.3 from the CPU's.) f16 weights still take x rounded to f16: an f16 split
- * would not be exact over fp32's exponent range.
+ * converted to bf16 first and is measured against it by bench/bench_gpu.sh. Products of up to
+ * 17 inputs (CUDA_GEMM_AUTO_ROWS: every speculative verify pass) run our kernels too, so that a
+ * verify row reproduces its decode step bit for bit. Bigger ones - prefill chunks - go to
+ * cublasGemmEx where their weights are bf16 (GEMMA_CUDA_GEMM=auto, the default since session
+ * 44: E4B's prefill 6210 tokens/s against 1360 on our kernels). There x is multiplied exactly:
+ * it is split into three bf16 parts (x = hi + mid + lo, mma.cuh split3), one cuBLAS product
+ * takes the 3n inputs - the weights are read once, and a prefill chunk's product is bound by
+ * reading them - and k_sum3 adds each output's three products, so the result is fp32 x's to
+ * rounding, as our kernels' are (until session 44 x was rounded to bf16, which moved the
+ * mid-sized model's prefill logits 0.3 from the CPU's). GEMMA_CUDA_GEMM=own keeps every product
+ * on our kernels; =cublas sends every bf16 / f16 product to cuBLAS, for comparison (f16 x is
+ * rounded to f16: a split would not be exact over fp32's exponent range).
  *
  * Graphs. forward.c brackets a chunk with step_begin / step_end. A step of a given key and
  * number of tokens (one for decode, k + 1 for a speculative verify, at most GRAPH_MAX_ROWS)
@@ -323,8 +324,13 @@ static int gemm_to_cublas(const cuda_state *st, int n) {
     return st->gemm_mode == 1 || (st->gemm_mode == 2 && n > CUDA_GEMM_AUTO_ROWS);
 }
 
+/* auto (the default) sends bf16 weights only: their products take fp32 x exactly (three bf16
+ * parts); an f16 product would take x rounded to f16, which moved the f16 fixture's prefill
+ * logits 0.3 from the CPU's (session 44), so under auto f16 stays on our kernels. =cublas, for
+ * comparison, sends both. */
 static int use_cublas(const cuda_state *st, const tensor *w, int n) {
-    return w->dtype != DT_F32 && gemm_to_cublas(st, n);
+    return (w->dtype == DT_BF16 || (w->dtype == DT_F16 && st->gemm_mode == 1)) &&
+           gemm_to_cublas(st, n);
 }
 
 int cuda_matmul_own(backend *b, const tensor *w, int n) {
@@ -770,7 +776,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         st->mv.rows_min_kb,
         gemm_mode == 0   ? "own kernel"
         : gemm_mode == 1 ? "cuBLAS"
-                         : "own (n <= 17), cuBLAS",
+                         : "own (n <= 17), cuBLAS for bf16 (x exact)",
         st->mv.mma == 1   ? "tensor cores (x exact)"
         : st->mv.mma == 2 ? "tensor cores (x to 16 bits)"
                           : "CUDA cores",

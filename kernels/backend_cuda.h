@@ -55,11 +55,12 @@
  *                          in the last bits
  *   GEMMA_CUDA_PROFILE=1   time every op per kernel family; the table (calls, ms, bytes,
  *                          GB/s) is printed to stderr when the backend is destroyed
- *   GEMMA_CUDA_GEMM=own|cublas|auto   who multiplies: our kernel everywhere (default), cuBLAS
- *                          for every bf16/f16 product (for comparison: speculation is not
- *                          lossless then, as cuBLAS may round a verify pass otherwise than the
- *                          decode steps), or cuBLAS only for products of more rows than any
- *                          verify pass has (n > SPEC_MAX_K + 1 = 17: prefill chunks) */
+ *   GEMMA_CUDA_GEMM=own|cublas|auto   who multiplies: our kernel everywhere, cuBLAS for every
+ *                          bf16/f16 product (for comparison: speculation is not lossless then,
+ *                          as cuBLAS may round a verify pass otherwise than the decode steps),
+ *                          or (auto, the default) cuBLAS only for bf16 products of more rows
+ *                          than any verify pass has (n > SPEC_MAX_K + 1 = 17: prefill chunks),
+ *                          with fp32 x split exactly into three bf16 */
 #ifndef BACKEND_CUDA_H
 #define BACKEND_CUDA_H
 

@@ -111,6 +111,7 @@ static int mv_tuning_from_env(k_mv_tuning *t, char *err, size_t errlen) {
 
 int cuda_switches_from_env(cuda_switches *sw, char *err, size_t errlen) {
     memset(sw, 0, sizeof *sw);
+    sw->gemm_mode = 2; /* auto: prefill chunks of bf16 weights on cuBLAS (backend_cuda.c) */
     const char *gemm = getenv("GEMMA_CUDA_GEMM");
     if (gemm && *gemm) {
         if (!strcmp(gemm, "own"))

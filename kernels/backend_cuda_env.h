@@ -11,7 +11,8 @@
 #define CUDA_ATTN_AUTO (-1) /* the cluster form where the device runs it, else the split form */
 
 typedef struct {
-    int gemm_mode;  /* GEMMA_CUDA_GEMM: 0 own, 1 cublas for every bf16/f16 product, 2 n > 17 */
+    int gemm_mode;  /* GEMMA_CUDA_GEMM: 0 own, 1 cublas for every bf16/f16 product, 2 (default)
+                       bf16 products of n > 17 */
     int use_graphs; /* GEMMA_CUDA_GRAPHS */
     int profile;    /* GEMMA_CUDA_PROFILE */
     int fuse;       /* GEMMA_CUDA_FUSE */

@@ -40,7 +40,7 @@ int main(void) {
 
     /* defaults */
     EXPECT(read_with(NULL, NULL, &sw, err, sizeof err) == 0, "%s", err);
-    EXPECT(sw.gemm_mode == 0 && sw.use_graphs == 1 && sw.profile == 0 && sw.fuse == 1 &&
+    EXPECT(sw.gemm_mode == 2 && sw.use_graphs == 1 && sw.profile == 0 && sw.fuse == 1 &&
            sw.fuse_mm == CUDA_FUSE_MM_ON && sw.pdl == 1 && sw.attn == CUDA_ATTN_AUTO &&
            sw.mlp == K_MLP_CORES);
     EXPECT(sw.mv.unroll == 0 && sw.mv.prefetch == 2 && sw.mv.decode == K_MV_LEAN &&
