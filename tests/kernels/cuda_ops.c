@@ -528,9 +528,11 @@ static void test_draft_head(void); /* with the drafter checks below */
 #include "cuda_ops_matvec.h"
 
 /* The backends the op tests compare: cpu, and gpu with every matrix product allowed to join a
- * launch (the default, set here explicitly) and on our kernels at every n (cuBLAS has a backend
- * of its own in run_ops), so that the ops exercise the fused launches whatever their size and
- * whatever the defaults. */
+ * launch (the default, set here explicitly), so that the ops exercise the fused launches
+ * whatever their size and whatever the defaults. GEMMA_CUDA_GEMM=own stays set for the whole
+ * run: every backend the tests make (the variants, the whole-MLP forms) multiplies on our
+ * kernels at every n, as the op tests are about them; cuBLAS has a backend of its own in
+ * run_ops. */
 static void ops_backends(void) {
     cpu = backend_cpu_new(0);
     char err[256];
@@ -538,7 +540,6 @@ static void ops_backends(void) {
     setenv("GEMMA_CUDA_GEMM", "own", 1);
     gpu = backend_cuda_new(err, sizeof err);
     unsetenv("GEMMA_CUDA_FUSE_MM");
-    unsetenv("GEMMA_CUDA_GEMM");
     if (!gpu) die("%s", err);
 }
 
@@ -560,7 +561,7 @@ static int run_ops(void) {
     test_matmul(gpu, 1e-5, 1e-5, "own");
     setenv("GEMMA_CUDA_GEMM", "cublas", 1);
     backend *cb = backend_cuda_new(err, sizeof err);
-    unsetenv("GEMMA_CUDA_GEMM");
+    setenv("GEMMA_CUDA_GEMM", "own", 1); /* ops_backends */
     CHECK(cb);
     test_matmul(cb, 1e-5, 1e-2, "cublas");
     cb->destroy(cb);

@@ -61,6 +61,7 @@ static void bench_fused_rows(backend *b) {
 
 static int run_bench_matmul(void) {
     char err[256];
+    setenv("GEMMA_CUDA_GEMM", "own", 1); /* not the default auto: n = 64 would go to cuBLAS */
     backend *own = backend_cuda_new(err, sizeof err);
     if (!own) die("%s", err);
     setenv("GEMMA_CUDA_GEMM", "cublas", 1);
