@@ -358,8 +358,8 @@ void cuda_matmul_now(backend *b, float *out, const tensor *w, const float *x, in
         const float one = 1.0f, zero = 0.0f;
         /* Row-major y[nn][rows] = xh[nn][cols] . w[rows][cols]^T is, column-major,
          * y^T (rows x nn) = w^T^T ... : C = op(A) B with A = w viewed as cols x rows. */
-        CUBLAS(cublasGemmEx(st->cublas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, nn, w->cols, &one, wd,
-                            t, w->cols, xh, t, w->cols, &zero, y, CUDA_R_32F, w->rows,
+        CUBLAS(cublasGemmEx(st->cublas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, nn, w->cols, &one, wd, t,
+                            w->cols, xh, t, w->cols, &zero, y, CUDA_R_32F, w->rows,
                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         if (bf16) k_sum3(st->stream, out, y, (size_t)n * w->rows);
         /* plus the parts written and read (2 bytes each), and y written and read (4 bytes each) */
