@@ -364,10 +364,10 @@ static int try_mlp(backend *b, batch *bt, int i) {
     if (!cuda_matmul_own(b, &g->w, n) || !cuda_matmul_own(b, &d->w, n)) return 0; /* cuBLAS */
     const void *wg = cuda_weight(b, &g->w), *wu = cuda_weight(b, &u->w),
                *wd = cuda_weight_t(b, &d->w);
-    /* The partials of the largest pass at once (16 inputs), whatever n: sized by n, the first
+    /* The partials of the largest chunk (K_MLP_CHUNK inputs), whatever n: sized by n, the first
      * verify pass after decode steps would grow it and drop every captured graph (it used to be
      * a prefill chunk on our kernels that sized it first; with auto those go to cuBLAS). */
-    float *part = cuda_mlp_scratch(b, k_mlp_partial_floats(H, 1 << 30));
+    float *part = cuda_mlp_scratch(b, k_mlp_partial_floats(H, K_MLP_CHUNK));
     cudaStream_t s = cuda_op_begin(b);
     k_mlp(s, d->out, g->out, u->out, g->a, wg, wu, wd, part, H, I, n, cuda_mlp_on(b));
     cuda_mlp_count(b);

@@ -83,6 +83,9 @@ void k_matvec_multi(cudaStream_t s, const k_mv_seg *segs, int n_segs, int wdtype
  * form: K_MLP_CORES (mlp.cu, the CUDA cores) or K_MLP_MMA (mlp_mma.cu, the tensor cores); the
  * two sum in different orders, so a backend uses one for every MLP. */
 enum { K_MLP_CORES = 1, K_MLP_MMA = 2 };
+/* Inputs a reduction of partials covers: k_mlp works through longer n in chunks of this many, so
+ * k_mlp_partial_floats(H, K_MLP_CHUNK) is the most any launch needs. */
+#define K_MLP_CHUNK 16
 int k_mlp_supported(int H, int I, int form);
 size_t k_mlp_partial_floats(int H, int n);
 void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, const float *x, const void *gate,

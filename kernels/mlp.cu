@@ -392,12 +392,8 @@ extern "C" int k_mlp_supported(int H, int I, int form) {
     return mlp_shape_of(H, I)->ok;
 }
 
-#define MLP_CHUNK                                                                                  \
-    16 /* inputs a reduction covers: the partial sums of at most this many are held                \
-        */
-
 extern "C" size_t k_mlp_partial_floats(int H, int n) {
-    return (size_t)(n < MLP_CHUNK ? n : MLP_CHUNK) * (mlp_grid() > 0 ? mlp_grid() : 1) * H;
+    return (size_t)(n < K_MLP_CHUNK ? n : K_MLP_CHUNK) * (mlp_grid() > 0 ? mlp_grid() : 1) * H;
 }
 
 extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, const float *x,
@@ -407,8 +403,8 @@ extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, co
     const int G = mlp_grid(), depth = mlp_depth(H);
     const int mma = form == K_MLP_MMA, mma_max = mma ? mlp_mma_max_inputs(H, I, G) : 0;
     const int S = mma ? 0 : mlp_stages(H), wide = mma ? 0 : mlp_shape_of(H, I)->wide;
-    for (int c0 = 0; c0 < n; c0 += MLP_CHUNK) { /* a prefill: chunks of MLP_CHUNK inputs */
-        const int c1 = n - c0 < MLP_CHUNK ? n : c0 + MLP_CHUNK;
+    for (int c0 = 0; c0 < n; c0 += K_MLP_CHUNK) { /* a prefill: chunks of K_MLP_CHUNK inputs */
+        const int c1 = n - c0 < K_MLP_CHUNK ? n : c0 + K_MLP_CHUNK;
         for (int t0 = c0; mma && t0 < c1;) { /* passes of as many inputs as fit */
             const int nt = c1 - t0 < mma_max ? c1 - t0 : mma_max;
             mlp_mma_launch(s, gate, up, down_t, x, h_out, u_out, partial, H, I, G, c1, t0, c0, nt,
