@@ -1,1 +1,0 @@
-B=.carry/s34 CALL=c6; . docs/gpu_logs/common.sh; GPU_BIN_DIR=$N GPU_TEST_STEPS="5" LOG_DIR=$T/tests timeout 170 scripts/test_gpu.sh > $T/test5.txt 2>&1 (session 34 call 6, given inline: test_gpu.sh step 5 on call 5's binaries, which timed out beside the sanitizers in call 5)
