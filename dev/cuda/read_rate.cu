@@ -18,7 +18,7 @@
  *
  * sm_90 and later (cp.async.bulk). nvcc -O3 -arch=sm_90 -std=c++17 -o read_rate
  * bench/read_rate.cu && ./read_rate */
-#include "../kernels/bulk.cuh"
+#include "../../kernels/bulk.cuh"
 #include "step_common.cuh"
 
 #define RR_LAYER (3.0 * 2560 * 10240 * 2) /* bytes of one E4B MLP: 157.3 MB */

@@ -43,8 +43,8 @@
 #include <cooperative_groups.h>
 #include <math.h>
 
-#include "../kernels/bulk.cuh"
-#include "../kernels/warp_sum_t.cuh"
+#include "../../kernels/bulk.cuh"
+#include "../../kernels/warp_sum_t.cuh"
 #include "step_common.cuh"
 
 #define HID   2560      /* hidden size */

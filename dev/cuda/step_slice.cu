@@ -33,8 +33,8 @@
  *
  * sm_90 and later (cp.async.bulk); elsewhere it says so and exits.
  * nvcc -O3 -arch=sm_90 -std=c++17 -o step_slice bench/step_slice.cu && ./step_slice */
-#include "../kernels/bulk.cuh"
-#include "../kernels/warp_sum_t.cuh"
+#include "../../kernels/bulk.cuh"
+#include "../../kernels/warp_sum_t.cuh"
 #include "step_common.cuh"
 
 #define SL_CT  (ROWB / 16) /* consumer threads: 8 columns each (320) */

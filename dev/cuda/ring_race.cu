@@ -47,7 +47,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
-#include "../kernels/bulk.cuh"
+#include "../../kernels/bulk.cuh"
 #include "step_common.cuh"
 
 #define RR_ROW 512 /* bytes a row: a warp's 32 lanes x 16 bytes */

@@ -40,7 +40,7 @@
  * STEP_MEGA_REPS=1 for a run under compute-sanitizer. */
 #include "step_common.cuh"
 
-#include "../kernels/bulk.cuh"
+#include "../../kernels/bulk.cuh"
 
 /* ---- mega: the whole step as one persistent kernel, weights streamed ahead of the dependencies --
  * One block a multiprocessor: a producer warp streams this block's rows of every stream phase,
