@@ -13,7 +13,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
 ./scripts/setup.sh
-./scripts/build.sh build
+# Only what the main job runs: the tuner and the engine. The CUDA backend only where a GPU is
+# present (compiled for that GPU alone) or asked for with ENGINE_DEVICE=cuda; tests and
+# benchmarks are test.sh's.
+cuda=(-DWITH_CUDA=OFF)
+if nvidia-smi -L >/dev/null 2>&1; then
+    cuda=(-DWITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=native)
+elif [ "${ENGINE_DEVICE:-}" = cuda ]; then
+    cuda=(-DWITH_CUDA=ON)
+fi
+BUILD_TARGETS="tuner engine" ./scripts/build.sh build "${cuda[@]}"
 
 study=default-$(date -u +%Y%m%d-%H%M%S)
 dir=out/$study
