@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench_engine_cpu.sh: the engine's CPU tokens/s beside this machine's bandwidth floor, written to
-# docs/bench_engine_cpu.md (figures, machine, and the exact command).
+# docs/bench/bench_engine_cpu.md (figures, machine, the exact command and the commit), replacing
+# the whole page.
 #
 # Single-stream decoding reads every weight once per token, so the fastest any CPU decoder can go
 # is (measured memory read bandwidth) / (weight bytes read per token). This script measures the
@@ -13,7 +14,7 @@
 #
 # Environment: NEW_TOKENS (new tokens per prompt, default 128), PROMPTS (prompts per model,
 # default 8), WARMUP (default 1), THREADS (thread counts to run, default "1 <all cores>"),
-# MEMBW_MIB (default 1024), OUT (default docs/bench_engine_cpu.md).
+# MEMBW_MIB (default 1024), OUT (default docs/bench/bench_engine_cpu.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-bench}
@@ -21,7 +22,7 @@ new_tokens=${NEW_TOKENS:-128}
 n_prompts=${PROMPTS:-8}
 warmup=${WARMUP:-1}
 threads_list=${THREADS:-1 $(nproc)}
-out=${OUT:-docs/bench_engine_cpu.md}
+out=${OUT:-docs/bench/bench_engine_cpu.md}
 command_line="bench/bench_engine_cpu.sh${*:+ $*}"
 [ -n "${NEW_TOKENS:-}${PROMPTS:-}${WARMUP:-}${THREADS:-}" ] &&
     command_line="NEW_TOKENS=$new_tokens PROMPTS=$n_prompts WARMUP=$warmup THREADS=\"$threads_list\" $command_line"
@@ -107,6 +108,7 @@ fi
 
 [ ${#rows[@]} -gt 0 ] || { echo "bench_engine_cpu: no model to benchmark" >&2; exit 1; }
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+mkdir -p "$(dirname "$out")"
 {
     echo "# Engine on the CPU: tokens/s beside the bandwidth floor"
     echo

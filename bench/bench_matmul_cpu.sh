@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench_matmul_cpu.sh: the CPU backend's matmul kernels beside this machine's memory read
-# bandwidth, written to docs/bench_matmul_cpu.md (figures, machine, and the exact command).
+# bandwidth, written to docs/bench/bench_matmul_cpu.md (figures, machine, the exact command and
+# the commit), replacing the whole page.
 #
 # Decoding one token is a chain of matrix-vector products over every weight, so the decode
 # matvec (n = 1) should read weights at close to the memory bandwidth. bench_matmul times a
@@ -12,11 +13,11 @@
 #   bench/bench_matmul_cpu.sh [BUILD_DIR]     (default build-bench; configured and built here)
 #
 # Environment: MIB (weights per pass, default 768), PASSES (default 5), MEMBW_MIB (default
-# 1024), OUT (default docs/bench_matmul_cpu.md). Threads: OMP_NUM_THREADS.
+# 1024), OUT (default docs/bench/bench_matmul_cpu.md). Threads: OMP_NUM_THREADS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-bench}
-out=${OUT:-docs/bench_matmul_cpu.md}
+out=${OUT:-docs/bench/bench_matmul_cpu.md}
 command_line="bench/bench_matmul_cpu.sh $*"
 [ -n "${MIB:-}${PASSES:-}" ] && command_line="MIB=${MIB:-768} PASSES=${PASSES:-5} $command_line"
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench_spec_cpu.sh: speculative decoding, the drafter's CENTROID_TOP_K and the lm-head keepset on
 # the shipped small model (models/gemma4-tiny + models/gemma4-tiny-assistant) on this CPU, written
-# to docs/bench_spec_cpu.md with the machine, the load and the exact command.
+# to docs/bench/bench_spec_cpu.md with the machine, the load, the exact command and the commit,
+# replacing the whole page.
 #
 # Tables:
 #   1. tps for NUM_SPECULATIVE_TOKENS k = 0..8 at the default CENTROID_TOP_K (the assistant's
@@ -17,7 +18,7 @@
 # Environment: NEW_TOKENS (default 128), PROMPTS (first N prompts of prompts_tune.jsonl, default
 # 8), RECORDS (first N records of ppl_tune.jsonl for perplexity, default 8), REPEATS (runs per
 # point, the best decode tps kept, default 2), WARMUP (default 1), THREADS (default 1), OUT
-# (default docs/bench_spec_cpu.md).
+# (default docs/bench/bench_spec_cpu.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-bench}
@@ -27,7 +28,7 @@ n_records=${RECORDS:-8}
 repeats=${REPEATS:-2}
 warmup=${WARMUP:-1}
 threads=${THREADS:-1}
-out=${OUT:-docs/bench_spec_cpu.md}
+out=${OUT:-docs/bench/bench_spec_cpu.md}
 model=models/gemma4-tiny
 command_line="bench/bench_spec_cpu.sh${*:+ $*}"
 [ -n "${NEW_TOKENS:-}${PROMPTS:-}${RECORDS:-}${REPEATS:-}${WARMUP:-}${THREADS:-}" ] &&
@@ -76,6 +77,7 @@ echo "== ppl, full head" >&2
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 cpu=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+mkdir -p "$(dirname "$out")"
 python3 - "$tmp" "$out" "$best" "$topks" "$sizes" <<EOF
 import json, sys
 sys.path.insert(0, "bench")
@@ -144,9 +146,7 @@ w("A speculative step serves 1 + (accepted drafts) tokens and costs one verify p
   "the small model's 17 MB of weights stay in this CPU's caches and the per-position work "
   "(attention over the ~600-900 cached positions, the 6144-row head, the layers' arithmetic) "
   "dominates, so a forward pass is bound by arithmetic, not by reading weights, and every extra "
-  "position costs nearly a whole step (a multi-row dot kernel sharing weight loads, bit-identical "
-  "to the one-row kernel, was tried and measured no gain). That is why speculation does not pay on "
-  "this CPU even with "
+  "position costs nearly a whole step. That is why speculation does not pay on this CPU even with "
   "the drafter accepted as shown. The lever is for memory-bound targets - E4B reads gigabytes "
   "of weights per step, and on a GPU a verify over a few positions costs about one decode step - "
   "where the tokens-per-verify column is close to the speed-up itself.\n")
