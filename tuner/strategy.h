@@ -52,7 +52,7 @@ typedef struct {
     void (*destroy)(strategy *s);
 } strategy_ops;
 
-/* The registry: grid, sobol, and later bayes. NULL for an unknown name. */
+/* The registry: grid, sobol, bayes. NULL for an unknown name. */
 const strategy_ops *strategy_find(const char *name);
 
 /* Shared helper: is this observation feasible under the resolved constraints? */

@@ -1,5 +1,5 @@
-# check.sh: what the shell tests of bench/'s scripts share, sourced after `set -uo pipefail`:
-# a failure count and three checks. Each test ends with `finish NAME`.
+# check.sh: what the shell tests of bench/'s scripts and of the tools share, sourced after
+# `set -uo pipefail`: a failure count and three checks. Each test ends with `finish NAME`.
 fails=0
 
 # check DESCRIPTION OUTPUT EXPECTED: OUTPUT must contain EXPECTED (else print both, count a failure).

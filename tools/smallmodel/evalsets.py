@@ -25,7 +25,8 @@ TARGET_LEN = 128
 def window_response(rows, native):
     """From a window sweep [{"window", "ppl"}, ...] of one record set: the ppl at the native
     window, at 256 and at 128; ppl(128) / ppl(native); and whether ppl rises strictly as the
-    window shrinks native -> 256 -> 128 (issue 4's criterion also wants the ratio >= 1.05)."""
+    window shrinks native -> 256 -> 128 (the small model's window criterion also wants the
+    ratio >= 1.05)."""
     by = {r["window"]: r["ppl"] for r in rows}
     chain = (by[native], by[256], by[128])
     return chain, chain[2] / chain[0], chain[0] < chain[1] < chain[2]
