@@ -1,11 +1,11 @@
 /* mlp_slice.cu: E4B's MLP (gate, up, GeLU, down) with a block owning a slice of the intermediate
- * dimension instead of rows of each product - measured before building it into the engine.
+ * dimension instead of rows of each product - the layout of kernels/mlp.cu, measured apart from
+ * the engine.
  *
- * The engine runs a decode layer's MLP as two products (kernels/matvec.cu: the gate + up pair
- * with its GeLU epilogue, then down) and a norm + add, at 83 % and 70 % of copy bandwidth
- * (ncu, session 25). Session 16 found what a product loses against a copy: the loads of x
- * through L1, 32 bytes of fp32 x for every 16 bytes of weights, because a warp owns a row and
- * every row needs all of x. Here:
+ * As two products (kernels/matvec.cu: the gate + up pair with its GeLU epilogue, then down) and
+ * a norm + add, a decode layer's MLP reads at 83 % and 70 % of copy bandwidth (ncu). What a
+ * product loses against a copy is the loads of x through L1, 32 bytes of fp32 x for every 16
+ * bytes of weights, because a warp owns a row and every row needs all of x. Here:
  *
  *   - one block a multiprocessor owns intermediate indices [k0, k1) (10240 / 132 = 77-78);
  *   - its 320 consumer threads each own 8 columns of the hidden size (2560 = 320 x 8) and hold
@@ -24,22 +24,23 @@
  *
  * Printed: us a layer and the share of copy bandwidth of the MLP's 157 MB, for the kernel alone,
  * with the partial sums, and with a one-block norm after them (the chain a layer would run),
- * against a CPU reference of one layer. The engine's figure to beat: gate + up 29.7 us + down
- * 17.4 us + norm 4.0 (isolated, session 25) - about 47 us of products a layer in the step.
+ * against a CPU reference of one layer. The two-product form's figures for comparison: gate + up
+ * 29.7 us + down 17.4 us + norm 4.0 (each isolated) - about 47 us of products a layer in the step.
  *
- * (Session 28, prepared for the next device session.) The reduction after the MLP without a
- * kernel of its own: the engine runs kernel, partial sums and norm as three kernels, two
- * boundaries of about 2 us each. Two ways to fewer, measured as chains beside that form:
+ * The reduction after the MLP without a kernel of its own: kernel, partial sums and norm as
+ * three kernels cross two boundaries of about 2 us each. Two ways to fewer, measured as chains
+ * beside that form:
  *   - pairs: the kernel in clusters of 2 blocks (a TPC), each pair adding its two partials
  *     through distributed shared memory, so the sums read 66 partials instead of 132;
  *   - reduce-norm: the partial sums and the norm as one kernel of one cluster of 8 blocks (320
  *     columns each), the sum of squares exchanged through distributed shared memory;
  *   - both.
- * Each new form's first layer is checked against the CPU (the norm's output against the
- * reference's norm).
+ * Each of these forms' first layer is checked against the CPU (the norm's output against the
+ * reference's norm). Measured on an H200, the pairs are slower: 52.1-52.5 against 50.9-51.1 us
+ * a layer (docs/gpu.md, "Tried and dropped").
  *
  * sm_90 and later (cp.async.bulk); elsewhere it says so and exits.
- * nvcc -O3 -arch=sm_90 -std=c++17 -o mlp_slice bench/mlp_slice.cu && ./mlp_slice */
+ * nvcc -O3 -arch=sm_90 -std=c++17 -o mlp_slice dev/cuda/mlp_slice.cu && ./mlp_slice */
 #include <cooperative_groups.h>
 #include <math.h>
 
@@ -122,9 +123,9 @@ __global__ void __launch_bounds__(NTH, 1)
     for (int j = 0; j < 8; j++)
         out[j] = 0.0f;
     unsigned g = 0;
-    /* (session 32) MODE 1: the rows taken and folded, no arithmetic - the ring and the chain
-     * alone; MODE 2: the products without the block's sums (each thread's own partial dot stands
-     * in for the sum; wrong results) - what the two barriers a batch cost. */
+    /* MODE 1: the rows taken and folded, no arithmetic - the ring and the chain alone; MODE 2:
+     * the products without the block's sums (each thread's own partial dot stands in for the
+     * sum; wrong results) - what the two barriers a batch cost. */
     if constexpr (MODE == 1)
         for (int r = 0; r < 3 * (k1 - k0); r++, g++)
             out[0] += fold(ring_take_at<S>(ring, full, empty, g, ROW, t, lane));
@@ -409,9 +410,9 @@ int main(void) {
         }
     }
 
-    /* Session 28: the reduction after the MLP with fewer kernels (B = 16, S = 20: the engine's
-     * decode form). The first layer of each form against the CPU's y / rms(y) + 1e-3; a form
-     * off by more than 1e-3 of the largest output makes the exit status 1. */
+    /* The reduction after the MLP with fewer kernels (B = 16, S = 20: the engine's decode
+     * form). The first layer of each form against the CPU's y / rms(y) + 1e-3; a form off by
+     * more than 1e-3 of the largest output makes the exit status 1. */
     int bad = 0;
     {
         double rn[HID], ss = 0;

@@ -1,10 +1,10 @@
 /* read_rate.cu: how fast this GPU's memory can be read, by the two ways our kernels read weights,
- * against the copy bandwidth that bench_gpu.sh's floor is measured by.
+ * against the copy bandwidth that bench/bench_gpu.sh's floor is measured by.
  *
  * Why. The decode step's floor is its bytes over the device-to-device copy bandwidth (read and
  * written bytes over the time: 4270 GB/s on the H200). The whole-MLP kernel (kernels/mlp.cu)
  * streams at 4.22 TB/s, 99 % of that; but the lm_head product (kernels/matvec.cu, plain 16-byte
- * loads) reads its 1.34 GB in 295 us, 4.55 TB/s (session 29's timeline). If a read-only stream
+ * loads) reads its 1.34 GB in 295 us, 4.55 TB/s (a traced step). If a read-only stream
  * can beat the copy by 6 %, the MLP's copy-engine ring may be leaving 2-3 us a layer. This
  * separates the engine from the arithmetic: the same bytes (42 layers of E4B's MLP, 6.6 GB,
  * far beyond L2) read
@@ -17,7 +17,7 @@
  * Each form's GB/s is the bytes read over the time (mean of REPS passes after one warm-up).
  *
  * sm_90 and later (cp.async.bulk). nvcc -O3 -arch=sm_90 -std=c++17 -o read_rate
- * bench/read_rate.cu && ./read_rate */
+ * dev/cuda/read_rate.cu && ./read_rate */
 #include "../../kernels/bulk.cuh"
 #include "step_common.cuh"
 

@@ -1,21 +1,21 @@
 /* ring_race.cu: what compute-sanitizer's racecheck and synccheck say of the ways a warp can take
- * the rows of a shared-memory ring that the copy engine fills (bulk.cuh) - the question that kept
- * the tensor-core whole MLP off main until session 41 (docs/bench_gpu.md, sessions 39-41:
- * racecheck reported its gate / up reads of the ring in every form tried, and not
- * kernels/mlp.cu's, whose op-test shapes never wrapped the ring; synccheck reported mlp.cu's
- * named barrier between the consumers and the reducer warp).
+ * the rows of a shared-memory ring that the copy engine fills (bulk.cuh). The whole-MLP kernels
+ * (kernels/mlp.cu, and mlp_mma.cu, whose gate / up reads take tiles of 8 rows) must pass the
+ * test command's racecheck and synccheck, and the tools can flag a way of taking a row that the
+ * ring's mbarriers do order; the op test alone cannot show which, as its shapes may never
+ * wrap the ring. Here each way runs alone, on a ring that wraps.
  *
  * One block: a producer warp streams N rows of 512 bytes (a warp's 32 x 16 bytes) through
  * S = 16 stages; one consumer warp takes them in one of these forms and adds up the words it
  * read, which the host checks against the rows (a form that reads a stage too early or too late
  * gets another sum):
- *   0  row     mlp.cu's ring_take before session 41: every lane waits for the row, reads its 16
- *              bytes, __syncwarp, lane 0 frees the row
+ *   0  row     one row at a time: every lane waits for the row, reads its 16 bytes, __syncwarp,
+ *              lane 0 frees the row (mlp.cu's ring_take with one arrival a warp)
  *   1  quad    tiles of 8 rows, row by row: every lane waits for row r, the 4 lanes of quad r
- *              read their 32 words (every fourth), __syncwarp, lane 0 frees row r (session 40,
- *              call 4's mlp_mma.cu)
+ *              read their 32 words (every fourth), __syncwarp, lane 0 frees row r (a
+ *              tensor-core gate / up tile read row by row)
  *   2  own     tiles of 8 rows: each lane waits for its quad's row and reads its 32 words,
- *              __syncwarp, lane 0 frees the tile's 8 rows (session 40, call 3's)
+ *              __syncwarp, lane 0 frees the tile's 8 rows (the tile read at once)
  *   3  tensor  form 2 with the rows copied through a tensor map (cp.async.bulk.tensor), whose
  *              writes racecheck is said not to attribute to a thread (flash-attention's note
  *              AI/RACECHECK_TMA_HAZARD.md)
@@ -25,19 +25,19 @@
  *   6  sync    form 2 with the warp reconverged (__syncwarp) between the waits and the reads
  *   7  mma     form 6 with each k step's reads followed, before the free, by what the
  *              tensor-core MLP does between them: an ldmatrix of another shared tile and an
- *              mma.sync (session 39-40's gate / up loop)
+ *              mma.sync (its gate / up loop)
  *   8  lanes   form 0 with every lane freeing the row itself (an arrival count of 32, no
  *              __syncwarp)
  *   9  ownl    form 2 with every lane freeing the row it read itself (a row's 4 lanes: count 4;
  *              a lane freeing rows it did not wait for could complete a stage's next phase early)
  *
- * Session 41's first run (docs/gpu_logs/s41/call1): racecheck reports every form that frees a
- * stage through lane 0 after a __syncwarp - mlp.cu's own form 0 too - naming the reads of lanes
- * 1-31 and never lane 0's, against the producer's next copy into the stage: it does not take the
- * __syncwarp as ordering the other lanes' reads before lane 0's arrival. Form 3 is clean (the
- * tensor map's writes are attributed to no thread). synccheck reports form 4 (32 errors) and
- * no other. Calls 2 and 3: forms 8 and 9 are clean, and so are mlp.cu and mlp_mma.cu with
- * every reading lane freeing what it read.
+ * What the tools report: racecheck flags every form that frees a stage through lane 0 after a
+ * __syncwarp - form 0 too - naming the reads of lanes 1-31 and never lane 0's, against the
+ * producer's next copy into the stage: it does not take the __syncwarp as ordering the other
+ * lanes' reads before lane 0's arrival. Form 3 is clean (the tensor map's writes are attributed
+ * to no thread). synccheck reports form 4 (32 errors) and no other. Forms 8 and 9 are clean, and
+ * so are mlp.cu and mlp_mma.cu, which free a stage from every lane that read it (docs/gpu.md,
+ * "The whole MLP") and meet the reducer through `barrier.sync` (bulk.cuh's bar_consumers).
  *
  *   ring_race FORM [ROWS]   (ROWS a multiple of 8, default 256; sm_90 and later)
  *
@@ -70,8 +70,8 @@ __device__ __forceinline__ void rr_copy(unsigned char *dst, const unsigned char 
 #endif
 }
 
-/* Named barrier 1 over n threads, aligned (bar.sync, bulk.cuh's bar_consumers before session 41)
- * or not (barrier.sync, its form since). */
+/* Named barrier 1 over n threads, aligned (bar.sync, which needs every thread at the same call
+ * site) or not (barrier.sync, the form of bulk.cuh's bar_consumers). */
 __device__ __forceinline__ void rr_bar(int aligned, int n) {
     if (aligned)
         asm volatile("bar.sync 1, %0;" ::"r"(n) : "memory");

@@ -1,7 +1,8 @@
-/* step_common.cuh: what bench/step_shape.cu and bench/step_mega.cu share - E4B's decode step as
- * a byte sequence without a model (per layer six weight streams and six small ops between them),
- * the small op, a product's arithmetic on one 16-byte chunk, the timing and PDL launch helpers,
- * and the setup: the weights in device memory, the device's copy bandwidth, and the floor. */
+/* step_common.cuh: what step_shape.cu, step_mega.cu and step_slice.cu share (the other programs
+ * here take its helpers) - E4B's decode step as a byte sequence without a model (per layer six
+ * weight streams and six small ops between them), the small op, a product's arithmetic on one
+ * 16-byte chunk, the timing and PDL launch helpers, and the setup: the weights in device memory,
+ * the device's copy bandwidth, and the floor. */
 #ifndef STEP_COMMON_CUH
 #define STEP_COMMON_CUH
 
@@ -75,7 +76,8 @@ template <int NT = THREADS> __device__ void small_op(float *x) {
     small_op<NT>(x, x);
 }
 
-/* Programmatic dependent launch, as kcommon.cuh (Hopper and later; before, the chain waits). */
+/* Programmatic dependent launch, as kcommon.cuh (sm_90 and later; on older devices the chain
+ * waits). */
 __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     cudaTriggerProgrammaticLaunchCompletion();
@@ -145,8 +147,8 @@ template <typename F> static float time_reps(cudaStream_t s, int reps, F launch)
     return ms / reps;
 }
 
-/* The copy bandwidth, as bench_gpu.sh measures the floor: a device-to-device copy of 1 GiB on s,
- * read and written bytes over the time (GB/s). */
+/* The copy bandwidth, as bench/bench_gpu.sh measures the floor: a device-to-device copy of
+ * 1 GiB on s, read and written bytes over the time (GB/s). */
 static inline double copy_gbs_measure(cudaStream_t s) {
     const size_t cb = (size_t)1 << 30;
     void *c0, *c1;

@@ -1,7 +1,7 @@
-/* step_mega.cu: E4B's decode step (bench/step_common.cuh: the same bytes as step_shape.cu) as
- * one persistent kernel in the shape of a "megakernel" that streams weights ahead of the step's
+/* step_mega.cu: E4B's decode step (step_common.cuh: the same bytes as step_shape.cu) as one
+ * persistent kernel in the shape of a "megakernel" that streams weights ahead of the step's
  * dependencies - the design that Hazy Research's Llama-1B megakernel and calm's layer kernel
- * point to, measured before building it into the engine:
+ * point to, measured apart from the engine:
  *
  *   - one block a multiprocessor; a producer warp streams the block's rows of every stream, in
  *     step order, into a ring of shared-memory stages with cp.async.bulk (the copy engine), and
@@ -16,27 +16,29 @@
  *   - one more step of the first variants traced (trace_mark: %globaltimer per phase and block
  *     at release, x ready, rows written, counter raised), printed as where a dependency's time
  *     goes: waiting for the slowest block, the poll, the small op, the rows, the fence and
- *     counter (session 16: 1.0, 0.5, 1.2, 7.0 and 1.8 us);
+ *     counter (measured: 1.0, 0.5, 1.2, 7.0 and 1.8 us);
  *   - the signal itself three ways (signal_done): a full fence, an acq_rel fence, a release add
- *     (session 16: all 1.83-1.87 us - not the fence's kind; most likely the stores draining);
- *   - LL outputs (prev_x): the data as its own signal, no fence, counter or poll (session 19);
+ *     (measured: all 1.83-1.87 us - not the fence's kind; most likely the stores draining);
+ *   - LL outputs (prev_x): the data as its own signal, no fence, counter or poll;
  *   - FOLD consumers: no x, a fold of the weights - consumers well faster than memory, as
- *     tensor cores would make them, to see whether the ring then absorbs the waits (session 19);
- *   - DEPTH: at most that many stages asked for and not landed (session 28). The traced 1.8 us
- *     of fence + counter looked like stores draining behind the weight copies; with 160 KB a
- *     multiprocessor asked for at once (21 MB over the GPU, 5 us of bandwidth) every request
- *     queues that long. step_slice.cu and the engine's MLP kernel gained with 40-60 KB.
+ *     tensor cores would make them, to see whether the ring then absorbs the waits;
+ *   - DEPTH: at most that many stages asked for and not landed. The traced 1.8 us of fence +
+ *     counter suggests stores draining behind the weight copies: with 160 KB a multiprocessor
+ *     asked for at once (21 MB over the GPU, 5 us of bandwidth) every request queues that long.
+ *     step_slice.cu and the engine's MLP kernel run faster with 40-60 KB in flight.
  *
- * Measured on an H200 in docs/bench_gpu.md (session 15): 89 % of copy bandwidth without the
- * waits, 62 % with them - each of the 252 dependencies costs about 3.4 us of the critical path
- * (the last block's fence and counter, the poll, the small op's read of x from L2), no better than
- * the engine's chain of kernels; the L2 prefetch makes it worse (44-52 %). Session 19: LL outputs
- * 65-66 %; with folding consumers 71 % (94 % without the waits) - a dependency's round trip
- * through L2 under the weight stream outlasts what a ring of 160-200 KB a multiprocessor holds.
+ * Measured on an H200: 89 % of copy bandwidth without the waits, 62 % with them - each of the
+ * 252 dependencies costs about 3.4 us of the critical path (the last block's fence and counter,
+ * the poll, the small op's read of x from L2), no better than the engine's chain of kernels; the
+ * L2 prefetch makes it worse (44-52 %). LL outputs 65-66 %; with folding consumers 71 % (94 %
+ * without the waits) - a dependency's round trip through L2 under the weight stream outlasts
+ * what a ring of 160-200 KB a multiprocessor holds. Over its forms, 61-71 % of the floor with
+ * the dependencies and 88-94 % without: the design is not in the engine (docs/gpu.md, "Tried
+ * and dropped").
  *
  * sm_90 and later (cp.async.bulk, mbarrier transaction counts); elsewhere it says so and exits.
- * Built with the rest (build/bench/step_mega), or on the GPU machine:
- * nvcc -O3 -arch=sm_90 -o step_mega bench/step_mega.cu && ./step_mega
+ * Built with -DDEV_CUDA=ON (dev/cuda/CMakeLists.txt), or by hand:
+ * nvcc -O3 -arch=sm_90 -o step_mega dev/cuda/step_mega.cu && ./step_mega
  * STEP_MEGA_REPS=1 for a run under compute-sanitizer. */
 #include "step_common.cuh"
 
@@ -98,7 +100,7 @@ __device__ __forceinline__ void trace_mark(unsigned long long *trace, int sp, in
 
 /* A block's "this stream is done" signal: count + 1 at gpu scope, ordered after the block's
  * outputs (the consumers' bar.sync before it makes them this thread's to release). SIG 0:
- * __threadfence() (fence.sc.gpu) and a relaxed atomic add, as session 15 measured; 1:
+ * __threadfence() (fence.sc.gpu) and a relaxed atomic add, the form of the header's 62 %; 1:
  * fence.acq_rel.gpu and a relaxed add; 2: one red.release.gpu add, no separate fence. */
 template <int SIG> __device__ __forceinline__ void signal_done(unsigned *c) {
     if (SIG == 0) {
@@ -368,8 +370,8 @@ int main(void) {
              (const void *)mega_kernel<16, 2, false, false, 4>, 16, 2, false},
             {"8 warps, 4 stages, L2 8 ahead", (const void *)mega_kernel<8, 4, true, false, 8>, 8, 4,
              false},
-            /* session 28: the stages in flight limited apart from the ring (step_slice and the
-             * engine's MLP kernel gained with 40-60 KB a multiprocessor in flight) */
+            /* the stages in flight limited apart from the ring (step_slice and the engine's
+             * MLP kernel run faster with 40-60 KB a multiprocessor in flight) */
             {"8 warps, 4 stages", (const void *)mega_kernel<8, 4, true>, 8, 4, false},
             {"8 warps, 4 stages, 1 in flight (40 KB)",
              (const void *)mega_kernel<8, 4, true, false, 0, 0, false, false, 1>, 8, 4, true},

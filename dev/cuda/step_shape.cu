@@ -8,8 +8,8 @@
  * the structure itself:
  *
  *   chain     one kernel per stream and per small op, in a CUDA graph with programmatic dependent
- *             launch - what the engine does now (each stream kernel loads its first chunks before
- *             it waits for its predecessor, as matvec.cu does);
+ *             launch - the engine's form (each stream kernel loads its first chunks before it
+ *             waits for its predecessor, as matvec.cu does);
  *   barrier   one persistent cooperative kernel: the same streams as phases separated by grid
  *             barriers, each block loading its first chunks of the next phase before it waits,
  *             and the small ops done by one block between two barriers - a "megakernel";
@@ -43,13 +43,15 @@
  * Last, one matrix at a time launched back to back (105, 52, 15.7, 5.2 MB), with and without the
  * arithmetic, with the arithmetic against x loaded once (wrong sums: the x loads' share), with
  * the fold plus the x loads, x in shared memory, and x in bf16: a kernel's own streaming rate,
- * apart from the step. bench/step_mega.cu (same bytes,
- * step_common.cuh) runs the step as one persistent kernel that streams the weights ahead.
+ * apart from the step. step_mega.cu (same bytes, step_common.cuh) runs the step as one
+ * persistent kernel that streams the weights ahead.
  *
- * Measured on an H200 in docs/bench_gpu.md (sessions 14-17).
+ * Measured on an H200: the persistent kernel with grid barriers reaches 65 % of the floor on the
+ * bytes alone, 2.0 us a barrier; a PDL boundary whose kernel reads nothing the last one wrote
+ * costs 0.6 us. The persistent form is not in the engine (docs/gpu.md, "Tried and dropped").
  *
- * Built with the rest (build/bench/step_shape) wherever nvcc exists, or by hand on the GPU machine:
- * nvcc -O3 -arch=sm_90 -o step_shape bench/step_shape.cu && ./step_shape
+ * Built with -DDEV_CUDA=ON (dev/cuda/CMakeLists.txt), or by hand:
+ * nvcc -O3 -arch=sm_90 -o step_shape dev/cuda/step_shape.cu && ./step_shape
  * Prints ms per step for each way, the per-boundary cost, and the share of copy bandwidth. */
 #include <cooperative_groups.h>
 
@@ -103,7 +105,8 @@ __global__ void __launch_bounds__(THREADS) small_kernel(float *x) {
  * leave the loop, so the row's time without them is what they cost. XF (with the fold): x is
  * loaded for every chunk as the arithmetic would, and only added in: the x loads without the
  * products.
- * XB: x in bf16 (16 bytes of x for 16 of weights instead of 32), the lever session 16 named.
+ * XB: x in bf16 (16 bytes of x for 16 of weights instead of 32): half the x loads, which are
+ * what a product loses against a copy.
  * TICKET: the block stores its rows, and the last block of the launch to finish (a fence and
  * a counter, as a kernel that folds its successor into its epilogue must) runs the small op
  * that follows - one kernel boundary fewer. */
@@ -331,8 +334,8 @@ static int split_k(int rows, int sms) {
 }
 
 /* The whole step in one kernel of NT-thread blocks. barriers: 0 = stream only. At most 64
- * registers (4 blocks of 256 threads, or one of 1024, a multiprocessor), as the measurements in
- * docs/bench_gpu.md had. */
+ * registers (4 blocks of 256 threads, or one of 1024, a multiprocessor), the bound its figures
+ * in docs/gpu.md were measured with. */
 template <int NT>
 __global__ void __launch_bounds__(NT, 1024 / NT)
     persistent_kernel(const uint4 *w, const phase *ph, int n_ph, float *x, float *sink,

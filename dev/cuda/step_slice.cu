@@ -1,38 +1,39 @@
-/* step_slice.cu: E4B's decode step (bench/step_common.cuh: the same bytes and small ops as
+/* step_slice.cu: E4B's decode step (step_common.cuh: the same bytes and small ops as
  * step_shape.cu and step_mega.cu) as a chain of PDL launches in which every stream is a product
- * in the layout of kernels/mlp.cu - what session 26 left to measure before converting every
- * product of the engine to it.
+ * in the layout of kernels/mlp.cu - whether every product of the engine would gain from that
+ * layout.
  *
- * Session 26 found that kernels/mlp.cu's layout - one block a multiprocessor owning a run of
- * rows, x in registers (8 columns a thread), the rows streamed through a shared-memory ring by
- * the copy engine - streams E4B's MLP at 99.8 % of copy bandwidth in a chain of its own kernels
- * (bench/mlp_slice.cu), because a launch's ring (100 KB) fits beside the running one's and fills
- * under it (programmatic dependent launch). In the engine it gained only 1 %: the products before
- * it hold the multiprocessors, so its ring starts late. If every product had the layout, every
- * ring could fill under its predecessor. This measures that chain:
+ * kernels/mlp.cu's layout - one block a multiprocessor owning a run of rows, x in registers
+ * (8 columns a thread), the rows streamed through a shared-memory ring by the copy engine -
+ * streams E4B's MLP at 99.8 % of copy bandwidth in a chain of its own kernels (mlp_slice.cu),
+ * because a launch's ring (100 KB) fits beside the running one's and fills under it
+ * (programmatic dependent launch). In the engine it gains only 1 %: the products before it hold
+ * the multiprocessors, so its ring starts late. If every product had the layout, every ring
+ * could fill under its predecessor. This measures that chain:
  *
  *   - slice: every stream one slice_kernel launch (rows of 2560 bf16, batches of 16 rows a block
  *     reduction), every small op one one-block kernel that reads the product's first 2560
  *     outputs and writes x (a norm's latency chain), all PDL;
  *   - the same without the small ops (the streams' own overlap);
  *   - rings of 20 and 9 rows (100 and 45 KB: two or four launches' rings fit a multiprocessor);
- *   - (session 28) the producer keeps at most D rows in flight (asked for, not landed), the ring
+ *   - the producer keeps at most D rows in flight (asked for, not landed), the ring
  *     still 20 rows: a ring of 100 KB a multiprocessor, two launches' worth, is 13-26 MB asked
  *     of memory at once, 3-6 us of the copy bandwidth. If the memory system serves requests
  *     roughly in order, every request on a dependency's path (the reduction's stores, the small
  *     op's reads of y, the next launch's reads of x) queues behind that much, and a boundary
  *     costs that long (Little's law). About 3 MB in flight (0.7 us of latency times the
- *     bandwidth) should keep memory busy; more only adds queueing. Measured (s28 calls 2-3):
+ *     bandwidth) should keep memory busy; more only adds queueing. Measured on an H200:
  *     8-10 rows best, 2.46 against 2.55 ms with the small ops; 4 and fewer starve memory.
- *     Session 27's rows asking L2 for the next 8 / 24 MB at each stream's end lost 3-19 %
- *     (docs/gpu_logs/s28/call1) and are gone.
+ *     Asking L2 for the next 8 / 24 MB at each stream's end costs 3-19 %, so the program has no
+ *     such prefetch (docs/gpu.md, "Tried and dropped").
  *
- * Compare with step_shape's "chain" rows (the engine's layout) from the same device call. The
- * sums are real (x in registers against the weights) but the values are not checked: this is
- * the timing of the layout, not a kernel of the engine.
+ * The layout as a whole: 76.5 % of copy against 76.6 % for the rows layout (streams only), no
+ * gain (docs/gpu.md, "Tried and dropped"). Compare with step_shape's "chain" rows (the engine's
+ * layout) run on the same machine. The sums are real (x in registers against the weights) but
+ * the values are not checked: this is the timing of the layout, not a kernel of the engine.
  *
  * sm_90 and later (cp.async.bulk); elsewhere it says so and exits.
- * nvcc -O3 -arch=sm_90 -std=c++17 -o step_slice bench/step_slice.cu && ./step_slice */
+ * nvcc -O3 -arch=sm_90 -std=c++17 -o step_slice dev/cuda/step_slice.cu && ./step_slice */
 #include "../../kernels/bulk.cuh"
 #include "../../kernels/warp_sum_t.cuh"
 #include "step_common.cuh"
