@@ -3,7 +3,8 @@
 # Idempotent: on a machine that has them all it does nothing and prints one line.
 set -euo pipefail
 
-packages=(build-essential cmake git pkg-config libyaml-dev libcjson-dev libgsl-dev gnuplot-nox nodejs npm python3 python3-numpy)
+packages=(build-essential cmake git pkg-config libyaml-dev libcjson-dev libgsl-dev gnuplot-nox nodejs npm python3 python3-numpy
+          clang libomp-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -7,10 +7,12 @@
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "input.h"
 #include "util.h"
 
 void time_iso_utc(char *buf, size_t n) {
@@ -101,12 +103,14 @@ int file_write_atomic(const char *path, const char *text, char *err, size_t errl
     return 1;
 }
 
-int journal_load(const char *path, int repair, cJSON ***records, int *n_records, char *err,
-                 size_t errlen) {
+/* journal_load, with the line number of each record in *lines (when lines is not NULL). */
+static int journal_load_lines(const char *path, int repair, cJSON ***records, int *n_records,
+                              int **lines, char *err, size_t errlen) {
     *records = NULL;
     *n_records = 0;
+    if (lines) *lines = NULL;
     size_t len;
-    char *text = file_read_all(path, &len, err, errlen);
+    char *text = input_read(path, INPUT_MAX_JOURNAL, &len, err, errlen);
     if (!text) return 0;
     if (strlen(text) != len) {
         snprintf(err, errlen, "%s: contains NUL bytes: not a trials journal", path);
@@ -138,6 +142,10 @@ int journal_load(const char *path, int repair, cJSON ***records, int *n_records,
             if (!last) {
                 snprintf(err, errlen, "%s:%d: not a JSON object: the journal is damaged", path,
                          line);
+                if (lines) {
+                    free(*lines);
+                    *lines = NULL;
+                }
                 for (int i = 0; i < n; i++)
                     cJSON_Delete(recs[i]);
                 free(recs);
@@ -150,6 +158,10 @@ int journal_load(const char *path, int repair, cJSON ***records, int *n_records,
                     util_progname, path, line, l, repair ? " and cutting it away" : "");
             if (repair && truncate(path, (off_t)good_end) != 0) {
                 snprintf(err, errlen, "cannot truncate %s: %s", path, strerror(errno));
+                if (lines) {
+                    free(*lines);
+                    *lines = NULL;
+                }
                 for (int i = 0; i < n; i++)
                     cJSON_Delete(recs[i]);
                 free(recs);
@@ -158,7 +170,12 @@ int journal_load(const char *path, int repair, cJSON ***records, int *n_records,
             }
             break;
         }
-        if (n == cap) recs = xrealloc(recs, (size_t)(cap *= 2) * sizeof *recs);
+        if (n == cap) {
+            recs = xrealloc(recs, (size_t)(cap *= 2) * sizeof *recs);
+            if (lines) *lines = xrealloc(*lines, (size_t)cap * sizeof **lines);
+        }
+        if (lines && !*lines) *lines = xmalloc((size_t)cap * sizeof **lines);
+        if (lines) (*lines)[n] = line;
         recs[n++] = j;
         good_end = (size_t)(nl + 1 - text);
         p = nl + 1;
@@ -166,6 +183,46 @@ int journal_load(const char *path, int repair, cJSON ***records, int *n_records,
     free(text);
     *records = recs;
     *n_records = n;
+    return 1;
+}
+
+int journal_load(const char *path, int repair, cJSON ***records, int *n_records, char *err,
+                 size_t errlen) {
+    return journal_load_lines(path, repair, records, n_records, NULL, err, errlen);
+}
+
+typedef struct {
+    double id;
+    int line;
+} id_line;
+
+static int id_line_cmp(const void *a, const void *b) {
+    const id_line *x = a, *y = b;
+    if (x->id != y->id) return x->id < y->id ? -1 : 1;
+    return x->line - y->line;
+}
+
+/* A trial id twice in the journal: an error naming both lines. Returns 1 when all differ. */
+static int journal_ids_unique(const char *path, cJSON **recs, const int *lines, int n, char *err,
+                              size_t errlen) {
+    id_line *v = xmalloc(((size_t)n + 1) * sizeof *v);
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(recs[i], "id");
+        if (cJSON_IsNumber(id)) v[k++] = (id_line){id->valuedouble, lines[i]};
+    }
+    qsort(v, (size_t)k, sizeof *v, id_line_cmp);
+    for (int i = 1; i < k; i++)
+        if (v[i].id == v[i - 1].id) {
+            snprintf(err, errlen,
+                     "%s:%d: trial id %.0f appears again (first at line %d): two sweeps wrote "
+                     "this study at once, or the file was edited; the study cannot be resumed "
+                     "until one of the two lines is removed",
+                     path, v[i].line, v[i].id, v[i - 1].line);
+            free(v);
+            return 0;
+        }
+    free(v);
     return 1;
 }
 
@@ -242,7 +299,8 @@ journal_status journal_open(const char *dir, const space *sp, journal **out, cha
             return JOURNAL_ERROR;
         }
     } else {
-        char *stored = file_read_all(hash_path, NULL, err, errlen);
+        size_t stored_len;
+        char *stored = input_read(hash_path, INPUT_MAX_SMALL, &stored_len, err, errlen);
         if (!stored) {
             free(hash_path);
             free(trials_path);
@@ -250,8 +308,11 @@ journal_status journal_open(const char *dir, const space *sp, journal **out, cha
         }
         char want[32];
         snprintf(want, sizeof want, "%016" PRIx64, sp->hash);
-        stored[strcspn(stored, " \t\r\n")] = '\0';
-        if (strlen(stored) != 16 || strspn(stored, "0123456789abcdef") != 16) {
+        /* Exactly 16 hex digits and an optional newline: no NUL byte, nothing else. */
+        int well_formed = stored_len >= 16 && strspn(stored, "0123456789abcdef") == 16 &&
+                          (stored_len == 16 || (stored_len == 17 && stored[16] == '\n'));
+        stored[16 < stored_len ? 16 : stored_len] = '\0';
+        if (!well_formed) {
             snprintf(err, errlen,
                      "%s: not a space hash (16 hex digits): the study folder is damaged",
                      hash_path);
@@ -280,7 +341,13 @@ journal_status journal_open(const char *dir, const space *sp, journal **out, cha
     }
     free(hash_path);
 
-    int fd = open(trials_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int fd = open(trials_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644), read_only = 0;
+    if (fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM)) {
+        /* A folder that cannot be written: enough to see that nothing is left to do. */
+        fd = open(trials_path, O_RDONLY | O_CLOEXEC);
+        read_only = fd >= 0;
+        if (fd < 0) errno = EACCES;
+    }
     if (fd < 0) {
         snprintf(err, errlen, "cannot open %s for appending: %s", trials_path, strerror(errno));
         free(trials_path);
@@ -290,16 +357,27 @@ journal_status journal_open(const char *dir, const space *sp, journal **out, cha
     j->dir = xstrdup(dir);
     j->trials_path = trials_path;
     j->fd = fd;
-    if (!journal_load(trials_path, 1, &j->records, &j->n_records, err, errlen)) {
+    j->read_only = read_only;
+    int *lines = NULL;
+    if (!journal_load_lines(trials_path, !read_only, &j->records, &j->n_records, &lines, err,
+                            errlen) ||
+        !journal_ids_unique(trials_path, j->records, lines, j->n_records, err, errlen)) {
+        free(lines);
         journal_close(j);
         return JOURNAL_ERROR;
     }
-    dir_sync_of(trials_path);
+    free(lines);
+    if (!read_only) dir_sync_of(trials_path);
     *out = j;
     return JOURNAL_OK;
 }
 
 int journal_append(journal *j, const cJSON *record, char *err, size_t errlen) {
+    if (j->read_only) {
+        snprintf(err, errlen, "cannot append a trial to %s: the study folder cannot be written",
+                 j->trials_path);
+        return 0;
+    }
     char *text = cJSON_PrintUnformatted(record);
     char *line = xasprintf("%s\n", text);
     free(text);
@@ -333,6 +411,68 @@ void journal_close(journal *j) {
     free(j->dir);
     free(j->trials_path);
     free(j);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the lock */
+
+int study_lock(const char *dir, const char *study, int *fd_out, char *err, size_t errlen) {
+    char *path = xasprintf("%s/lock", dir);
+    int writable = 1;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM)) {
+        writable = 0;
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT) { /* read-only, never locked: nobody writes here */
+            free(path);
+            *fd_out = -1;
+            return 1;
+        }
+    }
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open the lock file %s: %s", path, strerror(errno));
+        free(path);
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        if (e != EWOULDBLOCK) {
+            snprintf(err, errlen, "cannot lock %s: %s", path, strerror(e));
+            close(fd);
+            free(path);
+            return -1;
+        }
+        /* The holder writes its pid right after it locks: give it a moment. */
+        char buf[32] = "";
+        for (int tries = 0; tries < 40; tries++) {
+            ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+            buf[n > 0 ? n : 0] = '\0';
+            buf[strcspn(buf, "\n")] = '\0';
+            if (buf[0]) break;
+            usleep(25000);
+        }
+        snprintf(err, errlen,
+                 "study '%s' is in use by another sweep (pid %s, lock %s); wait for it to end, "
+                 "or stop it",
+                 study, buf[0] ? buf : "unknown", path);
+        close(fd);
+        free(path);
+        return 0;
+    }
+    if (writable) {
+        char pid[32];
+        int n = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+        if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
+            /* the lock holds; only its pid is missing from messages */
+        }
+    }
+    free(path);
+    *fd_out = fd;
+    return 1;
+}
+
+void study_unlock(int fd) {
+    if (fd >= 0) close(fd);
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -6,6 +6,8 @@
  *                             constraints, parameter names, repeats, space file path)
  *   out/<study>/trials.jsonl  one JSON object per finished trial, in the order they ended
  *   out/<study>/logs/<id>.log the engine's stdout+stderr of trial <id>
+ *   out/<study>/lock          held (flock) by the sweep working on the study; holds its pid
+ *   out/<study>/running/<id>  the processes of trial <id> while it runs (runner.h)
  *
  * Every trial line is written with a single write() and fsync'd before the next trial
  * starts, so a crash can at worst leave the last line torn; loading detects a torn last
@@ -26,6 +28,7 @@ typedef struct {
     int fd;            /* trials.jsonl opened for appending */
     cJSON **records;   /* [n_records] the trial lines, in file order (owned) */
     int n_records;
+    int read_only; /* the folder cannot be written: fine as long as nothing is appended */
 } journal;
 
 typedef enum {
@@ -35,7 +38,9 @@ typedef enum {
 } journal_status;
 
 /* Open the study folder `dir` for the space sp, creating it (and its parents) when it does
- * not exist, and load its trials. On JOURNAL_CHANGED, err names both hashes. */
+ * not exist, and load its trials. On JOURNAL_CHANGED, err names both hashes. A journal that
+ * holds a trial id twice is an error naming both lines. A study folder that cannot be
+ * written is opened read-only (j->read_only): loading works, appending fails. */
 journal_status journal_open(const char *dir, const space *sp, journal **out, char *err,
                             size_t errlen);
 void journal_close(journal *j);
@@ -50,6 +55,14 @@ int journal_append(journal *j, const cJSON *record, char *err, size_t errlen);
  * error naming file and line. Returns 1 on success. */
 int journal_load(const char *path, int repair, cJSON ***records, int *n_records, char *err,
                  size_t errlen);
+
+/* Lock the study folder dir (its file "lock", flock'd) for one sweep at a time; the lock
+ * goes with the process (a crash releases it). Returns 1 with *fd set when locked; 0 when
+ * another process holds it (err names the study and that process's pid); -1 on an error.
+ * In a folder that cannot be written the lock file is opened read-only (and when it does
+ * not exist there, nothing is locked: *fd is -1 and 1 is returned). */
+int study_lock(const char *dir, const char *study, int *fd, char *err, size_t errlen);
+void study_unlock(int fd);
 
 /* Write a file atomically: path.tmp, fsync, rename, fsync of the folder. Returns 1 on
  * success; on failure err names the file and the temporary is removed. */

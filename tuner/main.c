@@ -3,6 +3,7 @@
  * Only argument parsing lives here; each command is a function of its own file
  * (sweep_main, show_main, manifest_print_env).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "report.h"
 #include "runner.h"
 #include "show.h"
+#include "space.h"
 #include "sweep.h"
 #include "util.h"
 
@@ -30,6 +32,7 @@ static const char *usage_main =
 static const char *usage_sweep =
     "usage: tuner sweep SPACE [--study NAME] [--out DIR] [--new] [--dry-run] [--grace SECONDS]\n"
     "                   [--workers N] [--gpus LIST] [--warm-start STUDY_OR_MANIFEST]\n"
+    "                   [--log-limit SIZE]\n"
     "\n"
     "Runs the engine of the search space SPACE once per trial, as the space file says, and\n"
     "journals every trial in DIR/NAME/trials.jsonl. Running the same command again resumes\n"
@@ -40,7 +43,9 @@ static const char *usage_sweep =
     "DIR/NAME/manifest.json with its measured and verified figures, and printed on stdout;\n"
     "progress goes to stderr.\n"
     "\n"
-    "  --study NAME   study name (default: the space's `study`, else the file's name)\n"
+    "  --study NAME   study name (default: the space's `study`, else the file's name):\n"
+    "                 letters, digits, '.', '_', '-', not starting with '-' or '.', at most\n"
+    "                 100 characters\n"
     "  --out DIR      folder of the studies (default: out)\n"
     "  --new          start a new study even if NAME exists (as NAME-2, NAME-3, ...);\n"
     "                 needed when the space file changed since the study began\n"
@@ -53,6 +58,13 @@ static const char *usage_sweep =
     "  --warm-start S start from an earlier study folder or manifest.json S (e.g. from\n"
     "                 another GPU): its winner and its lattice neighbours, then its other\n"
     "                 feasible points, are measured first (only when a study begins)\n"
+    "  --log-limit S  bytes each trial's log keeps (default 8M; K, M, G suffixes): past it\n"
+    "                 the log keeps its first and last halves and a line saying how many\n"
+    "                 bytes were cut between them\n"
+    "\n"
+    "A study is worked on by one sweep at a time: a second sweep of the same study is\n"
+    "refused, naming the pid of the first. Processes that a killed sweep left running are\n"
+    "stopped when the study is resumed.\n"
     "\n"
     "exit status: 0 with a manifest; 1 on an error (bad space, I/O, failed baseline);\n"
     "2 on a bad command line; 3 when no point was feasible, or none stayed feasible on\n"
@@ -70,16 +82,20 @@ static const char *usage_env =
     "usage: tuner env MANIFEST\n"
     "\n"
     "Prints the \"env\" of a manifest as `export K='V'` lines, quoted for the shell:\n"
-    "  eval \"$(tuner env out/demo/manifest.json)\"\n";
+    "  eval \"$(tuner env out/demo/manifest.json)\"\n"
+    "A name the dynamic loader or shells act on (PATH, LD_*, BASH_ENV, IFS, ...) is\n"
+    "exported only when the manifest's \"allow_env\" lists it (from the space's allow_env);\n"
+    "TUNER_RESULT, TUNER_TRIAL and TUNER_PROMPT_SET never are.\n";
 
 static const char *usage_report =
-    "usage: tuner report STUDY [--out DIR]\n"
+    "usage: tuner report STUDY [--out DIR] [--stdout]\n"
     "\n"
     "Writes STUDY/report/: report.md (the chosen point, measured against verified\n"
     "figures, the feasible Pareto front, every point, failures and their reasons, how much\n"
     "each knob mattered) and plot.png (drawn by gnuplot from plot.gp and its data files).\n"
     "STUDY is a study name under DIR (default: out) or a study folder. Prints the path of\n"
-    "report.md.\n";
+    "report.md. With --stdout, prints report.md itself and writes nothing (no plot): it\n"
+    "works on a study folder that cannot be written.\n";
 
 static int is_help(const char *a) {
     return !strcmp(a, "--help") || !strcmp(a, "-h");
@@ -122,6 +138,25 @@ static void gpu_list_free(char **ids) {
     free(ids);
 }
 
+/* "8M", "512K", "1G" or a number of bytes; -1 when malformed. */
+static long long size_parse(const char *v) {
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (end == v || errno || x < 0) return -1;
+    double unit = 1;
+    if (*end == 'K' || *end == 'k')
+        unit = 1024, end++;
+    else if (*end == 'M' || *end == 'm')
+        unit = 1024.0 * 1024, end++;
+    else if (*end == 'G' || *end == 'g')
+        unit = 1024.0 * 1024 * 1024, end++;
+    if (*end == 'B' || *end == 'i') end++; /* "MB", "MiB" */
+    if (*end == 'B') end++;
+    if (*end || x * unit > 1e15) return -1;
+    return (long long)(x * unit);
+}
+
 static int cmd_sweep(int argc, char **argv) {
     sweep_options o = {.out_dir = "out", .grace_s = 5.0};
     char **gpus = NULL;
@@ -140,7 +175,8 @@ static int cmd_sweep(int argc, char **argv) {
         } else if (!strcmp(a, "--dry-run")) {
             o.dry_run = 1;
         } else if (!strcmp(a, "--study") || !strcmp(a, "--out") || !strcmp(a, "--grace") ||
-                   !strcmp(a, "--workers") || !strcmp(a, "--gpus") || !strcmp(a, "--warm-start")) {
+                   !strcmp(a, "--workers") || !strcmp(a, "--gpus") || !strcmp(a, "--warm-start") ||
+                   !strcmp(a, "--log-limit")) {
             if (!has_value) return usage_error(usage_sweep, "%s needs a value", a);
             const char *v = argv[++i];
             if (!strcmp(a, "--workers")) {
@@ -153,12 +189,18 @@ static int cmd_sweep(int argc, char **argv) {
                 gpus_text = v; /* parsed after the loop */
             } else if (!strcmp(a, "--warm-start")) {
                 o.warm_start = v;
-            } else if (!strcmp(a, "--study")) {
-                if (!v[0] || strchr(v, '/') || !strcmp(v, ".") || !strcmp(v, ".."))
+            } else if (!strcmp(a, "--log-limit")) {
+                o.log_limit = size_parse(v);
+                if (o.log_limit < 1024)
                     return usage_error(usage_sweep,
-                                       "--study '%s': a study name is a plain "
-                                       "folder name",
-                                       v);
+                                       "--log-limit '%s': a size of at least 1K, such as 8M", v);
+            } else if (!strcmp(a, "--study")) {
+                const char *why = space_study_name_problem(v);
+                if (why) {
+                    fprintf(stderr, "%s: --study '%s': %s\n\n%s", util_progname, v, why,
+                            usage_sweep);
+                    return EXIT_USAGE;
+                }
                 o.study = v;
             } else if (!strcmp(a, "--out")) {
                 o.out_dir = v;
@@ -199,16 +241,19 @@ static int cmd_sweep(int argc, char **argv) {
     return rc;
 }
 
-/* The arguments of show and report: STUDY [--out DIR]. Returns -1 when they are fine (*study and
- * *out set), else the exit status for the command (help printed, or a usage error). */
+/* The arguments of show and report: STUDY [--out DIR] (and --stdout where to_stdout is not
+ * NULL). Returns -1 when they are fine (*study and *out set), else the exit status for the
+ * command (help printed, or a usage error). */
 static int study_args(int argc, char **argv, const char *usage, const char **study,
-                      const char **out) {
+                      const char **out, int *to_stdout) {
     *study = NULL;
     *out = "out";
     for (int i = 0; i < argc; i++) {
         if (is_help(argv[i])) {
             fputs(usage, stdout);
             return EXIT_OK;
+        } else if (to_stdout && !strcmp(argv[i], "--stdout")) {
+            *to_stdout = 1;
         } else if (!strcmp(argv[i], "--out")) {
             if (i + 1 >= argc) return usage_error(usage, "%s needs a value", argv[i]);
             *out = argv[++i];
@@ -226,7 +271,7 @@ static int study_args(int argc, char **argv, const char *usage, const char **stu
 
 static int cmd_show(int argc, char **argv) {
     const char *study, *out;
-    int rc = study_args(argc, argv, usage_show, &study, &out);
+    int rc = study_args(argc, argv, usage_show, &study, &out, NULL);
     return rc >= 0 ? rc : show_main(study, out, stdout);
 }
 
@@ -255,8 +300,9 @@ static int cmd_env(int argc, char **argv) {
 
 static int cmd_report(int argc, char **argv) {
     const char *study, *out;
-    int rc = study_args(argc, argv, usage_report, &study, &out);
-    return rc >= 0 ? rc : report_main(study, out, stdout);
+    int to_stdout = 0;
+    int rc = study_args(argc, argv, usage_report, &study, &out, &to_stdout);
+    return rc >= 0 ? rc : report_main(study, out, stdout, to_stdout);
 }
 
 int main(int argc, char **argv) {

@@ -10,6 +10,7 @@
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 
+#include "input.h"
 #include "journal.h"
 #include "runner.h"
 #include "util.h"
@@ -95,6 +96,11 @@ cJSON *manifest_build(const space *sp, const trial_table *t, int best,
         cJSON_AddStringToObject(env, sp->params[i].name, buf);
     }
     cJSON_AddItemToObject(m, "point", point);
+    if (sp->n_allow_env > 0) {
+        cJSON *allow = cJSON_AddArrayToObject(m, "allow_env");
+        for (int i = 0; i < sp->n_allow_env; i++)
+            cJSON_AddItemToArray(allow, cJSON_CreateString(sp->allow_env[i]));
+    }
 
     cJSON *obj = cJSON_AddObjectToObject(m, "objective");
     cJSON_AddStringToObject(obj, "metric", sp->objective);
@@ -232,6 +238,31 @@ int manifest_write(const cJSON *manifest, const char *study_dir, char *err, size
     return ok;
 }
 
+/* m without the fields that change at every write. Caller frees. */
+static cJSON *manifest_stable(const cJSON *m) {
+    cJSON *c = cJSON_Duplicate(m, 1);
+    cJSON_DeleteItemFromObjectCaseSensitive(c, "created");
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "budget"),
+                                            "wall_time_used_s");
+    return c;
+}
+
+cJSON *manifest_unchanged(const cJSON *m, const char *study_dir) {
+    char *path = xasprintf("%s/manifest.json", study_dir), err[512];
+    char *text = input_read(path, INPUT_MAX_DOCUMENT, NULL, err, sizeof err);
+    free(path);
+    cJSON *old = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    if (!old) return NULL;
+    cJSON *a = manifest_stable(m), *b = manifest_stable(old);
+    int same = cJSON_Compare(a, b, 1);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    if (same) return old;
+    cJSON_Delete(old);
+    return NULL;
+}
+
 static int shell_name_ok(const char *k) {
     if (!(*k == '_' || (*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z'))) return 0;
     for (const char *q = k + 1; *q; q++)
@@ -242,7 +273,7 @@ static int shell_name_ok(const char *k) {
 }
 
 int manifest_print_env(const char *path, FILE *out, char *err, size_t errlen) {
-    char *text = file_read_all(path, NULL, err, errlen);
+    char *text = input_read(path, INPUT_MAX_DOCUMENT, NULL, err, errlen);
     if (!text) return 0;
     cJSON *m = cJSON_Parse(text);
     free(text);
@@ -253,8 +284,26 @@ int manifest_print_env(const char *path, FILE *out, char *err, size_t errlen) {
         cJSON_Delete(m);
         return 0;
     }
-    const cJSON *item;
+    const cJSON *allow = cJSON_GetObjectItemCaseSensitive(m, "allow_env"), *item;
     cJSON_ArrayForEach(item, env) {
+        int allowed = 0;
+        const cJSON *a;
+        cJSON_ArrayForEach(a, allow) allowed |=
+            cJSON_IsString(a) && !strcmp(a->valuestring, item->string);
+        if (space_env_reserved(item->string)) {
+            snprintf(err, errlen, "%s: env key '%s' is set by the tuner for each run; not exported",
+                     path, item->string);
+            cJSON_Delete(m);
+            return 0;
+        }
+        if (space_env_risky(item->string) && !allowed) {
+            snprintf(err, errlen,
+                     "%s: env key '%s' is acted on by the dynamic loader or shells and the "
+                     "manifest's allow_env does not list it; not exported",
+                     path, item->string);
+            cJSON_Delete(m);
+            return 0;
+        }
         if (!shell_name_ok(item->string)) {
             snprintf(err, errlen, "%s: env key '%s' is not a valid shell variable name", path,
                      item->string);

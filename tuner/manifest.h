@@ -10,7 +10,8 @@
  * why the dropped ones were dropped), "warnings" (a gap over the tolerance, dropped
  * candidates), the objective, the constraints with their resolved bounds, the budget and
  * how much of it was used, the engine command and working directory, the device the engine
- * reported, the study and the time. It is written atomically (tmp, fsync, rename).
+ * reported, the study and the time, and "allow_env" when the space has it (the risky names
+ * `tuner env` may export). It is written atomically (tmp, fsync, rename).
  */
 #ifndef MANIFEST_H
 #define MANIFEST_H
@@ -45,6 +46,10 @@ cJSON *manifest_build(const space *sp, const trial_table *t, int best,
 
 /* Write it to study_dir/manifest.json atomically. Returns 1, or 0 with err naming the file. */
 int manifest_write(const cJSON *manifest, const char *study_dir, char *err, size_t errlen);
+
+/* The manifest already in study_dir when it says what m says (its creation time and the
+ * study's wall time aside), else NULL. Caller frees. */
+cJSON *manifest_unchanged(const cJSON *m, const char *study_dir);
 
 /* Print `export K='V'` lines for the "env" of the manifest file at path. Returns 1, or 0
  * with err naming the file (and key) when it is not a manifest a shell can use. */

@@ -29,6 +29,7 @@
 
 #include <gsl/gsl_statistics_double.h>
 
+#include "input.h"
 #include "journal.h"
 #include "show.h"
 #include "util.h"
@@ -567,7 +568,7 @@ static void md_write(FILE *f, const report_data *d) {
 static const char *study_strategy(const char *dir, char *buf, size_t n) {
     char err[ERR_LEN];
     char *path = xasprintf("%s/space.json", dir);
-    char *text = file_read_all(path, NULL, err, sizeof err);
+    char *text = input_read(path, INPUT_MAX_DOCUMENT, NULL, err, sizeof err);
     cJSON *j = text ? cJSON_Parse(text) : NULL;
     const cJSON *name = jget(j, "strategy", "name");
     snprintf(buf, n, "%s", cJSON_IsString(name) ? name->valuestring : "?");
@@ -593,7 +594,7 @@ static int chosen_point(const trial_table *t, const space *sp, const cJSON *m) {
     return -1;
 }
 
-int report_main(const char *study, const char *out_dir, FILE *out) {
+int report_main(const char *study, const char *out_dir, FILE *out, int to_stdout) {
     char err[ERR_LEN] = "";
     char *dir = study_dir_find(study, out_dir);
     const char *name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
@@ -628,7 +629,7 @@ int report_main(const char *study, const char *out_dir, FILE *out) {
             goto fail;
     }
     if (access(manifest_path, F_OK) == 0) {
-        char *text = file_read_all(manifest_path, NULL, err, sizeof err);
+        char *text = input_read(manifest_path, INPUT_MAX_DOCUMENT, NULL, err, sizeof err);
         if (!text) goto fail;
         manifest = cJSON_Parse(text);
         free(text);
@@ -671,11 +672,16 @@ int report_main(const char *study, const char *out_dir, FILE *out) {
     d.n_pareto = pareto_front(&d, front);
     d.pareto = front;
 
-    if (!dir_make(report_dir, err, sizeof err)) goto fail;
     FILE *f = open_memstream(&md, &md_len);
     CHECK(f);
     md_write(f, &d);
     fclose(f);
+    if (to_stdout) {
+        fputs(md, out);
+        rc_exit = fflush(out) == 0 ? 0 : 1;
+        goto done;
+    }
+    if (!dir_make(report_dir, err, sizeof err)) goto fail;
     if (!file_write_atomic(md_path, md, err, sizeof err)) goto fail;
     if (!report_plot_write(&d, err, sizeof err)) {
         fprintf(stderr, "%s: %s (report.md is written: %s)\n", util_progname, err, md_path);

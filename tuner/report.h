@@ -50,8 +50,9 @@ typedef struct {
 
 /* `tuner report`: build the report of the study named `study` in out_dir (or at the path
  * `study` when it is a study folder). Progress and errors go to stderr; the report's path
- * is printed on `out`. Returns the exit status (0, or 1 with a message naming the file). */
-int report_main(const char *study, const char *out_dir, FILE *out);
+ * is printed on `out`; with to_stdout, report.md itself is printed there and nothing is
+ * written. Returns the exit status (0, or 1 with a message naming the file). */
+int report_main(const char *study, const char *out_dir, FILE *out, int to_stdout);
 
 /* x of point p of the tuning table: its median of the x constraint's metric (INFINITY when
  * reported infinite), or its 1-based number when the study has no constraint. */

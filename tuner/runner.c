@@ -5,22 +5,32 @@
  * the protocol's variables and execs the engine. The parent pumps the pipe into the log
  * (keeping a tail in memory to find the last JSON line), polls for the child's exit, the
  * timeout and the tuner's own interruption every few milliseconds, and in every case ends
- * by stopping the whole group and reaping it. As a child subreaper the tuner also adopts
- * and reaps grandchildren that outlive the engine, so no process of a trial survives it.
+ * by stopping every process of the run and reaping what is ours.
  *
  * The loop is cut into steps (runner_start / runner_step / runner_finish) so that the
  * sweep can keep several runs in flight with one poll over all their pipes; runner_run is
- * the one-run loop over those steps. With several engines running, adopted orphans are
- * reaped without ever taking the exit status of another run's engine (orphans_reap).
+ * the one-run loop over those steps.
+ *
+ * Every process of a run is followed, not only its process group: the tuner is a child
+ * subreaper, so a process that leaves the group and loses its parent (setsid, double fork)
+ * is re-parented to the tuner. A scan of /proc (track_scan, at most every SCAN_S) gives
+ * each such adopted process to its run, by the TUNER_TRIAL of its environment (to the only
+ * run in flight when the environment was cleared; else it is a stray, stopped once every
+ * run that may own it has ended), and follows descendants through their parents. Adopted
+ * zombies are reaped by pid, never with a wait on any child, so the exit status of another
+ * run's engine is never taken. Processes are named by (pid, start time) so that a reused
+ * pid is never signalled.
  */
 #include "runner.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
 #include <regex.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -28,6 +38,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "input.h"
+#include "proctree.h"
 #include "util.h"
 
 /* TAIL_MAX: bytes of stdout kept to find the result line; POLL_MS: the loop's tick;
@@ -91,29 +103,6 @@ static int group_alive(child_state *c) {
     return kill(-c->pid, 0) == 0;
 }
 
-/* Wait up to `seconds` for the group to disappear. Returns 1 when it is gone. */
-static int group_wait_gone(child_state *c, double seconds) {
-    double until = now_seconds() + seconds;
-    while (group_alive(c)) {
-        if (now_seconds() >= until) return 0;
-        usleep(5000);
-    }
-    return 1;
-}
-
-/* Stop the whole group: SIGTERM, then SIGKILL after the grace period; reap everything.
- * Returns the signal that finally ended it (SIGTERM or SIGKILL), 0 if it was already gone. */
-static int group_stop(child_state *c, double grace_s) {
-    if (!group_alive(c)) return 0;
-    kill(-c->pid, SIGTERM);
-    if (group_wait_gone(c, grace_s)) return SIGTERM;
-    kill(-c->pid, SIGKILL);
-    if (!group_wait_gone(c, 10.0))
-        fprintf(stderr, "%s: warning: process group %d survived SIGKILL for 10 s\n", util_progname,
-                (int)c->pid);
-    return SIGKILL;
-}
-
 /* ---------------------------------------------------------------------------------------- */
 /* the child */
 
@@ -171,9 +160,11 @@ char *runner_command_path(const space *sp) {
 }
 
 /* In the child, after fork: never returns. Errors go to the log (our stderr). */
-static void child_exec(const space *sp, const int *levels, const run_request *req,
+static void child_exec(const space *sp, const int *levels, const run_request *req, pid_t parent,
                        const char *workdir, char **argv, int out_fd, int err_fd) {
     setpgid(0, 0);
+    /* Die with the tuner; and if it died already (before the line above), go at once. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != parent) _exit(125);
     signal(SIGXFSZ, SIG_DFL);
     if (dup2(err_fd, STDERR_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0) _exit(126);
     int devnull = open("/dev/null", O_RDONLY);
@@ -266,8 +257,95 @@ static cJSON *metrics_from_regex(const space *sp, const char *text, char **reaso
     return m;
 }
 
+/* The dotted path of a key that appears twice in one object of j (recursively), or NULL.
+ * Caller frees. */
+static char *duplicate_key(const cJSON *j, const char *prefix) {
+    if (!cJSON_IsObject(j) && !cJSON_IsArray(j)) return NULL;
+    for (const cJSON *a = j->child; a; a = a->next) {
+        if (cJSON_IsObject(j) && a->string)
+            for (const cJSON *b = a->next; b; b = b->next)
+                if (b->string && !strcmp(a->string, b->string))
+                    return xasprintf("%s%s", prefix, a->string);
+        char *sub = cJSON_IsObject(j) && a->string ? xasprintf("%s%s.", prefix, a->string)
+                                                   : xstrdup(prefix);
+        char *d = duplicate_key(a, sub);
+        free(sub);
+        if (d) return d;
+    }
+    return NULL;
+}
+
+/* Does s start with a number JSON has no word for (NaN, Infinity, in any case, signed)? */
+static int non_json_number(const char *s, size_t n) {
+    static const char *const words[] = {"nan", "inf"};
+    size_t i = n > 0 && (s[0] == '-' || s[0] == '+') ? 1 : 0;
+    for (int w = 0; w < 2; w++)
+        if (n - i >= 3 && !strncasecmp(s + i, words[w], 3)) return 1;
+    return 0;
+}
+
+/* Does text end inside a string (2), or with an object or list still open (1)? 0: no. */
+static int json_unclosed(const char *text, size_t len) {
+    int depth = 0, in_string = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (in_string) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = 0;
+        } else if (c == '"') {
+            in_string = 1;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if ((c == '}' || c == ']') && --depth < 0) {
+            return 0;
+        }
+    }
+    return in_string ? 2 : depth > 0;
+}
+
+cJSON *runner_parse_result(const char *text, size_t len, char **why) {
+    *why = NULL;
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!j) {
+        /* cJSON points at the failing value, or at the last byte when the text ran out */
+        size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : len;
+        while (at < len &&
+               (text[at] == ' ' || text[at] == '\t' || text[at] == '\r' || text[at] == '\n'))
+            at++;
+        int shown = len - at < 20 ? (int)(len - at) : 20;
+        if (at < len && non_json_number(text + at, len - at))
+            *why = xasprintf("a number JSON cannot hold at byte %zu (\"%.*s\"): report a metric "
+                             "that cannot be measured as null with a \"reason\"",
+                             at + 1, shown > 12 ? 12 : shown, text + at);
+        else if (json_unclosed(text, len) == 2 || (json_unclosed(text, len) && at + 1 >= len))
+            *why = xasprintf("truncated JSON: the text ends (after %zu bytes) before the object "
+                             "is closed",
+                             len);
+        else
+            *why = xasprintf("not valid JSON: syntax error at byte %zu (near \"%.*s\")", at + 1,
+                             shown, text + at);
+        return NULL;
+    }
+    if (!cJSON_IsObject(j)) {
+        *why = xstrdup("JSON, but not an object {\"metric\": value, ...}");
+        cJSON_Delete(j);
+        return NULL;
+    }
+    char *dup = duplicate_key(j, "");
+    if (dup) {
+        *why = xasprintf("key '%s' appears twice in the result", dup);
+        free(dup);
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
+}
+
 /* Judge one metric; returns 0 ok, 1 infeasible, 2 failed (with *why set). */
-static int judge_metric(const cJSON *metrics, const char *name, char **why) {
+static int judge_metric(const space *sp, const cJSON *metrics, const char *name, char **why) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(metrics, name);
     if (!v) {
         *why = xasprintf("metric '%s' missing from the result", name);
@@ -288,19 +366,45 @@ static int judge_metric(const cJSON *metrics, const char *name, char **why) {
         free(txt);
         return 2;
     }
-    if (!isfinite(v->valuedouble)) {
+    double x = v->valuedouble;
+    if (!isfinite(x)) {
         *why = xasprintf("metric '%s' is not finite", name);
+        return 2;
+    }
+    metric_bound b;
+    space_metric_bounds(sp, name, &b);
+    int below = b.lo_open ? !(x > b.lo) : x<b.lo, above = x> b.hi;
+    if (below || above) {
+        *why = xasprintf("impossible figure: metric '%s' = %.9g is %s its bound %s %.9g (%s)", name,
+                         x, below ? "below" : "above",
+                         below ? (b.lo_open ? ">" : ">=") : "<=", below ? b.lo : b.hi,
+                         b.explicit_ ? "bounds in the space"
+                                     : "default for rates and perplexities; set bounds in the "
+                                       "space to change it");
         return 2;
     }
     return 0;
 }
 
 char *runner_judge(const space *sp, const cJSON *metrics, trial_status *status) {
+    char *dup = duplicate_key(metrics, "");
+    if (dup) {
+        *status = TRIAL_FAILED;
+        char *why = xasprintf("key '%s' appears twice in the result", dup);
+        free(dup);
+        return why;
+    }
     char *infeasible = NULL, *why = NULL;
-    int n = 1 + sp->n_constraints;
+    int n = 1 + sp->n_constraints + sp->n_bounds;
     for (int i = 0; i < n; i++) {
-        const char *name = i == 0 ? sp->objective : sp->constraints[i - 1].metric;
-        int v = judge_metric(metrics, name, &why);
+        const char *name = i == 0                   ? sp->objective
+                           : i <= sp->n_constraints ? sp->constraints[i - 1].metric
+                                                    : sp->bounds[i - 1 - sp->n_constraints].metric;
+        /* A metric with bounds that the study does not use: only a number is checked. */
+        if (i > sp->n_constraints &&
+            !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(metrics, name)))
+            continue;
+        int v = judge_metric(sp, metrics, name, &why);
         if (v == 2) {
             free(infeasible);
             *status = TRIAL_FAILED;
@@ -318,46 +422,74 @@ char *runner_judge(const space *sp, const cJSON *metrics, trial_status *status) 
 
 /* The last non-empty line of the log (for the reasons of crashed trials). Caller frees. */
 static char *log_last_line(const char *log_path) {
-    char err[256];
-    size_t len;
-    char *text = file_read_all(log_path, &len, err, sizeof err);
-    if (!text) return NULL;
-    char *end = text + len;
+    int fd = open(log_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    char text[4096];
+    off_t size = lseek(fd, 0, SEEK_END);
+    off_t from = size > (off_t)sizeof text - 1 ? size - (off_t)(sizeof text - 1) : 0;
+    ssize_t got = size > 0 ? pread(fd, text, (size_t)(size - from), from) : 0;
+    close(fd);
+    if (got <= 0) return NULL;
+    char *end = text + got;
     while (end > text && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
         end--;
     char *start = end;
     while (start > text && start[-1] != '\n')
         start--;
-    char *line =
-        end > start ? xasprintf("%.*s", (int)(end - start > 160 ? 160 : end - start), start) : NULL;
-    free(text);
-    return line;
+    return end > start ? xasprintf("%.*s", (int)(end - start > 160 ? 160 : end - start), start)
+                       : NULL;
 }
 
-/* Fill out->status/metrics/reason from a clean exit (status 0). */
+/* The last line of text that starts with '{' (after blanks): [*a, *b). 0 when none. */
+static int last_brace_line(const char *text, const char **a_out, const char **b_out) {
+    const char *end = text + strlen(text);
+    while (end > text) {
+        const char *start = end;
+        while (start > text && start[-1] != '\n')
+            start--;
+        const char *a = start, *b = end;
+        while (a < b && (*a == ' ' || *a == '\t' || *a == '\r'))
+            a++;
+        while (b > a && (b[-1] == ' ' || b[-1] == '\t' || b[-1] == '\r' || b[-1] == '\n'))
+            b--;
+        if (b > a && *a == '{') {
+            *a_out = a;
+            *b_out = b;
+            return 1;
+        }
+        end = start > text ? start - 1 : text;
+    }
+    return 0;
+}
+
+/* Fill out->status/metrics/reason from a clean exit (status 0). long_line: the length of
+ * the longest stdout line that started with '{', when it was longer than a result line may
+ * be (0 otherwise). */
 static void result_read(const space *sp, const run_request *req, const char *stdout_tail,
-                        run_result *out) {
+                        unsigned long long long_line, run_result *out) {
     char err[512];
     size_t len;
     char *reason = NULL;
     struct stat st;
-    if (stat(req->result_path, &st) == 0) {
-        char *text = file_read_all(req->result_path, &len, err, sizeof err);
-        cJSON *j = text ? cJSON_Parse(text) : NULL;
-        if (!j || !cJSON_IsObject(j)) {
+    if (lstat(req->result_path, &st) == 0) {
+        char *text = input_read(req->result_path, INPUT_MAX_RESULT, &len, err, sizeof err);
+        char *why = NULL;
+        cJSON *j = text ? runner_parse_result(text, len, &why) : NULL;
+        free(text);
+        if (!j) {
             out->status = TRIAL_FAILED;
-            out->reason = xasprintf("garbage result: $TUNER_RESULT file %s is not a JSON object",
-                                    req->result_path);
-            cJSON_Delete(j);
-            free(text);
+            out->reason =
+                why ? xasprintf("garbage result: $TUNER_RESULT file %s: %s", req->result_path, why)
+                    : xasprintf("garbage result: $TUNER_RESULT file %s", err);
+            free(why);
             return;
         }
-        free(text);
         out->metrics = j;
     } else if ((out->metrics = runner_last_json_line(stdout_tail)) != NULL) {
-        /* found on stdout */
+        /* found on stdout: judged below (a key twice included) */
     } else if (sp->n_regex > 0) {
-        char *text = file_read_all(req->log_path, &len, err, sizeof err);
+        long long cap = req->log_limit > 0 ? req->log_limit : RUNNER_LOG_LIMIT_DEFAULT;
+        char *text = input_read(req->log_path, (size_t)cap + 4096, &len, err, sizeof err);
         if (!text) {
             out->status = TRIAL_FAILED;
             out->reason = xstrdup(err);
@@ -371,38 +503,129 @@ static void result_read(const space *sp, const run_request *req, const char *std
             return;
         }
     } else {
+        const char *a, *b;
+        char *why = NULL;
         out->status = TRIAL_FAILED;
-        out->reason = xstrdup("no result: no $TUNER_RESULT file and no line of stdout is a JSON "
-                              "object");
+        if (long_line) {
+            out->reason = xasprintf("bad result: a line of stdout that starts with '{' is %llu "
+                                    "bytes, over the %d bytes a result line may have (write a "
+                                    "large result to the $TUNER_RESULT file)",
+                                    long_line, RUNNER_RESULT_LINE_MAX);
+        } else if (last_brace_line(stdout_tail, &a, &b)) {
+            cJSON_Delete(runner_parse_result(a, (size_t)(b - a), &why));
+            out->reason = xasprintf("bad result: the last line of stdout that starts with '{' "
+                                    "is %s",
+                                    why ? why : "not a JSON object");
+            free(why);
+        } else {
+            out->reason = xstrdup("no result: no $TUNER_RESULT file and no line of stdout is a "
+                                  "JSON object");
+        }
         return;
     }
     out->reason = runner_judge(sp, out->metrics, &out->status);
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* the run */
+/* the log */
 
-/* Copies the engine's output into the log, keeping the last TAIL_MAX bytes of stdout. */
+/* Copies the engine's output into the log, keeping the last TAIL_MAX bytes of stdout.
+ * Past `limit` bytes the log keeps its first head_max bytes and its last tail_max bytes:
+ * output goes on being appended after the head, and whenever the part after the head has
+ * grown to twice tail_max it is cut back to its last tail_max bytes (so the file never
+ * exceeds head + 2 tails); log_close puts the line that says what was cut in between. */
 typedef struct {
     int log_fd;
     const char *log_path;
     int log_broken; /* a write to the log failed (reported once) */
     char *tail;     /* [TAIL_MAX + 1] the end of stdout */
     size_t tail_len;
+    unsigned long long total;   /* bytes of output received */
+    unsigned long long written; /* bytes in the log file now */
+    size_t head_max, tail_max;
+    /* stdout lines that start with '{': the longest one over RUNNER_RESULT_LINE_MAX */
+    unsigned long long line_len, long_line;
+    int line_started, line_brace;
 } log_pump;
+
+static void log_warn(log_pump *p) {
+    if (p->log_broken) return;
+    p->log_broken = 1;
+    fprintf(stderr, "%s: warning: cannot write log %s: %s\n", util_progname, p->log_path,
+            strerror(errno));
+}
+
+/* Keep the last `keep` bytes after the head, then `marker` (may be NULL) between them. */
+static void log_cut(log_pump *p, size_t keep, const char *marker) {
+    if (p->log_broken || p->written <= p->head_max + keep) return;
+    char *buf = xmalloc(keep + 1);
+    size_t mlen = marker ? strlen(marker) : 0;
+    ssize_t got = pread(p->log_fd, buf, keep, (off_t)(p->written - keep));
+    if (got != (ssize_t)keep ||
+        (mlen && pwrite(p->log_fd, marker, mlen, (off_t)p->head_max) != (ssize_t)mlen) ||
+        pwrite(p->log_fd, buf, keep, (off_t)(p->head_max + mlen)) != (ssize_t)keep ||
+        ftruncate(p->log_fd, (off_t)(p->head_max + mlen + keep)) != 0) {
+        log_warn(p);
+    } else {
+        p->written = p->head_max + mlen + keep;
+    }
+    free(buf);
+}
+
+static void log_write(log_pump *p, const char *buf, size_t n) {
+    p->total += n;
+    if (p->log_broken) return;
+    if (pwrite(p->log_fd, buf, n, (off_t)p->written) != (ssize_t)n) {
+        log_warn(p);
+        return;
+    }
+    p->written += n;
+    if (p->written > p->head_max + 2 * p->tail_max) log_cut(p, p->tail_max, NULL);
+}
+
+/* At the end of the run: the line that says what was cut, if anything was. */
+static void log_close(log_pump *p) {
+    if (p->total > p->head_max + p->tail_max) {
+        char marker[256];
+        snprintf(marker, sizeof marker,
+                 "\n[tuner: %llu bytes of output cut here; the log keeps the first %zu and the "
+                 "last %zu bytes]\n",
+                 p->total - p->head_max - p->tail_max, p->head_max, p->tail_max);
+        log_cut(p, p->tail_max, marker);
+    }
+}
+
+/* Follow the lines of stdout that start with '{' (result lines), for their length. */
+static void lines_follow(log_pump *p, const char *buf, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char ch = buf[i];
+        if (ch == '\n') {
+            if (p->line_brace && p->line_len > RUNNER_RESULT_LINE_MAX && p->line_len > p->long_line)
+                p->long_line = p->line_len;
+            p->line_len = 0;
+            p->line_started = p->line_brace = 0;
+            continue;
+        }
+        if (!p->line_started && ch != ' ' && ch != '\t' && ch != '\r') {
+            p->line_started = 1;
+            p->line_brace = ch == '{';
+        }
+        if (p->line_started) p->line_len++;
+    }
+}
 
 /* Read what fd has; returns 0 at end of file (or on a read error). */
 static int pump_read(log_pump *p, int fd, int is_stdout) {
     char buf[65536]; /* smaller than TAIL_MAX */
     ssize_t n = read(fd, buf, sizeof buf);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) return 1;
-    if (n <= 0) return 0;
-    if (write(p->log_fd, buf, (size_t)n) != n && !p->log_broken) {
-        p->log_broken = 1;
-        fprintf(stderr, "%s: warning: cannot write log %s: %s\n", util_progname, p->log_path,
-                strerror(errno));
+    if (n <= 0) {
+        if (is_stdout) lines_follow(p, "\n", 1); /* the last line ends with the output */
+        return 0;
     }
+    log_write(p, buf, (size_t)n);
     if (is_stdout) {
+        lines_follow(p, buf, (size_t)n);
         if (p->tail_len + (size_t)n > TAIL_MAX) {
             size_t drop = p->tail_len + (size_t)n - TAIL_MAX;
             memmove(p->tail, p->tail + drop, p->tail_len - drop);
@@ -419,38 +642,13 @@ static void run_fail(run_result *out, char *reason) {
     out->reason = reason;
 }
 
-/* The engines running now (their process-group leaders), so that reaping adopted orphans
- * never takes the exit status of another worker's engine. */
-enum { ACTIVE_MAX = 1024 };
-static pid_t active_pids[ACTIVE_MAX];
-static int n_active;
+/* ---------------------------------------------------------------------------------------- */
+/* following every process of a run */
 
-static void active_add(pid_t pid) {
-    if (n_active == ACTIVE_MAX) die("more than %d engines at once", ACTIVE_MAX);
-    active_pids[n_active++] = pid;
-}
-
-static void active_remove(pid_t pid) {
-    for (int i = 0; i < n_active; i++)
-        if (active_pids[i] == pid) {
-            active_pids[i] = active_pids[--n_active];
-            return;
-        }
-}
-
-/* Reap exited children that are no running engine: orphans adopted as subreaper from
- * outside a group. Peeks first (WNOWAIT) and stops at a running engine's leader, whose
- * status belongs to its own run; that one is reaped by its run's next step. */
-static void orphans_reap(void) {
-    for (;;) {
-        siginfo_t info;
-        memset(&info, 0, sizeof info);
-        if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
-        for (int i = 0; i < n_active; i++)
-            if (active_pids[i] == info.si_pid) return;
-        waitpid(info.si_pid, NULL, WNOHANG);
-    }
-}
+typedef struct {
+    pid_t pid;
+    unsigned long long start;
+} proc_ref;
 
 /* One run in flight: the child, its output pump and where the run stands. */
 struct run_handle {
@@ -458,6 +656,10 @@ struct run_handle {
     run_request req;
     char *log_path, *result_path; /* copies: req points at these */
     child_state c;
+    unsigned long long start; /* the engine's start time (proctree.h) */
+    proc_ref *esc;            /* [n_esc] processes of the run outside its group */
+    int n_esc, cap_esc;
+    char *running_path; /* its record (NULL: none) */
     log_pump pump;
     int fds[2]; /* the engine's stdout and stderr pipes; -1 once at end of file */
     int log_fd;
@@ -467,6 +669,365 @@ struct run_handle {
     int failed_to_start;
 };
 
+/* The runs in flight (started engines), so that reaping adopted orphans never takes the
+ * exit status of another worker's engine and every adopted process finds its run. */
+enum { ACTIVE_MAX = 1024 };
+static run_handle *live[ACTIVE_MAX];
+static int n_live;
+
+/* Adopted processes that could not be told apart: not in the environment of any run's
+ * TUNER_TRIAL (it was cleared) while several runs were in flight. Each is stopped once
+ * every run it may belong to (cands: their trial ids) has ended. */
+typedef struct {
+    proc_ref p;
+    long *cands;
+    int n_cands;
+} stray;
+static stray *strays;
+static int n_strays;
+static double last_scan; /* now_seconds() of the last scan of the process table */
+static const double SCAN_S = 0.25;
+static double stray_grace_s = 5.0; /* SIGTERM -> SIGKILL for strays: the last run's grace */
+
+static void live_add(run_handle *h) {
+    if (n_live == ACTIVE_MAX) die("more than %d engines at once", ACTIVE_MAX);
+    live[n_live++] = h;
+}
+
+static void live_remove(run_handle *h) {
+    for (int i = 0; i < n_live; i++)
+        if (live[i] == h) {
+            live[i] = live[--n_live];
+            return;
+        }
+}
+
+static int is_live_leader(pid_t pid) {
+    for (int i = 0; i < n_live; i++)
+        if (live[i]->c.pid == pid) return 1;
+    return 0;
+}
+
+static int esc_has(const run_handle *h, pid_t pid, unsigned long long start) {
+    for (int i = 0; i < h->n_esc; i++)
+        if (h->esc[i].pid == pid && h->esc[i].start == start) return 1;
+    return 0;
+}
+
+/* Note a process of run h outside its group (and in its record). Returns 1 when new. */
+static int esc_add(run_handle *h, const proc_info *q) {
+    if (esc_has(h, q->pid, q->start)) return 0;
+    if (h->n_esc == h->cap_esc)
+        h->esc = xrealloc(h->esc,
+                          (size_t)(h->cap_esc = h->cap_esc ? 2 * h->cap_esc : 8) * sizeof *h->esc);
+    h->esc[h->n_esc++] = (proc_ref){q->pid, q->start};
+    if (h->running_path) {
+        FILE *f = fopen(h->running_path, "a");
+        if (f) {
+            fprintf(f, "proc %d %llu\n", (int)q->pid, q->start);
+            fclose(f);
+        }
+    }
+    return 1;
+}
+
+/* Is q a process of run h: its engine, in its group, or a known one outside it? */
+static int run_owns(const run_handle *h, const proc_info *q) {
+    return q->pid == h->c.pid || q->pgrp == h->c.pid || esc_has(h, q->pid, q->start);
+}
+
+static int stray_find(const proc_info *q) {
+    for (int i = 0; i < n_strays; i++)
+        if (strays[i].p.pid == q->pid && strays[i].p.start == q->start) return i;
+    return -1;
+}
+
+static void stray_add(const proc_info *q, int of_live_runs) {
+    strays = xrealloc(strays, (size_t)(n_strays + 1) * sizeof *strays);
+    stray *s = &strays[n_strays++];
+    s->p = (proc_ref){q->pid, q->start};
+    s->n_cands = 0;
+    s->cands = xcalloc((size_t)n_live + 1, sizeof *s->cands);
+    for (int k = 0; of_live_runs && k < n_live; k++)
+        s->cands[s->n_cands++] = live[k]->req.trial_id;
+}
+
+static int pid_cmp(const void *a, const void *b) {
+    pid_t x = ((const proc_info *)a)->pid, y = ((const proc_info *)b)->pid;
+    return (x > y) - (x < y);
+}
+
+static const proc_info *proc_find(const proc_info *ps, int n, pid_t pid) {
+    proc_info key = {.pid = pid};
+    return bsearch(&key, ps, (size_t)n, sizeof *ps, pid_cmp);
+}
+
+/* Reap our zombie children that are no engine of a run in flight. */
+static void adopted_reap(const proc_info *ps, int n) {
+    pid_t self = getpid();
+    for (int i = 0; i < n; i++)
+        if (ps[i].ppid == self && ps[i].state == 'Z' && !is_live_leader(ps[i].pid))
+            waitpid(ps[i].pid, NULL, WNOHANG);
+}
+
+static int procs_stop(proc_ref *refs, int n, double grace_s);
+
+/* Look at the process table: give every adopted orphan (our child that is no engine) to
+ * its run (by TUNER_TRIAL in its environment; to the only run in flight when that is
+ * gone), note every process whose parent belongs to a run, reap adopted zombies, and stop
+ * the strays no run in flight may own any more. At most every SCAN_S unless forced. */
+static void track_scan(int force) {
+    static int in_scan; /* stopping strays waits, and the wait scans: no recursion */
+    double now = now_seconds();
+    if (in_scan || (!force && now - last_scan < SCAN_S)) return;
+    in_scan = 1;
+    last_scan = now;
+    proc_info *ps;
+    int n = proc_scan(&ps);
+    qsort(ps, (size_t)n, sizeof *ps, pid_cmp);
+    pid_t self = getpid();
+    adopted_reap(ps, n);
+    for (int i = 0; i < n; i++) {
+        const proc_info *q = &ps[i];
+        if (q->ppid != self || q->state == 'Z' || is_live_leader(q->pid)) continue;
+        int owned = stray_find(q) >= 0;
+        for (int k = 0; k < n_live && !owned; k++)
+            owned = run_owns(live[k], q);
+        if (owned) continue;
+        long trial = proc_env_trial(q->pid);
+        run_handle *h = NULL;
+        for (int k = 0; k < n_live && trial >= 0; k++)
+            if (live[k]->req.trial_id == trial) h = live[k];
+        if (!h && trial < 0 && n_live == 1) h = live[0];
+        if (h)
+            esc_add(h, q);
+        else /* a run that is over (stop it now), or one of several that may own it */
+            stray_add(q, trial < 0);
+    }
+    for (int changed = 1; changed;) { /* descendants, through their parents */
+        changed = 0;
+        for (int i = 0; i < n; i++) {
+            const proc_info *q = &ps[i], *parent = proc_find(ps, n, q->ppid);
+            if (!parent || q->state == 'Z') continue;
+            for (int k = 0; k < n_live; k++)
+                if (!run_owns(live[k], q) && run_owns(live[k], parent))
+                    changed |= esc_add(live[k], q);
+        }
+    }
+    free(ps);
+    /* Strays that no run in flight may own any more. */
+    int k = 0;
+    proc_ref *done = xcalloc((size_t)n_strays + 1, sizeof *done);
+    for (int i = 0; i < n_strays; i++) {
+        if (strays[i].n_cands == 0) {
+            done[k++] = strays[i].p;
+            free(strays[i].cands);
+            strays[i--] = strays[--n_strays];
+        }
+    }
+    if (k > 0) procs_stop(done, k, stray_grace_s);
+    free(done);
+    in_scan = 0;
+}
+
+/* Add to refs every live descendant of refs (through parents). Returns the new count. */
+static int refs_with_descendants(proc_ref **refs, int n) {
+    proc_info *ps;
+    int np = proc_scan(&ps), cap = n + np + 1;
+    qsort(ps, (size_t)np, sizeof *ps, pid_cmp);
+    *refs = xrealloc(*refs, (size_t)cap * sizeof **refs);
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int i = 0; i < np; i++) {
+            const proc_info *q = &ps[i], *parent = proc_find(ps, np, q->ppid);
+            if (!parent || q->state == 'Z') continue;
+            int have = 0, par = 0;
+            for (int r = 0; r < n; r++) {
+                have |= (*refs)[r].pid == q->pid && (*refs)[r].start == q->start;
+                par |= (*refs)[r].pid == parent->pid && (*refs)[r].start == parent->start;
+            }
+            if (par && !have && n < cap) {
+                (*refs)[n++] = (proc_ref){q->pid, q->start};
+                changed = 1;
+            }
+        }
+    }
+    free(ps);
+    return n;
+}
+
+/* Signal each process of refs that is still itself. Returns how many were alive. */
+static int refs_signal(const proc_ref *refs, int n, int sig) {
+    int alive = 0;
+    for (int i = 0; i < n; i++)
+        if (proc_alive(refs[i].pid, refs[i].start)) {
+            alive++;
+            if (sig) kill(refs[i].pid, sig);
+        }
+    return alive;
+}
+
+/* Stop processes that are no group of ours: SIGTERM, then SIGKILL after grace_s; their
+ * descendants too. Returns the signal that ended them (0: none was alive). */
+static int procs_stop(proc_ref *refs, int n, double grace_s) {
+    proc_ref *all = xmalloc(((size_t)n + 1) * sizeof *all);
+    memcpy(all, refs, (size_t)n * sizeof *all);
+    n = refs_with_descendants(&all, n);
+    int sig = 0;
+    if (refs_signal(all, n, 0) > 0) {
+        sig = SIGTERM;
+        refs_signal(all, n, SIGTERM);
+        double until = now_seconds() + grace_s;
+        while (refs_signal(all, n, 0) > 0 && now_seconds() < until) {
+            track_scan(0);
+            usleep(5000);
+        }
+        if (refs_signal(all, n, 0) > 0) {
+            sig = SIGKILL;
+            n = refs_with_descendants(&all, n);
+            refs_signal(all, n, SIGKILL);
+            until = now_seconds() + 10.0;
+            while (refs_signal(all, n, 0) > 0 && now_seconds() < until)
+                usleep(5000);
+        }
+        last_scan = 0;
+    }
+    free(all);
+    return sig;
+}
+
+/* Any process of run h alive, in its group or outside it? (Reaps what it can first.) */
+static int run_alive(run_handle *h) {
+    return group_alive(&h->c) || refs_signal(h->esc, h->n_esc, 0) > 0;
+}
+
+/* Send sig to every process of run h. */
+static void run_signal(run_handle *h, int sig) {
+    kill(-h->c.pid, sig);
+    refs_signal(h->esc, h->n_esc, sig);
+}
+
+/* Stop every process of run h: SIGTERM, then SIGKILL after the grace period; reap what is
+ * ours. Returns the signal that finally ended it (SIGTERM or SIGKILL), 0 if all was gone. */
+static int run_stop(run_handle *h, double grace_s) {
+    track_scan(1);
+    if (!run_alive(h)) return 0;
+    int sigs[2] = {SIGTERM, SIGKILL};
+    for (int s = 0; s < 2; s++) {
+        run_signal(h, sigs[s]);
+        double until = now_seconds() + (s == 0 ? grace_s : 10.0);
+        while (run_alive(h)) {
+            if (now_seconds() >= until) break;
+            int before = h->n_esc;
+            track_scan(0);
+            if (h->n_esc > before) refs_signal(h->esc + before, h->n_esc - before, sigs[s]);
+            usleep(5000);
+        }
+        if (!run_alive(h)) return sigs[s];
+    }
+    fprintf(stderr, "%s: warning: processes of trial %ld survived SIGKILL for 10 s\n",
+            util_progname, h->req.trial_id);
+    return SIGKILL;
+}
+
+void runner_cleanup(double grace_s) {
+    track_scan(1);
+    /* Our children now: whatever is left of runs that are over (no run is in flight). */
+    proc_info *ps;
+    int n = proc_scan(&ps);
+    pid_t self = getpid();
+    proc_ref *refs = xcalloc((size_t)(n + n_strays) + 1, sizeof *refs);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (ps[i].ppid == self && ps[i].state != 'Z' && !is_live_leader(ps[i].pid))
+            refs[k++] = (proc_ref){ps[i].pid, ps[i].start};
+    for (int i = 0; i < n_strays; i++) {
+        refs[k++] = strays[i].p;
+        free(strays[i].cands);
+    }
+    n_strays = 0;
+    free(ps);
+    if (k > 0) procs_stop(refs, k, grace_s);
+    free(refs);
+    track_scan(1); /* reap them */
+}
+
+/* The record of a run in running_dir (see runner.h). */
+static char *record_write(const char *dir, long id, pid_t pid, unsigned long long start) {
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "%s: warning: cannot create %s: %s\n", util_progname, dir, strerror(errno));
+        return NULL;
+    }
+    char *path = xasprintf("%s/%ld", dir, id);
+    FILE *f = fopen(path, "w");
+    if (!f || fprintf(f, "boot %s\ngroup %d %llu\n", proc_boot_id(), (int)pid, start) < 0 ||
+        fclose(f) != 0) {
+        fprintf(stderr, "%s: warning: cannot write %s: %s\n", util_progname, path, strerror(errno));
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
+int runner_stop_recorded(const char *running_dir, double grace_s) {
+    DIR *d = opendir(running_dir);
+    if (!d) return 0;
+    int n_runs = 0;
+    for (struct dirent *e = readdir(d); e; e = readdir(d)) {
+        if (e->d_name[0] == '.') continue;
+        char *path = xasprintf("%s/%s", running_dir, e->d_name), err[512];
+        char *text = input_read(path, INPUT_MAX_DOCUMENT, NULL, err, sizeof err);
+        proc_ref *refs = NULL, group = {0, 0};
+        int n = 0, same_boot = 0;
+        for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+            char boot[128];
+            int pid;
+            unsigned long long start;
+            if (sscanf(line, "boot %127s", boot) == 1) same_boot = !strcmp(boot, proc_boot_id());
+            if (sscanf(line, "group %d %llu", &pid, &start) == 2) group = (proc_ref){pid, start};
+            if (sscanf(line, "proc %d %llu", &pid, &start) == 2 && pid > 0) {
+                refs = xrealloc(refs, (size_t)(n + 1) * sizeof *refs);
+                refs[n++] = (proc_ref){pid, start};
+            }
+        }
+        free(text);
+        if (same_boot && group.pid > 0) {
+            /* The group, unless its id now belongs to another process (a reused pid). */
+            proc_info leader, *ps;
+            int other = proc_read(group.pid, &leader) && leader.start != group.start;
+            int np = other ? 0 : proc_scan(&ps);
+            for (int i = 0; i < np; i++)
+                if (ps[i].pgrp == group.pid && ps[i].start >= group.start && ps[i].state != 'Z') {
+                    refs = xrealloc(refs, (size_t)(n + 1) * sizeof *refs);
+                    refs[n++] = (proc_ref){ps[i].pid, ps[i].start};
+                }
+            if (!other) free(ps);
+        }
+        int alive = same_boot ? refs_signal(refs, n, 0) : 0;
+        if (alive > 0) {
+            n_runs++;
+            fprintf(stderr,
+                    "%s: trial %s of an earlier sweep (process group %d) still has %d process%s "
+                    "running: stopping %s\n",
+                    util_progname, e->d_name, (int)group.pid, alive, alive == 1 ? "" : "es",
+                    alive == 1 ? "it" : "them");
+            int sig = procs_stop(refs, n, grace_s);
+            fprintf(stderr, "%s: trial %s of an earlier sweep: stopped with %s\n", util_progname,
+                    e->d_name, sig == SIGKILL ? "SIGKILL" : "SIGTERM");
+        }
+        free(refs);
+        if (unlink(path) != 0 && errno != ENOENT)
+            fprintf(stderr, "%s: warning: cannot remove %s: %s\n", util_progname, path,
+                    strerror(errno));
+        free(path);
+    }
+    closedir(d);
+    return n_runs;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the run */
+
 run_handle *runner_start(const space *sp, const int *levels, const run_request *req) {
     run_handle *h = xcalloc(1, sizeof *h);
     h->sp = sp;
@@ -475,13 +1036,15 @@ run_handle *runner_start(const space *sp, const int *levels, const run_request *
     h->result_path = xstrdup(req->result_path);
     h->req.log_path = h->log_path;
     h->req.result_path = h->result_path;
+    h->req.running_dir = NULL; /* not kept: the record's path is */
     h->fds[0] = h->fds[1] = -1;
     h->early.exit_code = -1;
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     h->t0 = now_seconds();
+    stray_grace_s = req->grace_s;
 
     unlink(req->result_path);
-    h->log_fd = open(req->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    h->log_fd = open(req->log_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (h->log_fd < 0) {
         run_fail(&h->early,
                  xasprintf("cannot open log file %s: %s", req->log_path, strerror(errno)));
@@ -501,20 +1064,29 @@ run_handle *runner_start(const space *sp, const int *levels, const run_request *
     argv[0] = argv0;
 
     fflush(NULL);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) die("fork: %s", strerror(errno));
-    if (pid == 0) child_exec(sp, levels, &h->req, workdir, argv, out_pipe[1], err_pipe[1]);
+    if (pid == 0) child_exec(sp, levels, &h->req, parent, workdir, argv, out_pipe[1], err_pipe[1]);
     setpgid(pid, pid); /* also in the parent: no window where a kill(-pid) could miss */
-    active_add(pid);
+    h->c.pid = pid;
+    proc_info pi;
+    if (proc_read(pid, &pi)) h->start = pi.start;
+    live_add(h);
+    if (req->running_dir)
+        h->running_path = record_write(req->running_dir, req->trial_id, pid, h->start);
     close(out_pipe[1]);
     close(err_pipe[1]);
     free(argv0);
     free(argv);
     free(workdir);
 
-    h->c.pid = pid;
-    h->pump =
-        (log_pump){.log_fd = h->log_fd, .log_path = h->log_path, .tail = xmalloc(TAIL_MAX + 1)};
+    long long limit = req->log_limit > 0 ? req->log_limit : RUNNER_LOG_LIMIT_DEFAULT;
+    h->pump = (log_pump){.log_fd = h->log_fd,
+                         .log_path = h->log_path,
+                         .tail = xmalloc(TAIL_MAX + 1),
+                         .head_max = (size_t)(limit / 2),
+                         .tail_max = (size_t)(limit - limit / 2)};
     h->fds[0] = out_pipe[0];
     h->fds[1] = err_pipe[0];
     h->deadline = sp->timeout_s > 0 ? h->t0 + sp->timeout_s : 0;
@@ -544,6 +1116,7 @@ int runner_step(run_handle *h) {
                 h->fds[k] = -1;
             }
     }
+    track_scan(0);
     if (!c->exited) group_reap(c);
     if (runner_interrupted()) { /* runner_finish stops the group */
         h->over = 1;
@@ -551,16 +1124,16 @@ int runner_step(run_handle *h) {
     }
     if (!c->exited && h->deadline > 0 && now_seconds() >= h->deadline) {
         h->timed_out = 1;
-        h->stop_sig = group_stop(c, h->req.grace_s);
+        h->stop_sig = run_stop(h, h->req.grace_s);
         h->over = 1;
         return 1;
     }
-    /* The engine is gone but a leftover of its group may keep a pipe open: stop the
-     * group, then the next steps drain the pipes to their end. */
-    if (c->exited && (h->fds[0] >= 0 || h->fds[1] >= 0) && group_alive(c))
-        group_stop(c, h->req.grace_s);
-    /* A process that left the group (setsid) may still hold a pipe: stop waiting for the
-     * end of its output a while after the engine is gone. */
+    /* The engine is gone but a leftover of the run may keep a pipe open: stop the run's
+     * processes, then the next steps drain the pipes to their end. */
+    if (c->exited && (h->fds[0] >= 0 || h->fds[1] >= 0) && run_alive(h))
+        run_stop(h, h->req.grace_s);
+    /* A process nobody could attribute may still hold a pipe: stop waiting for the end of
+     * its output a while after the engine is gone. */
     if (c->exited && h->exited_at == 0) h->exited_at = now_seconds();
     if (c->exited && (now_seconds() - h->exited_at > DRAIN_S || (h->fds[0] < 0 && h->fds[1] < 0)))
         h->over = 1;
@@ -568,7 +1141,7 @@ int runner_step(run_handle *h) {
 }
 
 void runner_signal(run_handle *h, int sig) {
-    if (!h->failed_to_start && !h->c.exited) kill(-h->c.pid, sig);
+    if (!h->failed_to_start) run_signal(h, sig);
 }
 
 run_outcome runner_finish(run_handle *h, run_result *out) {
@@ -587,13 +1160,21 @@ run_outcome runner_finish(run_handle *h, run_result *out) {
         if (h->fds[k] >= 0) close(h->fds[k]);
     char *tail = h->pump.tail;
     size_t tail_len = h->pump.tail_len;
-    group_stop(c, h->req.grace_s); /* leftovers of a finished engine go too */
+    run_stop(h, h->req.grace_s); /* leftovers of a finished engine go too */
     if (!c->exited) {
         waitpid(c->pid, &c->wstatus, 0);
         c->exited = 1;
     }
-    active_remove(c->pid);
-    orphans_reap();
+    live_remove(h);
+    for (int i = 0; i < n_strays; i++) /* this run can own no stray any more */
+        for (int k = 0; k < strays[i].n_cands; k++)
+            if (strays[i].cands[k] == h->req.trial_id)
+                strays[i].cands[k--] = strays[i].cands[--strays[i].n_cands];
+    track_scan(1);
+    if (h->running_path && unlink(h->running_path) != 0 && errno != ENOENT)
+        fprintf(stderr, "%s: warning: cannot remove %s: %s\n", util_progname, h->running_path,
+                strerror(errno));
+    log_close(&h->pump);
     close(h->log_fd);
     tail[tail_len] = '\0';
     out->wall_s = now_seconds() - h->t0;
@@ -622,10 +1203,12 @@ run_outcome runner_finish(run_handle *h, run_result *out) {
                                     last ? "\"" : ""));
             free(last);
         } else {
-            result_read(sp, req, tail, out);
+            result_read(sp, req, tail, h->pump.long_line, out);
         }
     }
     free(tail);
+    free(h->esc);
+    free(h->running_path);
     free(h->log_path);
     free(h->result_path);
     free(h);

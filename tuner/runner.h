@@ -3,15 +3,18 @@
  * The runner is the only part of the tuner that touches processes. It starts the engine
  * command of the space in a new process group with the environment of the protocol
  * (inherited + the space's fixed env + one variable per knob + TUNER_PROMPT_SET,
- * TUNER_TRIAL, TUNER_RESULT), sends stdout and stderr into the trial's log file, enforces
- * the timeout by killing the whole group (SIGTERM, then SIGKILL after a grace period) and
- * reaps what it started. It then reads the result: the $TUNER_RESULT file if the engine
- * wrote one, else the last stdout line that is a JSON object, else the space's regexes.
+ * TUNER_TRIAL, TUNER_RESULT), sends stdout and stderr into the trial's log file (capped:
+ * run_request.log_limit), enforces the timeout by stopping every process of the trial
+ * (SIGTERM, then SIGKILL after a grace period) and reaps what it started. It then reads the
+ * result: the $TUNER_RESULT file if the engine wrote one, else the last stdout line that is
+ * a JSON object, else the space's regexes. A result that is almost one (truncated JSON, a
+ * NaN, a key twice, a line over RUNNER_RESULT_LINE_MAX) fails the trial with a reason that
+ * says which; so does a figure outside the space's metric bounds (space.h).
  *
  * Whatever the engine does, the runner returns a verdict with a precise reason; it never
  * ends the sweep. The one exception is an interruption of the tuner itself (SIGINT or
- * SIGTERM, see runner_install_signals): the child group is stopped and the caller is told
- * so, so that the interrupted trial is not recorded and the study stays resumable.
+ * SIGTERM, see runner_install_signals): the run's processes are stopped and the caller is
+ * told so, so that the interrupted trial is not recorded and the study stays resumable.
  */
 #ifndef RUNNER_H
 #define RUNNER_H
@@ -33,7 +36,15 @@ typedef struct {
     const char *result_path; /* TUNER_RESULT (removed first) */
     double grace_s;          /* between SIGTERM and SIGKILL of the group */
     const char *gpu;         /* CUDA_VISIBLE_DEVICES for the engine, or NULL to inherit */
+    const char *running_dir; /* NULL, or a folder where the run is recorded while it runs */
+    long long log_limit;     /* bytes a log may keep (0: RUNNER_LOG_LIMIT_DEFAULT) */
 } run_request;
+
+/* Logs: past the limit a log keeps its first and its last half, and a line in between
+ * says how many bytes were cut. */
+#define RUNNER_LOG_LIMIT_DEFAULT (8LL << 20)
+/* A result line on stdout may be this long (the $TUNER_RESULT file may be longer). */
+#define RUNNER_RESULT_LINE_MAX (1 << 20)
 
 typedef struct {
     trial_status status;
@@ -43,6 +54,23 @@ typedef struct {
     int exit_code;   /* -1 when killed by a signal or never started */
     int term_signal; /* the signal that ended the engine, 0 if none */
 } run_result;
+
+/* Processes of a run: the engine is the leader of a new process group and gets SIGKILL
+ * when the tuner dies (PR_SET_PDEATHSIG). The tuner is a child subreaper, so processes that
+ * leave the group (setsid, double fork) come back to it as orphans; the runner follows
+ * them (by parent, and by the TUNER_TRIAL of their environment) and stops every process
+ * of a run when the run ends, however it ends. With running_dir, the run is recorded in
+ * running_dir/<trial id> while it runs (its group, and each process that left the group
+ * as it is found), so that a later sweep can stop what a killed tuner left behind. */
+
+/* Stop the processes that runs recorded in running_dir left alive (a tuner killed while
+ * they ran): SIGTERM, then SIGKILL after grace_s; each is reported on stderr. The records
+ * are removed. Returns how many runs had processes left. */
+int runner_stop_recorded(const char *running_dir, double grace_s);
+
+/* Stop every process adopted from runs that are over and not stopped yet (call when no
+ * run is in flight any more, e.g. at the end of a sweep). */
+void runner_cleanup(double grace_s);
 
 /* Make the tuner a child subreaper (so orphaned grandchildren of the engine can be
  * reaped) and route SIGINT/SIGTERM/SIGHUP to a flag that the runner polls. */
@@ -73,10 +101,17 @@ run_outcome runner_finish(run_handle *h, run_result *out);
 void run_result_free(run_result *r);
 
 /* Turn an engine's JSON report into a verdict for the metrics the space needs (the
- * objective and every constraint metric): OK when all are finite numbers, INFEASIBLE when
- * one is null beside a "reason" (the engine measured it as infinite), FAILED otherwise.
- * Returns a malloc'd reason (NULL for OK). Exposed for the unit tests. */
+ * objective, every constraint metric, every metric with bounds): OK when all are finite
+ * numbers within their bounds (space.h: space_metric_bounds), INFEASIBLE when one is null
+ * beside a "reason" (the engine measured it as infinite), FAILED otherwise, and FAILED
+ * when an object of the report has a key twice. Returns a malloc'd reason (NULL for OK).
+ * Exposed for the unit tests. */
 char *runner_judge(const space *sp, const cJSON *metrics, trial_status *status);
+
+/* Parse text[0..len) as an engine's result object. Returns it, or NULL with *why (malloc'd)
+ * saying what is wrong: truncated JSON, a NaN or Infinity (not JSON), a key twice, not an
+ * object, or where the syntax breaks. Exposed for the tests and the fuzzers. */
+cJSON *runner_parse_result(const char *text, size_t len, char **why);
 
 /* The last line of text that parses as a JSON object, or NULL. Exposed for the tests. */
 cJSON *runner_last_json_line(const char *text);

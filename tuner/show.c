@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "input.h"
 #include "journal.h"
 #include "sweep.h"
 #include "trials.h"
@@ -36,7 +37,7 @@ char *study_dir_find(const char *study, const char *out_dir) {
 
 /* The parts of a space that study.json records (see journal.c). */
 space *study_space_load(const char *path, char *err, size_t errlen) {
-    char *text = file_read_all(path, NULL, err, errlen);
+    char *text = input_read(path, INPUT_MAX_DOCUMENT, NULL, err, errlen);
     if (!text) return NULL;
     cJSON *m = cJSON_Parse(text);
     free(text);
@@ -205,7 +206,8 @@ static void show_verification(const trial_table *t, cJSON **recs, int n_recs,
     trials_free(vt);
     /* The manifest's pick, when the study has one. */
     char *mp = xasprintf("%s/manifest.json", dir);
-    char *text = access(mp, F_OK) == 0 ? file_read_all(mp, NULL, err, sizeof err) : NULL;
+    char *text =
+        access(mp, F_OK) == 0 ? input_read(mp, INPUT_MAX_DOCUMENT, NULL, err, sizeof err) : NULL;
     cJSON *m = text ? cJSON_Parse(text) : NULL;
     const cJSON *pt = cJSON_GetObjectItemCaseSensitive(m, "point");
     if (cJSON_IsObject(pt)) {

@@ -12,6 +12,7 @@
  * and temporaries live in fixed stack buffers. The typed node access (ld_*) lives in
  * space_yaml.c, the lattice helpers in space_lattice.c, the canonical JSON in space_json.c. */
 #include "space.h"
+#include "input.h"
 #include "space_yaml.h"
 #include "strategy.h"
 #include "util.h"
@@ -29,6 +30,113 @@
 #define INT_PARAM_LIMIT 9007199254740992L
 /* GSL's Sobol generator supports at most this many dimensions. */
 #define SOBOL_MAX_DIM 40
+
+/* ---------------------------------------------------------------- names */
+
+bool space_env_reserved(const char *name) {
+    return !strcmp(name, "TUNER_RESULT") || !strcmp(name, "TUNER_TRIAL") ||
+           !strcmp(name, "TUNER_PROMPT_SET");
+}
+
+bool space_env_risky(const char *name) {
+    static const char *const exact[] = {
+        "PATH",       "IFS",     "ENV",     "BASH_ENV",    "SHELLOPTS",
+        "BASHOPTS",   "PS4",     "CDPATH",  "GLOBIGNORE",  "PROMPT_COMMAND",
+        "GCONV_PATH", "LOCPATH", "NLSPATH", "HOSTALIASES", NULL};
+    for (int i = 0; exact[i]; i++)
+        if (!strcmp(name, exact[i])) return true;
+    return !strncmp(name, "LD_", 3) || !strncmp(name, "BASH_FUNC_", 10);
+}
+
+const char *space_study_name_problem(const char *s) {
+    if (!*s) return "a study name may not be empty";
+    if (strlen(s) > 100) return "a study name has at most 100 characters";
+    if (*s == '-' || *s == '.') return "a study name may not start with '-' or '.'";
+    for (const char *c = s; *c; c++)
+        if (!isalnum((unsigned char)*c) && *c != '_' && *c != '-' && *c != '.')
+            return "a study name is made of letters, digits, '.', '_' and '-'";
+    return NULL;
+}
+
+static bool env_allowed(const space *sp, const char *name) {
+    for (int i = 0; i < sp->n_allow_env; i++)
+        if (!strcmp(sp->allow_env[i], name)) return true;
+    return false;
+}
+
+/* Refuse a knob or engine.env name the tuner sets, or a risky one not in allow_env. */
+static void check_env_name(loader *ld, const yaml_node_t *at, const char *key, const char *name) {
+    if (space_env_reserved(name))
+        ld_fail(ld, at, key, "%s is set by the tuner for every run and cannot be used here", name);
+    if (space_env_risky(name) && !env_allowed(ld->sp, name))
+        ld_fail(ld, at, key,
+                "%s is acted on by the dynamic loader or shells; list it in allow_env to use "
+                "it anyway",
+                name);
+}
+
+void space_metric_bounds(const space *sp, const char *metric, metric_bound *b) {
+    for (int i = 0; i < sp->n_bounds; i++)
+        if (!strcmp(sp->bounds[i].metric, metric)) {
+            *b = (metric_bound){sp->bounds[i].lo, sp->bounds[i].hi, false, true};
+            return;
+        }
+    size_t n = strlen(metric);
+    bool positive = !strcmp(metric, "tps") || !strcmp(metric, "ppl") ||
+                    (n > 4 && (!strcmp(metric + n - 4, "_tps") || !strcmp(metric + n - 4, "_ppl")));
+    for (int c = 0; c < sp->n_constraints && !positive; c++)
+        positive = sp->constraints[c].relative && !strcmp(sp->constraints[c].metric, metric);
+    *b = (metric_bound){positive ? 0 : -INFINITY, INFINITY, positive, false};
+}
+
+static void load_bounds(loader *ld, const yaml_node_t *n) {
+    space *sp = ld->sp;
+    ld_expect(ld, n, "bounds", YAML_MAPPING_NODE, "a map {metric: [lo, hi]}");
+    ld_map_check(ld, n, "bounds", NULL);
+    sp->bounds = xcalloc((size_t)ld_map_size(n) + 1, sizeof *sp->bounds);
+    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
+        yaml_node_t *k = ld_node(ld, pr->key), *v = ld_node(ld, pr->value);
+        char key[256], item[280];
+        ld_keyf(key, sizeof key, "bounds.%s", ld_text(k));
+        if (!ld_is_identifier(ld_text(k)))
+            ld_fail(ld, k, key, "'%s' is not a metric name (letters, digits, '_')", ld_text(k));
+        ld_expect(ld, v, key, YAML_SEQUENCE_NODE, "a list [lo, hi] (null: no bound)");
+        if (v->data.sequence.items.top - v->data.sequence.items.start != 2)
+            ld_fail(ld, v, key, "expected two numbers [lo, hi] (null: no bound on that side)");
+        double b[2];
+        for (int i = 0; i < 2; i++) {
+            yaml_node_t *x = ld_node(ld, v->data.sequence.items.start[i]);
+            ld_keyf(item, sizeof item, "%s[%d]", key, i);
+            b[i] = ld_is_null(x) ? (i == 0 ? -INFINITY : INFINITY) : ld_double(ld, x, item);
+        }
+        if (b[0] > b[1]) ld_fail(ld, v, key, "empty bounds: lo %g > hi %g", b[0], b[1]);
+        bounds_def *d = &sp->bounds[sp->n_bounds++];
+        d->metric = xstrdup(ld_text(k));
+        d->lo = b[0];
+        d->hi = b[1];
+        d->line = ld_line(k);
+    }
+}
+
+static void load_allow_env(loader *ld, const yaml_node_t *n) {
+    space *sp = ld->sp;
+    ld_expect(ld, n, "allow_env", YAML_SEQUENCE_NODE, "a list of environment variable names");
+    int count = (int)(n->data.sequence.items.top - n->data.sequence.items.start);
+    sp->allow_env = xcalloc((size_t)count + 1, sizeof *sp->allow_env);
+    for (int i = 0; i < count; i++) {
+        yaml_node_t *item = ld_node(ld, n->data.sequence.items.start[i]);
+        char key[64];
+        ld_keyf(key, sizeof key, "allow_env[%d]", i);
+        const char *name = ld_string(ld, item, key);
+        if (!ld_is_identifier(name))
+            ld_fail(ld, item, key, "'%s' is not a valid environment variable name", name);
+        if (space_env_reserved(name))
+            ld_fail(ld, item, key, "%s is set by the tuner for every run and cannot be allowed",
+                    name);
+        if (env_allowed(sp, name)) ld_fail(ld, item, key, "%s is listed twice", name);
+        sp->allow_env[sp->n_allow_env++] = xstrdup(name);
+    }
+}
 
 /* ---------------------------------------------------------------- engine */
 
@@ -130,6 +238,7 @@ static void load_engine(loader *ld, const yaml_node_t *key_node, const yaml_node
             ld_keyf(key, sizeof key, "engine.env.%s", ld_text(ek));
             if (!ld_is_identifier(ld_text(ek)))
                 ld_fail(ld, ek, key, "not a valid environment variable name");
+            check_env_name(ld, ek, key, ld_text(ek));
             const char *val = ld_string(ld, ld_node(ld, p->value), key);
             sp->env[sp->n_env].key = xstrdup(ld_text(ek));
             sp->env[sp->n_env].value = xstrdup(val);
@@ -338,6 +447,7 @@ static void load_parameters(loader *ld, const yaml_node_t *n) {
         ld_keyf(path, sizeof path, "parameters.%s", ld_text(k));
         if (!ld_is_identifier(ld_text(k)))
             ld_fail(ld, k, path, "not a valid environment variable name");
+        check_env_name(ld, k, path, ld_text(k));
         param_def *p = &sp->params[sp->n_params++];
         p->name = xstrdup(ld_text(k));
         p->default_level = -1;
@@ -501,9 +611,9 @@ static void load_constraints(loader *ld, const yaml_node_t *n, bool has_baseline
 
 static void load_root(loader *ld, const yaml_node_t *root) {
     space *sp = ld->sp;
-    static const char *const known[] = {"study",    "engine",     "objective", "constraints",
-                                        "baseline", "parameters", "strategy",  "budget",
-                                        "repeats",  "verify",     NULL};
+    static const char *const known[] = {
+        "study",  "engine",  "objective", "constraints", "baseline",  "parameters", "strategy",
+        "budget", "repeats", "verify",    "bounds",      "allow_env", NULL};
     if (root->type != YAML_MAPPING_NODE)
         ld_fail(ld, root, NULL, "a space file is a map of sections, got %s", ld_kind(root));
     ld_map_check(ld, root, NULL, known);
@@ -518,14 +628,11 @@ static void load_root(loader *ld, const yaml_node_t *root) {
 
     if ((v = ld_map_get(ld, root, "study", NULL))) {
         const char *s = ld_string(ld, v, "study");
-        bool ok = *s && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
-        for (const char *c = s; *c && ok; c++)
-            ok = isalnum((unsigned char)*c) || *c == '_' || *c == '-' || *c == '.';
-        if (!ok)
-            ld_fail(ld, v, "study", "'%s' is not a folder name (letters, digits, '.', '_', '-')",
-                    s);
+        const char *why = space_study_name_problem(s);
+        if (why) ld_fail(ld, v, "study", "'%s' is not a folder name: %s", s, why);
         sp->study = xstrdup(s);
     }
+    if ((v = ld_map_get(ld, root, "allow_env", NULL))) load_allow_env(ld, v);
     v = ld_map_get(ld, root, "engine", &k);
     if (!v) ld_fail(ld, root, "engine", "missing (required)");
     load_engine(ld, k, v);
@@ -550,6 +657,7 @@ static void load_root(loader *ld, const yaml_node_t *root) {
         sp->repeats = (int)r;
     }
     if ((v = ld_map_get(ld, root, "verify", NULL))) load_verify(ld, v);
+    if ((v = ld_map_get(ld, root, "bounds", NULL))) load_bounds(ld, v);
 
     /* With regex results every metric the study needs must have a pattern. */
     if (sp->n_regex > 0) {
@@ -582,7 +690,7 @@ static char *dir_of(const char *path) {
 
 space *space_load(const char *path, char *err, size_t errlen) {
     size_t len;
-    char *text = file_read_all(path, &len, err, errlen);
+    char *text = input_read(path, INPUT_MAX_SPACE, &len, err, errlen);
     if (!text) return NULL;
 
     loader *ld = xcalloc(1, sizeof *ld);
@@ -682,5 +790,11 @@ void space_free(space *sp) {
     free(sp->params);
     free(sp->strategy);
     free(sp->verify_prompt_set);
+    for (int i = 0; i < sp->n_bounds; i++)
+        free(sp->bounds[i].metric);
+    free(sp->bounds);
+    for (int i = 0; i < sp->n_allow_env; i++)
+        free(sp->allow_env[i]);
+    free(sp->allow_env);
     free(sp);
 }

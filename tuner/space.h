@@ -9,14 +9,14 @@
  *
  * The file format (all keys; unknown keys are errors; sections may come in any order):
  *
- *   study: demo                      # optional default study name ([A-Za-z0-9._-]+)
+ *   study: demo                      # optional default study name (see "Study names")
  *   engine:                          # required
  *     command: [./engine, bench]     # required: argv list (or one string split on
  *                                    #   whitespace, no quoting)
  *     workdir: .                     # optional, relative to the space file's folder
  *     env: {MAX_NEW_TOKENS: 512}     # fixed environment, values as strings
  *     timeout: 600                   # per trial, a duration (default 600 s)
- *     launcher: "srun -N1 {cmd}"     # optional wrapper template (parallel-trials issue)
+ *     launcher: "srun -N1 {cmd}"     # optional wrapper template around the command
  *     result:                        # optional; default "json": the TUNER_RESULT file or
  *       regex:                       #   the last JSON line of stdout. With regex: one
  *         tps: 'tok/s: ([0-9.]+)'    #   POSIX extended pattern per metric, compiled at
@@ -37,6 +37,8 @@
  *   budget: {evaluations: 40, wall_time: 8h}  # both optional; none: until exhausted
  *   repeats: 1                       # runs per point, 1..1000
  *   verify: {top: 3, repeats: 3, prompt_set: holdout, tolerance: 0.05}  # the defaults
+ *   bounds: {tps: [0, 1e7], ppl: [1, null]}  # optional sanity bounds per metric (below)
+ *   allow_env: [LD_LIBRARY_PATH]     # optional: risky names a knob or engine.env may use
  *
  * Details: an int parameter needs type, min and max (step defaults to 1); max must be
  * min + k*step, |values| <= 2^53, log: true needs min > 0. A categorical parameter needs a
@@ -46,6 +48,27 @@
  * (90, 2.5) or units in decreasing order ("90s", "10m", "8h", "1h30m", "2d"). Two
  * constraints on one metric whose bounds cannot both hold (both absolute, or both relative)
  * are an error. Sobol handles at most 40 parameters.
+ *
+ * Study names (`study:` here, `tuner sweep --study NAME`, and the space file's name when
+ * neither is given): letters, digits, '.', '_' and '-', not starting with '-' or '.', at
+ * most 100 characters.
+ *
+ * Metric bounds: every metric the tuner judges (the objective, each constraint metric, and
+ * each metric named in `bounds` when the engine reports it as a number) must be a finite
+ * number. By default it must also be > 0 when it is a rate or a perplexity, that is when
+ * its name is tps or ppl or ends in _tps or _ppl, and when a constraint bounds it relative
+ * to the baseline; other metrics have no default bounds. An entry of `bounds` replaces the
+ * default of its metric: [lo, hi], both inclusive, null for no bound on that side (lo <= hi,
+ * both finite). A value outside its bounds fails the trial with a reason naming the metric,
+ * the value and the bound. A metric reported as null with a "reason" is infinite
+ * (infeasible, not failed) and is not checked against bounds.
+ *
+ * Environment names: a knob or an engine.env entry may not be named TUNER_RESULT,
+ * TUNER_TRIAL or TUNER_PROMPT_SET (the tuner sets those). Names the dynamic loader or a
+ * shell acts on (PATH, IFS, ENV, BASH_ENV, SHELLOPTS, BASHOPTS, PS4, CDPATH, GLOBIGNORE,
+ * PROMPT_COMMAND, GCONV_PATH, LOCPATH, NLSPATH, HOSTALIASES, LD_*, BASH_FUNC_*) are refused
+ * as knob and engine.env names unless `allow_env` lists them; the manifest carries that list,
+ * and `tuner env` refuses to export such a name that it does not list.
  *
  * Errors read "FILE:LINE: key 'PATH': problem", PATH the dotted key path, e.g.
  * "space.yaml:12: key 'parameters.SLIDING_WINDOW.step': step must be > 0, got 0", with the
@@ -95,6 +118,19 @@ typedef struct {
 } env_pair;
 
 typedef struct {
+    char *metric;
+    double lo, hi; /* inclusive; -INFINITY / INFINITY where the file says null */
+    int line;
+} bounds_def;
+
+/* The bounds a metric's value must meet (see "Metric bounds" above). */
+typedef struct {
+    double lo, hi;
+    bool lo_open;   /* lo itself is out (the default "> 0") */
+    bool explicit_; /* from the space's `bounds` */
+} metric_bound;
+
+typedef struct {
     char *path;  /* the file it was loaded from */
     char *dir;   /* its folder: relative workdir and command paths resolve against it */
     char *study; /* default study name (NULL: derived from the file name) */
@@ -126,11 +162,16 @@ typedef struct {
     double max_wall_s;    /* 0: no limit */
     int repeats;          /* runs per point, >= 1; the median is the point's value */
 
-    /* verification of the best candidates on held-out prompts (later issue) */
+    /* verification of the best candidates on held-out prompts (verify.h) */
     int verify_top;
     int verify_repeats;
     char *verify_prompt_set;
     double verify_tolerance;
+
+    bounds_def *bounds; /* [n_bounds] the `bounds` section */
+    int n_bounds;
+    char **allow_env; /* [n_allow_env] risky environment names the space may use */
+    int n_allow_env;
 
     uint64_t hash; /* of the canonical form (space_to_json), not of the raw bytes */
 } space;
@@ -139,6 +180,16 @@ typedef struct {
  * the form "FILE:LINE: key 'K': problem". */
 space *space_load(const char *path, char *err, size_t errlen);
 void space_free(space *sp);
+
+/* The bounds of a metric's value (the space's entry, else the default). */
+void space_metric_bounds(const space *sp, const char *metric, metric_bound *b);
+
+/* Names the tuner sets for the engine (TUNER_RESULT, TUNER_TRIAL, TUNER_PROMPT_SET). */
+bool space_env_reserved(const char *name);
+/* Names the dynamic loader or shells act on (PATH, LD_*, BASH_ENV, ...). */
+bool space_env_risky(const char *name);
+/* What is wrong with a study name (see "Study names"), or NULL when it is fine. */
+const char *space_study_name_problem(const char *name);
 
 /* Lattice helpers. */
 long space_n_points(const space *sp); /* product of n_levels (saturates at LONG_MAX) */

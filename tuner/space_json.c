@@ -11,6 +11,7 @@
 #include "util.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +36,10 @@ static int cmp_env(const void *a, const void *b) {
 static int cmp_regex(const void *a, const void *b) {
     return strcmp((*(const metric_regex *const *)a)->metric,
                   (*(const metric_regex *const *)b)->metric);
+}
+
+static int cmp_bounds(const void *a, const void *b) {
+    return strcmp((*(const bounds_def *const *)a)->metric, (*(const bounds_def *const *)b)->metric);
 }
 
 /* cJSON returns NULL only when out of memory. */
@@ -170,6 +175,30 @@ char *space_to_json_text(const space *sp) {
     checked(cJSON_AddNumberToObject(ver, "repeats", sp->verify_repeats));
     checked(cJSON_AddStringToObject(ver, "prompt_set", sp->verify_prompt_set));
     checked(cJSON_AddNumberToObject(ver, "tolerance", sp->verify_tolerance));
+
+    /* The optional sections bounds and allow_env appear only when the file has them: a
+     * space without them has the hash it would have if the keys did not exist. */
+    if (sp->n_bounds > 0) {
+        cJSON *bounds = checked(cJSON_AddObjectToObject(root, "bounds"));
+        const bounds_def **sorted = xmalloc((size_t)sp->n_bounds * sizeof *sorted);
+        for (int i = 0; i < sp->n_bounds; i++)
+            sorted[i] = &sp->bounds[i];
+        qsort(sorted, (size_t)sp->n_bounds, sizeof *sorted, cmp_bounds);
+        for (int i = 0; i < sp->n_bounds; i++) {
+            const bounds_def *b = sorted[i];
+            cJSON *pair = checked(cJSON_AddArrayToObject(bounds, b->metric));
+            cJSON_AddItemToArray(
+                pair, checked(isfinite(b->lo) ? cJSON_CreateNumber(b->lo) : cJSON_CreateNull()));
+            cJSON_AddItemToArray(
+                pair, checked(isfinite(b->hi) ? cJSON_CreateNumber(b->hi) : cJSON_CreateNull()));
+        }
+        free(sorted);
+    }
+    if (sp->n_allow_env > 0) {
+        cJSON *allow = checked(cJSON_AddArrayToObject(root, "allow_env"));
+        for (int i = 0; i < sp->n_allow_env; i++)
+            cJSON_AddItemToArray(allow, checked(cJSON_CreateString(sp->allow_env[i])));
+    }
 
     char *text = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "input.h"
 #include "journal.h"
 #include "manifest.h"
 #include "progress.h"
@@ -45,8 +46,11 @@ typedef struct {
     space *sp;
     const strategy_ops *ops;
     strategy *strat;
-    char *study; /* the study's name */
-    char *dir;   /* out/<study> */
+    char *study;       /* the study's name */
+    char *dir;         /* out/<study> */
+    char *running_dir; /* out/<study>/running: the runs in flight (runner.h) */
+    int lock_fd;       /* the study's lock (journal.h: study_lock), -1 when none */
+    int runs_started;  /* runs this session started */
     journal *j;
     trial_table *t;          /* tuning phases (baseline, warm, search) */
     trial_table *vt;         /* verification runs (phase verify) */
@@ -176,8 +180,23 @@ static void start_run(sweep_state *s, int slot, const int *levels, const char *p
     int verify = strcmp(phase, "verify") == 0;
     const trial_table *t = verify ? s->vt : s->t;
     int idx = trials_find(t, levels);
-    int repeat =
-        (idx >= 0 ? t->points[idx].n_runs : 0) + workers_inflight(&s->pool, levels, verify);
+    /* The lowest repeat number no finished run and no run in flight of this point has (a
+     * resumed study may lack a middle one, e.g. the one a killed sweep was running). */
+    int repeat = 0;
+    for (int taken = 1; taken;) {
+        taken = 0;
+        for (int r = 0; idx >= 0 && r < t->points[idx].n_runs && !taken; r++) {
+            const cJSON *rep = cJSON_GetObjectItemCaseSensitive(t->points[idx].runs[r], "repeat");
+            taken = cJSON_IsNumber(rep) && rep->valuedouble == repeat;
+        }
+        for (int i = 0; i < s->pool.n && !taken; i++) {
+            const worker_slot *w = &s->pool.slots[i];
+            taken = w->h && (strcmp(w->phase, "verify") == 0) == verify &&
+                    !memcmp(w->levels, levels, (size_t)s->sp->n_params * sizeof *levels) &&
+                    w->repeat == repeat;
+        }
+        repeat += taken;
+    }
     long id = s->next_id++;
     char *log_path = xasprintf("%s/logs/%ld.log", s->dir, id);
     char *result_path = xasprintf("%s/logs/%ld.result.json", s->dir, id);
@@ -185,7 +204,9 @@ static void start_run(sweep_state *s, int slot, const int *levels, const char *p
                        .trial_id = id,
                        .log_path = log_path,
                        .result_path = result_path,
-                       .grace_s = s->opt->grace_s};
+                       .grace_s = s->opt->grace_s,
+                       .running_dir = s->running_dir,
+                       .log_limit = s->opt->log_limit};
     char started[32];
     time_iso_utc(started, sizeof started);
     workers_start(&s->pool, slot, s->sp, levels, phase, &req, repeat, started);
@@ -304,7 +325,7 @@ static int dry_run(sweep_state *s) {
         int n;
         char err[ERR_LEN];
         char *hp = xasprintf("%s/space.hash", s->dir), want[32];
-        char *stored = file_read_all(hp, NULL, err, sizeof err);
+        char *stored = input_read(hp, INPUT_MAX_SMALL, NULL, err, sizeof err);
         snprintf(want, sizeof want, "%016" PRIx64, sp->hash);
         if (stored && strncmp(stored, want, 16) != 0)
             printf("resume:     refused: the space changed since the study began (pass --new)\n");
@@ -563,7 +584,13 @@ static int finish(sweep_state *s) {
     cJSON *m = manifest_build(sp, s->t, vo.t_index, s->rc, &info);
     char err[ERR_LEN];
     int rc = EXIT_OK;
-    if (!manifest_write(m, s->dir, err, sizeof err)) {
+    /* A finished study resumed with nothing left to run: its manifest stands as written. */
+    cJSON *same = s->runs_started == 0 ? manifest_unchanged(m, s->dir) : NULL;
+    if (same) {
+        cJSON_Delete(m);
+        m = same;
+    }
+    if (!same && !manifest_write(m, s->dir, err, sizeof err)) {
         fprintf(stderr, "%s: %s\n", util_progname, err);
         rc = EXIT_ERROR;
     } else {
@@ -600,6 +627,16 @@ static int sweep_loop(sweep_state *s) {
         int slot;
         while ((slot = workers_free_slot(&s->pool)) >= 0 &&
                (w = next_work(s, levels, &phase)) == WORK_RUN) {
+            if (s->j->read_only) {
+                progress_end(&s->prog);
+                fprintf(stderr,
+                        "%s: study '%s' is not finished, and its folder %s cannot be written: "
+                        "no trial can be run\n",
+                        util_progname, s->study, s->dir);
+                w = WORK_ERROR;
+                break;
+            }
+            s->runs_started++;
             start_run(s, slot, levels, phase);
             progress_update(&s->prog, s->t->n_runs + s->vt->n_runs, s->pool.n_running,
                             best_text(s, best, sizeof best));
@@ -662,6 +699,36 @@ static int warm_setup(sweep_state *s, char *err, size_t errlen) {
     return 0;
 }
 
+/* Take the study for this session: its folder made and locked (journal.h: study_lock), and
+ * what a killed earlier sweep left running stopped. With --new, the first of NAME,
+ * NAME-2, ... that is neither a study nor being made into one by another sweep. Returns 0,
+ * or -1 after printing why. */
+static int study_claim(sweep_state *s, const char *name, char *err, size_t errlen) {
+    const sweep_options *opt = s->opt;
+    for (int k = 1;; k++) {
+        if (opt->new_study) {
+            free(s->study);
+            s->study = k == 1 ? xstrdup(name) : xasprintf("%s-%d", name, k);
+            if (study_exists(opt->out_dir, s->study)) continue;
+            free(s->dir);
+            s->dir = xasprintf("%s/%s", opt->out_dir, s->study);
+        }
+        if (!dir_make(s->dir, err, errlen)) break;
+        int got = study_lock(s->dir, s->study, &s->lock_fd, err, errlen);
+        if (got < 0 || (got == 0 && !opt->new_study)) break;
+        if (got == 1 && (!opt->new_study || !study_exists(opt->out_dir, s->study))) {
+            char *running = xasprintf("%s/running", s->dir);
+            runner_stop_recorded(running, opt->grace_s);
+            free(running);
+            return 0;
+        }
+        study_unlock(s->lock_fd); /* another sweep took this name first: the next one */
+        s->lock_fd = -1;
+    }
+    fprintf(stderr, "%s: %s\n", util_progname, err);
+    return -1;
+}
+
 int sweep_main(const sweep_options *opt) {
     char err[ERR_LEN];
     sweep_state st;
@@ -681,6 +748,17 @@ int sweep_main(const sweep_options *opt) {
         return EXIT_ERROR;
     }
     char *name = opt->study ? xstrdup(opt->study) : study_default_name(s->sp, opt->space_path);
+    s->lock_fd = -1;
+    const char *bad_name = space_study_name_problem(name);
+    if (bad_name) { /* --study and `study:` were checked: this is the file's name */
+        fprintf(stderr,
+                "%s: the space file %s gives the study the name '%s': %s; pass --study NAME or "
+                "set `study:` in the space\n",
+                util_progname, opt->space_path, name, bad_name);
+        free(name);
+        space_free(s->sp);
+        return EXIT_ERROR;
+    }
     s->study = opt->new_study ? study_fresh_name(opt->out_dir, name) : xstrdup(name);
     s->dir = xasprintf("%s/%s", opt->out_dir, s->study);
     s->strat = s->ops->create(s->sp, s->sp->seed);
@@ -698,6 +776,10 @@ int sweep_main(const sweep_options *opt) {
         goto done;
     }
 
+    if (study_claim(s, name, err, sizeof err) != 0) {
+        rc = EXIT_ERROR;
+        goto done;
+    }
     journal_status js = journal_open(s->dir, s->sp, &s->j, err, sizeof err);
     if (js == JOURNAL_CHANGED) {
         char *fresh = study_fresh_name(opt->out_dir, name);
@@ -723,6 +805,7 @@ int sweep_main(const sweep_options *opt) {
         free(s->dir);
         s->dir = abs;
     }
+    s->running_dir = xasprintf("%s/running", s->dir);
     s->t = trials_new(s->sp);
     s->vt = trials_new_verify(s->sp);
     for (int i = 0; i < s->j->n_records; i++) {
@@ -753,6 +836,9 @@ int sweep_main(const sweep_options *opt) {
     rc = sweep_loop(s);
 
 done:
+    if (s->runs_started > 0) runner_cleanup(opt->grace_s); /* what runs that are over left */
+    study_unlock(s->lock_fd);
+    free(s->running_dir);
     verify_plan_free(&s->plan);
     warmstart_free(&s->warm);
     workers_free(&s->pool);

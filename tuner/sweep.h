@@ -10,7 +10,10 @@
  * fastest one that still meets the budget there becomes the manifest. The budgets count points
  * (evaluations, the baseline included) and the study's wall time over all its sessions; a
  * point that has started is always finished (all its repeats) before a budget can stop
- * the sweep, so its median never rests on fewer runs than asked for.
+ * the sweep, so its median never rests on fewer runs than asked for. A session holds the
+ * study's lock (journal.h: study_lock) from before it creates or reads the study folder to
+ * its end, and first stops what a killed earlier session left running (runner.h). A
+ * finished study resumed writes nothing, so it may live in a folder that cannot be written.
  */
 #ifndef SWEEP_H
 #define SWEEP_H
@@ -25,6 +28,7 @@ typedef struct {
     int workers;            /* trials in flight at once (0 or 1: one at a time) */
     char *const *gpus;      /* NULL or [workers] CUDA_VISIBLE_DEVICES of each worker */
     const char *warm_start; /* NULL or an earlier study folder / manifest (warmstart.h) */
+    long long log_limit;    /* bytes a trial's log keeps (0: the runner's default) */
 } sweep_options;
 
 /* Exit codes of the tuner (also used by main.c). */

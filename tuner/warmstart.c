@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "input.h"
 #include "journal.h"
 #include "show.h"
 #include "trials.h"
@@ -167,7 +168,7 @@ int warmstart_build(const space *sp, const char *other, warm_queue *q, FILE *not
         char *mp = xasprintf("%s/manifest.json", other);
         struct stat st;
         if (stat(mp, &st) == 0) {
-            char *text = file_read_all(mp, NULL, err, errlen);
+            char *text = input_read(mp, INPUT_MAX_DOCUMENT, NULL, err, errlen);
             manifest = text ? cJSON_Parse(text) : NULL;
             free(text);
         }
@@ -175,7 +176,7 @@ int warmstart_build(const space *sp, const char *other, warm_queue *q, FILE *not
         if (!earlier_load(study_dir, &e, err, errlen)) goto out;
         have_study = 1;
     } else {
-        char *text = file_read_all(other, NULL, err, errlen);
+        char *text = input_read(other, INPUT_MAX_DOCUMENT, NULL, err, errlen);
         if (!text) goto out;
         manifest = cJSON_Parse(text);
         free(text);
@@ -282,7 +283,7 @@ int warmstart_load(const char *study_dir, const space *sp, warm_queue *q, char *
         free(path);
         return 0;
     }
-    char *text = file_read_all(path, NULL, err, errlen);
+    char *text = input_read(path, INPUT_MAX_DOCUMENT, NULL, err, errlen);
     cJSON *m = text ? cJSON_Parse(text) : NULL;
     free(text);
     int rc = -1;

@@ -32,6 +32,18 @@
  *                         DIR.log how many engines are running at that moment
  *   SYNTH_CALLS           append "TUNER_TRIAL KNOBS" to this file at every start
  *                         (followed by " holdout" on runs with TUNER_PROMPT_SET=holdout)
+ *   SYNTH_DAEMON_WHEN     daemonize a sleeper first (fork, setsid, fork; the middle process
+ *                         exits): it sleeps 300 s with its output on /dev/null and appends
+ *                         its pid to SYNTH_DAEMON_PIDFILE; with SYNTH_DAEMON_CLEARENV=1 it
+ *                         runs sleep(1) with an empty environment (no TUNER_TRIAL)
+ *   SYNTH_CHECK_PIDS      at start, for each pid in this file append "TRIAL PID alive" or
+ *                         "TRIAL PID gone" to SYNTH_CHECK_LOG (a zombie counts as gone)
+ *   SYNTH_SPAM_BYTES      print this many bytes of log lines to stdout before the result
+ *   SYNTH_RESULT_WHEN     print SYNTH_RESULT_TEXT as the result line instead of the JSON
+ *                         (a line of SYNTH_RESULT_PAD bytes of padding inside a JSON object
+ *                         when SYNTH_RESULT_PAD is set)
+ *   SYNTH_TPS_WHEN        report tps as SYNTH_TPS (e.g. -5, 0, 1e12)
+ *   SYNTH_SLOW_WHEN       sleep SYNTH_SLOW_S seconds more after the slow start
  * On the held-out prompt set (TUNER_PROMPT_SET=holdout) only:
  *   SYNTH_HOLDOUT_PPL_WHEN  a "fragile" point: ppl is SYNTH_HOLDOUT_PPL_DELTA (default 0.2)
  *                           higher than on the tuning prompts
@@ -47,6 +59,8 @@
 #include <unistd.h>
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/wait.h>
 
 #include <cjson/cJSON.h>
 
@@ -146,6 +160,68 @@ static void hang(void) {
         pause();
 }
 
+/* Is pid a live process (not a zombie)? */
+static int pid_alive(int pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+static void check_pids(void) {
+    const char *pids = getenv("SYNTH_CHECK_PIDS"), *log = getenv("SYNTH_CHECK_LOG");
+    if (!pids || !log) return;
+    FILE *in = fopen(pids, "r"), *out = fopen(log, "a");
+    int pid;
+    while (in && out && fscanf(in, "%d", &pid) == 1)
+        fprintf(out, "%s %d %s\n", getenv("TUNER_TRIAL") ? getenv("TUNER_TRIAL") : "-", pid,
+                pid_alive(pid) ? "alive" : "gone");
+    if (in) fclose(in);
+    if (out) fclose(out);
+}
+
+static void daemonize_sleeper(void) {
+    fflush(NULL);
+    int ready[2]; /* the middle process exits once the sleeper has written its pid */
+    if (pipe(ready) != 0) ready[0] = ready[1] = -1;
+    pid_t mid = fork();
+    if (mid == 0) {
+        setsid();
+        if (fork() == 0) {
+            const char *pf = getenv("SYNTH_DAEMON_PIDFILE");
+            FILE *f = pf ? fopen(pf, "a") : NULL;
+            if (f) {
+                fprintf(f, "%d\n", (int)getpid());
+                fclose(f);
+            }
+            close(ready[1]);
+            int null = open("/dev/null", O_RDWR);
+            dup2(null, 0);
+            dup2(null, 1);
+            dup2(null, 2);
+            if (getenv("SYNTH_DAEMON_CLEARENV")) {
+                char *empty[] = {NULL};
+                execle("/bin/sleep", "sleep", "300", (char *)NULL, empty);
+            }
+            sleep_s(300);
+            _exit(0);
+        }
+        close(ready[1]);
+        char c;
+        while (read(ready[0], &c, 1) > 0) {
+        }
+        _exit(0);
+    }
+    close(ready[0]);
+    close(ready[1]);
+    waitpid(mid, NULL, 0);
+}
+
 int main(void) {
     const char *calls = getenv("SYNTH_CALLS");
     if (calls) {
@@ -160,9 +236,12 @@ int main(void) {
             fclose(f);
         }
     }
+    check_pids();
+    if (when("SYNTH_DAEMON_WHEN")) daemonize_sleeper();
     live_enter();
     atexit(live_leave);
     sleep_s(knob("SYNTH_SLOW_START", 0));
+    if (when("SYNTH_SLOW_WHEN")) sleep_s(knob("SYNTH_SLOW_S", 0));
     live_count();
     double W = knob("SLIDING_WINDOW", 512), K = knob("NUM_SPECULATIVE_TOKENS", 0);
     double S = knob("LM_HEAD_KEEPSET", 0), C = knob("CENTROID_TOP_K", 32);
@@ -172,6 +251,8 @@ int main(void) {
     double u = drand48();
 
     printf("synth_engine: window %g, speculative %g, keepset %g, centroid top-k %g\n", W, K, S, C);
+    for (double spam = knob("SYNTH_SPAM_BYTES", 0), line = 0; spam > 0; spam -= 64, line++)
+        printf("synth_engine: log line %09.0f, padding to 64 bytes ..................\n", line);
     fprintf(stderr, "synth_engine: a line on stderr\n");
     fflush(stdout);
     if (when("SYNTH_HANG_WHEN")) hang();
@@ -200,6 +281,19 @@ int main(void) {
         tps *= knob("SYNTH_HOLDOUT_TPS_SCALE", 1);
     }
 
+    if (when("SYNTH_TPS_WHEN")) tps = knob("SYNTH_TPS", 0);
+    if (when("SYNTH_RESULT_WHEN")) {
+        long pad = (long)knob("SYNTH_RESULT_PAD", 0);
+        if (pad > 0) {
+            printf("{\"tps\": %g, \"ppl\": %g, \"pad\": \"", tps, ppl);
+            for (long i = 0; i < pad; i++)
+                putchar('x');
+            printf("\"}\n");
+        } else {
+            printf("%s\n", getenv("SYNTH_RESULT_TEXT") ? getenv("SYNTH_RESULT_TEXT") : "");
+        }
+        return 0;
+    }
     const char *mode = getenv("SYNTH_OUTPUT") ? getenv("SYNTH_OUTPUT") : "stdout";
     if (!strcmp(mode, "text")) {
         printf("decode speed: %.4f tok/s\nperplexity = %.6f\n", tps, ppl);

@@ -21,7 +21,13 @@ usage "unknown command 'frobnicate'" frobnicate
 usage "unknown option --bogus" sweep x.yaml --bogus
 usage "no space file given" sweep
 usage "--study needs a value" sweep x.yaml --study
-usage "a study name is a plain folder name" sweep x.yaml --study a/b
+usage "--study 'a/b': a study name is made of letters, digits, '.', '_' and '-'" sweep x.yaml --study a/b
+usage "--study '-x': a study name may not start with '-' or '.'" sweep x.yaml --study -x
+usage "--study '..': a study name may not start with '-' or '.'" sweep x.yaml --study ..
+usage "--study '': a study name may not be empty" sweep x.yaml --study ''
+usage "a study name has at most 100 characters" sweep x.yaml --study "$(printf 'a%.0s' $(seq 101))"
+usage "--log-limit 'lots': a size of at least 1K" sweep x.yaml --log-limit lots
+usage "--log-limit '10': a size of at least 1K" sweep x.yaml --log-limit 10
 usage "more than one space file" sweep a.yaml b.yaml
 usage "not a number of seconds" sweep x.yaml --grace soon
 usage "no study given" show

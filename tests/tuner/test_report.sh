@@ -61,7 +61,7 @@ md_section $md 'Every point' | qgrep '\*\*chosen\*\* |$'
 md_section $md 'Every point' | qgrep '(baseline)'
 # failures grouped by reason with the trial ids
 md_section $md 'Failures and their reasons' | qgrep '^| 8 | failed: killed by signal 6'
-md_section $md 'Failures and their reasons' | qgrep '^| 6 | failed: no result: .*JSON'
+md_section $md 'Failures and their reasons' | qgrep '^| 6 | failed: bad result: .*JSON'
 md_section $md 'Failures and their reasons' | qgrep '^| 6 | infinite metric: ppl is infinite'
 # knob importance: synth's ppl does not depend on K and the grid is balanced in K, so its
 # eta^2 for ppl is exactly 0; the window moves both; keepset 2048 is infinite everywhere

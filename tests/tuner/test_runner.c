@@ -177,7 +177,8 @@ static void test_leftovers_of_a_finished_engine(void) {
 
 static void test_escaped_process_holding_stdout(void) {
     run_result r;
-    /* a grandchild leaves the process group (setsid) and keeps stdout open */
+    /* a grandchild leaves the process group (setsid) and keeps stdout open: it is still a
+     * process of the run, stopped with it */
     char *script = xasprintf("setsid sleep 20 & echo $! > %s/escaped; "
                              "echo \"{\\\"tps\\\": 2, \\\"ppl\\\": 1}\"",
                              tmpdir);
@@ -186,9 +187,81 @@ static void test_escaped_process_holding_stdout(void) {
     EXPECT(now_seconds() - t0 < 10.0); /* not the 20 s of the escaped sleep */
     EXPECT(r.status == TRIAL_OK && metric(&r, "tps") == 2.0);
     pid_t g = read_pid("escaped");
-    if (g > 0) kill(g, SIGKILL); /* outside the group: not the runner's to stop */
+    EXPECT(g > 0 && !alive(g));
+    if (g > 0) kill(g, SIGKILL);
     run_result_free(&r);
     free(script);
+}
+
+/* A daemon (setsid, then a fork whose parent exits at once) is re-parented to the runner
+ * and stopped with its run, even though the run ends first. */
+static void test_daemon_of_a_finished_engine(void) {
+    run_result r;
+    char *script = xasprintf("setsid sh -c \"sleep 30 </dev/null >/dev/null 2>&1 & echo \\$! > "
+                             "%s/daemon\"; sleep 0.3; "
+                             "echo \"{\\\"tps\\\": 4, \\\"ppl\\\": 1}\"",
+                             tmpdir);
+    run_script(script, 20, &r);
+    EXPECT(r.status == TRIAL_OK && metric(&r, "tps") == 4.0);
+    pid_t g = read_pid("daemon");
+    EXPECT(g > 0 && !alive(g));
+    if (g > 0) kill(g, SIGKILL);
+    run_result_free(&r);
+    free(script);
+}
+
+/* Results that are not what they seem each get their own reason. */
+static void test_bad_results(void) {
+    static const struct {
+        const char *script, *reason;
+        trial_status status;
+    } cases[] = {
+        {"echo \"{\\\"tps\\\": 1, \\\"tps\\\": 99999, \\\"ppl\\\": 1}\"",
+         "key 'tps' appears twice in the result", TRIAL_FAILED},
+        {"echo \"{\\\"tps\\\": 1, \\\"x\\\": {\\\"a\\\": 1, \\\"a\\\": 2}, "
+         "\\\"ppl\\\": 1}\"",
+         "key 'x.a' appears twice in the result", TRIAL_FAILED},
+        {"echo \"{\\\"tps\\\": NaN, \\\"ppl\\\": 1}\"",
+         "bad result: the last line of stdout that starts with '{' is a number JSON cannot hold "
+         "at byte 9 (\"NaN",
+         TRIAL_FAILED},
+        {"printf \"{\\\"tps\\\": 1, \\\"ppl\\\": 2.\"",
+         "bad result: the last line of stdout that starts with '{' is truncated JSON",
+         TRIAL_FAILED},
+        {"echo \"{\\\"tps\\\": 12, broken\"",
+         "bad result: the last line of stdout that starts with '{' is not valid JSON: syntax "
+         "error at byte",
+         TRIAL_FAILED},
+        {"printf \"{\\\"tps\\\": 1, \\\"ppl\\\": 1, \\\"pad\\\": \\\"\"; "
+         "head -c 1100000 /dev/zero | tr \"\\\\0\" x; echo \"\\\"}\"",
+         "bad result: a line of stdout that starts with '{' is 1100031 bytes, over the 1048576 "
+         "bytes a result line may have",
+         TRIAL_FAILED},
+        {"echo \"{\\\"tps\\\": -5, \\\"ppl\\\": 1}\"",
+         "impossible figure: metric 'tps' = -5 is below its bound > 0", TRIAL_FAILED},
+        {"echo \"{\\\"tps\\\": 5, \\\"ppl\\\": 0}\"",
+         "impossible figure: metric 'ppl' = 0 is below its bound > 0", TRIAL_FAILED},
+        {"echo \"{\\\"tps\\\": 5, \\\"ppl\\\": null, \\\"reason\\\": \\\"oom\\\"}\"",
+         "ppl is infinite: oom", TRIAL_INFEASIBLE},
+        {"echo \"{\\\"tps\\\": NaN}\" > \"$TUNER_RESULT\"", "garbage result: $TUNER_RESULT file",
+         TRIAL_FAILED},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        run_result r;
+        run_script(cases[i].script, 20, &r);
+        if (r.status != cases[i].status) {
+            fprintf(stderr, "  case %zu: status %d, want %d\n", i, (int)r.status,
+                    (int)cases[i].status);
+            failures++;
+        }
+        EXPECT(reason_has(&r, cases[i].reason));
+        run_result_free(&r);
+    }
+    /* the result file's own reason */
+    run_result r;
+    run_script("echo \"{\\\"tps\\\": NaN}\" > \"$TUNER_RESULT\"", 20, &r);
+    EXPECT(reason_has(&r, ": a number JSON cannot hold at byte 9"));
+    run_result_free(&r);
 }
 
 static void test_interrupted(void) {
@@ -247,6 +320,8 @@ int main(void) {
     test_timeout_kills_group();
     test_leftovers_of_a_finished_engine();
     test_escaped_process_holding_stdout();
+    test_daemon_of_a_finished_engine();
+    test_bad_results();
     test_interrupted(); /* last: it leaves the interrupted flag set */
     test_tmpdir_remove(tmpdir);
     free(tmpdir);

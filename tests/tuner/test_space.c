@@ -278,6 +278,50 @@ static const struct {
      4, "parameters.bad-name", "not a valid environment variable name"},
     {"engine: {command: ./e}\nobjective: {metric: tps}\nbaseline: {X: '5'}\n", 3, "baseline.X",
      "value '5' is not a level of parameter X"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nbounds: {tps: [5, 1]}\n", 3, "bounds.tps",
+     "empty bounds: lo 5 > hi 1"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nbounds: {tps: [1, 2, 3]}\n", 3,
+     "bounds.tps", "expected two numbers [lo, hi]"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nbounds: {tps: 5}\n", 3, "bounds.tps",
+     "expected a list [lo, hi]"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nbounds: {tps: [0, '9']}\n", 3,
+     "bounds.tps[1]", "expected a number"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nbounds: {tps: [0, .inf]}\n", 3,
+     "bounds.tps[1]", "expected a number"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nbounds: {bad-name: [0, 1]}\n", 3,
+     "bounds.bad-name", "is not a metric name"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nparameters:\n  TUNER_TRIAL: {type: int, "
+     "min: 0, max: 1}\n",
+     4, "parameters.TUNER_TRIAL", "TUNER_TRIAL is set by the tuner"},
+    {"engine: {command: ./e, env: {TUNER_RESULT: x}}\nobjective: {metric: tps}\n", 1,
+     "engine.env.TUNER_RESULT", "TUNER_RESULT is set by the tuner"},
+    {"engine: {command: ./e, env: {TUNER_PROMPT_SET: x}}\nobjective: {metric: tps}\n", 1,
+     "engine.env.TUNER_PROMPT_SET", "TUNER_PROMPT_SET is set by the tuner"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nparameters:\n  PATH: {type: int, min: 0, "
+     "max: 1}\n",
+     4, "parameters.PATH",
+     "PATH is acted on by the dynamic loader or shells; list it in allow_env"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nparameters:\n  LD_PRELOAD: {type: int, "
+     "min: 0, max: 1}\n",
+     4, "parameters.LD_PRELOAD", "list it in allow_env"},
+    {"engine: {command: ./e, env: {BASH_ENV: x}}\nobjective: {metric: tps}\n", 1,
+     "engine.env.BASH_ENV", "list it in allow_env"},
+    {"engine: {command: ./e, env: {IFS: x}}\nobjective: {metric: tps}\nallow_env: [PATH]\n", 1,
+     "engine.env.IFS", "list it in allow_env"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nallow_env: [TUNER_TRIAL]\n", 3,
+     "allow_env[0]", "cannot be allowed"},
+    {"engine: {command: ./e}\nobjective: {metric: tps}\nallow_env: [PATH, PATH]\n", 3,
+     "allow_env[1]", "PATH is listed twice"},
+    {"study: -x\nengine: {command: ./e}\nobjective: {metric: tps}\n", 1, "study",
+     "may not start with '-' or '.'"},
+    {"study: .hidden\nengine: {command: ./e}\nobjective: {metric: tps}\n", 1, "study",
+     "may not start with '-' or '.'"},
+    {"study: a b\nengine: {command: ./e}\nobjective: {metric: tps}\n", 1, "study",
+     "letters, digits, '.', '_' and '-'"},
+    {"study: "
+     "x1234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901"
+     "234567890\nengine: {command: ./e}\nobjective: {metric: tps}\n",
+     1, "study", "at most 100 characters"},
     {"engine:\n\tcommand: ./e\n", 2, NULL, "YAML syntax error"},
     {"engine: {command: ./e}\nobjective: {metric: tps}\n---\nrepeats: 2\n", 4, NULL,
      "one YAML document"},
@@ -409,6 +453,56 @@ static void test_hash(void) {
     EXPECT(space_hash_text("a") == 0xaf63dc4c8601ec8cULL); /* the published FNV-1a test vector */
 }
 
+/* Metric bounds: the defaults, the space's own, and what they do to the hash. */
+static void test_bounds(void) {
+    const char *text = "engine: {command: ./e, env: {LD_LIBRARY_PATH: /x}}\n"
+                       "objective: {metric: tps}\n"
+                       "constraints: [ppl <= 2.5, mem <= 1.1 * baseline, err < 3]\n"
+                       "baseline: {}\n"
+                       "bounds: {tps: [0, 1e7], lat_ms: [null, 100]}\n"
+                       "allow_env: [LD_LIBRARY_PATH, PATH]\n"
+                       "parameters:\n  PATH: {type: int, min: 1, max: 4, default: 2}\n";
+    char *path = write_temp(text);
+    space *sp = load_ok(path);
+    metric_bound b;
+    space_metric_bounds(sp, "tps", &b); /* the space's entry replaces the default */
+    EXPECT(b.explicit_ && b.lo == 0 && !b.lo_open && b.hi == 1e7);
+    space_metric_bounds(sp, "lat_ms", &b);
+    EXPECT(b.explicit_ && isinf(b.lo) && b.lo < 0 && b.hi == 100);
+    space_metric_bounds(sp, "ppl", &b); /* a perplexity: > 0 */
+    EXPECT(!b.explicit_ && b.lo == 0 && b.lo_open && isinf(b.hi));
+    space_metric_bounds(sp, "decode_tps", &b); /* a rate: > 0 */
+    EXPECT(b.lo == 0 && b.lo_open);
+    space_metric_bounds(sp, "mem", &b); /* relative to the baseline: > 0 */
+    EXPECT(b.lo == 0 && b.lo_open);
+    space_metric_bounds(sp, "err", &b); /* nothing known: only finite */
+    EXPECT(isinf(b.lo) && isinf(b.hi));
+    char *json = space_to_json_text(sp);
+    EXPECT(strstr(json, "\"bounds\":{\"lat_ms\":[null,100],\"tps\":[0,10000000]}"));
+    EXPECT(strstr(json, "\"allow_env\":[\"LD_LIBRARY_PATH\",\"PATH\"]"));
+    free(json);
+    space_free(sp);
+    unlink(path);
+    free(path);
+    /* Without the optional sections the canonical text has no trace of them. */
+    path = write_temp(base_space);
+    sp = load_ok(path);
+    json = space_to_json_text(sp);
+    EXPECT(!strstr(json, "bounds") && !strstr(json, "allow_env"));
+    free(json);
+    space_free(sp);
+    unlink(path);
+    free(path);
+    char with[1024];
+    snprintf(with, sizeof with, "%sbounds: {tps: [0, 1e7]}\n", base_space);
+    EXPECT(hash_of_text(with) != hash_of_text(base_space));
+    EXPECT(space_study_name_problem("a.b_c-9") == NULL);
+    EXPECT(space_study_name_problem("") && space_study_name_problem("-a") &&
+           space_study_name_problem("a/b") && space_study_name_problem(".."));
+    EXPECT(space_env_risky("LD_PRELOAD") && space_env_risky("PATH") && !space_env_risky("PATHX"));
+    EXPECT(space_env_reserved("TUNER_TRIAL") && !space_env_reserved("TUNER_X"));
+}
+
 static void test_durations(void) {
     const struct {
         const char *text;
@@ -498,6 +592,7 @@ int main(void) {
     test_good_variants();
     test_sobol_dimension_limit();
     test_hash();
+    test_bounds();
     test_durations();
     test_lattice();
     return test_exit("test_space");

@@ -34,7 +34,7 @@ check() { # window status reason-prefix
     reason_of "$1" | qgrep -F -- "$3" || fail "window $1: reason '$(reason_of "$1")', want '$3'"
 }
 check 64 failed "killed by signal 6 (Aborted); last output: \\\"synth_engine: crashing on purpose\\\""
-check 128 failed "no result: no \$TUNER_RESULT file and no line of stdout is a JSON object"
+check 128 failed "bad result: the last line of stdout that starts with '{' is not valid JSON: syntax error at byte"
 check 192 failed "exit status 3"
 check 256 failed "metric 'tps' missing from the result"
 check 320 failed "metric 'tps' is not a number (got \\\"fast\\\")"
