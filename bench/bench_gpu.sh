@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# bench_gpu.sh: the GPU benchmark of issue 7, for a machine with an NVIDIA GPU, PyTorch and
-# transformers (nothing is downloaded). In one run:
-#   - the device's measured copy bandwidth (cuda_ops copy-bw);
-#   - our matvec kernel against cuBLAS on E4B's matrix shapes (cuda_ops bench-matmul), and its
-#     decode variants side by side, in CUDA graphs (cuda_ops bench-matvec);
+# bench_gpu.sh: the GPU benchmark, for a machine with an NVIDIA GPU, PyTorch and transformers
+# (nothing is downloaded). In one run:
+#   - the device's measured copy bandwidth (decode_profile copy-bw);
+#   - one matrix product at a time on E4B's shapes, on our kernels and by the default
+#     (decode_profile matmul), and the matrix-vector kernels on the CUDA cores and the tensor
+#     cores, in CUDA graphs (decode_profile matvec);
 #   (a) the shipped small model models/gemma4-tiny (when it is there): `engine bench` on its
 #       eval prompts, and the decode-step profile;
 #   (b) a model with google/gemma-4-E4B's dimensions and random bf16 weights, built with
@@ -18,10 +19,11 @@
 #   x split exactly; =2: x to 16 bits), and with the tensor cores taking the MLP too
 #   (GEMMA_CUDA_MV_MMA=1 GEMMA_CUDA_MLP=0: the whole-MLP kernel's arithmetic is the CUDA cores'),
 #   with the whole-MLP kernel on the tensor cores (GEMMA_CUDA_MLP=mma), and with both.
-# Results: RESULTS_DIR/bench_gpu.md (committed as docs/bench_gpu.md) plus the raw logs.
+# Results: docs/bench/bench_gpu.md, rewritten whole by each run (the machine, the command, the
+# figures), and the raw logs in RESULTS_DIR.
 #
 #   bench/bench_gpu.sh [RESULTS_DIR]      (default build-gpu/bench)
-#   GPU_BIN_DIR=DIR: use prebuilt DIR/engine and DIR/cuda_ops instead of building
+#   GPU_BIN_DIR=DIR: use prebuilt DIR/engine and DIR/decode_profile instead of building
 #   WORK_DIR=DIR: where the random E4B model is written (default /tmp/e4b-random, ~15 GB)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,32 +35,33 @@ RES=$(cd "$RES" && pwd)
 
 if [[ -n "${GPU_BIN_DIR:-}" ]]; then
   BIN=$(cd "$GPU_BIN_DIR" && pwd)
-  CUDA_OPS=$BIN/cuda_ops ENGINE=$BIN/engine
+  PROFILE=$BIN/decode_profile ENGINE=$BIN/engine
 else
   ./scripts/build.sh build-gpu -DWITH_CUDA=ON
-  CUDA_OPS=$ROOT/build-gpu/tests/kernels/cuda_ops ENGINE=$ROOT/build-gpu/engine/engine
+  PROFILE=$ROOT/build-gpu/bench/decode_profile ENGINE=$ROOT/build-gpu/engine/engine
 fi
+COMMAND="bench/bench_gpu.sh $*"
 
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem --format=csv | tee "$RES/gpu.txt"
 
 echo "=== copy bandwidth"
-"$CUDA_OPS" copy-bw | tee "$RES/copy_bw.txt"
+"$PROFILE" copy-bw | tee "$RES/copy_bw.txt"
 
-echo "=== matvec: own kernel vs cuBLAS"
-"$CUDA_OPS" bench-matmul | tee "$RES/matmul_raw.txt"
+echo "=== matrix products: our kernels alone against the default"
+"$PROFILE" matmul | tee "$RES/matmul_raw.txt"
 grep '^|' "$RES/matmul_raw.txt" >"$RES/matmul.md"
-echo "=== matvec: decode variants (GEMMA_CUDA_MV_DECODE / _GRID / _UNROLL / _GROUP)"
-"$CUDA_OPS" bench-matvec | tee "$RES/matvec_variants_raw.txt"
+echo "=== matrix-vector kernels: CUDA cores against tensor cores"
+"$PROFILE" matvec | tee "$RES/matvec_variants_raw.txt"
 grep '^|' "$RES/matvec_variants_raw.txt" >"$RES/matvec_variants.md"
 
 # What a verify pass over 2 .. 8 positions costs, six ways (the report's run names):
-# decode-profile MODEL PROMPT STEPS with the CUDA cores, the tensor cores' two splits, the
+# decode_profile MODEL PROMPT STEPS with the CUDA cores, the tensor cores' two splits, the
 # tensor cores (x exact) with the MLP as their products too, the whole-MLP kernel on the tensor
 # cores (mlp_mma.cu), and that with the products on the tensor cores too.
 verify_costs() {
   DECODE_PROFILE_VERIFY="2 3 4 5 6 8" \
     DECODE_PROFILE_CUSTOM="cuda_cores:;tensor_cores:GEMMA_CUDA_MV_MMA=1;tensor_cores_16:GEMMA_CUDA_MV_MMA=2;tensor_cores_mlp:GEMMA_CUDA_MV_MMA=1 GEMMA_CUDA_MLP=0;mlp_mma:GEMMA_CUDA_MLP=mma;all_mma:GEMMA_CUDA_MV_MMA=1 GEMMA_CUDA_MLP=mma" \
-    "$CUDA_OPS" decode-profile "$@"
+    "$PROFILE" "$@"
 }
 
 # (a) the small model
@@ -69,7 +72,7 @@ if [[ -f $TINY/config.json && -f $TINY/eval/prompts_tune.jsonl ]]; then
   if ENGINE_DEVICE=cuda WARMUP_NUM_PROMPTS=1 "$ENGINE" bench "$TINY" --data "$TINY/eval" \
     >"$RES/tiny_bench.out" 2>"$RES/tiny_bench.err"; then
     tail -n 1 "$RES/tiny_bench.out"
-    "$CUDA_OPS" decode-profile "$TINY" 256 512 | tee "$RES/tiny_profile.txt" || echo "bench_gpu: (a) profile FAILED"
+    "$PROFILE" "$TINY" 256 512 | tee "$RES/tiny_profile.txt" || echo "bench_gpu: (a) profile FAILED"
     verify_costs "$TINY" 256 512 | tee "$RES/tiny_verify.txt" || echo "bench_gpu: (a) verify FAILED"
   else
     tail -n 5 "$RES/tiny_bench.err"; echo "bench_gpu: (a) engine bench FAILED"; rm -f "$RES/tiny_bench.out"
@@ -92,7 +95,7 @@ ENGINE_DEVICE=cuda WARMUP_NUM_PROMPTS=1 MAX_NEW_TOKENS=512 MAX_MODEL_LEN=4096 "$
   "$WORK/model" --prompts "$WORK/prompts.jsonl" >"$RES/e4b_bench_4096.out" 2>"$RES/e4b_bench_4096.err"
 tail -n 1 "$RES/e4b_bench_4096.out"
 echo "=== (b) decode-step profile"
-"$CUDA_OPS" decode-profile "$WORK/model" 256 128 | tee "$RES/e4b_profile.txt"
+"$PROFILE" "$WORK/model" 256 128 | tee "$RES/e4b_profile.txt"
 echo "=== (b) speculative verify passes: CUDA cores against tensor cores (x exact, x to 16 bits, x exact with the MLP)"
 verify_costs "$WORK/model" 256 128 | tee "$RES/e4b_verify.txt"
 # Where ncu exists: one replayed decode step, every kernel timed on its own (caches warm, clocks
@@ -104,7 +107,7 @@ if command -v ncu >/dev/null; then
   if DECODE_PROFILE_CUSTOM="ncu:" DECODE_PROFILE_NCU=1 ncu --profile-from-start off \
       --graph-profiling node --cache-control none --clock-control none \
       --metrics gpu__time_duration.sum,dram__bytes_read.sum --csv \
-      "$CUDA_OPS" decode-profile "$WORK/model" 256 1 >"$RES/e4b_ncu.csv" 2>"$RES/e4b_ncu.err" &&
+      "$PROFILE" "$WORK/model" 256 1 >"$RES/e4b_ncu.csv" 2>"$RES/e4b_ncu.err" &&
     python3 bench/ncu_step_split.py "$RES/e4b_ncu.csv" >"$RES/e4b_ncu_split.md"; then
     cat "$RES/e4b_ncu_split.md"
   else
@@ -113,16 +116,17 @@ if command -v ncu >/dev/null; then
   fi
 fi
 
-python3 - "$RES" <<'PY'
-import json, os, sys
-res = sys.argv[1]
+python3 - "$RES" "$ROOT/docs/bench/bench_gpu.md" "$COMMAND" <<'PY'
+import json, os, socket, sys
+res, page, command = sys.argv[1:4]
 rd = lambda f: open(os.path.join(res, f)).read()
 last_json = lambda f: json.loads(rd(f).strip().splitlines()[-1])
 bw = float(rd("copy_bw.txt").split()[-1])
 gpu = rd("gpu.txt").strip().splitlines()[-1]
-out = ["# GPU benchmark (issue 7)", "",
-       "Made by `bench/bench_gpu.sh` (see its header); raw logs beside this file in the run's results folder.",
-       "", f"GPU: {gpu}", "",
+out = ["# GPU benchmark", "",
+       f"Written whole by `{command.strip()}` (bench/bench_gpu.sh's header says what it runs); the raw logs "
+       f"stay in its results folder.", "",
+       f"Machine: {socket.gethostname()}, GPU {gpu}.", "",
        "Engine switches in the environment of the whole run: " +
        (", ".join(f"`{k}={v}`" for k, v in sorted(os.environ.items()) if k.startswith("GEMMA_")) or "none (the defaults)") + ".", "",
        f"Measured device copy bandwidth (device-to-device copy of 2 GiB, bytes read + written per second): **{bw:.0f} GB/s**.",
@@ -157,25 +161,12 @@ def model_section(title, bench_file, prof_file, hf=None):
         f"| our decode share of the floor | {100 * b['decode_tps'] / floor:.1f} % |"] + (
         [f"| engine decode tps with MAX_MODEL_LEN=4096 (the record's setting: a longer cache; the attention's form follows each request's length) | {b4['decode_tps']:.1f} ({100 * b4['decode_tps'] / floor:.1f} % of floor) |"]
         if b4 else []) + [
-        f"| decode step, CUDA graphs (decode-profile, {g['steps']} steps after a 256-token prompt) | {g['ms_per_step']:.3f} ms ({g['decode_tps']:.1f} tokens/s, {100 * g['decode_tps'] / floor:.1f} % of floor) |",
+        f"| decode step, CUDA graphs (decode_profile, {g['steps']} steps after a 256-token prompt) | {g['ms_per_step']:.3f} ms ({g['decode_tps']:.1f} tokens/s, {100 * g['decode_tps'] / floor:.1f} % of floor) |",
         f"| same, graphs without programmatic dependent launch | {runs['graphs_no_pdl']['ms_per_step']:.3f} ms ({runs['graphs_no_pdl']['decode_tps']:.1f} tokens/s) |",
         f"| same, graphs without fusion of neighbouring ops | {runs['graphs_no_fusion']['ms_per_step']:.3f} ms ({runs['graphs_no_fusion']['decode_tps']:.1f} tokens/s) |"] +
         [f"| same, {what} | {runs[k]['ms_per_step']:.3f} ms ({runs[k]['decode_tps']:.1f} tokens/s) |"
-         for k, what in [("graphs_no_mlp_kernel", "the MLP as grouped products, not one kernel (GEMMA_CUDA_MLP=0: the default before session 26)"),
-                         ("graphs_attn_split", "attention as a slices kernel and a merge kernel (GEMMA_CUDA_ATTN=split: the default before session 20, and before sm_90)"),
-                         ("graphs_no_matmul_groups", "fusion without the grouped matrix products (GEMMA_CUDA_FUSE_MM=0)"),
-                         ("graphs_auto_pair", "gate and up paired only for matrices of at most 1 MiB (GEMMA_CUDA_FUSE_MM=auto, the default before the lean kernel)"),
-                         ("graphs_groups_no_pair", "every matrix product grouped, gate and up without the GeLU pair epilogue (GEMMA_CUDA_FUSE_MM=nopair)"),
-                         ("graphs_unroll4", "the column loop unrolled 4 times everywhere, not 4 with the gate + up pair and 8 else (GEMMA_CUDA_MV_UNROLL=4)"),
-                         ("graphs_unroll8", "the column loop unrolled 8 times everywhere (GEMMA_CUDA_MV_UNROLL=8, the default before session 15)"),
-                         ("graphs_no_groups", "no explicit load groups in the decode products (GEMMA_CUDA_MV_GROUP=0, the kernels before session 16)"),
-                         ("graphs_block_warps8", "blocks of 8 warps in every decode launch (GEMMA_CUDA_MV_BLOCK_WARPS=8, the blocks before session 23)"),
-                         ("graphs_no_prefetch", "matvec waits before its first weight loads (GEMMA_CUDA_MV_PREFETCH=0)"),
-                         ("graphs_prefetch4", "matvec loads 4 chunks per lane before the wait, not 2 (GEMMA_CUDA_MV_PREFETCH=4: the general kernel)"),
-                         ("graphs_general", "n = 1 products by the general kernel, not the lean one (GEMMA_CUDA_MV_DECODE=general)"),
-                         ("graphs_lean8", "the lean kernel compiled for 8 blocks per multiprocessor (GEMMA_CUDA_MV_DECODE=lean8)"),
-                         ("graphs_persist", "persistent grid for the n = 1 products (GEMMA_CUDA_MV_GRID=persist)"),
-                         ("graphs_lean8_persist", "lean8 and the persistent grid"),
+         for k, what in [("graphs_no_mlp_kernel", "the MLP as grouped products, not one kernel (GEMMA_CUDA_MLP=0)"),
+                         ("graphs_attn_split", "attention as a slices kernel and a merge kernel (GEMMA_CUDA_ATTN=split: the form before sm_90)"),
                          ("graphs_again", "default settings again (run-to-run spread)")] if k in runs] + [
         f"| decode step, eager launches (no graphs) | {runs['eager']['ms_per_step']:.3f} ms ({runs['eager']['decode_tps']:.1f} tokens/s) |"])
     if hf:
@@ -190,7 +181,7 @@ def model_section(title, bench_file, prof_file, hf=None):
                 if "ms_per_step" in j: steps[j["run"]] = j["ms_per_step"]
                 else: verify.setdefault(j["run"], {})[j["verify_rows"]] = j["ms_per_verify"]
         ns = sorted(next(iter(verify.values()), {}))
-        out.extend(["", "What a speculative verify pass costs (decode-profile with DECODE_PROFILE_VERIFY: graph-captured "
+        out.extend(["", "What a speculative verify pass costs (decode_profile with DECODE_PROFILE_VERIFY: graph-captured "
                     "passes over n positions, ms, and in decode steps of the CUDA-core default); GEMMA_CUDA_MV_MMA=1 puts "
                     "every bf16 product on the tensor cores (kernels/matvec_mma.cu), decode and verify alike, with x split "
                     "exactly into three bf16; =2 splits it into two (x to 16 bits); with GEMMA_CUDA_MLP=0 the MLP "
@@ -216,10 +207,13 @@ if os.path.exists(os.path.join(res, "e4b_ncu_split.md")):
     out.extend(["One replayed decode step of (b), every kernel timed on its own by ncu (bench/ncu_step_split.py: "
                 "kernels grouped by role; serialised, so the sum is above the graph's step time, but each kernel's own cost is exact):", ""]
                + rd("e4b_ncu_split.md").strip().splitlines() + [""])
-out.extend(["## Our matvec kernel against cuBLAS (bf16 weights, E4B shapes)", "",
-            "cuBLAS gets the input converted to bf16 (cublasGemmEx, fp32 accumulate); time per call, GB/s of weights.", ""] + rd("matmul.md").strip().splitlines() + [""])
-out.extend(["## The matvec kernel's decode variants (bf16, n = 1, E4B shapes)", "",
+out.extend(["## One matrix product at a time (bf16 weights, E4B shapes)", "",
+            "Every product on our kernels (GEMMA_CUDA_GEMM=own) against the default (auto: bf16 products of more than "
+            "17 inputs on cuBLAS, x split exactly into three bf16); time per call, GB/s of weights. The last rows are "
+            "the backend's grouped launches, on our kernels.", ""] + rd("matmul.md").strip().splitlines() + [""])
+out.extend(["## The matrix-vector kernels, CUDA cores against tensor cores (bf16, n = 1, E4B shapes)", "",
             "Back-to-back launches in a CUDA graph with PDL, weights cycled through copies larger than L2; us per launch (GB/s of weights).", ""] + rd("matvec_variants.md").strip().splitlines() + [""])
-open(os.path.join(res, "bench_gpu.md"), "w").write("\n".join(out) + "\n")
+os.makedirs(os.path.dirname(page), exist_ok=True)
+open(page, "w").write("\n".join(out) + "\n")
 print("\n".join(out))
 PY

@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
 # bench_spec_gpu.sh: speculative decoding on the GPU - the shipped small model
 # (models/gemma4-tiny) with its trained assistant (models/gemma4-tiny-assistant) at
-# NUM_SPECULATIVE_TOKENS k = 0..8 on the CUDA backend, written to docs/bench_spec_gpu.md with the
-# GPU, the build and the exact command. For a machine with an NVIDIA GPU.
+# NUM_SPECULATIVE_TOKENS k = 0..8 on the CUDA backend. Each run rewrites its page,
+# docs/bench/bench_spec_gpu.md, whole: the GPU, the build, the exact command and the figures.
+# For a machine with an NVIDIA GPU.
 #
 # Table 1: per k, tps, decode tps, mean accepted drafts, tokens per verify pass, the cost of one
 # verify pass and one draft step, and the shares of decode time in draft / verify / other, with
 # every run's output_hash (equal hashes across k = the lossless rule, measured). Table 2: the
-# best k again with the drafter's head the reference way (GEMMA_DRAFT_ON_DEVICE=0: scores to the
-# host every step), the gain of the device head and the draft-loop graph. Table 3: the
 # per-kernel-family profile of one speculative run at the best k (GEMMA_CUDA_PROFILE=1: every op
 # timed, graphs off, so it shows where the time goes, not the graph run's speed).
 #
@@ -17,7 +16,7 @@
 #
 # Environment: NEW_TOKENS (default 512), PROMPTS (first N prompts of prompts_tune.jsonl, default
 # 16), REPEATS (runs per k, the best decode tps kept, default 2), WARMUP (default 2), OUT (default
-# docs/bench_spec_gpu.md), LOG_DIR (raw results kept there when set), GIT_REV (the commit to name
+# docs/bench/bench_spec_gpu.md), LOG_DIR (raw results kept there when set), GIT_REV (the commit to name
 # when the tree has no .git, as on a machine the tree was copied to).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +24,7 @@ new_tokens=${NEW_TOKENS:-512}
 n_prompts=${PROMPTS:-16}
 repeats=${REPEATS:-2}
 warmup=${WARMUP:-2}
-out=${OUT:-docs/bench_spec_gpu.md}
+out=${OUT:-docs/bench/bench_spec_gpu.md}
 model=models/gemma4-tiny
 command_line="bench/bench_spec_gpu.sh${*:+ $*}"
 # The engine's own switches (GEMMA_CUDA_MV_MMA=1, ...) change what is measured: named too.
@@ -63,8 +62,6 @@ run() {
 }
 for k in 0 1 2 3 4 5 6 7 8; do run "k$k" NUM_SPECULATIVE_TOKENS=$k; done
 best=$(python3 bench/spec_report.py best-k "$tmp")
-# the same k with the drafter's head the reference way: scores to the host every step
-run "host$best" NUM_SPECULATIVE_TOKENS="$best" GEMMA_DRAFT_ON_DEVICE=0
 echo "== profile at k=$best" >&2
 GEMMA_CUDA_PROFILE=1 ENGINE_DEVICE=cuda NUM_SPECULATIVE_TOKENS=$best MAX_NEW_TOKENS=128 \
     WARMUP_NUM_PROMPTS=0 "$engine" bench "$model" --prompts "$tmp/prompts.jsonl" \
@@ -75,7 +72,7 @@ if [ -n "${LOG_DIR:-}" ]; then
 fi
 
 python3 - "$tmp" "$out" "$best" <<EOF
-import json, sys
+import json, os, sys
 sys.path.insert(0, "bench")
 from spec_report import k_table, step_seconds
 tmp, out, best = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -104,17 +101,7 @@ w(f"\n{len(hashes) == 1 and 'All nine runs served identical tokens (one output_h
   "argmax launch pair and one host synchronisation for all k+1 rows), other = acceptance, "
   "rollback and bookkeeping. Verify ms is "
   "one verify pass (at k = 0 one decode step); draft ms is one drafter step.\n")
-w(f"## 2. The draft loop on the device against the host round trips (k = {best})\n")
-w("| drafter head | decode tps | draft ms / token | draft share of decode | accepted drafts / step | output_hash |")
-w("|---|---|---|---|---|---|")
-for name, label in ((f"k{best}", "on the device, k steps as one CUDA graph, one download"),
-                    (f"host{best}", "the reference way: centroid scores and logits downloaded every step (GEMMA_DRAFT_ON_DEVICE=0)")):
-    r = J(name)
-    sp, sh = r["speculation"], r["decode_time_share"]
-    drf = sh["draft"] * r["decode_s"] / sp["drafted"] if sp["drafted"] else 0
-    w(f"| {label} | {r['decode_tps']:.1f} | {drf * 1e3:.3f} | {sh['draft']:.1%} | {r['accept_len']:.2f} | {r['output_hash']} |")
-w("")
-w(f"## 3. Where the time goes at k = {best} (profiled: every op timed, graphs off)\n")
+w(f"## 2. Where the time goes at k = {best} (profiled: every op timed, graphs off)\n")
 w("\`\`\`")
 prof = [l.rstrip() for l in open(f"{tmp}/profile.err") if l.startswith("cuda profile") or l.startswith("  ")]
 L.extend(prof)
@@ -129,6 +116,7 @@ w(f"At the best k = {best}, decode runs at {b['decode_tps']:.0f} tokens/s agains
   f"costs {ver_best / step0:.2f} decode steps and the drafter takes {sh['draft']:.1%} of decode "
   "time. A speculative step pays when its tokens per verify pass exceed the cost of the verify "
   "pass plus its k draft steps, counted in plain decode steps.\n")
+os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
 open(out, "w").write("\n".join(L) + "\n")
 EOF
 echo "wrote $out" >&2

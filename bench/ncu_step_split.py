@@ -4,12 +4,12 @@
     DECODE_PROFILE_CUSTOM="ncu:" DECODE_PROFILE_NCU=1 ncu --profile-from-start off \
         --graph-profiling node --cache-control none --clock-control none \
         --metrics gpu__time_duration.sum,dram__bytes_read.sum --csv \
-        cuda_ops decode-profile MODEL 256 1 > step.csv
+        build/bench/decode_profile MODEL 256 1 > step.csv
     python3 bench/ncu_step_split.py step.csv          (a .gz file is read as well)
 
 ncu times every kernel of the replayed CUDA graph on its own, one after the other: their sum is
 above the graph's step time (a replay overlaps each kernel's launch and first weight loads with
-the previous kernel), but each kernel's own cost is exact - where decode-profile's "profiled"
+the previous kernel), but each kernel's own cost is exact - where decode_profile's "profiled"
 run (CUDA events, graphs off) adds a launch and a host round trip to every op. Kernels are
 grouped by their role in the Gemma 4 layer (engine/forward.c): the matrix-vector launches by
 their neighbours - q + k + v before the norm / RoPE / KV kernel, o after the attention (its merge

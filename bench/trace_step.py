@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """trace_step.py: where a decode step's time goes, from the kernel timeline that
-`cuda_ops decode-profile` writes with DECODE_PROFILE_TRACE=FILE (tests/kernels/cuda_ops_trace.h:
-a line "# measured T0 T1 STEPS", then start,end,name,grid,block,cluster a kernel, CUPTI ns).
+bench/decode_profile writes with DECODE_PROFILE_TRACE=FILE (decode_profile.c, trace_begin: a
+line "# measured T0 T1 STEPS", then start,end,name,grid,block,cluster a kernel, CUPTI ns).
 
 With programmatic dependent launch a kernel starts while the one before it runs, so its duration
 says little. What a kernel adds to the step is its end minus the previous kernel's end ("adds"):
@@ -12,7 +12,7 @@ step cut into layers at the kernel that adds the most among those launched more 
 (the MLP kernel), each kind of layer with its kernels' mean adds and lead; and some kernels from
 the middle of a step, in order.
 
-With --diff, two timelines side by side (an A / B of one call): the spans, every kernel's adds a
+With --diff, two timelines side by side (an A / B of two builds or settings): the spans, every kernel's adds a
 step in A and in B and the difference (largest first), and each kind of layer the two have in
 common (the same count a step and length; paired in order of count) position by position - the
 names of both where they differ.

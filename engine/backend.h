@@ -2,8 +2,8 @@
  *
  * forward.c describes the Gemma 4 computation once, as calls on a backend; a backend
  * implements the calls for one kind of hardware. backend_cpu.c is the reference one
- * (OpenMP over output rows / heads); the CUDA backend of a later issue fills the same table
- * with kernels and cuBLAS, and forward.c does not change.
+ * (OpenMP over output rows / heads); the CUDA backend (kernels/) fills the same table with
+ * kernels and cuBLAS, and forward.c does not change.
  *
  * Rules every backend follows:
  *   - Activations are fp32 buffers the backend allocated (b->alloc); on a GPU they live in
@@ -25,6 +25,12 @@
 #include <stddef.h>
 
 #include "model.h"
+
+/* The most rows one speculative verify pass hands the backend at once: up to 16 drafts and the
+ * served token before them (NUM_SPECULATIVE_TOKENS is bounded by it: speculate.h SPEC_MAX_K). A
+ * backend may tune its kernels for matmuls of at most this many rows and treat larger ones as
+ * prefill chunks. */
+#define BACKEND_VERIFY_ROWS 17
 
 typedef struct backend backend;
 

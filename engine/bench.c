@@ -57,49 +57,19 @@ int bench_check_lengths(const prompt_set *ps, int max_len, int max_new_tokens, c
     return 0;
 }
 
-int logits_argmax(const float *logits, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (logits[i] > logits[best]) best = i;
-    return best;
-}
-
-uint64_t bench_hash_token(uint64_t h, int id) {
-    for (int b = 0; b < 4; b++) {
-        h ^= (uint64_t)((unsigned)id >> (8 * b) & 0xff);
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
-int bench_greedy(decoder *d, int vocab, const int *prompt, int n, int max_new, float *logits,
-                 int *out, uint64_t *hash, double *first_at) {
-    decoder_begin(d, n + max_new);
-    if (decoder_forward(d, prompt, n, logits, n - 1)) return -1;
-    int tok = logits_argmax(logits, vocab);
-    *first_at = now_seconds();
-    for (int i = 0;;) {
-        *hash = bench_hash_token(*hash, tok);
-        if (out) out[i] = tok;
-        if (++i == max_new) break;
-        /* The argmax where the logits are (on a GPU only the id comes back); same rule. */
-        if (decoder_forward_argmax(d, &tok, 1, &tok)) return -1;
-    }
-    return 0;
-}
-
 /* One timed request: adds its prefill and decode times to r. Returns 0 or -1 (cache full). */
-static int request_run(const bench_server *s, const prompt *p, int max_new, bench_result *r) {
+static int request_run(speculator *s, const prompt *p, int max_new, bench_result *r) {
     double t0 = now_seconds(), t1 = t0;
-    if (s->serve(s->ctx, p, max_new, &r->out_hash, &t1)) return -1;
+    if (spec_generate(s, p->tokens, p->n_tokens, max_new, -1, NULL, &t1, &r->out_hash) < 0)
+        return -1;
     double t2 = now_seconds();
     r->prefill_s += t1 - t0;
     r->decode_s += t2 - t1;
     return 0;
 }
 
-int bench_run_with(const bench_server *s, const prompt_set *ps, int warmup_prompts,
-                   int max_new_tokens, bench_result *r, char *err, size_t errlen) {
+int bench_run(speculator *s, const prompt_set *ps, int warmup_prompts, int max_new_tokens,
+              bench_result *r, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
     bench_result scratch = {0};
     const prompt *p = NULL;
@@ -110,9 +80,9 @@ int bench_run_with(const bench_server *s, const prompt_set *ps, int warmup_promp
         if (request_run(s, p, max_new_tokens, &scratch)) goto full;
     }
     r->warmup_s = now_seconds() - t0;
-    if (s->warmed) s->warmed(s->ctx);
+    memset(&s->stats, 0, sizeof s->stats);
 
-    r->out_hash = BENCH_HASH_SEED;
+    r->out_hash = OUTPUT_HASH_SEED;
     double start = now_seconds();
     for (int i = 0; i < ps->n; i++) {
         p = &ps->items[i];
@@ -130,26 +100,4 @@ full:
     snprintf(err, errlen, "%s:%d: prompt \"%s\" does not fit the decoder's cache", ps->path,
              p->line, p->id);
     return -1;
-}
-
-/* bench_run's server: bench_greedy on one decoder with a one-row logits buffer. */
-typedef struct {
-    decoder *d;
-    int vocab;
-    float *logits; /* [vocab] */
-} greedy_server;
-
-static int greedy_serve(void *ctx, const prompt *p, int max_new, uint64_t *hash, double *first_at) {
-    greedy_server *g = ctx;
-    return bench_greedy(g->d, g->vocab, p->tokens, p->n_tokens, max_new, g->logits, NULL, hash,
-                        first_at);
-}
-
-int bench_run(decoder *d, int vocab, const prompt_set *ps, int warmup_prompts, int max_new_tokens,
-              bench_result *r, char *err, size_t errlen) {
-    greedy_server g = {d, vocab, xmalloc((size_t)vocab * sizeof(float))};
-    bench_server s = {.serve = greedy_serve, .ctx = &g};
-    int rc = bench_run_with(&s, ps, warmup_prompts, max_new_tokens, r, err, errlen);
-    free(g.logits);
-    return rc;
 }

@@ -1,12 +1,11 @@
 /* engine.h: the engine's public API, between the model code (model loading, forward pass,
- * backends) and its users (the `engine` command: bench, generate, ppl; the speculative
- * decoder of a later issue; tests).
+ * backends) and its users (the `engine` command: bench, generate, ppl; the serving loop; tests).
  *
  * A model is the read-only part: config and weights (mmapped from safetensors). A decoder
  * is one stream over a model: its KV cache, its scratch buffers and its knobs. Single
  * stream is the product's whole point, so there is no batch dimension anywhere; the only
- * multi-token calls are prefill, teacher-forced scoring and (later) speculative verify,
- * which all run n consecutive positions of the one stream.
+ * multi-token calls are prefill, teacher-forced scoring and speculative verify, which all run
+ * n consecutive positions of the one stream.
  */
 #ifndef ENGINE_H
 #define ENGINE_H

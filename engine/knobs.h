@@ -1,4 +1,5 @@
-/* knobs.h: the engine's knobs, named as in the record's manifest (DESIGN.md section 5).
+/* knobs.h: the engine's knobs, named as in the record's manifest (DESIGN.md section 5), in one
+ * struct that every command reads once and passes on whole.
  *
  * Every knob comes from an environment variable of its own name (that is how the tuner passes a
  * point: SLIDING_WINDOW=188 ...); a command-line flag of the same name in lower case with dashes
@@ -6,7 +7,12 @@
  * range) and every error names where the bad value came from. Checks that need the model (a window
  * or a length above what the model supports) run once it is loaded, in knobs_check_model().
  * A knob is never silently ignored: an unknown or unusable value is an error, or a sweep would
- * measure the same engine under different names. */
+ * measure the same engine under different names.
+ *
+ * The serving knobs reach the engine by one road: serve_open (serve.h) builds the decoder
+ * (SLIDING_WINDOW, MAX_MODEL_LEN, threads, device), the head (LM_HEAD_KEEPSET) and the drafter
+ * (NUM_SPECULATIVE_TOKENS, CENTROID_TOP_K) from this struct; the bench protocol reads
+ * WARMUP_NUM_PROMPTS, MAX_NEW_TOKENS and TUNER_PROMPT_SET. */
 #ifndef KNOBS_H
 #define KNOBS_H
 
@@ -55,7 +61,7 @@ int knobs_check_model(const knobs *k, int model_max_positions, int generating, c
 int knobs_window(const knobs *k, int model_native_window);
 int knobs_max_model_len(const knobs *k, int model_max_positions);
 
-/* The decoder options these knobs ask for. */
+/* The decoder options these knobs ask for (engine.h; MAX_MODEL_LEN 0 = unset). */
 engine_options knobs_options(const knobs *k);
 
 /* One line per knob (flag, variable, meaning) for --help. */

@@ -4,14 +4,16 @@
  *   engine ppl MODEL_DIR [--ppl F | --data DIR] [knob flags]
  *   engine generate MODEL_DIR [--prompt TEXT] [knob flags]      (the prompt from stdin otherwise)
  *
- * Knobs come from the environment and flags override them (knobs.h). bench and ppl print their
+ * Knobs come from the environment and flags override them (knobs.h), read once into one struct;
+ * serve_open (serve.h) turns it into the decoder, head and drafter every command runs on, and
+ * bench and generate serve every token through its one serving loop. bench and ppl print their
  * result as one JSON object on the last line of stdout (DESIGN.md 4.1) and also write it to
  * $TUNER_RESULT when that is set; everything meant for a person goes to stderr. Every error is one
  * line on stderr naming the file (and line or key) at fault, and a non-zero exit: 2 for a bad
  * command line, 1 for anything else.
  *
  * The order of work puts cheap checks first: knobs, then the data files, then the model, then
- * what needs the model (vocabulary, lengths), and only then the decoder and the timed run. */
+ * what needs the model (vocabulary, lengths), and only then the server and the timed run. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -28,7 +30,7 @@
 #include "engine.h"
 #include "knobs.h"
 #include "ppl.h"
-#include "spec_serve.h"
+#include "serve.h"
 #include "tokenizer.h"
 #include "util.h"
 
@@ -279,15 +281,6 @@ static int result_emit(cJSON *o, char *err, size_t errlen) {
     return rc;
 }
 
-/* The decoder's capacity: MAX_MODEL_LEN when set; otherwise only what the work needs (the
- * full-attention caches are allocated at capacity, and a 128k-position cache nobody uses would
- * cost gigabytes; attention reads only filled positions, so speed does not depend on it). */
-static decoder *decoder_open(const model *m, const knobs *k, int need, char *err, size_t errlen) {
-    engine_options o = knobs_options(k);
-    if (!o.max_model_len) o.max_model_len = need;
-    return decoder_new(m, &o, err, errlen);
-}
-
 /* ---------------------------------------------------------------------------------------- */
 /* Commands                                                                                 */
 
@@ -299,9 +292,8 @@ static int cmd_bench(const cli *c, char *err, size_t errlen) {
     ppl_set pp = {0};
     model *m = NULL;
     tokenizer *t = NULL;
-    decoder *d = NULL;
     cJSON *o = NULL;
-    spec_serve sv = {0};
+    server sv = {0};
     int rc = -1;
     double t_start = now_seconds();
 
@@ -330,16 +322,12 @@ static int cmd_bench(const cli *c, char *err, size_t errlen) {
             need = ps.items[i].n_tokens + k->max_new_tokens;
     int longest = ppl_set_longest(&pp);
     if (longest > need) need = longest;
-    if (!(d = decoder_open(m, k, k->max_model_len ? max_len : need, err, errlen))) goto done;
-    if (spec_serve_open(&sv, d, c->model_dir, c->assistant, k, err, errlen)) goto done;
+    if (serve_open(&sv, m, k, c->model_dir, c->assistant, need, err, errlen)) goto done;
 
     bench_result br;
     fprintf(stderr, "engine: bench %s: %d prompts x %d new tokens, %d warm-up\n", prompts_path,
             ps.n, k->max_new_tokens, k->warmup_num_prompts);
-    /* The speculation / keepset knobs serve through spec_serve; plain greedy through bench.c. */
-    if (spec_serve_active(&sv)
-            ? spec_serve_bench(&sv, &ps, k->warmup_num_prompts, k->max_new_tokens, &br, err, errlen)
-            : bench_run(d, vocab, &ps, k->warmup_num_prompts, k->max_new_tokens, &br, err, errlen))
+    if (bench_run(&sv.sp, &ps, k->warmup_num_prompts, k->max_new_tokens, &br, err, errlen))
         goto done;
     ppl_total pt = {0};
     double ppl_s = 0;
@@ -347,8 +335,7 @@ static int cmd_bench(const cli *c, char *err, size_t errlen) {
         fprintf(stderr, "engine: perplexity over %s: %d records, %ld target tokens\n", ppl_path,
                 pp.n, pp.n_targets);
         double t0 = now_seconds();
-        if (spec_serve_ppl(&sv, d, vocab, k->max_model_len ? max_len : need, &pp, &pt, err, errlen))
-            goto done;
+        if (serve_ppl(&sv, &pp, &pt, err, errlen)) goto done;
         ppl_s = now_seconds() - t0;
     }
 
@@ -378,12 +365,11 @@ static int cmd_bench(const cli *c, char *err, size_t errlen) {
     cJSON_AddStringToObject(o, "prompts_file", prompts_path);
     if (ppl_path) cJSON_AddStringToObject(o, "ppl_file", ppl_path);
     result_add_knobs(o, k, m, max_len);
-    spec_serve_result(&sv, o, ppl_path ? &pp : NULL);
+    serve_result(&sv, o, ppl_path ? &pp : NULL, br.decode_s);
     rc = result_emit(o, err, errlen);
 done:
     cJSON_Delete(o);
-    spec_serve_close(&sv);
-    if (d) decoder_free(d);
+    serve_close(&sv);
     if (t) tokenizer_free(t);
     if (m) model_free(m);
     ppl_set_free(&pp);
@@ -400,9 +386,8 @@ static int cmd_ppl(const cli *c, char *err, size_t errlen) {
                                    : xasprintf("%s/eval/ppl_%s.jsonl", c->model_dir, k->prompt_set);
     ppl_set pp = {0};
     model *m = NULL;
-    decoder *d = NULL;
     cJSON *o = NULL;
-    spec_serve sv = {0};
+    server sv = {0};
     int rc = -1;
     if (ppl_set_load(ppl_path, &pp, err, errlen)) goto done;
     if (!(m = model_open(c->model_dir, err, errlen))) goto done;
@@ -412,16 +397,14 @@ static int cmd_ppl(const cli *c, char *err, size_t errlen) {
     if (ppl_check_lengths(&pp, max_len, err, errlen)) goto done;
     int need = ppl_set_longest(&pp);
     if (need < 1) need = 1;
-    int cap = k->max_model_len ? max_len : need;
-    if (!(d = decoder_open(m, k, cap, err, errlen))) goto done;
-    knobs head_only = *k; /* ppl needs the head (keepset), never the drafter */
-    head_only.num_speculative_tokens = 0;
-    if (spec_serve_open(&sv, d, c->model_dir, NULL, &head_only, err, errlen)) goto done;
+    knobs scoring = *k; /* perplexity needs the head (keepset), never the drafter */
+    scoring.num_speculative_tokens = 0;
+    if (serve_open(&sv, m, &scoring, c->model_dir, NULL, need, err, errlen)) goto done;
     fprintf(stderr, "engine: perplexity over %s: %d records, %ld target tokens\n", ppl_path, pp.n,
             pp.n_targets);
     ppl_total pt = {0};
     double t0 = now_seconds();
-    if (spec_serve_ppl(&sv, d, vocab, cap, &pp, &pt, err, errlen)) goto done;
+    if (serve_ppl(&sv, &pp, &pt, err, errlen)) goto done;
     double wall = now_seconds() - t0;
     o = cJSON_CreateObject();
     result_add_ppl(o, &pt, NULL);
@@ -434,12 +417,11 @@ static int cmd_ppl(const cli *c, char *err, size_t errlen) {
     cJSON_AddStringToObject(o, "model", c->model_dir);
     cJSON_AddStringToObject(o, "ppl_file", ppl_path);
     result_add_knobs(o, k, m, max_len);
-    spec_serve_result(&sv, o, &pp);
+    serve_result(&sv, o, &pp, 0);
     rc = result_emit(o, err, errlen);
 done:
     cJSON_Delete(o);
-    spec_serve_close(&sv);
-    if (d) decoder_free(d);
+    serve_close(&sv);
     if (m) model_free(m);
     ppl_set_free(&pp);
     free(ppl_path);
@@ -460,18 +442,33 @@ static char *stdin_read_all(void) {
     return buf;
 }
 
-/* Print the text of gen[0..n) beyond the first *printed bytes. Unless final, hold back a
- * trailing replacement character: it may be a UTF-8 sequence whose other bytes come next. */
-static void generate_print(const tokenizer *t, const int *gen, int n, size_t *printed, int final) {
-    char *s = tokenizer_decode(t, gen, n);
+/* generate's output: the continuation so far, and how much of its text is on stdout. */
+typedef struct {
+    const tokenizer *t;
+    int *gen; /* [MAX_NEW_TOKENS] */
+    int n;
+    size_t printed; /* bytes of tokenizer_decode(gen[0..n)) already written */
+} continuation;
+
+/* Print the text of the continuation beyond what is printed. Unless final, hold back a trailing
+ * replacement character: it may be a UTF-8 sequence whose other bytes come next. */
+static void continuation_print(continuation *g, int final) {
+    char *s = tokenizer_decode(g->t, g->gen, g->n);
     size_t ready = strlen(s);
     if (!final && ready >= 3 && !memcmp(s + ready - 3, "\xEF\xBF\xBD", 3)) ready -= 3;
-    if (ready > *printed) {
-        fwrite(s + *printed, 1, ready - *printed, stdout);
+    if (ready > g->printed) {
+        fwrite(s + g->printed, 1, ready - g->printed, stdout);
         fflush(stdout);
-        *printed = ready;
+        g->printed = ready;
     }
     free(s);
+}
+
+/* The serving loop's hook: each token is printed as it is served. */
+static void continuation_add(void *ctx, int id) {
+    continuation *g = ctx;
+    g->gen[g->n++] = id;
+    continuation_print(g, 0);
 }
 
 static int cmd_generate(const cli *c, char *err, size_t errlen) {
@@ -479,10 +476,9 @@ static int cmd_generate(const cli *c, char *err, size_t errlen) {
     char *text = c->prompt ? xstrdup(c->prompt) : stdin_read_all();
     model *m = NULL;
     tokenizer *t = NULL;
-    decoder *d = NULL;
-    int *ids = NULL, *gen = NULL, rc = -1;
-    float *logits = NULL;
-    spec_serve sv = {0};
+    int *ids = NULL, rc = -1;
+    continuation g = {0};
+    server sv = {0};
     if (!(m = model_open(c->model_dir, err, errlen))) goto done;
     if (knobs_check_model(k, model_max_positions(m), 1, err, errlen)) goto done;
     char *tok_path = xasprintf("%s/tokenizer.json", c->model_dir);
@@ -516,56 +512,35 @@ static int cmd_generate(const cli *c, char *err, size_t errlen) {
                  max_len, k->max_new_tokens);
         goto done;
     }
-    if (!(d = decoder_open(m, k, k->max_model_len ? max_len : n + k->max_new_tokens, err, errlen)))
+    if (serve_open(&sv, m, k, c->model_dir, c->assistant, n + k->max_new_tokens, err, errlen))
         goto done;
-    logits = xmalloc((size_t)vocab * sizeof *logits);
-    gen = xmalloc((size_t)k->max_new_tokens * sizeof *gen);
-    int eos = tokenizer_eos_id(t), n_gen = 0;
-    size_t printed = 0;
+
+    g.t = t;
+    g.gen = xmalloc((size_t)k->max_new_tokens * sizeof *g.gen);
+    sv.sp.served = continuation_add;
+    sv.sp.served_ctx = &g;
     double t0 = now_seconds(), t1 = t0;
-    if (spec_serve_open(&sv, d, c->model_dir, c->assistant, k, err, errlen)) goto done;
-    if (spec_serve_active(&sv)) {
-        /* Speculation / keepset: the whole continuation first, then printed. */
-        if ((n_gen = spec_serve_generate(&sv, ids, n, k->max_new_tokens, eos, gen)) < 0) goto full;
-        t1 = t0;
-        generate_print(t, gen, n_gen, &printed, 1);
-        printf("\n");
-        double t2 = now_seconds();
-        fprintf(stderr,
-                "engine: %d new tokens in %.3f s (prompt included; %.2f drafts accepted "
-                "per step)\n",
-                n_gen, t2 - t0, spec_mean_accept(&sv.sp.stats));
-        rc = 0;
+    if (spec_generate(&sv.sp, ids, n, k->max_new_tokens, tokenizer_eos_id(t), NULL, &t1, NULL) <
+        0) {
+        snprintf(err, errlen, "the decoder's cache is full");
         goto done;
     }
-    decoder_begin(d, n + k->max_new_tokens); /* as spec_generate does: the same attention form */
-    if (decoder_forward(d, ids, n, logits, n - 1)) goto full;
-    for (;;) {
-        int tok = logits_argmax(logits, vocab);
-        if (n_gen == 0) t1 = now_seconds();
-        if (tok == eos) break;
-        gen[n_gen++] = tok;
-        generate_print(t, gen, n_gen, &printed, 0);
-        if (n_gen == k->max_new_tokens) break;
-        if (decoder_forward(d, &tok, 1, logits, 0)) goto full;
-    }
-    generate_print(t, gen, n_gen, &printed, 1);
+    continuation_print(&g, 1);
     printf("\n");
     double t2 = now_seconds();
+    char drafts[64] = "";
+    if (sv.sp.k > 0)
+        snprintf(drafts, sizeof drafts, "; %.2f drafts accepted per step",
+                 spec_mean_accept(&sv.sp.stats));
     fprintf(stderr,
-            "engine: prompt %d tokens in %.3f s; %d new tokens in %.3f s (%.1f tokens/s)%s\n", n,
-            t1 - t0, n_gen, t2 - t1, n_gen > 1 ? (n_gen - 1) / (t2 - t1) : 0.0,
-            n_gen < k->max_new_tokens ? ", stopped at end-of-sequence" : "");
+            "engine: prompt %d tokens in %.3f s; %d new tokens in %.3f s (%.1f tokens/s)%s%s\n", n,
+            t1 - t0, g.n, t2 - t1, g.n > 1 ? (g.n - 1) / (t2 - t1) : 0.0,
+            g.n < k->max_new_tokens ? ", stopped at end-of-sequence" : "", drafts);
     rc = 0;
-    goto done;
-full:
-    snprintf(err, errlen, "the decoder's cache is full");
 done:
-    spec_serve_close(&sv);
-    free(gen);
-    free(logits);
+    serve_close(&sv);
+    free(g.gen);
     free(ids);
-    if (d) decoder_free(d);
     if (t) tokenizer_free(t);
     if (m) model_free(m);
     free(text);

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "engine.h"
+#include "float16.h"
 #include "safetensors.h"
 
 /* ------------------------------------------------------------------------------------- */
@@ -53,18 +54,6 @@ float tensor_get(const tensor *t, size_t i);
  * share it). */
 int tensor_from_checkpoint(tensor *out, const st_tensor *t, const char *file, const char *name,
                            int rows, int cols, const char *dir, char *err, size_t errlen);
-
-/* bf16 / f16 <-> fp32 scalar conversions (bf16 rounds to nearest even). */
-static inline float bf16_to_f32(uint16_t h) {
-    union {
-        uint32_t u;
-        float f;
-    } v = {.u = (uint32_t)h << 16};
-    return v.f;
-}
-uint16_t f32_to_bf16(float f);
-float f16_to_f32(uint16_t h);
-uint16_t f32_to_f16(float f);
 
 /* ------------------------------------------------------------------------------------- */
 /* Config                                                                               */

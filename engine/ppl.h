@@ -5,7 +5,7 @@
  * logits of the position before it, given everything before it. ppl = exp(total NLL / total
  * target tokens) over the whole record set (not a mean of per-record perplexities).
  *
- * The same decoder (same window, same weights, later the same keepset) serves decoding, so the
+ * The same decoder and head (same window, same weights, same keepset) serve decoding, so the
  * figure describes exactly the configuration that was timed. */
 #ifndef PPL_H
 #define PPL_H
@@ -31,7 +31,7 @@ typedef struct {
 double logits_nll(const float *logits, int vocab, int target);
 
 /* Where the scores of a chunk of positions come from: the full lm_head (ppl_score) or a keepset
- * head (keepset.c). score() feeds the next m <= rows tokens to the decoder and writes their
+ * head (head.c). score() feeds the next m <= rows tokens to the decoder and writes their
  * [m][cols] scores to host memory `scores`; it returns decoder_forward's code (0; -1: the
  * cache is full; -2: a token the model cannot embed). */
 typedef struct {

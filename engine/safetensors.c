@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "model.h"
+#include "float16.h"
 #include "util.h"
 
 /* The format's own limit on the JSON header (the reference implementation refuses more). */

@@ -1,14 +1,22 @@
-/* speculate.c: the draft / verify / accept / rollback loop (see speculate.h). */
+/* speculate.c: the serving loop - prefill, then draft / verify / accept / rollback steps (see
+ * speculate.h). */
 #include "speculate.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "bench.h"
 #include "decoder.h"
 #include "util.h"
 
 _Static_assert(SPEC_MAX_K <= DRAFTER_MAX_STEPS, "a draft round must fit one drafter_draft");
+
+uint64_t output_hash_token(uint64_t h, int id) {
+    for (int b = 0; b < 4; b++) {
+        h ^= (uint64_t)((unsigned)id >> (8 * b) & 0xff);
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
 
 /* The MTP drafter as a proposer: h from the target row, then k chained steps at position pos
  * (on the device as one graph where the backend can). */
@@ -28,6 +36,14 @@ void speculator_init(speculator *s, decoder *d, head *h, drafter *dr, int k) {
     }
 }
 
+/* Hand one token out: into out[*served], the hash and the served hook. */
+static void serve_token(speculator *s, int id, int *out, uint64_t *hash, int *served) {
+    if (out) out[*served] = id;
+    if (hash) *hash = output_hash_token(*hash, id);
+    if (s->served) s->served(s->served_ctx, id);
+    ++*served;
+}
+
 int spec_generate(speculator *s, const int *prompt, int n, int max_new, int stop_id, int *out,
                   double *first_at, uint64_t *hash) {
     decoder *d = s->d;
@@ -35,9 +51,9 @@ int spec_generate(speculator *s, const int *prompt, int n, int max_new, int stop
     int buf[SPEC_MAX_K + 1], greedy[SPEC_MAX_K + 1];
 
     decoder_begin(d, n + max_new);
-    if (n < 1 || decoder_forward(d, prompt, n, NULL, 0)) return -1;
-    int x, row = d->hidden_rows - 1;
-    head_argmax(s->h, row, 1, &x);
+    int x;
+    if (n < 1 || head_forward_argmax(s->h, prompt, n, 1, &x)) return -1;
+    int row = d->hidden_rows - 1;
     if (first_at) *first_at = now_seconds();
 
     /* After a partial accept the rollback waits until the drafter has read the verify row
@@ -46,9 +62,8 @@ int spec_generate(speculator *s, const int *prompt, int n, int max_new, int stop
     int served = 0;
     for (;;) {
         if (x == stop_id) break;
-        if (out) out[served] = x;
-        if (hash) *hash = bench_hash_token(*hash, x);
-        if (++served == max_new) break;
+        serve_token(s, x, out, hash, &served);
+        if (served == max_new) break;
         /* x sits at position P = decoder_pos; draft at most what is still to be served. */
         const int pos = cut >= 0 ? cut : decoder_pos(d), left = max_new - served;
         int k = s->k < left - 1 ? s->k : left - 1, m = 0;
@@ -61,8 +76,7 @@ int spec_generate(speculator *s, const int *prompt, int n, int max_new, int stop
         }
         if (cut >= 0) CHECK(decoder_truncate(d, cut) == 0);
         double v = now_seconds();
-        if (decoder_forward(d, buf, k + 1, NULL, 0)) return -1;
-        head_argmax(s->h, 0, k + 1, greedy);
+        if (head_forward_argmax(s->h, buf, k + 1, k + 1, greedy)) return -1;
         st->verify_s += now_seconds() - v;
         while (m < k && buf[m + 1] == greedy[m])
             m++;
@@ -73,9 +87,7 @@ int spec_generate(speculator *s, const int *prompt, int n, int max_new, int stop
                 x = stop_id;
                 break;
             }
-            if (out) out[served] = buf[i];
-            if (hash) *hash = bench_hash_token(*hash, buf[i]);
-            served++;
+            serve_token(s, buf[i], out, hash, &served);
         }
         CHECK(served < max_new); /* k <= left - 1 leaves room for the bonus token */
         cut = m < k ? pos + m + 1 : -1;

@@ -1,22 +1,26 @@
-/* speculate.h: greedy generation with speculative decoding (NUM_SPECULATIVE_TOKENS).
+/* speculate.h: the serving loop - greedy generation, speculative when a drafter proposes
+ * (NUM_SPECULATIVE_TOKENS = k). Every token the engine serves (bench, generate) comes out of it.
  *
- * One step, with the target's cache holding positions 0..P-1 and the newest token x (already
- * served) at position P:
- *   draft   the proposer (the MTP drafter) guesses k tokens d1..dk after x;
- *   verify  one target pass over [x, d1..dk] at positions P..P+k gives the greedy token g_i
- *           after each prefix (decoder_forward with n = k+1, head over its k+1 rows);
- *   accept  m = how many leading drafts equal the target's own choice (d_{i+1} == g_i);
- *           d1..dm and the bonus token g_m are served, so every step serves m + 1 tokens;
+ * Prefill: the prompt runs through the target, and the head's greedy choice after it is the
+ * first token x. Then one step, with the target's cache holding positions 0..P-1 and the newest
+ * token x (already served) at position P:
+ *   draft    the proposer (the MTP drafter) guesses k tokens d1..dk after x;
+ *   verify   one target pass over [x, d1..dk] at positions P..P+k gives the greedy token g_i
+ *            after each prefix (head_forward_argmax over its k+1 rows);
+ *   accept   m = how many leading drafts equal the target's own choice (d_{i+1} == g_i);
+ *            d1..dm and the bonus token g_m are served, so every step serves m + 1 tokens;
  *   rollback the cache is cut back to P + m + 1 positions (decoder_truncate): the rejected
- *           drafts' KV is dropped, and g_m becomes the new x.
+ *            drafts' KV is dropped, and g_m becomes the new x.
+ * With k = 0 there is no drafter and each step verifies [x] alone: one plain greedy decode step
+ * (with the full head, the decoder's own fused step: head.h).
+ *
  * Every served token is the target's greedy choice given the served tokens before it, so the
- * output equals plain greedy decoding (k = 0 is exactly that loop). Bit for bit, too: the CPU
- * backend computes a row of a few-row matmul with the same kernel as a single row
- * (backend_cpu.c), and the CUDA backend's row results do not depend on how many rows share a
- * launch (matvec.cu's split depends on the shapes of the matrices launched together, which the
- * op queue groups alike for a verify chunk and a decode step; attention.cu's on the ring), so a
- * verify row is the decode step it replaces (checked on the GPU by tests/kernels/cuda_ops
- * draft and scripts/test_gpu.sh step 5).
+ * output for any k equals plain greedy decoding. Bit for bit, too: the CPU backend computes a row
+ * of a few-row matmul with the same kernel as a single row (backend_cpu.c), and the CUDA
+ * backend's row results do not depend on how many rows share a launch (matvec.cu's split depends
+ * on the shapes of the matrices launched together, which the op queue groups alike for a verify
+ * chunk and a decode step; attention.cu's on the ring), so a verify row is the decode step it
+ * replaces (checked on the GPU by tests/kernels/cuda_ops draft and scripts/test_gpu.sh step 5).
  *
  * Stats: the accepted-length histogram and the time in draft and verify (the caller times the
  * whole; the rest is prefill, rollback and bookkeeping). */
@@ -27,10 +31,17 @@
 #include <stdint.h>
 
 #include "assistant.h"
+#include "backend.h"
 #include "engine.h"
-#include "keepset.h"
+#include "head.h"
 
-#define SPEC_MAX_K 16
+/* The most drafts per step: a verify pass runs the drafts and the token before them. */
+#define SPEC_MAX_K (BACKEND_VERIFY_ROWS - 1)
+
+/* The result's output_hash: FNV-1a of every served token id's four bytes, folded into h from
+ * OUTPUT_HASH_SEED, so runs that serve equal text hash equally whatever k, head or device. */
+#define OUTPUT_HASH_SEED 0xcbf29ce484222325ULL
+uint64_t output_hash_token(uint64_t h, int id);
 
 typedef struct {
     long steps;                /* verify passes */
@@ -47,12 +58,17 @@ typedef struct {
  * up to k tokens into out and returns how many. */
 typedef int (*spec_propose_fn)(void *ctx, int row, int x, int pos, int k, int *out);
 
+/* Called once per served token, in order (e.g. to print a continuation as it grows). */
+typedef void (*spec_served_fn)(void *ctx, int id);
+
 typedef struct {
     decoder *d;
     head *h;
     int k;                   /* NUM_SPECULATIVE_TOKENS (0 = plain greedy) */
     spec_propose_fn propose; /* NULL with k = 0 */
     void *propose_ctx;
+    spec_served_fn served; /* optional; speculator_init leaves it NULL */
+    void *served_ctx;
     spec_stats stats;
 } speculator;
 
@@ -62,7 +78,7 @@ void speculator_init(speculator *s, decoder *d, head *h, drafter *dr, int k);
 /* Reset the cache, prefill prompt[0..n), and serve up to max_new greedy tokens into out (may be
  * NULL), stopping before stop_id (-1: never; bench ignores EOS). *first_at (may be NULL) gets
  * now_seconds() once the first token is known; hash (may be NULL) folds every served token in
- * (bench_hash_token, as bench.c). Returns the tokens served, or -1 when the cache would overflow.
+ * (output_hash_token). Returns the tokens served, or -1 when the cache would overflow.
  */
 int spec_generate(speculator *s, const int *prompt, int n, int max_new, int stop_id, int *out,
                   double *first_at, uint64_t *hash);

@@ -112,10 +112,10 @@ __device__ __forceinline__ void att_step(float &m, float &l, float *acc, const f
  * of its ids / position word (backend_cuda.c), which waits for all of them. A path that chained
  * steps on the device without one would have to load these rows after the wait.
  *
- * Measured on the H200 (docs/bench_gpu.md, session 23) against the loop before, which loaded the
- * warp's next position while scoring the current one: the small model's step 7 % faster, E4B's
- * 0.5-1 % (the split form 1.7 %), its verify passes 1-2 %. The positions, their order and the
- * arithmetic are the loop's, so the bits are too (the op test compared them, calls 1-2).
+ * Measured on an H200 against a loop that loads the warp's next position while scoring the
+ * current one: the small model's step 7 % faster, E4B's 0.5-1 % (the split form 1.7 %), its
+ * verify passes 1-2 %. The positions, their order and the arithmetic are that loop's, so the
+ * bits are too.
  *
  * G heads of one KV head at once (qh: head g's q at qh + g hd; m[g], l[g], acc[g PER ..]): each
  * key and value row is loaded once for the G of them, and each head's steps are the ones it
@@ -228,9 +228,9 @@ __device__ __forceinline__ void att_slice(int p, int window, int split, int n_sp
  * the blocks a multiprocessor holds) follow the head: compiled for the largest head (512) it
  * took 152 registers a thread - 3 blocks per multiprocessor - also for the small model's
  * 32-wide heads (32 registers with PER = 1: its decode 3 %, its k = 3 speculation 16 % faster,
- * docs/bench_gpu.md). Wider heads keep PER = 16: E4B's 256-wide layers with PER = 8 (79
- * registers) measured 0.4 % slower a step (session 13, with the one-ahead loop; not measured
- * again with batches). Dims past head_dim were never summed, so every PER gives the same bits.
+ * on an H200). Wider heads keep PER = 16: E4B's 256-wide layers with PER = 8 (79
+ * registers) measured 0.4 % slower a step (with a one-position-ahead loop rather than
+ * batches). Dims past head_dim were never summed, so every PER gives the same bits.
  * NB: positions a warp loads at once (att_split_batch). */
 template <int PER, int NB>
 __global__ void __launch_bounds__(ATT_WARPS * 32)
@@ -273,13 +273,12 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
  * others to finish) and each block merges its dims from its own shared memory, in slice order,
  * with the merge kernel's arithmetic.
  *
- * The shape was measured (docs/bench_gpu.md, session 20 calls 2-3; E4B-sized model, 256-token
- * prompt): 8 blocks a cluster (the portable size) of 16 warps for heads up to 256 wide, 8 for
- * 512-wide heads (PER 16 holds more registers than 16 warps leave a thread), against clusters
- * of 16 and of 4 and 4-8 warps a block. It has fewer, longer slices than the split form (128
- * or 64 warps a (row, head) against up to 256), so long contexts stay with the split form:
- * k_attention_splits picks the cluster form for a ring of at most ATT_CLUSTER_POS positions a
- * warp. */
+ * The shape was measured (E4B-sized model, 256-token prompt, an H200): 8 blocks a cluster (the
+ * portable size) of 16 warps for heads up to 256 wide, 8 for 512-wide heads (PER 16 holds more
+ * registers than 16 warps leave a thread), against clusters of 16 and of 4 and 4-8 warps a block.
+ * It has fewer, longer slices than the split form (128 or 64 warps a (row, head) against up to
+ * 256), so long contexts stay with the split form: k_attention_splits picks the cluster form for a
+ * ring of at most ATT_CLUSTER_POS positions a warp. */
 #define ATT_CLUSTER     8  /* blocks a cluster: slices a (row, head) */
 #define ATT_CLUSTER_POS 16 /* positions a warp the cluster form takes at most */
 
@@ -441,8 +440,8 @@ __global__ void __launch_bounds__(W * 32, 1)
  * per slice, that slice's max and sum - so a merge costs one memory round trip. The slices'
  * weights exp(m_s - M) are worked out once per block, and the sums are taken in slice order with
  * empty slices skipped, as in a sum that never saw them: the bits do not depend on the launch.
- * (Before session 33 a thread took its dims 16 slices at a time after the weights: E4B's
- * 512-wide heads, 64 slices over 256 threads, waited for 1 + 8 round trips.) */
+ * (A thread taking its dims 16 slices at a time after the weights would wait, on E4B's 512-wide
+ * heads - 64 slices over 256 threads - for 1 + 8 round trips.) */
 __global__ void attn_merge_kernel(float *out, const float *partial, int n_heads, int hd,
                                   int n_splits) {
     k_wait_prior();
@@ -487,10 +486,10 @@ typedef void (*attn_cluster_fn)(float *, const float *, const float *, const flo
  * bit (att_score), so a verify chunk may take another than the decode step it reproduces. The
  * split form compiles every head over 128 wide with 16 dims a lane: 2 positions take 128
  * registers a thread, 4 take 201 (2 blocks of 4 warps a multiprocessor). Measured on the H200,
- * E4B-sized model, one process, alternating (docs/bench_gpu.md):
- *   - session 23 call 2: 2 for the 512-wide heads (in both forms), the split form's step
- *     3.27-3.29 ms against 3.31-3.33 with 4, verify passes 0.5-1 % faster;
- *   - session 24 calls 3-4: 2 for the 256-wide heads in verify passes over 2 / 4 / 8 rows
+ * E4B-sized model, one process, alternating:
+ *   - 2 for the 512-wide heads (in both forms): the split form's step 3.27-3.29 ms against
+ *     3.31-3.33 with 4, verify passes 0.5-1 % faster;
+ *   - 2 for the 256-wide heads in verify passes over 2 / 4 / 8 rows
  *     4.68-4.70 / 6.24 / 10.16-10.17 ms against 4.76-4.78 / 6.39 / 10.67-10.68, but the decode
  *     step 3.25-3.27 against 3.23 with 2 (so decode keeps 4). */
 static int att_split_batch(int head_dim, int n_tok) {
@@ -499,19 +498,17 @@ static int att_split_batch(int head_dim, int n_tok) {
 
 /* The cluster form's kernels, one a head width (heads up to `width` wide), each with its warps a
  * block (W) taken from its template, so that the reach below cannot disagree with the launch.
- * Positions a batch: 4, and 2 for heads wider than 256 (128 registers a thread against 203;
- * session 23).
+ * Positions a batch: 4, and 2 for heads wider than 256 (128 registers a thread against 203).
  *
  * A launch of several rows (a verify pass) may take another kernel of the same warps (`rows`):
  * the batch and the registers change no bit (att_score). A verify pass is n_heads x n_tok
  * clusters of 8 blocks (512 blocks over 8 rows) where a decode step has 64, so kernels held to
  * two blocks a multiprocessor halve its waves. E4B, H200, one process alternating:
- *   - the 256-wide heads at 64 registers, 2 positions a batch (session 36 call 1): verify over
- *     2 / 4 / 8 rows 3.407 / 4.265 / 7.654 ms against 3.504 / 4.370 / 8.004, the sliding
- *     layers' attention 18.3 us against 27.7 over 8 rows; 1 position a batch 3.404 / 4.295 /
- *     7.700. (Session 24: 2 positions a batch alone, one block a multiprocessor, made those
- *     passes 0.5-0.9 % slower.)
- *   - then the 512-wide heads at 128 registers (136 unbounded), no spill (call 2): 3.366 /
+ *   - the 256-wide heads at 64 registers, 2 positions a batch: verify over 2 / 4 / 8 rows
+ *     3.407 / 4.265 / 7.654 ms against 3.504 / 4.370 / 8.004, the sliding layers' attention
+ *     18.3 us against 27.7 over 8 rows; 1 position a batch 3.404 / 4.295 / 7.700. (2 positions a
+ *     batch alone, one block a multiprocessor, made those passes 0.5-0.9 % slower.)
+ *   - then the 512-wide heads at 128 registers (136 unbounded), no spill: 3.366 /
  *     4.214 / 7.524 against 3.414 / 4.261 / 7.613; 1 position a batch 3.371 / 4.223 / 7.536.
  * The decode step keeps the unbounded kernels: one block a multiprocessor is all its 64 clusters
  * fill. */
@@ -565,11 +562,11 @@ static int attn_at_once[ATT_CLUSTER_SHAPES][3];
  * dynamic shared memory). Over several rows, of a head a cluster and 2 or 4 where they divide the
  * heads a KV head has, the one that runs in the fewest waves of clusters, on a tie the one of
  * fewer heads (more blocks for the same work). Why waves: a cluster of 4 heads takes about 1.5
- * times as long as one of a head (E4B's sliding layers, session 38 call 2: about 9 us against 6),
- * and the device holds half as many of them (one block a multiprocessor against two: on the H200
- * 15 clusters at once against 30, call 3). So on E4B (8 heads, 2 KV heads) a verify pass over 2
- * or 3 rows keeps a head a cluster (16 or 24 clusters, one wave; with 4 heads for every n, call
- * 2: 3.119 / 3.460 ms against 3.008 / 3.385), and from 4 rows takes 4 heads (call 3, this rule):
+ * times as long as one of a head (E4B's sliding layers: about 9 us against 6), and the device
+ * holds half as many of them (one block a multiprocessor against two: on an H200 15 clusters at
+ * once against 30). So on E4B (8 heads, 2 KV heads) a verify pass over 2 or 3 rows keeps a head a
+ * cluster (16 or 24 clusters, one wave; with 4 heads for every n: 3.119 / 3.460 ms against 3.008
+ * / 3.385), and from 4 rows takes 4 heads (this rule):
  * over 4 / 5 / 6 / 7 / 8 / 16 / 64 rows 3.735 / 4.362 / 4.697 / 5.081 / 5.703 / 12.84 / 49.55 ms
  * against 3.850 / 4.495 / 4.848 / 5.251 / 5.708 / 13.01 / 50.75 (over 8 rows, 2 waves against 3:
  * the same). */
@@ -689,7 +686,7 @@ extern "C" int k_attention_splits(int form, int max_ctx, int horizon, int n_tok,
      * fewer when the sequence ends sooner (its horizon) - and the split form's slices by the
      * ring alone, so that only the form changes with the horizon. A ring of 4096 (the record's
      * MAX_MODEL_LEN) and a short chat sequence: one cluster kernel, not slices + merge
-     * (docs/bench_gpu.md, session 33: E4B step 3.072-3.083 ms against 3.117-3.120). Past 1024
+     * (E4B step 3.072-3.083 ms against 3.117-3.120 on an H200). Past 1024
      * actual positions a 512-wide head's slices are the faster (3.204 against 3.275 ms at 2048). */
     const int ctx = horizon > 0 && horizon < max_ctx ? horizon : max_ctx;
     if (form == K_ATTN_CLUSTER && ctx <= attn_cluster_reach(head_dim)) return 0;

@@ -25,19 +25,14 @@
  * The patterns depend on the ops and their shapes, never on n: a verify chunk is fused like
  * the decode steps it stands for, and matvec.cu's rows depend only on the shapes of the
  * matrices of their launch, so the two agree bit for bit. (A product grouped with others may
- * differ in the last bits from the same product alone - GEMMA_CUDA_FUSE_MM=0.)
+ * differ in the last bits from the same product alone.)
  *
- * GEMMA_CUDA_FUSE=0 runs every op at once and alone; GEMMA_CUDA_FUSE_MM=0 keeps 2 and 3 but
- * not 1 (each matrix its own launch, gelu_mul separate), =1 (the default) groups every matrix
- * and pairs gate with up, =nopair groups every matrix without the gate + up pair epilogue
- * (gate and up are two plain matrices of one launch, gelu_mul separate), =auto pairs only
- * matrices of at most 1 MiB (CUDA_FUSE_MM_AUTO_BYTES). As measured on an H200
- * (docs/bench_gpu.md): grouping pays on both models (the shipped small model, matrices of at
- * most 0.5 MB: 0.232 against 0.269 ms a step; E4B, 1.3 to 52 MB: 4.60 against 4.92 ms). The
- * pair used to cost on E4B's large matrices (its kernel held 74 registers a thread, a third
- * fewer blocks per multiprocessor), hence auto, the default until the lean decode kernel
- * (matvec.cu) brought the pair to 40 registers: since then the pair pays at every size (E4B
- * 4.15-4.17 ms against 4.23-4.26 for auto, five pairs of runs in three calls). */
+ * With the backend's queue off (GEMMA_CUDA_FUSE=0) every op runs at once and alone. On an H200
+ * grouping the products pays on both models (the shipped small model, matrices of at most
+ * 0.5 MB: 0.232 against 0.269 ms a step; E4B, 1.3 to 52 MB: 4.60 against 4.92 ms), and so does
+ * the gate + up pair at every size (E4B 4.15-4.17 ms against 4.23-4.26 with the pair only for
+ * matrices of at most 1 MiB), since the lean decode kernel (matvec.cu) holds the pair in 44
+ * registers a thread. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,15 +66,14 @@ typedef struct {
 } qop;
 
 struct cuda_fuser {
-    int fuse, fuse_mm;
+    int fuse;
     qop q[QCAP];
     int nq;
 };
 
-cuda_fuser *cuda_fuser_new(int fuse, int fuse_mm) {
+cuda_fuser *cuda_fuser_new(int fuse) {
     cuda_fuser *f = xcalloc(1, sizeof *f);
     f->fuse = fuse;
-    f->fuse_mm = fuse_mm;
     return f;
 }
 
@@ -183,34 +177,35 @@ static double weight_bytes(const tensor *w) {
 
 static void run_single(backend *b, const qop *op) {
     if (op->kind == Q_MATMUL) {
-        cuda_matmul_now(b, op->out, &op->w, op->a, op->n);
+        cuda_matmul_now(cuda_st(b), op->out, &op->w, op->a, op->n);
         return;
     }
-    const void *wd = op->kind == Q_RMSNORM && op->w.data ? cuda_weight(b, &op->w) : NULL;
+    const void *wd = op->kind == Q_RMSNORM && op->w.data ? cuda_weight(cuda_st(b), &op->w) : NULL;
     int p = 0;
-    const int *dp = op->kind == Q_ROPE || op->kind == Q_KV_WRITE ? cuda_pos(b, op->pos0, &p) : NULL;
-    cudaStream_t s = cuda_op_begin(b);
+    const int *dp =
+        op->kind == Q_ROPE || op->kind == Q_KV_WRITE ? cuda_pos(cuda_st(b), op->pos0, &p) : NULL;
+    cudaStream_t s = cuda_op_begin(cuda_st(b));
     const double n = op->n, dim = op->dim;
     switch (op->kind) {
     case Q_RMSNORM:
         k_rmsnorm(s, op->out, op->a, wd, wd ? (int)op->w.dtype : KDT_F32, op->n, op->dim, op->eps);
-        cuda_op_end(b, cuda_family_rmsnorm, 8.0 * n * dim + weight_bytes(&op->w));
+        cuda_op_end(cuda_st(b), F_RMSNORM, 8.0 * n * dim + weight_bytes(&op->w));
         break;
     case Q_ROPE:
         k_rope(s, op->out, op->n, op->heads, op->dim, dp, p, op->inv_freq);
-        cuda_op_end(b, cuda_family_rope, 8.0 * n * op->heads * dim + 2.0 * dim);
+        cuda_op_end(cuda_st(b), F_ROPE, 8.0 * n * op->heads * dim + 2.0 * dim);
         break;
     case Q_KV_WRITE:
         k_kv_write(s, op->out, op->a, op->n, op->dim, dp, p, op->len);
-        cuda_op_end(b, cuda_family_kv_write, 8.0 * n * dim);
+        cuda_op_end(cuda_st(b), F_KV_WRITE, 8.0 * n * dim);
         break;
     case Q_GELU_MUL:
         k_gelu_mul(s, op->out, op->a, op->b, op->n, op->dim, op->stride);
-        cuda_op_end(b, cuda_family_gelu_mul, 12.0 * n * dim);
+        cuda_op_end(cuda_st(b), F_GELU_MUL, 12.0 * n * dim);
         break;
     default: /* Q_ADD */
         k_add(s, op->out, op->a, op->b, op->count);
-        cuda_op_end(b, cuda_family_add, 12.0 * op->count);
+        cuda_op_end(cuda_st(b), F_ELEMENTWISE, 12.0 * op->count);
         break;
     }
 }
@@ -219,23 +214,12 @@ static void run_single(backend *b, const qop *op) {
 
 static int same_input(backend *b, const qop *x, const qop *y) {
     return y->kind == Q_MATMUL && y->a == x->a && y->n == x->n && y->w.cols == x->w.cols &&
-           y->w.dtype == x->w.dtype && cuda_matmul_own(b, &y->w, y->n);
+           y->w.dtype == x->w.dtype && cuda_matmul_own(cuda_st(b), &y->w, y->n);
 }
 
-/* May this product join a launch with others (GEMMA_CUDA_FUSE_MM)? */
-static int groupable(const cuda_fuser *f) {
-    return f->fuse_mm != CUDA_FUSE_MM_OFF;
-}
-
-/* May gate (of w) and up share warps, with gelu_tanh(g) * u as the epilogue? */
-static int pairable(const cuda_fuser *f, const tensor *w) {
-    return f->fuse_mm == CUDA_FUSE_MM_ON ||
-           (f->fuse_mm == CUDA_FUSE_MM_AUTO && weight_bytes(w) <= (double)CUDA_FUSE_MM_AUTO_BYTES);
-}
-
-static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
+static int try_matvec_group(backend *b, batch *bt, int i) {
     const qop *q0 = &bt->q[i];
-    if (q0->kind != Q_MATMUL || !groupable(f) || !cuda_matmul_own(b, &q0->w, q0->n)) return 0;
+    if (q0->kind != Q_MATMUL || !cuda_matmul_own(cuda_st(b), &q0->w, q0->n)) return 0;
     const span xs = span_of(q0->a, (size_t)q0->n * q0->w.cols);
     int mem[K_MV_SEGS], nm = 0;
     memset(bt->taken, 0, sizeof bt->taken);
@@ -272,7 +256,6 @@ static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
                 m->w.rows == op->dim && epi[k] == K_MV_PLAIN && partner[k] < 0)
                 uk = k;
         }
-        if (uk >= 0 && !pairable(f, &bt->q[mem[gk]].w)) continue;
         if (uk < 0) { /* a vector from memory: no product of the launch may write it */
             span rd[2], wr;
             op_spans(op, rd, &wr);
@@ -305,13 +288,13 @@ static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
         k_mv_seg *s = &segs[ns++];
         memset(s, 0, sizeof *s);
         s->out = m->out;
-        s->w = cuda_weight(b, &m->w);
+        s->w = cuda_weight(cuda_st(b), &m->w);
         s->rows = m->w.rows;
         s->epilogue = epi[k];
         bytes += weight_bytes(&m->w) + 4.0 * m->n * (m->w.cols + m->w.rows);
         if (epi[k] == K_MV_GELU_PAIR) {
             const qop *u = &bt->q[mem[partner[k]]];
-            s->w_up = cuda_weight(b, &u->w);
+            s->w_up = cuda_weight(cuda_st(b), &u->w);
             s->out_up = u->out;
             bytes += weight_bytes(&u->w) + 4.0 * u->n * (u->w.cols + u->w.rows);
         } else if (epi[k] == K_MV_GELU_MUL) {
@@ -320,9 +303,9 @@ static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
             bytes += 4.0 * m->n * m->w.rows;
         }
     }
-    cudaStream_t s = cuda_op_begin(b);
+    cudaStream_t s = cuda_op_begin(cuda_st(b));
     k_matvec_multi(s, segs, ns, (int)q0->w.dtype, q0->a, q0->w.cols, q0->n);
-    cuda_op_end(b, cuda_family_matvec, bytes);
+    cuda_op_end(cuda_st(b), F_MATVEC, bytes);
     for (int j = 0; j < bt->nq; j++)
         if (bt->taken[j]) bt->done[j] = 1;
     return 1;
@@ -335,14 +318,11 @@ static int try_matvec_group(backend *b, const cuda_fuser *f, batch *bt, int i) {
  * shapes mlp.cu takes: one k_mlp (any n, on our kernels), which leaves in G, U and O what the
  * four ops leave. Tried before the groups, so that the gate + up pair never takes half of it.
  * The shapes and the switch decide, never n: a verify pass is fused like its decode steps.
- * Products that go to cuBLAS (GEMMA_CUDA_GEMM=auto's prefill chunks, =cublas) run as they would
- * without it, from down's plain copy: with auto, down is then held twice. (Reading the
- * transposed copy on cuBLAS instead was tried in session 26 and taken out when the mid-sized
- * model's prefill came out 0.3 from the CPU's - most likely auto's bf16 inputs, not the
- * layout; docs/bench_gpu.md.) */
+ * Products that go to cuBLAS (prefill chunks: backend_cuda_core.c) run as they would without
+ * it, from down's plain copy: down is then held twice, transposed and as it is. */
 static int try_mlp(backend *b, batch *bt, int i) {
     const qop *g = &bt->q[i];
-    if (g->kind != Q_MATMUL || g->w.dtype != DT_BF16 || !cuda_mlp_on(b)) return 0;
+    if (g->kind != Q_MATMUL || g->w.dtype != DT_BF16 || !cuda_st(b)->mlp) return 0;
     const int j = next_live(bt, i), k = j < bt->nq ? next_live(bt, j) : bt->nq,
               l = k < bt->nq ? next_live(bt, k) : bt->nq;
     if (l >= bt->nq) return 0;
@@ -359,19 +339,22 @@ static int try_mlp(backend *b, batch *bt, int i) {
                us = span_of(u->out, (size_t)n * I), os = span_of(d->out, (size_t)n * H);
     if (overlap(xs, gs) || overlap(xs, us) || overlap(gs, us) || overlap(os, xs) ||
         overlap(os, gs) || overlap(os, us) || (uintptr_t)g->a % 16 ||
-        !k_mlp_supported(H, I, cuda_mlp_on(b)))
+        !k_mlp_supported(H, I, cuda_st(b)->mlp))
         return 0;
-    if (!cuda_matmul_own(b, &g->w, n) || !cuda_matmul_own(b, &d->w, n)) return 0; /* cuBLAS */
-    const void *wg = cuda_weight(b, &g->w), *wu = cuda_weight(b, &u->w),
-               *wd = cuda_weight_t(b, &d->w);
+    if (!cuda_matmul_own(cuda_st(b), &g->w, n) || !cuda_matmul_own(cuda_st(b), &d->w, n))
+        return 0; /* cuBLAS */
+    const void *wg = cuda_weight(cuda_st(b), &g->w), *wu = cuda_weight(cuda_st(b), &u->w),
+               *wd = cuda_weight_t(cuda_st(b), &d->w);
     /* The partials of the largest chunk (K_MLP_CHUNK inputs), whatever n: sized by n, the first
-     * verify pass after decode steps would grow it and drop every captured graph (it used to be
-     * a prefill chunk on our kernels that sized it first; with auto those go to cuBLAS). */
-    float *part = cuda_mlp_scratch(b, k_mlp_partial_floats(H, K_MLP_CHUNK));
-    cudaStream_t s = cuda_op_begin(b);
-    k_mlp(s, d->out, g->out, u->out, g->a, wg, wu, wd, part, H, I, n, cuda_mlp_on(b));
-    cuda_mlp_count(b);
-    cuda_op_end(b, cuda_family_matvec,
+     * verify pass after decode steps would grow it and drop every captured graph (prefill chunks,
+     * which would size it first, go to cuBLAS). */
+    cuda_state *st = cuda_st(b);
+    float *part = cuda_scratch(st, (void **)&st->d_mlp, &st->cap_mlp,
+                               k_mlp_partial_floats(H, K_MLP_CHUNK) * sizeof(float));
+    cudaStream_t s = cuda_op_begin(cuda_st(b));
+    k_mlp(s, d->out, g->out, u->out, g->a, wg, wu, wd, part, H, I, n, st->mlp);
+    st->mlp_ops++;
+    cuda_op_end(cuda_st(b), F_MATVEC,
                 weight_bytes(&g->w) + weight_bytes(&u->w) + weight_bytes(&d->w) +
                     4.0 * n * (H + 2.0 * I + H) + 8.0 * k_mlp_partial_floats(H, n));
     bt->done[i] = bt->done[j] = bt->done[k] = bt->done[l] = 1;
@@ -398,13 +381,13 @@ static int try_norm_add(backend *b, batch *bt, int i) {
                 (n2->out == add->out || !overlap(out_span(n2), xs)) &&
                 (!n2->w.data || !nrm->w.data || n2->w.dtype == nrm->w.dtype)))
         n2 = NULL;
-    const void *wo = nrm->w.data ? cuda_weight(b, &nrm->w) : NULL;
-    const void *wx = n2 && n2->w.data ? cuda_weight(b, &n2->w) : NULL;
+    const void *wo = nrm->w.data ? cuda_weight(cuda_st(b), &nrm->w) : NULL;
+    const void *wx = n2 && n2->w.data ? cuda_weight(cuda_st(b), &n2->w) : NULL;
     const int wdt = nrm->w.data ? (int)nrm->w.dtype : n2 && n2->w.data ? (int)n2->w.dtype : KDT_F32;
-    cudaStream_t s = cuda_op_begin(b);
+    cudaStream_t s = cuda_op_begin(cuda_st(b));
     k_norm_add_norm(s, add->out, nrm->out, wo, n2 ? n2->out : NULL, wx, wdt, nrm->n, nrm->dim,
                     nrm->eps);
-    cuda_op_end(b, cuda_family_rmsnorm,
+    cuda_op_end(cuda_st(b), F_RMSNORM,
                 (n2 ? 20.0 : 16.0) * cnt + weight_bytes(&nrm->w) + (n2 ? weight_bytes(&n2->w) : 0));
     bt->done[i] = bt->done[j] = 1;
     if (n2) bt->done[k] = 1;
@@ -479,7 +462,7 @@ static int try_norm_parts(backend *b, batch *bt, int i) {
         const qop *kvw = pt[p].kvw >= 0 ? &bt->q[pt[p].kvw] : NULL;
         parts[p] = (k_nrs_part){
             .x = nrm->out,
-            .w = nrm->w.data ? cuda_weight(b, &nrm->w) : NULL,
+            .w = nrm->w.data ? cuda_weight(cuda_st(b), &nrm->w) : NULL,
             .inv_freq = pt[p].rope >= 0 ? bt->q[pt[p].rope].inv_freq : NULL,
             .cache = kvw ? kvw->out : NULL,
             .n_vec = nrm->n,
@@ -493,17 +476,17 @@ static int try_norm_parts(backend *b, batch *bt, int i) {
         if (kvw) bt->done[pt[p].kvw] = 1;
     }
     int p0 = 0;
-    const int *dp = have_pos ? cuda_pos(b, pos0, &p0) : NULL;
-    cudaStream_t s = cuda_op_begin(b);
+    const int *dp = have_pos ? cuda_pos(cuda_st(b), pos0, &p0) : NULL;
+    cudaStream_t s = cuda_op_begin(cuda_st(b));
     k_norm_rope_store(s, parts, np, wdt < 0 ? KDT_F32 : wdt, D, first->eps, dp, p0);
-    cuda_op_end(b, cuda_family_norm_rope_kv, bytes);
+    cuda_op_end(cuda_st(b), F_NORM_ROPE_KV, bytes);
     return 1;
 }
 
 /* ---- the queue ------------------------------------------------------------------------------ */
 
 void cuda_fuse_flush(backend *b) {
-    cuda_fuser *f = cuda_fuser_of(b);
+    cuda_fuser *f = cuda_st(b)->fuser;
     if (!f || !f->nq) return;
     batch *bt = xmalloc(sizeof *bt);
     memcpy(bt->q, f->q, (size_t)f->nq * sizeof(qop));
@@ -512,7 +495,7 @@ void cuda_fuse_flush(backend *b) {
     memset(bt->done, 0, sizeof bt->done);
     for (int i = 0; i < bt->nq; i++) {
         if (bt->done[i]) continue;
-        if (try_mlp(b, bt, i) || try_matvec_group(b, f, bt, i) || try_norm_add(b, bt, i) ||
+        if (try_mlp(b, bt, i) || try_matvec_group(b, bt, i) || try_norm_add(b, bt, i) ||
             try_norm_parts(b, bt, i))
             continue;
         run_single(b, &bt->q[i]);
@@ -522,7 +505,7 @@ void cuda_fuse_flush(backend *b) {
 }
 
 static void enqueue(backend *b, const qop *op) {
-    cuda_fuser *f = cuda_fuser_of(b);
+    cuda_fuser *f = cuda_st(b)->fuser;
     if (!f->fuse) {
         run_single(b, op);
         return;

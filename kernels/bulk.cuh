@@ -1,5 +1,5 @@
 /* bulk.cuh: the copy engine (cp.async.bulk) and shared-memory mbarriers as inline PTX, shared by
- * kernels/mlp.cu and kernels/mlp_mma.cu and the benchmarks bench/step_mega.cu, mlp_slice.cu,
+ * kernels/mlp.cu and kernels/mlp_mma.cu and the experiments dev/cuda/step_mega.cu, mlp_slice.cu,
  * step_slice.cu, read_rate.cu and ring_race.cu:
  * a producer thread streams weights into a ring of shared-memory stages, consumers wait on a
  * stage's transaction count and free it again. Before sm_90 the helpers are empty (BULK_OK 0): the
@@ -91,10 +91,10 @@ __device__ __forceinline__ void ring_put_at(unsigned char *ring, uint64_t *full,
 }
 
 /* Producer side of a ring of S one-row stages, S known only at run time (kernels/mlp.cu, and
- * bench/read_rate.cu, which measures the same producer without the arithmetic): put() copies the
+ * dev/cuda/read_rate.cu, which measures the same producer without the arithmetic): put() copies the
  * next row once at most `depth` rows are asked for and not landed (Little's law: more only
  * queues - mlp.cu's mlp_depth) and its stage has been freed. It steps the stage instead of
- * taking g % S (a runtime modulo per row doubled a consumer's instructions, session 26). One
+ * taking g % S (a runtime modulo per row doubles a consumer's instructions). One
  * thread calls it. (g counts only under a limit; written so, this is the code measured.) Stages
  * are `stride` bytes apart, row_bytes unless given (mlp_mma.cu pads them for ldmatrix). */
 struct ring_producer {
@@ -123,7 +123,7 @@ template <int S> __device__ __forceinline__ void ring_wait_landed(uint64_t *full
 /* Consumer side, row g: wait until it has landed, read thread t's 16 bytes, free the stage (one
  * arrival a warp, by lane 0 after a __syncwarp). racecheck reports this form once the ring wraps
  * - it does not take the __syncwarp as ordering the other lanes' reads before lane 0's arrival
- * (bench/ring_race.cu, session 41) - so the kernels free by every reading thread instead
+ * (dev/cuda/ring_race.cu shows it) - so the kernels free by every reading thread instead
  * (mlp.cu's ring_take); the benchmarks that use it are not run under the sanitizers. */
 template <int S>
 __device__ __forceinline__ uint4 ring_take_at(const unsigned char *ring, uint64_t *full,
@@ -140,8 +140,8 @@ __device__ __forceinline__ uint4 ring_take_at(const unsigned char *ring, uint64_
 /* A named barrier (id 1) of n threads of the block: mlp.cu's consumer warps (and over several
  * inputs its reducer warp; the producer warp never comes to it). The unaligned form,
  * barrier.sync: the consumers and the reducer reach it from different instructions, which
- * bar.sync (= barrier.sync.aligned) does not allow - synccheck reported "divergent thread(s)"
- * there (session 40). */
+ * bar.sync (= barrier.sync.aligned) does not allow (compute-sanitizer's synccheck reports
+ * "divergent thread(s)" there). */
 __device__ __forceinline__ void bar_consumers(int n) {
     asm volatile("barrier.sync 1, %0;" ::"r"(n) : "memory");
 }

@@ -1,6 +1,6 @@
 /* elementwise.cu: the residual add, scaling, the final logit softcap, and what feeds cuBLAS and
- * takes its products back: the fp32 -> f16 conversion, the exact split of fp32 into three bf16
- * and the sum of the three products. Each is one grid-stride pass. */
+ * takes its products back: the exact split of fp32 into three bf16 and the sum of the three
+ * products. Each is one grid-stride pass. */
 #include "kcommon.cuh"
 #include "mma.cuh"
 
@@ -25,22 +25,6 @@ __global__ void softcap_kernel(float *x, size_t n, float cap) {
         x[i] = cap * tanhf(x[i] / cap);
 }
 
-__global__ void to_bf16_kernel(__nv_bfloat16 *dst, const float *src, size_t n) {
-    k_wait_prior();
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        dst[i] = __float2bfloat16_rn(src[i]);
-}
-
-__global__ void to_f16_kernel(__half *dst, const float *src, size_t n) {
-    k_wait_prior();
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        dst[i] = __float2half_rn(src[i]);
-}
-
-/* dst[0 .. n) = hi, dst[n .. 2n) = mid, dst[2n .. 3n) = lo: x = hi + mid + lo exactly
- * (mma.cuh split3, the split the tensor-core kernels multiply fp32 x with). */
 __global__ void split3_bf16_kernel(uint16_t *dst, const float *src, size_t n) {
     k_wait_prior();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
@@ -82,15 +66,6 @@ extern "C" void k_scale(cudaStream_t s, float *x, float v, size_t n) {
 extern "C" void k_softcap(cudaStream_t s, float *x, size_t n, float cap) {
     if (!n || (k_skip & K_SKIP_ELEMENTWISE)) return;
     k_launch(softcap_kernel, dim3(grid_for(n)), dim3(256), s, x, n, cap);
-    K_CHECK_LAUNCH();
-}
-
-extern "C" void k_convert(cudaStream_t s, void *dst, int wdtype, const float *src, size_t n) {
-    if (!n) return;
-    if (wdtype == KDT_BF16)
-        k_launch(to_bf16_kernel, dim3(grid_for(n)), dim3(256), s, (__nv_bfloat16 *)dst, src, n);
-    else
-        k_launch(to_f16_kernel, dim3(grid_for(n)), dim3(256), s, (__half *)dst, src, n);
     K_CHECK_LAUNCH();
 }
 

@@ -28,10 +28,10 @@ enum { KDT_F32 = 0, KDT_BF16 = 1, KDT_F16 = 2 }; /* = weight_dtype */
 
 /* Launch every kernel with programmatic dependent launch (sm_90+: each kernel's launch overlaps
  * its predecessor's tail, and the kernel waits for it before touching memory). Off by default;
- * the backend turns it on for Hopper unless GEMMA_CUDA_PDL=0. */
+ * the backend turns it on where the device has it. */
 void k_set_pdl(int on);
 
-/* Profiling only (cuda_ops decode-profile, DECODE_PROFILE_SKIP): kernel families whose launches
+/* Profiling only (bench/decode_profile, DECODE_PROFILE_SKIP): kernel families whose launches
  * are left out, so that a step's time without them shows what they cost on its critical path.
  * Their outputs are left stale - the results are wrong while any bit is set. Never set by the
  * engine; 0 (the default) launches everything. */
@@ -93,53 +93,16 @@ void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, const float *
 /* mlp.cu: in [rows][cols] -> out [cols][rows], 16-bit elements. */
 void k_transpose16(cudaStream_t s, void *out, const void *in, int rows, int cols);
 
-/* How the next k_matvec / k_matvec_multi launches run (matvec.cu's header says why). Results do
- * not depend on any of it (but for split, which says so). k_matvec_set_tuning returns -1 (and
- * changes nothing) for values outside those listed. The lean decode kernel and the persistent grid
- * exist for n = 1 on the vector path with prefetch 0 or 2; other launches run the general kernel,
- * one block per 8 / K rows (the lean kernel's blocks may be narrower: block_warps). */
-enum { K_MV_GENERAL = 0, K_MV_LEAN = 1, K_MV_LEAN8 = 2 };
-typedef struct {
-    int unroll;      /* the column loop's unroll: 4 or 8, or 0 (default): 4 for a decode launch
-                        with the gate + up pair, else 8 */
-    int prefetch;    /* 16-byte chunks per lane loaded before waiting for the previous kernel:
-                        0 (none), 2 (default) or 4; products of 2 .. 8 inputs in launches of
-                        rows_min_kb and more (matvec_rows_kernel) always load one */
-    int decode;      /* the n = 1 kernel: K_MV_LEAN (default: matvec1_kernel, at least 6 blocks
-                        a multiprocessor in its plain bf16 form, matvec.cu mv1_min_blocks, else
-                        the compiler's register count), K_MV_LEAN8 (the same, at most 32
-                        registers: 8 blocks per multiprocessor) or K_MV_GENERAL (matvec_kernel,
-                        as for n > 1) */
-    int grid;        /* 0: one block per 8 / K rows (default; W / K for blocks of W warps,
-                        block_warps); -1: persistent grid of
-                        multiprocessors x resident blocks; N > 0: persistent, at most N blocks
-                        (both run the lean kernel) */
-    int split;       /* 0 (default): rows are split over warps (split-K) while a launch still
-                        fits one wave of blocks (matvec.cu split_for); N > 0: until it has about N
-                        blocks per multiprocessor (8: the rule before). Unlike the fields above,
-                        it changes the accumulation order of a row - still a function of the
-                        shapes alone, so verify and decode agree bit for bit (and a launch of
-                        several matrices keeps each one's) */
-    int rows;        /* rows a warp takes at n = 2 .. 8: 2 or 4 (matvec_rows_kernel loads x once
-                        for them; 2 with the gate + up pair), 0 (default, auto: 2 for n <= 4, 4
-                        for n = 5 .. 8; matvec.cu mv_rows_for) or 1 (the general kernel) */
-    int rows_min_kb; /* ... more than 1 only in launches of at least this many KiB (1024) */
-    int group;       /* n = 1: a row's chunks in explicit groups of `unroll` (all loads of a
-                        group, then their products) - 1 always, 0 never (the compiler's unrolled
-                        loop), 2 auto (default: groups of 4 in launches of one wave or of many;
-                        matvec.cu mv_groups) */
-    int mma;         /* bf16 products on the tensor cores (matvec_mma.cu), every one with
-                        16-byte aligned rows and cols a multiple of 32, decode and verify alike:
-                        1 with x split exactly into three bf16, 2 into two (x to 16 bits:
-                        faster, further from the CPU's results); either way summed in another
-                        order than the CUDA-core kernels, so the last bits differ; 0 (default):
-                        matvec.cu's kernels */
-    int block_warps; /* warps a block of a lean decode launch whose matrices all take one warp a
-                        row (no split): 0 (default) 4 where blocks of 8 would run more than one
-                        wave, else 8; or 8, 4 or 2 for every such launch (a row is one warp's
-                        either way: the same sums) */
-} k_mv_tuning;
-int k_matvec_set_tuning(const k_mv_tuning *t);
+/* Where the next k_matvec / k_matvec_multi launches put bf16 products (each backend sets its own
+ * before its launches): 0 (the default) matvec.cu's kernels on the CUDA cores; 1 or 2 the tensor
+ * cores (matvec_mma.cu), every product with 16-byte aligned rows and cols a multiple of 32,
+ * decode and verify alike, x split exactly into three bf16 (1) or into two (2: x to 16 bits,
+ * faster, further from the CPU's results). The tensor cores sum in another order than the CUDA
+ * cores, so the last bits differ. -1 (nothing changed) for any other value. */
+int k_matvec_set_mma(int mma);
+/* Tests only: products of 2 .. 8 inputs take matvec_rows.cu's kernel in launches of at least
+ * this many bytes of weights (the engine keeps the default, 1 MiB: matvec.cu). */
+void k_matvec_test_rows_min(size_t bytes);
 
 /* rmsnorm.cu: for each of n_vec vectors of dim: out = x / sqrt(mean(x^2) + eps) (* w when w is
  * non-NULL, w of dtype wdtype). out may equal x. */
@@ -228,8 +191,6 @@ void k_embed(cudaStream_t s, float *out, const void *table, int wdtype, int cols
 void k_add(cudaStream_t s, float *out, const float *x, const float *y, size_t n);
 void k_scale(cudaStream_t s, float *x, float v, size_t n);
 void k_softcap(cudaStream_t s, float *x, size_t n, float cap); /* x = cap * tanh(x / cap) */
-/* fp32 -> bf16 (wdtype KDT_BF16) or f16 (KDT_F16), round to nearest even: cuBLAS inputs. */
-void k_convert(cudaStream_t s, void *dst, int wdtype, const float *src, size_t n);
 /* fp32 x[n] -> three bf16 arrays in dst (3n elements: hi, then mid, then lo) with x = hi + mid +
  * lo exactly (|x| >= 2^-110), so that one bf16 cuBLAS product over the 3n inputs multiplies fp32
  * x; k_sum3 then adds each output's three products: out[i] = y[i] + (y[m + i] + y[2m + i]). */

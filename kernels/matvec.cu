@@ -7,17 +7,15 @@
  * inputs (prefill, teacher forcing, speculative verify) the loaded weights are dotted with up
  * to 8 inputs before moving on, so the row is read from memory once per 8 inputs.
  *
- * Keeping the memory busy. The column loop is unrolled U times (4 or 8; by default 4 for a decode
- * launch with the gate + up pair, whose pass loads two rows, else 8), so the compiler issues that
- * many loads before their products; registers stay few (48 at n = 1), so a
- * multiprocessor holds 5 blocks of 8 warps. At n = 1 a launch of one wave or of many takes the
- * row in explicit groups of 4 instead (mv_groups: all loads of a group, then their products).
- * The first F chunks (2 or 4) of every lane are loaded BEFORE the kernel waits for its predecessor
- * (kcommon.cuh: programmatic dependent launch) - weights never depend on an earlier kernel - so the
- * stream of the next matrix starts while the previous kernel drains; x is read, and out written,
- * only after the wait. (A first version kept a ring of U loads in flight per lane: twice the
- * registers, a third of the blocks per multiprocessor, and up to 2x slower on the small matrices -
- * measured.)
+ * Keeping the memory busy. The column loop is unrolled U times (4 for a decode launch with the
+ * gate + up pair, whose pass loads two rows, else 8), so the compiler issues that many loads
+ * before their products. At n = 1 a launch of one wave or of many takes the row in explicit
+ * groups of 4 instead (mv_groups: all loads of a group, then their products). The first 2
+ * chunks of every lane are loaded BEFORE the kernel waits for its predecessor (kcommon.cuh:
+ * programmatic dependent launch) - weights never depend on an earlier kernel - so the stream of
+ * the next matrix starts while the previous kernel drains; x is read, and out written, only
+ * after the wait. (A ring of U loads in flight per lane takes twice the registers, a third of
+ * the blocks per multiprocessor, and is up to 2x slower on the small matrices.)
  *
  * One launch, several matrices. The backend (backend_cuda_fuse.c) hands over up to K_MV_SEGS
  * matrices that read the same x (q, k and v; gate and up) as one launch: blocks are dealt to
@@ -25,50 +23,33 @@
  * gives a warp row r of the gate AND of the up matrix and stores gelu_tanh(g) * u (and u),
  * K_MV_GELU_MUL multiplies gelu_tanh(g) by a vector already in memory (the per-layer input).
  *
- * Decode (n = 1): the lean kernel (GEMMA_CUDA_MV_DECODE, GEMMA_CUDA_MV_GRID; measured in
- * docs/bench_gpu.md). matvec1_kernel is the same arithmetic for one input without the input
- * groups: at most 40 registers a thread instead of 48 (the gate + up pair 44 instead of 74), so 6
- * blocks of 8 warps fit a multiprocessor instead of 5 (3 with the pair). It is the default
- * for n = 1: on the H200, E4B's step 1.4-2 % faster, the q / k / v and per-layer products up
- * to 20 % and the head 9 %, the 52 MB MLP matrices unchanged. Two more ways were measured
- * and kept as switches, both slower on E4B: "lean8", the same compiled for 8 blocks (at most
- * 32 registers, a few spilled: the MLP products lose 12 %), and a persistent grid - about
- * (multiprocessors x resident blocks) blocks, each walking the launch's "virtual blocks"
- * (groups of 8 / K rows, dealt to the matrices in order) with a stride of the grid and loading
- * the first chunks of its next row before reducing the current one (+7 % a step: its blocks
- * never retire, so the next kernel's blocks cannot start early under PDL, and it needs 54
- * registers). Staging a block's rows in shared memory with cp.async before the wait was slower
- * still (+45 %) and was taken out. A launch that splits no row over warps (the gate + up pair,
- * the head) may go out in blocks of 4 or 2 warps instead of 8 (mv_block_warps): the same sums.
+ * Decode (n = 1): matvec1_kernel, the general kernel's arithmetic for one input without the
+ * input groups: at most 40 registers a thread instead of 48 (the gate + up pair 44 instead of
+ * 74), so 6 blocks of 8 warps fit a multiprocessor instead of 5 (3 with the pair); on an H200,
+ * E4B's step 1.4-2 % faster than with the general kernel, the q / k / v and per-layer products
+ * up to 20 % and the head 9 %. A launch that splits no row over warps (the gate + up pair, the
+ * head) may go out in blocks of 4 warps instead of 8 (mv_block_warps): the same sums.
  *
  * Two to eight inputs (speculative verify). The general kernel loads 32 bytes of x per input for
  * every 16 bytes of weights and stalls on L1; in launches of 1 MiB and more, matvec_rows_kernel
  * gives a warp two rows (four from 5 inputs) and loads each chunk of x once for them
  * (matvec_rows.cu; mv_rows_for).
  *
- * The tensor cores. With k_mv_tuning.mma (GEMMA_CUDA_MV_MMA=1|2) every bf16 product that can goes
- * to matvec_mma.cu instead: slower for a plain decode step, much cheaper for a verify pass, with
+ * The tensor cores. With k_matvec_set_mma(1 or 2) every bf16 product that can goes to
+ * matvec_mma.cu instead: slower for a plain decode step, much cheaper for a verify pass, with
  * other bits (its header says why and how much).
  *
  * Reproducibility. The accumulation order of a row - each lane's chunks in column order into
  * one fma chain, the warp sum, then the K slices added in a fixed order - depends only on the
  * shapes of the launch's matrices (K is chosen from them: launch_splits), never on n, on U, on
- * prefetching, on the occupancy or the grid, or on the rows a warp takes: a verify pass, which
- * the backend fuses as the decode steps it stands for, reproduces them bit for bit. A matrix
- * launched alone may have another K than in a launch with others. The order differs from the
- * CPU backend's, so the two agree to rounding. */
+ * the explicit groups, on the occupancy or the block size, or on the rows a warp takes: a verify
+ * pass, which the backend fuses as the decode steps it stands for, reproduces them bit for bit.
+ * A matrix launched alone may have another K than in a launch with others. The order differs
+ * from the CPU backend's, so the two agree to rounding. */
 #include <type_traits>
 
 #include "kcommon.cuh"
 #include "matvec.cuh"
-
-/* Blocks of MV_WARPS warps that fit a multiprocessor by its thread count: 2048 threads on
- * sm_80 and sm_90, 1536 on sm_86 / sm_87 / sm_89. The lean8 kernel asks for this many. */
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 890)
-#define MV_MAX_BLOCKS 6
-#else
-#define MV_MAX_BLOCKS 8
-#endif
 
 /* Blocks of any size resident on a multiprocessor at most: 16 on sm_86 / sm_87, 24 on sm_89, 32
  * on sm_80 and sm_90. A kernel's minimum blocks (launch bounds) must not ask for more: ptxas
@@ -81,12 +62,13 @@
 #define MV_RESIDENT_MAX 32
 #endif
 
-/* The tuning of the next launches (kernels.h: k_mv_tuning; each backend sets its own before its
- * launches). unroll U: the column loop's unroll (4 or 8; 0: auto, mv_unroll); prefetch F: chunks
- * per lane loaded before the wait (2 or 4; 0: none, F = 2 after the wait); decode: the n = 1
- * kernel; grid 0 (one block per virtual block), -1 (persistent) or N > 0 (persistent, at most N
- * blocks). */
-static k_mv_tuning mv_tune = {0, 2, K_MV_LEAN, 0, 0, 0, 1024, 2, 0, 0};
+/* The bf16 products' home for the next launches (kernels.h: k_matvec_set_mma; each backend sets
+ * its own before its launches): 0 the CUDA cores, 1 or 2 the tensor cores with x in 3 or 2 bf16. */
+static int mv_mma = 0;
+
+/* Launches of 2 .. 8 inputs take matvec_rows_kernel from this many bytes of weights (1 MiB:
+ * matvec_rows.cu says why; k_matvec_test_rows_min lowers it for the tests). */
+static double mv_rows_min_bytes = 1024.0 * 1024.0;
 
 /* acc + the dot product of 16 bytes of weights (already fp32 in wf) with x[c .. c + V), four
  * products at a time. */
@@ -113,13 +95,14 @@ __device__ __forceinline__ void mv_first(uint4 *f1, uint4 *f2, const T *w1, cons
 
 /* Rows of every segment for inputs t0 .. t0 + NT - 1 (those below n) per pass over the row.
  * VEC: 16-byte loads (cols a multiple of the vector width, matrices and x 16-byte aligned),
- * else one element per lane (no prefetch: odd shapes only). U: the column loop's unroll (the
+ * else one element per lane (no early loads: odd shapes only). U: the column loop's unroll (the
  * compiler issues that many loads before their products). PAIR: some segment has a
- * K_MV_GELU_PAIR epilogue (the second matrix's loads exist only then). F: chunks per lane
- * loaded first, before the wait when prefetch is set. */
-template <typename T, int NT, bool VEC, int U, bool PAIR, int F>
+ * K_MV_GELU_PAIR epilogue (the second matrix's loads exist only then). On the vector path the
+ * first F = 2 chunks per lane are loaded before the wait for the previous kernel. */
+template <typename T, int NT, bool VEC, int U, bool PAIR>
 __global__ void __launch_bounds__(MV_WARPS * 32)
-    matvec_kernel(const mv_launch L, const float *__restrict__ x, int cols, int n, int prefetch) {
+    matvec_kernel(const mv_launch L, const float *__restrict__ x, int cols, int n) {
+    constexpr int F = VEC ? 2 : 1; /* chunks per lane loaded first */
     /* This block's segment (compile-time indices: the launch struct stays in parameter space). */
     mv_seg sg = L.seg[0];
 #pragma unroll
@@ -141,12 +124,11 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
     const T *w2 = pair ? (const T *)sg.w_up + roff + c0 : w1;
 
     /* The first F chunks of the row: loaded before waiting for the previous kernel (weights
-     * never depend on it), unless prefetching is off. */
+     * never depend on it). */
     uint4 f1[F], f2[PAIR ? F : 1];
     k_launch_next();
-    if (!prefetch || !VEC) k_wait_only();
     if (VEC) mv_first<T, F>(f1, f2, w1, w2, nch, stride, pair);
-    if (prefetch && VEC) k_wait_only();
+    k_wait_only();
 
     for (int t0 = 0; t0 < n; t0 += NT) {
         float acc[NT], acc_up[NT];
@@ -202,7 +184,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
         }
         /* Lane t stores input t's value: the NT stores (and the per-layer input loads of a
          * K_MV_GELU_MUL epilogue) go out at once, not one after another from lane 0. E4B, 8-row
-         * verify pass (session 36 call 2): the per-layer gate 5.6 us a layer against 11.4, its
+         * verify pass on an H200: the per-layer gate 5.6 us a layer against 11.4, its
          * projection 4.1 against 6.0; the pass 7.31 ms against 7.61. */
         if (K == 1) {
             float v = acc[0], vu = acc_up[0]; /* warp_sum leaves the sums in every lane */
@@ -235,160 +217,125 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
 }
 
 /* The blocks a multiprocessor must hold of matvec1_kernel (its launch bounds). The plain one-pass
- * bf16 kernel at unroll 8, not persistent (no gate + up pair, no explicit groups: every decode
- * launch but the pair and those mv_groups picks) is held to 6, as many as the lean kernel has
- * always fitted. Since the bf16 weights are unpacked by shift and mask (kcommon.cuh unpack16), the
- * compiler's own choice for it is 46 registers, 5 blocks, and q + k + v (1536 blocks) and the
- * per-layer input projection (1344) each need a third wave: 9.1 and 21.3 us against 8.0 and
- * 17.9 bounded (bench-matvec after a small kernel, s17 call 4). Bounded it spills 4 bytes (none
- * before the fma chain of mv_dot4; both measured). The other forms keep the compiler's choice, as a
- * bound of 40 registers spills there (unroll 4: 36 bytes; persistent: 32; the pair and the groups:
- * lean6, s16 call 5). */
+ * bf16 kernel at unroll 8 (no gate + up pair, no explicit groups: every decode launch but the
+ * pair and those mv_groups picks) is held to 6. With the bf16 weights unpacked by shift and mask
+ * (kcommon.cuh unpack16), the compiler's own choice for it is 46 registers, 5 blocks, and q + k +
+ * v (1536 blocks) and the per-layer input projection (1344) each need a third wave: 9.1 and 21.3
+ * us against 8.0 and 17.9 bounded on an H200 (after a small kernel, as in a step). Bounded it
+ * spills 4 bytes (none before the fma chain of mv_dot4). The other forms keep the compiler's
+ * choice, as a bound of 40 registers spills there (unroll 4: 36 bytes). */
 template <typename T>
-__host__ __device__ constexpr int mv1_min_blocks(int minb, int unroll, bool pair, bool grp,
-                                                 bool persist) {
-    const bool plain_bf16 =
-        std::is_same<T, __nv_bfloat16>::value && unroll == 8 && !pair && !grp && !persist;
-    return minb == 8 ? MV_MAX_BLOCKS : minb != 0 ? minb : plain_bf16 ? 6 : 0;
+__host__ __device__ constexpr int mv1_min_blocks(int unroll, bool pair, bool grp) {
+    const bool plain_bf16 = std::is_same<T, __nv_bfloat16>::value && unroll == 8 && !pair && !grp;
+    return plain_bf16 ? 6 : 0;
 }
 
 /* The same for blocks of WB warps: as many warps a multiprocessor (MV_WARPS / WB times the
  * blocks), within the architecture's resident blocks. */
 template <typename T>
-__host__ __device__ constexpr int mv1_blocks_for(int minb, int unroll, bool pair, bool grp,
-                                                 bool persist, int wb) {
-    const int blocks = mv1_min_blocks<T>(minb, unroll, pair, grp, persist) * (MV_WARPS / wb);
+__host__ __device__ constexpr int mv1_blocks_for(int unroll, bool pair, bool grp, int wb) {
+    const int blocks = mv1_min_blocks<T>(unroll, pair, grp) * (MV_WARPS / wb);
     return blocks < MV_RESIDENT_MAX ? blocks : MV_RESIDENT_MAX;
 }
 
 /* The general kernel's arithmetic for one input (decode), lean: no input groups, one row per
- * warp slice at a time. MINB: blocks per multiprocessor the registers must allow (0: the
- * default - 6 for the plain one-pass kernel, mv1_min_blocks, else the compiler's choice; 8: as
- * many as the threads allow, MV_MAX_BLOCKS). WB: warps a block (MV_WARPS, or 4 or 2 for a launch
- * that splits no row: mv_block_warps; the blocks asked for scale to the same warps,
- * mv1_blocks_for). P: persistent - block b
- * does the virtual blocks b, b + grid, ... and loads the first 2 chunks of its next row before
- * reducing the current one (else only b). Vector path only (16-byte loads); the first 2 chunks
- * come before the wait when prefetch. L is __grid_constant__: indexed by a segment number in
- * place, not copied. */
-template <typename T, int U, bool PAIR, int MINB, bool P, bool GRP, int WB = MV_WARPS>
-__global__ void __launch_bounds__(WB * 32, mv1_blocks_for<T>(MINB, U, PAIR, GRP, P, WB))
-    matvec1_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
-                   int prefetch) {
+ * warp slice. WB: warps a block (MV_WARPS, or 4 for a launch that splits no row:
+ * mv_block_warps; the blocks asked for scale to the same warps, mv1_blocks_for). GRP: the
+ * chunks in explicit groups of U (mv_groups). Vector path only (16-byte loads); the first 2
+ * chunks come before the wait for the previous kernel. L is __grid_constant__: indexed by a
+ * segment number in place, not copied. */
+template <typename T, int U, bool PAIR, bool GRP, int WB = MV_WARPS>
+__global__ void __launch_bounds__(WB * 32, mv1_blocks_for<T>(U, PAIR, GRP, WB))
+    matvec1_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols) {
     constexpr int V = vec16<T>::n, F = 2; /* F: chunks loaded first */
     __shared__ float part[WB], part_up[WB];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    int vb = blockIdx.x;
-    /* Where virtual block b puts this warp: segment si (found with compile-time indices; L is
+    /* Where this block puts the warp: segment si (found with compile-time indices; L is
      * __grid_constant__, so L.seg[si] is read from parameter space in place), row, chunks. */
-    int si, row, nch, K;
-    bool pr; /* a gate + up pair */
-    const T *w1, *w2;
-    auto locate = [&](int b) {
-        si = mv_seg_of(L, b);
-        const mv_seg &sg = L.seg[si];
-        K = sg.k;
-        row = (b - sg.block0) * (WB / K) + warp / K;
-        const int c0 = ((warp % K) * 32 + lane) * V, stride = K * 32 * V;
-        const bool live = row < sg.rows;
-        nch = live && c0 < cols ? (cols - c0 + stride - 1) / stride : 0;
-        const size_t off = (size_t)(live ? row : 0) * cols + c0;
-        w1 = (const T *)sg.w + off;
-        pr = PAIR && sg.epilogue == K_MV_GELU_PAIR;
-        w2 = pr ? (const T *)sg.w_up + off : w1;
-    };
-    locate(vb);
+    const mv_seg &sg = L.seg[mv_seg_of(L, (int)blockIdx.x)];
+    const int K = sg.k, slice = warp % K;
+    const int row = ((int)blockIdx.x - sg.block0) * (WB / K) + warp / K;
+    const int stride = K * 32 * V, c0 = (slice * 32 + lane) * V;
+    const bool live = row < sg.rows;
+    const int nch = live && c0 < cols ? (cols - c0 + stride - 1) / stride : 0;
+    const size_t off = (size_t)(live ? row : 0) * cols + c0;
+    const bool pair = PAIR && sg.epilogue == K_MV_GELU_PAIR;
+    const T *w1 = (const T *)sg.w + off;
+    const T *w2 = pair ? (const T *)sg.w_up + off : w1;
     uint4 f1[F], f2[PAIR ? F : 1];
     k_launch_next();
-    if (!prefetch) k_wait_only();
-    mv_first<T, F>(f1, f2, w1, w2, nch, K * 32 * V, pr);
-    if (prefetch) k_wait_only();
+    mv_first<T, F>(f1, f2, w1, w2, nch, stride, pair);
+    k_wait_only();
 
-    for (;;) {
-        const mv_seg &sg = L.seg[si];
-        const bool pair = pr, live = row < sg.rows;
-        const int stride = K * 32 * V, slice = warp % K, r = row;
-        const float *xp = x + (slice * 32 + lane) * V;
-        float acc = 0.0f, acc_up = 0.0f, wf[V], wf2[V];
+    const float *xp = x + c0;
+    float acc = 0.0f, acc_up = 0.0f, wf[V], wf2[V];
 #pragma unroll
-        for (int ch = 0; ch < F; ch++)
-            if (ch < nch) {
-                unpack16<T>(f1[ch], wf);
-                acc = mv_dot16<V>(wf, xp + ch * stride, acc);
-                if (pair) {
-                    unpack16<T>(f2[ch], wf2);
-                    acc_up = mv_dot16<V>(wf2, xp + ch * stride, acc_up);
+    for (int ch = 0; ch < F; ch++)
+        if (ch < nch) {
+            unpack16<T>(f1[ch], wf);
+            acc = mv_dot16<V>(wf, xp + ch * stride, acc);
+            if (pair) {
+                unpack16<T>(f2[ch], wf2);
+                acc_up = mv_dot16<V>(wf2, xp + ch * stride, acc_up);
+            }
+        }
+    if (GRP) {
+        /* GRP: the chunks in explicit groups of U - all loads of a group issued (predicated),
+         * then their products - so that a row whose remaining chunks are fewer than U (or not a
+         * multiple of U) cannot end in a loop that waits for one load at a time, as the
+         * unrolled loop's remainder may (its 34-40 registers cannot hold U loads in flight).
+         * Same order. */
+        for (int ch0 = F; ch0 < nch; ch0 += U) {
+            uint4 g1[U], g2[PAIR ? U : 1];
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (ch0 + u < nch) {
+                    g1[u] = __ldcs(reinterpret_cast<const uint4 *>(w1 + (ch0 + u) * stride));
+                    if (pair)
+                        g2[u] = __ldcs(reinterpret_cast<const uint4 *>(w2 + (ch0 + u) * stride));
                 }
-            }
-        if (GRP) {
-            /* GRP: the chunks in explicit groups of U - all loads of a group issued (predicated),
-             * then their products - so that a row whose remaining chunks are fewer than U (or
-             * not a multiple of U) cannot end in a loop that waits for one load at a time, as
-             * the unrolled loop's remainder may (its 34-40 registers cannot hold U loads in
-             * flight). Same order. */
-            for (int ch0 = F; ch0 < nch; ch0 += U) {
-                uint4 g1[U], g2[PAIR ? U : 1];
 #pragma unroll
-                for (int u = 0; u < U; u++)
-                    if (ch0 + u < nch) {
-                        g1[u] = __ldcs(reinterpret_cast<const uint4 *>(w1 + (ch0 + u) * stride));
-                        if (pair)
-                            g2[u] =
-                                __ldcs(reinterpret_cast<const uint4 *>(w2 + (ch0 + u) * stride));
+            for (int u = 0; u < U; u++)
+                if (ch0 + u < nch) {
+                    const int c = (ch0 + u) * stride;
+                    unpack16<T>(g1[u], wf);
+                    acc = mv_dot16<V>(wf, xp + c, acc);
+                    if (pair) {
+                        unpack16<T>(g2[u], wf2);
+                        acc_up = mv_dot16<V>(wf2, xp + c, acc_up);
                     }
-#pragma unroll
-                for (int u = 0; u < U; u++)
-                    if (ch0 + u < nch) {
-                        const int c = (ch0 + u) * stride;
-                        unpack16<T>(g1[u], wf);
-                        acc = mv_dot16<V>(wf, xp + c, acc);
-                        if (pair) {
-                            unpack16<T>(g2[u], wf2);
-                            acc_up = mv_dot16<V>(wf2, xp + c, acc_up);
-                        }
-                    }
-            }
-        } else {
+                }
+        }
+    } else {
 #pragma unroll U
-            for (int ch = F; ch < nch; ch++) {
-                const int c = ch * stride;
-                unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w1 + c)), wf);
-                acc = mv_dot16<V>(wf, xp + c, acc);
-                if (pair) {
-                    unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w2 + c)), wf2);
-                    acc_up = mv_dot16<V>(wf2, xp + c, acc_up);
-                }
+        for (int ch = F; ch < nch; ch++) {
+            const int c = ch * stride;
+            unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w1 + c)), wf);
+            acc = mv_dot16<V>(wf, xp + c, acc);
+            if (pair) {
+                unpack16<T>(__ldcs(reinterpret_cast<const uint4 *>(w2 + c)), wf2);
+                acc_up = mv_dot16<V>(wf2, xp + c, acc_up);
             }
         }
-        /* The row is read: the next one starts streaming before this one is reduced. */
-        const int next = vb + (int)gridDim.x;
-        const bool more = P && next < L.blocks;
-        if (more) {
-            locate(next);
-            mv_first<T, F>(f1, f2, w1, w2, nch, K * 32 * V, pr);
+    }
+    acc = warp_sum(acc);
+    if (pair) acc_up = warp_sum(acc_up);
+    if (K == 1) {
+        if (live && lane == 0) mv_store(sg, 0, row, acc, acc_up);
+    } else { /* uniform over the block: a block has one segment */
+        if (lane == 0) {
+            part[warp] = acc;
+            part_up[warp] = acc_up;
         }
-        acc = warp_sum(acc);
-        if (pair) acc_up = warp_sum(acc_up);
-        if (sg.k == 1) {
-            if (live && lane == 0) mv_store(sg, 0, r, acc, acc_up);
-        } else { /* uniform over the block: a virtual block has one segment */
-            if (lane == 0) {
-                part[warp] = acc;
-                part_up[warp] = acc_up;
+        __syncthreads();
+        if (live && lane == 0 && slice == 0) {
+            float v = 0.0f, vu = 0.0f;
+            for (int k = 0; k < K; k++) {
+                v += part[warp + k];
+                vu += part_up[warp + k];
             }
-            __syncthreads();
-            if (live && lane == 0 && slice == 0) {
-                float v = 0.0f, vu = 0.0f;
-                for (int k = 0; k < sg.k; k++) {
-                    v += part[warp + k];
-                    vu += part_up[warp + k];
-                }
-                mv_store(sg, 0, r, v, vu);
-            }
-            __syncthreads(); /* part is reused by the next row */
+            mv_store(sg, 0, row, v, vu);
         }
-        if (!more) break;
-        vb = next;
     }
 }
 
@@ -413,19 +360,12 @@ static int sm_count(void) {
  * in flight at once; but every doubling doubles the blocks, and a launch of more blocks than
  * the GPU holds at once runs in waves, each with its ramp and tail.
  * So K doubles while the doubled launch still fits one wave (MV_WAVE_BLOCKS per
- * multiprocessor) and every warp still gets a full pass of 32 lanes' loads. Measured on E4B's
- * shapes (docs/bench_gpu.md): q 2048 x 2560, o 2560 x 2048 and down 2560 x 10240 go from K = 8,
- * 4, 4 to 2 (4.8 against 6.4, 4.3 against 5.4 and 15.3 against 16.3 us a launch on the H200).
- * mv_tune.split = N > 0 instead splits until there are about N blocks per multiprocessor, the
- * rule before (N = 8). */
+ * multiprocessor) and every warp still gets a full pass of 32 lanes' loads. On E4B's shapes, q
+ * 2048 x 2560, o 2560 x 2048 and down 2560 x 10240 take K = 2, where splitting until about 8
+ * blocks a multiprocessor gave K = 8, 4, 4 (4.8 against 6.4, 4.3 against 5.4 and 15.3 against
+ * 16.3 us a launch on an H200). */
 static int split_for(int rows, int cols, int per_pass) {
     int k = 1;
-    if (mv_tune.split > 0) {
-        const long target = (long)mv_tune.split * sm_count();
-        while (k < MV_WARPS && (long)rows * k / MV_WARPS < target && cols >= 2 * k * per_pass)
-            k *= 2;
-        return k;
-    }
     const long wave = (long)MV_WAVE_BLOCKS * sm_count();
     while (k < MV_WARPS && ((long)rows * 2 * k + MV_WARPS - 1) / MV_WARPS <= wave &&
            cols >= 2 * k * per_pass)
@@ -433,17 +373,17 @@ static int split_for(int rows, int cols, int per_pass) {
     return k;
 }
 
-/* The splits of a launch's matrices: each one's by split_for; then, by default (mv_tune.split
- * 0), while the launch's decode blocks exceed one wave and some matrix is split, the largest
- * split (the first of equals) is halved. Each split_for alone fills about a wave, so a launch of
- * several matrices would run two: E4B's q + k + v, K = 2, 8, 8, 1536 blocks, becomes K = 2, 2,
- * 2 and 768 (s22 call 6: bench-matvec 7.5 against 8.1 us; the step 0.01-0.02 ms, a verify pass
- * 1.4-2.4 % faster). The blocks counted are those at n = 1 whatever n is, so a verify pass
- * splits every matrix as the decode steps it stands for do. */
+/* The splits of a launch's matrices: each one's by split_for; then, while the launch's decode
+ * blocks exceed one wave and some matrix is split, the largest split (the first of equals) is
+ * halved. Each split_for alone fills about a wave, so a launch of several matrices would run
+ * two: E4B's q + k + v, K = 2, 8, 8, 1536 blocks, becomes K = 2, 2, 2 and 768 (7.5 against 8.1
+ * us a launch on an H200; the step 0.01-0.02 ms, a verify pass 1.4-2.4 % faster). The blocks
+ * counted are those at n = 1 whatever n is, so a verify pass splits every matrix as the decode
+ * steps it stands for do. */
 static void launch_splits(const k_mv_seg *segs, int n_segs, int cols, int per_pass, int *ks) {
     for (int i = 0; i < n_segs; i++)
         ks[i] = split_for(segs[i].rows, cols, per_pass);
-    if (mv_tune.split > 0 || n_segs < 2) return;
+    if (n_segs < 2) return;
     const long wave = (long)MV_WAVE_BLOCKS * sm_count();
     for (;;) {
         long blocks = 0;
@@ -457,13 +397,11 @@ static void launch_splits(const k_mv_seg *segs, int n_segs, int cols, int per_pa
     }
 }
 
-/* The column loop's unroll for a launch: mv_tune.unroll, or by default (0) as many 16-byte loads
- * an unrolled pass as without the pair - 4 chunks when a decode warp streams a gate and an up
- * row, 8 otherwise (s15 call 16 measured it on E4B's step, docs/bench_gpu.md). The unroll
+/* The column loop's unroll of a decode launch: as many 16-byte loads an unrolled pass as
+ * without the pair - 4 chunks when a warp streams a gate and an up row, 8 otherwise. The unroll
  * never changes a row's summation order. */
-static int mv_unroll(bool pair, int n) {
-    if (mv_tune.unroll) return mv_tune.unroll;
-    return pair && n == 1 ? 4 : 8;
+static int mv_unroll(bool pair) {
+    return pair ? 4 : 8;
 }
 
 /* Blocks of `kernel` resident on one multiprocessor (asked once per kernel). */
@@ -486,95 +424,48 @@ static int resident_blocks(const void *kernel, int warps = MV_WARPS) {
     return nb;
 }
 
-typedef void (*mv1_fn)(const mv_launch, const float *, int, int);
+typedef void (*mv1_fn)(const mv_launch, const float *, int);
 
-/* The lean kernel for unroll U, in explicit groups when grp (one-pass blocks of the compiler's
- * registers only: the persistent and lean8 forms keep the unrolled loop). */
-template <typename T, int U, bool PAIR, int MINB, bool P, int WB = MV_WARPS>
-static mv1_fn mv1_pick(bool grp) {
-    static_assert(WB == MV_WARPS || (!P && MINB == 0), "narrow blocks: the plain lean kernel only");
-    if constexpr (P || MINB != 0)
-        return matvec1_kernel<T, U, PAIR, MINB, P, false>;
-    else
-        return grp ? matvec1_kernel<T, U, PAIR, MINB, P, true, WB>
-                   : matvec1_kernel<T, U, PAIR, MINB, P, false, WB>;
+/* The lean kernel for unroll U, in explicit groups when grp. */
+template <typename T, int U, bool PAIR, int WB> static mv1_fn mv1_pick(bool grp) {
+    return grp ? matvec1_kernel<T, U, PAIR, true, WB> : matvec1_kernel<T, U, PAIR, false, WB>;
 }
 
-/* Whether a one-pass decode launch of `blocks` blocks takes the explicit groups, and their
- * unroll (mv_tune.group: 0 never, 1 always, 2 auto). Auto: groups of 4 (unless the unroll is
- * set) when the launch fits one wave of the group kernel or runs many (at least 8) of them.
- * The groups need more registers (47-48 instead of 40 a thread: 5 blocks a multiprocessor
- * instead of 6) and keep more loads in flight; that pays where the wave count does not change - a
- * launch that fits one wave either way (o, the per-layer products: 640 blocks and fewer on the
- * H200), or one of so many waves that a sixth of them hardly matters (the head, 32768 blocks) -
- * and loses where 6 blocks a multiprocessor would save a wave (q + k + v 1536, gate + up 1280,
- * the per-layer input projection 1344): s16 calls 3-5, docs/bench_gpu.md. Since the unpack by
- * shift and mask and the fma-chain dot product (session 17) the E4B step is the same with or
- * without them (call 8: 0.002 ms apart); they change no bit, and stay the default. */
-template <typename T, bool PAIR, int MINB, bool P, int WB = MV_WARPS>
-static bool mv_groups(int blocks, int *unroll) {
-    if (P || MINB != 0 || !mv_tune.group) return false;
-    if (mv_tune.group == 1) return true;
-    const int u = mv_tune.unroll ? mv_tune.unroll : 4;
-    const mv1_fn g =
-        u == 4 ? mv1_pick<T, 4, PAIR, MINB, P, WB>(true) : mv1_pick<T, 8, PAIR, MINB, P, WB>(true);
+/* Whether a decode launch of `blocks` blocks takes the explicit groups (of 4; *unroll is set to
+ * it): when the launch fits one wave of the group kernel or runs many (at least 8) of them. The
+ * groups need more registers (47-48 instead of 40 a thread: 5 blocks a multiprocessor instead
+ * of 6) and keep more loads in flight; that pays where the wave count does not change - a launch
+ * that fits one wave either way (o, the per-layer products: 640 blocks and fewer on an H200), or
+ * one of so many waves that a sixth of them hardly matters (the head, 32768 blocks) - and loses
+ * where 6 blocks a multiprocessor would save a wave (q + k + v 1536, gate + up 1280, the
+ * per-layer input projection 1344). They change no bit. */
+template <typename T, bool PAIR, int WB> static bool mv_groups(int blocks, int *unroll) {
+    const mv1_fn g = mv1_pick<T, 4, PAIR, WB>(true);
     const long wave = (long)resident_blocks((const void *)g, WB) * sm_count();
     if (blocks > wave && blocks < 8 * wave) return false;
-    *unroll = u;
+    *unroll = 4;
     return true;
 }
 
-/* n = 1 through matvec1_kernel: one block per virtual block, or a persistent grid of at most
- * multiprocessors x resident blocks (mv_tune.grid -1), or of at most mv_tune.grid blocks. */
-template <typename T, bool PAIR, int MINB, bool P, int WB = MV_WARPS>
-static void launch1(cudaStream_t s, const mv_launch &L, const float *x, int cols, int pf) {
-    int u = mv_unroll(PAIR, 1);
-    const bool grp = mv_groups<T, PAIR, MINB, P, WB>(L.blocks, &u);
-    const mv1_fn kernel =
-        u == 4 ? mv1_pick<T, 4, PAIR, MINB, P, WB>(grp) : mv1_pick<T, 8, PAIR, MINB, P, WB>(grp);
-    long grid = L.blocks;
-    if (P) {
-        const long cap = mv_tune.grid > 0
-                             ? mv_tune.grid
-                             : (long)resident_blocks((const void *)kernel) * sm_count();
-        if (grid > cap) grid = cap;
-    }
-    k_launch(kernel, dim3((unsigned)grid), dim3(WB * 32), s, L, x, cols, pf);
-}
-
-template <typename T, bool PAIR>
-static void launch_n1(cudaStream_t s, const mv_launch &L, const float *x, int cols, int pf) {
-    if (L.wb == 4)
-        launch1<T, PAIR, 0, false, 4>(s, L, x, cols, pf);
-    else if (L.wb == 2)
-        launch1<T, PAIR, 0, false, 2>(s, L, x, cols, pf);
-    else if (mv_tune.decode == K_MV_LEAN8)
-        mv_tune.grid ? launch1<T, PAIR, 8, true>(s, L, x, cols, pf)
-                     : launch1<T, PAIR, 8, false>(s, L, x, cols, pf);
-    else
-        mv_tune.grid ? launch1<T, PAIR, 0, true>(s, L, x, cols, pf)
-                     : launch1<T, PAIR, 0, false>(s, L, x, cols, pf);
+/* n = 1 through matvec1_kernel, blocks of WB warps, one block per virtual block. */
+template <typename T, bool PAIR, int WB>
+static void launch1(cudaStream_t s, const mv_launch &L, const float *x, int cols) {
+    int u = mv_unroll(PAIR);
+    const bool grp = mv_groups<T, PAIR, WB>(L.blocks, &u);
+    const mv1_fn kernel = u == 4 ? mv1_pick<T, 4, PAIR, WB>(grp) : mv1_pick<T, 8, PAIR, WB>(grp);
+    k_launch(kernel, dim3((unsigned)L.blocks), dim3(WB * 32), s, L, x, cols);
 }
 
 template <typename T, int NT, bool VEC, bool PAIR>
 static void launch_nt(cudaStream_t s, const mv_launch &L, unsigned blocks, const float *x, int cols,
                       int n) {
     const dim3 grid(blocks), block(MV_WARPS * 32);
-    const int pf = mv_tune.prefetch > 0;
-    /* More chunks first only pays at n = 1 (decode); wider inputs keep F = 2. At n = 1 the lean
-     * kernel runs unless the general one is asked for (or 4 chunks first, which only it has). */
-    if (!VEC)
-        k_launch(matvec_kernel<T, NT, false, 1, PAIR, 1>, grid, block, s, L, x, cols, n, 0);
-    else if (NT == 1 && mv_tune.prefetch != 4 && (mv_tune.decode != K_MV_GENERAL || mv_tune.grid))
-        launch_n1<T, PAIR>(s, L, x, cols, pf);
-    else if (NT == 1 && mv_tune.prefetch == 4)
-        mv_unroll(PAIR, NT) == 4
-            ? k_launch(matvec_kernel<T, NT, true, 4, PAIR, 4>, grid, block, s, L, x, cols, n, pf)
-            : k_launch(matvec_kernel<T, NT, true, 8, PAIR, 4>, grid, block, s, L, x, cols, n, pf);
+    if constexpr (!VEC)
+        k_launch(matvec_kernel<T, NT, false, 1, PAIR>, grid, block, s, L, x, cols, n);
+    else if constexpr (NT == 1)
+        L.wb == 4 ? launch1<T, PAIR, 4>(s, L, x, cols) : launch1<T, PAIR, MV_WARPS>(s, L, x, cols);
     else
-        mv_unroll(PAIR, NT) == 4
-            ? k_launch(matvec_kernel<T, NT, true, 4, PAIR, 2>, grid, block, s, L, x, cols, n, pf)
-            : k_launch(matvec_kernel<T, NT, true, 8, PAIR, 2>, grid, block, s, L, x, cols, n, pf);
+        k_launch(matvec_kernel<T, NT, true, 8, PAIR>, grid, block, s, L, x, cols, n);
 }
 
 template <typename T, int NT>
@@ -588,44 +479,32 @@ static void launch_pair(cudaStream_t s, const mv_launch &L, unsigned blocks, con
              : launch_nt<T, NT, false, false>(s, L, blocks, x, cols, n);
 }
 
-/* Warps a block of a decode launch (mv_tune.block_warps). Where every matrix takes one warp a
- * row, a block is just warps side by side, and smaller blocks cost nothing in the sums: by
- * default a launch whose 8-warp blocks would run more than one wave (E4B's gate + up pair, 1280
- * blocks; the head; the per-layer input projection) takes blocks of 4, so that its last wave
- * ends in finer steps. Measured on the H200 (docs/bench_gpu.md, session 23 calls 4-6, one
- * process, alternating): E4B's step 0.02 ms (0.6 %) faster in each of eight pairs, bench-matvec's
- * gate + up pair 28.5 against 29.2 us; blocks of 2 gain less, and lose on launches of under a
- * wave (the per-layer projection 3.0 against 2.2 us), which keep 8. Only where launch_nt runs the
- * lean kernel a block per virtual block (launch_n1: not lean8, not persistent) - the one form
- * compiled for other block sizes (mv1_pick asserts it). Blocks of 4 for the launches that split
- * rows in two as well (down, o, q + k + v: the same sums, 4 being a multiple of the split) made
- * no difference (session 24 call 3: 3.173-3.199 against 3.174-3.188 ms), and are not taken. */
+/* Warps a block of a decode launch. Where every matrix takes one warp a row, a block is just
+ * warps side by side, and smaller blocks cost nothing in the sums: a launch whose 8-warp blocks
+ * would run more than one wave (E4B's gate + up pair, 1280 blocks; the head; the per-layer input
+ * projection) takes blocks of 4, so that its last wave ends in finer steps - on an H200 E4B's
+ * step 0.02 ms (0.6 %) faster, the gate + up pair 28.5 against 29.2 us. Blocks of 2 gain less,
+ * and lose on launches of under a wave, which keep 8; blocks of 4 for the launches that split
+ * rows in two as well (down, o, q + k + v) make no difference, and are not taken. Only for the
+ * lean kernel (lean_path: n = 1 on the vector path, not the rows kernel). */
 static int mv_block_warps(const k_mv_seg *segs, int n_segs, const int *ks, int n, bool lean_path) {
-    if (n != 1 || !lean_path || mv_tune.decode != K_MV_LEAN || mv_tune.grid ||
-        mv_tune.prefetch == 4)
-        return MV_WARPS;
+    if (n != 1 || !lean_path) return MV_WARPS;
     long blocks8 = 0;
     for (int i = 0; i < n_segs; i++) {
         if (ks[i] != 1) return MV_WARPS;
         blocks8 += k_blocks((size_t)segs[i].rows, MV_WARPS);
     }
-    if (mv_tune.block_warps) return mv_tune.block_warps;
     return blocks8 > (long)MV_WAVE_BLOCKS * sm_count() ? 4 : MV_WARPS;
 }
 
-/* Rows a warp of matvec_rows_kernel takes over n = 2 .. 8 inputs: mv_tune.rows, or by default
- * (0) 2 up to 4 inputs and 4 from 5 on; 2 with the gate + up pair. No result bit depends on it
- * (a row's sums are the same whichever warp takes it). Measured on E4B (session 37 call 5, one
- * process, two rounds; with the per-layer products through the rows kernel too): verify over
- * 2 / 3 / 4 / 5 / 8 positions 3.011 / 3.548 / 3.856 / 5.514 / 5.963 ms with 2 rows, 3.080 /
- * 3.559 / 3.865 / 5.331 / 5.720 with 4: over 5 and more inputs the products are bound by
- * their arithmetic, and 4 rows load each chunk of x once for twice the rows. Again with a form
- * for each n (session 38 call 1): over 2 / 3 / 4 / 5 / 6 / 7 / 8 positions 3.009 / 3.383 / 3.848 /
- * 4.674 / 5.051 / 5.264 / 5.957 ms with 2 rows, 3.079 / 3.388 / 3.859 / 4.495 / 4.849 / 5.255 /
- * 5.707 with 4. */
+/* Rows a warp of matvec_rows_kernel takes over n = 2 .. 8 inputs: 2 up to 4 inputs and 4 from 5
+ * on; 2 with the gate + up pair. No result bit depends on it (a row's sums are the same whichever
+ * warp takes it). On E4B (an H200), verify passes over 2 / 3 / 4 / 5 / 6 / 7 / 8 positions took
+ * 3.009 / 3.383 / 3.848 / 4.674 / 5.051 / 5.264 / 5.957 ms with 2 rows, 3.079 / 3.388 / 3.859 /
+ * 4.495 / 4.849 / 5.255 / 5.707 with 4: from 5 inputs the products are bound by their
+ * arithmetic, and 4 rows load each chunk of x once for twice the rows. */
 static int mv_rows_for(int n, bool pair) {
     if (pair) return 2;
-    if (mv_tune.rows) return mv_tune.rows;
     return n >= 5 ? 4 : 2;
 }
 
@@ -651,9 +530,8 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
         }
     /* bf16 on the tensor cores when asked (matvec_mma.cu: 16-byte aligned, 32-column steps) */
     if constexpr (std::is_same<T, __nv_bfloat16>::value)
-        if (mv_tune.mma && vec[0] && cols % 32 == 0) {
-            mv_mma_launch(s, segs, n_segs, x, cols, n, mv_tune.mma == 2 ? 2 : 3,
-                          mv_tune.prefetch > 0, sm_count());
+        if (mv_mma && vec[0] && cols % 32 == 0) {
+            mv_mma_launch(s, segs, n_segs, x, cols, n, mv_mma == 2 ? 2 : 3, sm_count());
             K_CHECK_LAUNCH();
             return;
         }
@@ -661,8 +539,8 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
     L.n_segs = n_segs;
     unsigned blocks = 0;
     const int per_pass = 32 * (vec[0] ? vec16<T>::n : 1);
-    /* 2 .. 8 inputs on the vector path, a launch of at least rows_min_kb: mv_rows_for rows a
-     * warp (matvec_rows_kernel), unless mv_tune.rows is 1 */
+    /* 2 .. 8 inputs on the vector path, a launch of at least mv_rows_min_bytes: mv_rows_for rows
+     * a warp (matvec_rows_kernel) */
     double bytes = 0;
     bool pair = false;
     for (int i = 0; i < n_segs; i++) {
@@ -670,8 +548,7 @@ static void launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
         bytes += (double)segs[i].rows * cols * sizeof(T) * (p ? 2 : 1);
         pair = pair || p;
     }
-    const int rows_kernel =
-        vec[0] && n >= 2 && n <= 8 && mv_tune.rows != 1 && bytes >= 1024.0 * mv_tune.rows_min_kb;
+    const int rows_kernel = vec[0] && n >= 2 && n <= 8 && bytes >= mv_rows_min_bytes;
     const int rows_per_warp = rows_kernel ? mv_rows_for(n, pair) : 1;
     int ks[K_MV_SEGS];
     launch_splits(segs, n_segs, cols, per_pass, ks);
@@ -723,14 +600,12 @@ extern "C" void k_matvec(cudaStream_t s, float *out, const void *w, int wdtype, 
     k_matvec_multi(s, &seg, 1, wdtype, x, cols, n);
 }
 
-extern "C" int k_matvec_set_tuning(const k_mv_tuning *t) {
-    if ((t->unroll != 0 && t->unroll != 4 && t->unroll != 8) ||
-        (t->prefetch != 0 && t->prefetch != 2 && t->prefetch != 4) ||
-        (t->decode < K_MV_GENERAL || t->decode > K_MV_LEAN8) || t->grid < -1 || t->split < 0 ||
-        (t->rows != 0 && t->rows != 1 && t->rows != 2 && t->rows != 4) || t->rows_min_kb < 0 ||
-        t->group < 0 || t->group > 2 || t->mma < 0 || t->mma > 2 ||
-        (t->block_warps != 0 && t->block_warps != 2 && t->block_warps != 4 && t->block_warps != 8))
-        return -1;
-    mv_tune = *t;
+extern "C" int k_matvec_set_mma(int mma) {
+    if (mma < 0 || mma > 2) return -1;
+    mv_mma = mma;
     return 0;
+}
+
+extern "C" void k_matvec_test_rows_min(size_t bytes) {
+    mv_rows_min_bytes = (double)bytes;
 }

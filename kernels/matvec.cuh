@@ -13,8 +13,8 @@
 /* acc + the dot product of four weights with four inputs: the one expression every CUDA-core
  * product sums with (matvec.cu, matvec_rows.cu), so that all of them round alike (matvec.cu's
  * reproducibility rule). One fma chain into acc: four instructions where the tree form acc +
- * (w0 x0 + ... + w3 x3) took a multiply, three fmas and an add (E4B step 3.365 against 3.390 ms,
- * s17 call 6). */
+ * (w0 x0 + ... + w3 x3) takes a multiply, three fmas and an add (E4B step 3.365 against 3.390 ms
+ * on an H200). */
 __device__ __forceinline__ float mv_dot4(const float *wf, const float4 xv, float acc) {
     acc = fmaf(wf[0], xv.x, acc);
     acc = fmaf(wf[1], xv.y, acc);
@@ -33,8 +33,8 @@ struct mv_seg {
 struct mv_launch {
     mv_seg seg[K_MV_SEGS];
     int n_segs;
-    int blocks; /* virtual blocks of all segments (the grid, unless it is persistent) */
-    int wb;     /* warps a block of matvec1_kernel (MV_WARPS unless a narrow form is asked) */
+    int blocks; /* virtual blocks of all segments (the grid) */
+    int wb;     /* warps a block of matvec1_kernel: MV_WARPS, or 4 (matvec.cu mv_block_warps) */
 };
 
 /* The kernels' view of a launcher's matrix: k warps per row (or row tile), blocks from block0. */
@@ -85,9 +85,9 @@ void mv_rows_launch(cudaStream_t s, const mv_launch &L, unsigned blocks, const f
                     int n, int R, bool pair);
 
 /* matvec_mma.cu: the products of segs (bf16 weights, every matrix and x 16-byte aligned, cols a
- * multiple of 32) on the tensor cores, x split into split (2 or 3) bf16; prefetch as
- * k_mv_tuning's, sms the multiprocessors. */
+ * multiple of 32) on the tensor cores, x split into split (2 or 3) bf16; sms the
+ * multiprocessors. */
 void mv_mma_launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float *x, int cols,
-                   int n, int split, int prefetch, int sms);
+                   int n, int split, int sms);
 
 #endif

@@ -1,4 +1,4 @@
-/* matvec_mma.cu: bf16 matrix-vector products on the tensor cores (GEMMA_CUDA_MV_MMA=1 or 2).
+/* matvec_mma.cu: bf16 matrix-vector products on the tensor cores (kernels.h k_matvec_set_mma).
  *
  * What it is for: speculative verify passes. matvec.cu's kernels multiply on the CUDA cores, and
  * for every 16 bytes of weights a lane loads 32 bytes of fp32 x through L1 - once per input
@@ -6,7 +6,7 @@
  * warp owns a tile of 16 rows and multiplies with mma.sync m16n8k16: the weights go from the
  * load into the mma's A operand with no conversion, one load of x serves the tile's 16 rows,
  * and an input takes 2 or 3 of B's 8 columns. The plain decode step is slower than on the CUDA
- * cores (docs/bench_gpu.md, sessions 18-19): a tile of 16 rows gives a launch 16 times fewer
+ * cores: a tile of 16 rows gives a launch 16 times fewer
  * warps to spread over the GPU (a small launch is latency-bound, the gate + up pair holds 2
  * blocks a multiprocessor), and its loads read 64 bytes from each of 8 rows instead of 512 from
  * one. So it is a switch (and a knob of the GPU search spaces), off by default: on when most
@@ -23,14 +23,14 @@
  * costs no extra mma; a verify pass's inputs fill B's columns in order, across passes over B
  * that share the A registers (column 8j + g of pass j is input (8j + g) / SPLIT's part), and
  * the row's result sums its input's columns.
- *   - GEMMA_CUDA_MV_MMA=1, SPLIT 3: x = hi + mid + lo exactly (|x| >= 2^-110). A product
- *     differs from the CUDA cores' in its summation order (and the tensor cores' own fp32
- *     adds) only, and the fixtures' logits are as close to the CPU's (s19 calls 1-3: 2.6e-5 -
- *     2.6e-4 against the CUDA cores' 2.2e-5 - 2.5e-4). 8 inputs take 3 passes over B.
- *   - GEMMA_CUDA_MV_MMA=2, SPLIT 2: x = hi + lo to 16 significant bits (2^-17 of x), 4 inputs
- *     a pass over B and fewer conversions: faster, but the bf16 fixtures' logits are 1-5e-3
- *     from the CPU's, and a greedy near-tie of a random-weight fixture flipped in one of five
- *     runs (s18 call 9). The tuner's quality budget is what decides whether that is a cost.
+ *   - mma 1, SPLIT 3: x = hi + mid + lo exactly (|x| >= 2^-110). A product differs from the
+ *     CUDA cores' in its summation order (and the tensor cores' own fp32 adds) only, and the
+ *     fixtures' logits are as close to the CPU's (2.6e-5 - 2.6e-4 against the CUDA cores'
+ *     2.2e-5 - 2.5e-4). 8 inputs take 3 passes over B.
+ *   - mma 2, SPLIT 2: x = hi + lo to 16 significant bits (2^-17 of x), 4 inputs a pass over B
+ *     and fewer conversions: faster, but the bf16 fixtures' logits are 1-5e-3 from the CPU's,
+ *     and a greedy near-tie of a random-weight fixture flipped in one of five runs. The tuner's
+ * quality budget is what decides whether that is a cost.
  *
  * Split-K. A tile's 32-column steps are dealt to K warps of a block: warp slice k takes steps
  * k, k + K, ... (at any moment the K warps read K x 64 adjacent bytes of each row). K doubles
@@ -67,7 +67,7 @@ __device__ __forceinline__ unsigned bf16x2_rn(float lo, float hi) {
  * bf16 truncated): x - hi has at most 16 significant bits and is exact in fp32, its rest after
  * mid at most 8, which bf16 holds - exactly, for |x| >= 2^-110 (below, x is not a multiple of
  * bf16's smallest subnormal 2^-133, and the parts miss it by less than that; every 2^32 bit
- * pattern checked on the host, s19 review; the build does not flush subnormals). A lane peels
+ * pattern checked on the host; the build does not flush subnormals). A lane peels
  * its own part only - a mask and a subtraction a peel, no conversion, no select (4
  * instructions a value fewer than rounding each part and choosing one). An infinite x gives a
  * NaN mid (inf - inf), so the row is NaN where the CUDA cores give an infinity: either way the
@@ -106,8 +106,7 @@ __device__ __forceinline__ void mma_b(const float *xp, int part, bool live, unsi
 
 /* d += the step's 16 x 32 weights (wa: rows g, wb: rows g + 8) times B. (Summing each step from
  * zero and adding it to d on the CUDA cores, in case the tensor cores' accumulator keeps fewer
- * bits than fp32, did not bring the logits closer to the CPU's: s18 call 9; the split of x did,
- * s19 call 1.) */
+ * bits than fp32, does not bring the logits closer to the CPU's; the split of x does.) */
 __device__ __forceinline__ void mma_step(float d[4], const uint4 &wa, const uint4 &wb,
                                          const unsigned b[4]) {
     mma_bf16(d, wa.x, wb.x, wa.y, wb.y, b[0], b[1]);
@@ -161,13 +160,13 @@ __device__ __forceinline__ void mma_finish(float (*part)[16][8 * NB], float (*pa
  * verify pass up to 8, a prefill's chunk 8) in one pass over the rows: NB passes over B share
  * each load of A. The steps go in full groups of U (all loads, then their mmas, with no branch
  * between them), then one at a time; a form with a predicate per step leaves each step's x
- * load and conversion in front of its mma (E4B step 4.45 ms against 3.85, s18 calls 1-2). F:
- * steps loaded before waiting for the previous kernel when prefetch (weights never depend on
- * it). PAIR: some segment is a gate + up pair (the up matrix's loads exist only then). */
+ * load and conversion in front of its mma (E4B step 4.45 ms against 3.85 on an H200). F:
+ * steps loaded before waiting for the previous kernel (weights never depend on it). PAIR: some
+ * segment is a gate + up pair (the up matrix's loads exist only then). */
 template <bool PAIR, int U, int NB, int SPLIT>
 __global__ void __launch_bounds__(MMA_WARPS * 32, PAIR || NB > 1 ? 2 : 3)
     matvec_mma_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
-                      int n, int prefetch) {
+                      int n) {
     constexpr int F = 2, CAP = 8 * NB / SPLIT;
     __shared__ float part[MMA_WARPS][16][8 * NB], part_up[PAIR ? MMA_WARPS : 1][16][8 * NB];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
@@ -200,11 +199,10 @@ __global__ void __launch_bounds__(MMA_WARPS * 32, PAIR || NB > 1 ? 2 : 3)
     };
     uint4 fa[F], fb[F], fu[F], fv[F];
     k_launch_next();
-    if (!prefetch) k_wait_only();
 #pragma unroll
     for (int s = 0; s < F; s++)
         if (s < nst) load_at(s, fa[s], fb[s], fu[s], fv[s]);
-    if (prefetch) k_wait_only();
+    k_wait_only();
     /* lane (g, t) gives B's column g in pass j: column 8j + g of the launch, input
      * (8j + g) / SPLIT's part (8j + g) % SPLIT; the columns past CAP inputs stay zero */
     bool live[NB];
@@ -266,7 +264,7 @@ static int mma_split(int rows, int cols, int sms) {
     return k;
 }
 
-typedef void (*mma_fn)(const mv_launch, const float *, int, int, int);
+typedef void (*mma_fn)(const mv_launch, const float *, int, int);
 
 /* The kernel for n <= MMA_CHUNK inputs: as few passes over B as hold them (SPLIT columns an
  * input). U: 4 KB of weights a warp in flight (a pair step loads two matrices). */
@@ -281,7 +279,7 @@ static mma_fn mma_kernel_for(int split, bool pair, int n) {
 }
 
 void mv_mma_launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float *x, int cols,
-                   int n, int split, int prefetch, int sms) {
+                   int n, int split, int sms) {
     mv_launch L = {};
     L.n_segs = n_segs;
     int blocks = 0;
@@ -305,6 +303,6 @@ void mv_mma_launch(cudaStream_t s, const k_mv_seg *segs, int n_segs, const float
             if (c.mul) c.mul += (size_t)t0 * c.mul_stride;
         }
         k_launch(mma_kernel_for(split, pair, m), dim3((unsigned)blocks), dim3(MMA_WARPS * 32), s, C,
-                 x + (size_t)t0 * cols, cols, m, prefetch);
+                 x + (size_t)t0 * cols, cols, m);
     }
 }

@@ -1,6 +1,6 @@
 /* matvec_rows.cu: matrix products with 2 .. 8 inputs (a speculative verify pass, a short chunk)
  * on the CUDA cores, R rows a warp - the kernel matvec.cu's launcher hands such launches of at
- * least mv_tune.rows_min_kb KiB of weights to (mv_rows_launch), with the same sums as its
+ * least 1 MiB of weights to (mv_rows_launch), with the same sums as its
  * one-input kernels, bit for bit. */
 #include "kcommon.cuh"
 #include "matvec.cuh"
@@ -8,32 +8,31 @@
 
 /* Two to eight inputs (a speculative verify, a short chunk), R rows per warp. The general
  * kernel loads 32 bytes of x per input for every 16 bytes of weights, and at n = 4 on E4B that
- * stalls it on L1 (docs/gpu_logs/s13/call9: o_proj at 19 % of DRAM bandwidth, L1 79 % busy; a
- * verify over 4 positions cost 2.2 decode steps). Here a warp loads each chunk of x once for R
+ * stalls it on L1 (Nsight Compute: o_proj at 19 % of DRAM bandwidth, L1 79 % busy; a verify
+ * over 4 positions cost 2.2 decode steps). Here a warp loads each chunk of x once for R
  * rows: warp w takes slice w % K of rows r, r + 8 / K, ... of its block. A row's sum is the
  * general kernel's - the lane's chunks in column order, the warp sum, the K slices in order -
  * so verify and decode still agree bit for bit. Inputs NL at a time (more inputs would pass
  * over the rows again); the vector path only (16-byte loads). Used in launches of at least
- * mv_tune.rows_min_kb KiB of weights (default 1024): halving the blocks costs a small,
- * latency-bound launch more than the x loads it saves (session 13 call 10: the small model's
- * verify over 4 positions 2.0 decode steps instead of 1.5, while E4B's fell from 2.22 to 1.97).
- * E4B's per-layer products (1.25 MiB each) were below the threshold until session 37 (4096 KiB
- * then); with the 2-input form and the epilogue by lanes they gain too (call 5, one process, two
- * rounds: verify over 2 / 3 / 4 / 5 / 8 positions 3.011 / 3.548 / 3.856 / 5.514 / 5.963 ms
- * against 3.114 / 3.623 / 3.936 / 5.575 / 6.110 at 4096). The small model's matrices stay
- * below it but for its head (3 MiB), which a verify pass reads through the fused argmax.
+ * 1 MiB of weights (matvec.cu mv_rows_min_bytes): halving the blocks costs a small,
+ * latency-bound launch more than the x loads it saves (the small model's verify over 4 positions
+ * 2.0 decode steps instead of 1.5, while E4B's fell from 2.22 to 1.97). E4B's per-layer
+ * products (1.25 MiB each) gain too: on an H200, verify over 2 / 3 / 4 / 5 / 8 positions 3.011
+ * / 3.548 / 3.856 / 5.514 / 5.963 ms against 3.114 / 3.623 / 3.936 / 5.575 / 6.110 with a
+ * threshold of 4 MiB. The small model's matrices stay below it but for its head (3 MiB), which
+ * a verify pass reads through the fused argmax.
  *
- * Its loads. Bound by their latency, not by any bandwidth (Nsight Compute, session 35 call 1: q +
- * k + v over 8 inputs at 0.26 instructions a scheduler a cycle, 12 of 22 cycles a warp waiting on
- * L1TEX, DRAM 9 % busy). So a chunk's x for all NL inputs is asked for at once, before its
- * products, and the next chunk's weights before them too; the first chunk's weights go out before
- * the wait for the previous kernel (weights never depend on it). Measured on E4B (session 35 call
- * 2, one process alternating): verify passes over 2 / 4 / 8 positions 3.73 / 4.65 / 8.45 ms
- * against 3.75 / 4.89 / 8.85 with the loop before (4 chunks unrolled, each input's x loaded just
- * before its products), and with the MLP as grouped products (GEMMA_CUDA_MLP=0, the gate + up
- * pair through this kernel; call 3) 4.86 / 9.00 ms over 4 / 8 against 6.00 / 9.74. Also tried
- * there, slower: half the inputs' x at a time, and every line of x asked of L1 first
- * (prefetch.global.L1) in this kernel and in the general one.
+ * Its loads. Bound by their latency, not by any bandwidth (Nsight Compute: q + k + v over 8
+ * inputs at 0.26 instructions a scheduler a cycle, 12 of 22 cycles a warp waiting on L1TEX,
+ * DRAM 9 % busy). So a chunk's x for all NL inputs is asked for at once, before its products,
+ * and the next chunk's weights before them too; the first chunk's weights go out before the
+ * wait for the previous kernel (weights never depend on it). Measured on E4B (an H200, one
+ * process alternating): verify passes over 2 / 4 / 8 positions 3.73 / 4.65 / 8.45 ms against
+ * 3.75 / 4.89 / 8.85 with a loop of 4 chunks unrolled, each input's x loaded just before its
+ * products, and with the MLP as grouped products (GEMMA_CUDA_MLP=0, the gate + up pair through
+ * this kernel) 4.86 / 9.00 ms over 4 / 8 against 6.00 / 9.74. Slower: half the inputs' x at a
+ * time, and every line of x asked of L1 first (prefetch.global.L1) in this kernel and in the
+ * general one.
  *
  * The warp's R x NL sums (x 2 with the pair) are taken at once, transposed (warp_sum_t: the same
  * butterfly as warp_sum, so the same bits, in one shuffle a value instead of five). */
@@ -160,15 +159,12 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
 
 /* The form for R rows a warp (2, or 4 without the pair) and n = 2 .. 8 inputs, each its own
  * (one pass over the rows). Inputs past n cost a form as much as live ones (their x is loaded and
- * dotted), so every n has a form whose inputs are all live: a pass over 2 took the 4-input form
- * until session 37 (call 2, E4B, one process each, alternating: verify passes over 2 / 4 / 8
- * positions 3.139 / 4.057 / 7.085 ms with a 2-input form against 3.385 / 4.200 / 7.205; over 2
- * positions a sliding layer's q + k + v launch 5.5 us against 7.4 and o 4.4 against 7.2), and
- * passes over 3 and 5 .. 7 the 4- and 8-input forms until session 38. With a form for each n
- * here and in mlp.cu (session 38 call 1, E4B, one process each, two rounds alternating): verify
- * over 3 / 5 / 6 / 7 positions 3.382 / 4.494 / 4.843 / 5.248 ms against 3.554 / 5.326 / 5.395 /
- * 5.469; over 2 / 4 / 8 the same within 0.01 ms (the forms of 2, 4 and 8 inputs compile to the
- * same PTX as before). */
+ * dotted), so every n has a form whose inputs are all live. On E4B (an H200, one process each,
+ * alternating), verify passes over 2 / 4 / 8 positions 3.139 / 4.057 / 7.085 ms with a 2-input
+ * form against 3.385 / 4.200 / 7.205 with the 4-input one (over 2 positions a sliding layer's q +
+ * k + v launch 5.5 us against 7.4 and o 4.4 against 7.2); and with a form for each n here and in
+ * mlp.cu, verify over 3 / 5 / 6 / 7 positions 3.382 / 4.494 / 4.843 / 5.248 ms against 3.554 /
+ * 5.326 / 5.395 / 5.469 with the 4- and 8-input forms. */
 template <typename T, int R, bool PAIR> static mv_rows_fn mv_rows_form(int n) {
     static const mv_rows_fn forms[] = {
         matvec_rows_kernel<T, 2, R, PAIR>, matvec_rows_kernel<T, 3, R, PAIR>,

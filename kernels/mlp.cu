@@ -4,8 +4,8 @@
  *
  * Why. matvec.cu gives a warp a row; every row needs all of x, so for every 16 bytes of weights
  * a lane loads 32 bytes of fp32 x through L1, which is what keeps the gate + up pair at 83 % and
- * down at 70 % of copy bandwidth on an E4B-sized layer (docs/bench_gpu.md, sessions 16 and 25).
- * Here nothing is loaded twice (bench/mlp_slice.cu measured the layout alone at 99 % of copy):
+ * down at 70 % of copy bandwidth on an E4B-sized layer (an H200).
+ * Here nothing is loaded twice (dev/cuda/mlp_slice.cu measures the layout alone at 99 % of copy):
  *
  *   - one block a multiprocessor owns intermediate indices [k0, k1); its H / 8 consumer threads
  *     each own 8 columns of the hidden size and hold those 8 floats of x in registers for the
@@ -25,16 +25,15 @@
  *     several) run while the warps work on. Over several inputs the kernel is bound by its
  *     instructions, not by memory, and its two barriers a batch were 13.5 % of its stalls over 8
  *     inputs (Nsight Compute); without the second and with the chains spread, a verify pass
- *     over 4 / 5 / 8 inputs on E4B is 6 / 12 / 11 % faster, the decode step unchanged (session
- *     34, call 4);
+ *     over 4 / 5 / 8 inputs on E4B is 6 / 12 / 11 % faster, the decode step unchanged;
  *   - over several inputs (the verify forms) a reducer warp makes each batch's h, one (input,
  *     index) pair a lane, while the consumer warps go on to the next batch: it meets them at
  *     the batch's barrier, the sums of batch j in, and has made h of j by the next one. So the
- *     consumers no longer run the chains of sums, and a warp's sums of a batch are one
+ *     consumers do not run the chains of sums, and a warp's sums of a batch are one
  *     transposed warp sum over 2 B NT = 32 values (one a lane). The one-input form (decode,
- *     bound by memory) keeps its chains in the consumers: its PTX is unchanged. E4B verify over
- *     2 / 4 / 8 positions 3.116 / 3.941 / 6.107 ms against 3.143 / 4.058 / 7.083 (session 37,
- *     call 3; forms tried before it in docs/bench_gpu.md);
+ *     bound by memory) keeps its chains in the consumers. E4B verify over
+ *     2 / 4 / 8 positions 3.116 / 3.941 / 6.107 ms against 3.143 / 4.058 / 7.083 with the chains
+ *     in the consumers (an H200);
  *   - the block's H partial outputs go to partial[t][block]; mlp_reduce_kernel sums the partials
  *     of each output in block order.
  *
@@ -44,7 +43,7 @@
  * adds gives the same bits), the warps and the partials add in order, and the down accumulation
  * runs over k in order. Only the grid (the multiprocessor count) and the shapes decide the bits,
  * so a verify pass reproduces the decode steps it stands for - speculation stays lossless. They
- * are not matvec.cu's bits: the switch (GEMMA_CUDA_MLP) is all or nothing for a backend.
+ * are not matvec.cu's bits: a backend takes the kernel for every MLP it fits or for none.
  *
  * What it leaves in memory is what the four ops it replaces leave: h in the gate buffer, u in
  * the up buffer, the product in out. */
@@ -55,13 +54,13 @@
 
 /* The ring's next stage st (of S; ph: the parity of its fill): wait until it holds its row,
  * read this thread's 16 bytes, free it, step on. No division by S: at one stage a row, a runtime
- * modulo per row doubled a consumer's instructions (E4B: 55 us a layer against 38 in
- * bench/mlp_slice.cu, session 26 call 3).
- * Every thread frees the stage itself (an arrival count of 32 a consumer warp): until session
- * 41 lane 0 freed it for the warp after a __syncwarp, which racecheck does not take as ordering
- * the other lanes' reads before that arrival - it reported every read of lanes 1-31 against the
- * producer's next copy into the stage (bench/ring_race.cu, forms 0 and 8; the op test's shapes
- * then never wrapped the ring, so it was not seen here). */
+ * modulo per row doubles a consumer's instructions (E4B: 55 us a layer against 38 in
+ * dev/cuda/mlp_slice.cu).
+ * Every thread frees the stage itself (an arrival count of 32 a consumer warp): with lane 0
+ * freeing it for the warp after a __syncwarp, racecheck does not take the __syncwarp as ordering
+ * the other lanes' reads before that arrival - it reports every read of lanes 1-31 against the
+ * producer's next copy into the stage once the ring wraps (dev/cuda/ring_race.cu, forms 0 and
+ * 8). */
 __device__ __forceinline__ uint4 ring_take(const unsigned char *ring, uint64_t *full,
                                            uint64_t *empty, unsigned &st, unsigned &ph, int S,
                                            int row_bytes, int c) {
@@ -110,7 +109,7 @@ __global__ void __launch_bounds__(NL > 4 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 1
      * other batch. RED: every (input, index) of the block has its own slot in hd, written once.
      * Both are ordered by the barriers (racecheck clean either way); the slots a block measured
      * faster (E4B verify over 2 / 4 / 8 positions 3.116 / 3.941 / 6.107 ms against 3.129 / 3.946 /
-     * 6.249 with hs: session 37 call 3). */
+     * 6.249 with hs). */
     auto h_at = [&](int tt, int i, int kb, int jb) -> float & {
         if constexpr (RED)
             return hd[tt * (nb * B) + (kb - k0) + i];
@@ -154,7 +153,7 @@ __global__ void __launch_bounds__(NL > 4 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 1
      * written again in round j + 2, after round j + 1's barrier, which follows the reducer's
      * reads of it. Both sides only wait (barrier.sync): racecheck reported hazards on h in every
      * form in which the consumers only arrived at a barrier (bar.arrive, which the PTX memory
-     * model orders as a release; session 36 calls 4-6, session 37 calls 1-2), and a consumer
+     * model orders as a release), and a consumer
      * warp has the reducer's chains of sums off its path either way. */
     if (RED && warp == CW + 1) { /* the reducer: batch j's h once its sums are in, lane q pair q */
         for (int j = 0; j <= nb; j++) {
@@ -277,16 +276,16 @@ __global__ void __launch_bounds__(256)
 #define MLP_RING_BYTES                                                                             \
     (100 * 1024) /* two blocks' rings fit a multiprocessor's shared memory, so that the            \
                     next launch's block may fill its ring under this one (PDL) where the           \
-                    form's registers leave room too (E4B: none of the forms since session 34) */
+                    form's registers leave room too (on E4B none of the forms does) */
 
 typedef void (*mlp_fn)(const uint4 *, const uint4 *, const uint4 *, const float *, float *, float *,
                        float *, int, int, int, int, int, int, int);
 
 /* The form for a pass of nt = 1 .. 8 inputs: 1 input and batches of 16, 2 and 8, 3 - 4 and 4,
  * 5 - 8 and 2 (the accumulators' registers stay about the same; x and the outputs grow with the
- * inputs). Each nt has its own form, whose inputs are all live: a pass over 3 ran the 4-input
- * form and one over 5 .. 7 the 8-input form until session 38, dotting the dead inputs too. */
-/* (Measured with the rows kernel's forms of each n: matvec_rows.cu, mv_rows_form.) */
+ * inputs). Each nt has its own form, whose inputs are all live: a pass over 3 in the 4-input
+ * form, or one over 5 .. 7 in the 8-input form, would dot the dead inputs too (measured with the
+ * rows kernel's forms of each n: matvec_rows.cu, mv_rows_form). */
 static mlp_fn mlp_form(int nt) {
     static const mlp_fn forms[] = {mlp_kernel<1, 16>, mlp_kernel<2, 8>, mlp_kernel<3, 4>,
                                    mlp_kernel<4, 4>,  mlp_kernel<5, 2>, mlp_kernel<6, 2>,
@@ -305,9 +304,9 @@ static int mlp_stages(int H) {
  * H200); past that, requests only queue. With the whole ring asked for at once (100 KB a
  * multiprocessor, 13 MB over the GPU: 3 us of bandwidth), every request on the step's critical
  * path - the consumers' first reads of x, the kernels before this one that it overlaps, the
- * reduction's partials - waits behind microseconds of weights. Measured (session 28, calls 2-3,
- * E4B's step, one process alternating): 8 rows in flight 3.11 ms, 10-16 rows 3.05-3.07, no
- * limit 3.10-3.14; bench/step_slice.cu's chain of such kernels 2.46-2.47 ms at 8-10 rows
+ * reduction's partials - waits behind microseconds of weights. Measured (an H200, E4B's step,
+ * one process alternating): 8 rows in flight 3.11 ms, 10-16 rows 3.05-3.07, no
+ * limit 3.10-3.14; dev/cuda/step_slice.cu's chain of such kernels 2.46-2.47 ms at 8-10 rows
  * against 2.55-2.56 without. 4 rows (20 KB) starves memory (3.49-3.53 ms). */
 #define MLP_INFLIGHT_BYTES (60 * 1024)
 

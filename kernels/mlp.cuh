@@ -1,5 +1,5 @@
 /* mlp.cuh: what mlp.cu's k_mlp asks of mlp_mma.cu, the whole MLP on the tensor cores
- * (GEMMA_CUDA_MLP=mma): the same partial sums (partial[t - p0][block][H] for inputs t0 ..
+ * (K_MLP_MMA): the same partial sums (partial[t - p0][block][H] for inputs t0 ..
  * t0 + nl - 1 below n, G blocks), summed by mlp.cu's reduction. */
 #ifndef MLP_CUH
 #define MLP_CUH

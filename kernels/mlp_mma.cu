@@ -1,11 +1,11 @@
 /* mlp_mma.cu: mlp.cu's whole MLP - down(gelu_tanh(gate(x)) * up(x)) in one kernel, a block a
  * multiprocessor owning a slice of the intermediate dimension, the weights streamed by a
  * producer warp through a ring of one-row stages - with its products on the tensor cores
- * (GEMMA_CUDA_MLP=mma; sm_90 and later, bf16 weights, passes of 1 .. 8 inputs).
+ * (K_MLP_MMA; sm_90 and later, bf16 weights, passes of 1 .. 8 inputs).
  *
  * Why. On the CUDA cores every weight costs an fma per input, so a pass over 5 - 8 inputs
  * (a speculative verify) is bound by its instructions: 73.8 us a layer of E4B over 8 inputs
- * against 37 over one (docs/bench_gpu.md, session 38). An mma.sync takes 16 x 16 weights at a
+ * against 37 over one (an H200). An mma.sync takes 16 x 16 weights at a
  * time for all 8 inputs at once, so every pass of up to 8 inputs costs about what one does.
  *
  * The layout (lane (g, t); mma.cuh has the fragments):
@@ -19,9 +19,9 @@
  *     parts). Lane (g, t) takes its B fragments - row g's words at k 2t and 2t + 8 of each k
  *     step, 32 - into registers and frees row g before its mmas: a stage is free once each of
  *     the 4 lanes of each warp that read it has said so (racecheck does not take a __syncwarp
- *     as ordering other lanes' reads before one lane's arrival: bench/ring_race.cu, session
- *     41). Lane (g, t) then holds input g's sums for indices 2t and 2t + 1 in its three parts
- *     and adds them, hi + (mid + lo).
+ *     as ordering other lanes' reads before one lane's arrival: dev/cuda/ring_race.cu). Lane (g, t)
+ * then holds input g's sums for indices 2t and 2t + 1 in its three parts and adds them, hi + (mid +
+ * lo).
  *   - down is stored transposed (row k = column k of down, as for mlp.cu): out[c] over the
  *     batch's 8 indices is D[16 columns][8 inputs] += A B with A the 8 rows' 16 columns (through
  *     ldmatrix.trans) and B the batch's h of each input, m16n8k8, once for each of h's three
@@ -34,7 +34,7 @@
  *     lie in 8 different bank groups; a tile that wraps the ring keeps that only where the
  *     ring's stages are a multiple of 8. mlpm_stages still takes any count from 16 to 24
  *     (E4B's passes of 6 - 8 inputs get 22, 19 and 16): rounded down to 16, the passes of 6
- *     and 7 were slower (4.11 / 4.54 ms against 3.97 / 4.46, session 42 call 1), so the
+ *     and 7 are slower (4.11 / 4.54 ms against 3.97 / 4.46 on an H200), so the
  *     stages pay more than the conflicts cost. Missing rows (past a block's last index, an
  *     input past the pass's last) read 16 bytes of zeros.
  *
@@ -42,7 +42,7 @@
  * element is its row of A times its column of B, every chain of mmas runs over the columns (or
  * the batches) in order, the warps add in order, and the blocks' partials are mlp.cu's, summed
  * by its mlp_reduce_kernel. So a verify pass reproduces the decode steps with the switch on,
- * bit for bit; the bits are not the CUDA cores' (GEMMA_CUDA_MLP is all or nothing). */
+ * bit for bit; the bits are not the CUDA cores' (a backend takes one form for every MLP). */
 #include "bulk.cuh"
 #include "kcommon.cuh"
 #include "mlp.cuh"
@@ -52,12 +52,12 @@
  * fragments in registers make 165 registers a thread (H up to 2560: E2B's 1536, E4B's 2560) */
 #define MLPM_THREADS 384
 /* Intermediate indices a batch: a barrier and a round of the reducer each. 8 and 16 measured the
- * same (E4B decode 3.301 / 3.303 ms, verify over 5 rows 3.84 / 3.80: session 39, call 2). */
+ * same (E4B decode 3.301 / 3.303 ms, verify over 5 rows 3.84 / 3.80 on an H200). */
 #define MLPM_B 16
 /* The consumers hold 8 rows of the ring at once (a tile of gate, up or down rows); the rest is
  * in flight or landed ahead: up to MLPM_RING_MAX stages, never fewer than 16. Up to 32 made the
  * E4B decode step slower (3.44 against 3.40 ms), and 16 or 20 rows in flight instead of mlp.cu's
- * 12 changed nothing (session 42 call 1). */
+ * 12 change nothing. */
 #define MLPM_RING_MAX 24
 
 /* Row r of the tile at stage st (parity ph) of S: wait until it has landed. Each lane waits for

@@ -6,8 +6,8 @@
 /* Threads a block for rows of dim: a thread an element for rows of up to 1024; longer rows in as
  * few threads as hold 4 elements each (at most 1024). Both kernels below sum a row in the same
  * threads (thread t its elements t, t + threads, ... in order, then block_sum), so the fused
- * norm_add_norm leaves the bits k_rmsnorm would. Measured on the H200 (docs/bench_gpu.md,
- * session 24 calls 3-4, one process, alternating; norm_add_norm): E4B's 2560-wide rows in 640
+ * norm_add_norm leaves the bits k_rmsnorm would. Measured on an H200 (one process, alternating;
+ * norm_add_norm): E4B's 2560-wide rows in 640
  * threads instead of 1024 made the step 0.014-0.031 ms faster in five pairs out of five, 512
  * threads (5 each) 0.05 ms slower; the small model's 256-wide rows 4 a thread (64 threads)
  * 1.3 % slower. */
@@ -57,7 +57,7 @@ extern "C" void k_rmsnorm(cudaStream_t s, float *out, const float *x, const void
  * separate ops leave in memory (a row is summed in k_rmsnorm's threads: norm_threads).
  *
  * Latency is all this kernel has (a decode row is 2560 floats; ncu measured the loop form at
- * 4.5-6.3 us a row, three times a layer: docs/bench_gpu.md). So each thread holds its PER
+ * 4.5-6.3 us a row, three times a layer, on an H200). So each thread holds its PER
  * elements of o, x and both scales in registers: the scales are loaded BEFORE waiting for the
  * previous kernel (weights never depend on it), o and x together right after, and nothing is
  * read twice - one memory round trip instead of one per loop trip. Each thread sums its

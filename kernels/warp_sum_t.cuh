@@ -1,6 +1,6 @@
 /* warp_sum_t.cuh: a warp's sums of many values at once, transposed - each lane ends with the sum
  * of one of them - in about one shuffle a value instead of five (kernels/mlp.cu, and the
- * benchmark it came from, bench/mlp_slice.cu). */
+ * experiment it came from, dev/cuda/mlp_slice.cu). */
 #ifndef WARP_SUM_T_CUH
 #define WARP_SUM_T_CUH
 

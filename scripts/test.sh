@@ -8,6 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+./scripts/check_includes.sh # no two files of engine/, kernels/, tuner/, common/ depend on each other
 
 rm -rf build-test build-asan
 ./scripts/build.sh build-test
@@ -28,4 +29,7 @@ rm -rf build-release
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd build-asan && ctest --output-on-failure -j "$(nproc)" -LE nosanitize)
+
+# The tuner's parsers under libFuzzer (clang): 20 s per target; any crash or leak fails.
+tests/fuzz/run_fuzz.sh 20 build-fuzz
 echo "test.sh: all tests passed"

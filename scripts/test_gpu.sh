@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_gpu.sh: the GPU tests (issue 7), for a machine with an NVIDIA GPU. CI has no GPU, so
+# test_gpu.sh: the GPU tests, for a machine with an NVIDIA GPU. CI has no GPU, so
 # none of this is a ctest test; CI only compiles and links the CUDA code (scripts/test.sh).
 #
 #   scripts/test_gpu.sh                  build into build-gpu, then test
@@ -11,7 +11,8 @@
 #   1. cuda_ops ops: every op of the CUDA backend against the CPU backend, random inputs
 #   2. cuda_ops model: whole-model logits GPU vs CPU on the fixtures of tests/engine/fixtures
 #      (prefill, eager / captured / replayed decode steps, greedy tokens, device argmax), also
-#      with the two-rows matvec kernel at every size and with fusion and graphs off
+#      with the rows kernel for 2 .. 8 inputs at every size (cuda_ops model-rows) and with
+#      fusion and graphs off
 #   3. the shipped small model models/gemma4-tiny, when it exists: logits GPU vs CPU, and
 #      `engine bench` on both devices must generate identical tokens (output_hash) and the
 #      same perplexity (to 1e-3 relative)
@@ -73,8 +74,8 @@ run_logged models "$CUDA_OPS" model tests/engine/fixtures/a_ple_kvshare \
   tests/engine/fixtures/b_keqv_untied tests/engine/fixtures/c_wrapped_f16
 # the products of 2 .. 8 inputs through the rows kernel at every size (the 5-token chunk, 4 rows a
 # warp, must still reproduce the single steps bit for bit; by default these small models are
-# below the threshold)
-run_logged models_rows env GEMMA_CUDA_MV_ROWS_MIN=0 "$CUDA_OPS" model tests/engine/fixtures/a_ple_kvshare \
+# below the rows kernel's 1 MiB)
+run_logged models_rows "$CUDA_OPS" model-rows tests/engine/fixtures/a_ple_kvshare \
   tests/engine/fixtures/b_keqv_untied
 # and the plain path: no fusion of neighbouring ops, no graphs
 run_logged models_plain env GEMMA_CUDA_FUSE=0 GEMMA_CUDA_GRAPHS=0 "$CUDA_OPS" model \
@@ -126,7 +127,7 @@ elif step "4. compute-sanitizer"; command -v compute-sanitizer >/dev/null; then
     "$CUDA_OPS" ops small
   run_logged racecheck timeout "$SAN_TIMEOUT" compute-sanitizer --tool racecheck --error-exitcode 3 "$CUDA_OPS" ops small
   # synccheck: barriers reached by diverged warps or from different instructions (an aligned
-  # bar.sync so reached is undefined; session 41 made the MLP kernel's named barrier unaligned).
+  # bar.sync so reached is undefined: the MLP kernels' named barrier is the unaligned form).
   run_logged synccheck timeout "$SAN_TIMEOUT" compute-sanitizer --tool synccheck --error-exitcode 3 "$CUDA_OPS" ops small
   run_logged memcheck_model timeout "$SAN_TIMEOUT" compute-sanitizer --tool memcheck --error-exitcode 3 \
     "$CUDA_OPS" model tests/engine/fixtures/a_ple_kvshare

@@ -14,7 +14,6 @@
 #include "space.h"
 #include "input.h"
 #include "space_yaml.h"
-#include "strategy.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -281,6 +280,14 @@ static void load_objective(loader *ld, const yaml_node_t *key_node, const yaml_n
     }
 }
 
+const char *const space_strategy_names[] = {"grid", "sobol", "bayes", NULL};
+
+bool space_strategy_known(const char *name) {
+    for (int i = 0; space_strategy_names[i]; i++)
+        if (!strcmp(space_strategy_names[i], name)) return true;
+    return false;
+}
+
 static void load_strategy(loader *ld, const yaml_node_t *n) {
     space *sp = ld->sp;
     const yaml_node_t *name_node = n;
@@ -300,7 +307,8 @@ static void load_strategy(loader *ld, const yaml_node_t *n) {
     }
     const char *key = n == name_node ? "strategy" : "strategy.name";
     const char *name = ld_string(ld, name_node, key);
-    if (!strategy_find(name)) ld_fail(ld, name_node, key, "unknown strategy '%s'", name);
+    if (!space_strategy_known(name))
+        ld_fail(ld, name_node, key, "unknown strategy '%s' (grid, sobol or bayes)", name);
     free(sp->strategy);
     sp->strategy = xstrdup(name);
 }

@@ -190,6 +190,10 @@ bool space_env_reserved(const char *name);
 bool space_env_risky(const char *name);
 /* What is wrong with a study name (see "Study names"), or NULL when it is fine. */
 const char *space_study_name_problem(const char *name);
+/* The strategy names a space may give (NULL-terminated): grid, sobol, bayes. strategy.c has one
+ * implementation for each. */
+extern const char *const space_strategy_names[];
+bool space_strategy_known(const char *name);
 
 /* Lattice helpers. */
 long space_n_points(const space *sp); /* product of n_levels (saturates at LONG_MAX) */

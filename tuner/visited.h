@@ -9,7 +9,8 @@
 #ifndef VISITED_H
 #define VISITED_H
 
-#include "strategy.h"
+#include "observation.h"
+#include "space.h"
 
 #include <stdbool.h>
 

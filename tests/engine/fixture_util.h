@@ -1,5 +1,5 @@
 /* fixture_util.h: opening the engine's test fixtures (models, assistants, decoders), for the
- * engine's C tests that run them (test_assistant, test_speculate, test_keepset). Each helper
+ * engine's C tests that run them (test_assistant, test_speculate, test_head). Each helper
  * dies with the loader's own message (naming the file) when the fixture cannot be opened: a
  * broken fixture is a failed test, never a skipped one.
  *

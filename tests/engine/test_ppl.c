@@ -1,21 +1,23 @@
-/* test_ppl.c: the perplexity and greedy paths of the bench (engine/ppl.c, engine/bench.c).
+/* test_ppl.c: perplexity (engine/ppl.c) and greedy serving (engine/speculate.c with k = 0).
  *
  * First the arithmetic on its own: the stable log-softmax against a plain double computation,
- * logits far too large for a naive exp, the infinite and NaN cases, ppl from totals, argmax ties.
+ * logits far too large for a naive exp, the infinite and NaN cases, ppl from totals.
  * Then end to end on every fixture model (tests/engine/fixtures, made by transformers 5.17 with
  * tools/make_fixtures.py): ppl_score over the fixture's records must give transformers'
  * perplexity for the native window and for the overridden one, whatever the chunk size
- * (1 row, 7 rows, automatic); bench_greedy must give transformers' greedy continuation. */
+ * (1 row, 7 rows, automatic); the serving loop without a drafter must give transformers'
+ * greedy continuation. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
 #include "dataset.h"
 #include "engine.h"
+#include "head.h"
 #include "ppl.h"
+#include "speculate.h"
 #include "util.h"
 #include "../test_util.h"
 
@@ -64,9 +66,6 @@ static void test_arithmetic(void) {
     EXPECT(isinf(ppl_value(&t)));
     ppl_total none = {0};
     EXPECT(isinf(ppl_value(&none)));
-
-    float w[5] = {1, 3, 2, 3, -1};
-    EXPECT(logits_argmax(w, 5) == 1); /* the first of equal maxima, as torch.argmax */
 }
 
 /* The golden case of a window: cases[i] with "sliding_window" == window. */
@@ -147,7 +146,7 @@ static void test_fixture(const char *dir) {
         EXPECT(ppl_score(d, vocab, 128, &bad, 0, &t, err, sizeof err) == 0, "%s", err);
         EXPECT(t.tokens == 2 && t.records == 1);
 
-        /* Greedy continuation, as bench runs it. */
+        /* Greedy continuation, as bench and generate serve it. */
         const cJSON *g = cJSON_GetObjectItem(gc, "greedy");
         const cJSON *pj = cJSON_GetObjectItem(g, "prompt_ids");
         const cJSON *nj = cJSON_GetObjectItem(g, "new_tokens");
@@ -156,9 +155,13 @@ static void test_fixture(const char *dir) {
         int *out = xmalloc((size_t)n_new * sizeof *out);
         for (int i = 0; i < n; i++)
             prompt_ids[i] = cJSON_GetArrayItem(pj, i)->valueint;
-        uint64_t hash = 0;
+        uint64_t hash = OUTPUT_HASH_SEED;
         double first_at;
-        EXPECT(bench_greedy(d, vocab, prompt_ids, n, n_new, logits, out, &hash, &first_at) == 0);
+        head *h = head_new(d, NULL);
+        speculator sp;
+        speculator_init(&sp, d, h, NULL, 0);
+        EXPECT(spec_generate(&sp, prompt_ids, n, n_new, -1, out, &first_at, &hash) == n_new);
+        head_free(h);
         int same = 0;
         while (same < n_new && out[same] == cJSON_GetArrayItem(nj, same)->valueint)
             same++;

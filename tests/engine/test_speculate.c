@@ -1,8 +1,9 @@
 /* test_speculate.c: speculative decoding is lossless - the tokens served equal plain greedy
  * decoding of the same configured model - for every k in 1..8, with and without an lm-head
- * keepset, with native and small sliding windows, on many prompts.
+ * keepset, with native and small sliding windows, on many prompts; the served hook and the output
+ * hash see every served token once, in order, and a stop id ends the continuation before it.
  *
- * The reference here is written independently of speculate.c and keepset.c: one decoder_forward
+ * The reference here is written independently of speculate.c and head.c: one decoder_forward
  * per token with full logits, and the argmax taken over the kept ids only (the first maximum in
  * id order, as torch.argmax over a masked vocabulary). Equality is exact (the CPU backend's
  * few-row matmul is row-for-row the one-row kernel, so verify rows equal decode steps).
@@ -26,7 +27,7 @@
 #include "dataset.h"
 #include "decoder.h"
 #include "engine.h"
-#include "keepset.h"
+#include "head.h"
 #include "speculate.h"
 #include "util.h"
 #include "../test_util.h"
@@ -113,6 +114,17 @@ static int oracle_propose(void *ctx, int row, int x, int pos, int k, int *out) {
     return k;
 }
 
+/* The served hook's record: every token in the order it was handed out. */
+typedef struct {
+    int *ids;
+    int n;
+} served_log;
+
+static void log_served(void *ctx, int id) {
+    served_log *l = ctx;
+    l->ids[l->n++] = id;
+}
+
 typedef struct {
     const char *name;
     decoder *d;
@@ -180,6 +192,28 @@ static double check_prompt(const setup *s, const int *prompt, int n, int max_new
                    sp.stats.steps < max_new - 1,
                "%s: oracle k=%d: drafted %ld (proposed %ld), accepted %ld in %ld steps", s->name, k,
                sp.stats.drafted, o.proposed, sp.stats.accepted, sp.stats.steps);
+
+        /* The hook and the hash see every served token once, in order; a stop id ends the
+         * continuation before its first occurrence, even inside an accepted run of drafts. */
+        served_log lg = {xmalloc((size_t)max_new * sizeof(int)), 0};
+        uint64_t hash = OUTPUT_HASH_SEED, want = OUTPUT_HASH_SEED;
+        for (int i = 0; i < max_new; i++)
+            want = output_hash_token(want, ref[i]);
+        sp.served = log_served;
+        sp.served_ctx = &lg;
+        EXPECT(spec_generate(&sp, prompt, n, max_new, -1, NULL, NULL, &hash) == max_new &&
+                   lg.n == max_new && !memcmp(lg.ids, ref, (size_t)max_new * sizeof(int)) &&
+                   hash == want,
+               "%s: oracle k=%d: the served hook or the hash missed tokens", s->name, k);
+        int stop = ref[max_new / 2], first = 0;
+        while (ref[first] != stop)
+            first++;
+        lg.n = 0;
+        EXPECT(spec_generate(&sp, prompt, n, max_new, stop, got, NULL, NULL) == first &&
+                   lg.n == first && !memcmp(got, ref, (size_t)first * sizeof(int)),
+               "%s: oracle k=%d: stop id %d should end the continuation after %d tokens", s->name,
+               k, stop, first);
+        free(lg.ids);
     }
     head_free(h);
     free(ref);

@@ -6,7 +6,7 @@
  *                               [-2, -0.1] U [0.1, 2] (never zeros) with a fresh seed per run
  *                               (printed; TEST_SEED=<seed> replays it), and the sequences the
  *                               backend fuses (cuda_ops_fused.h), and the matrix-vector
- *                               kernel's decode variants (cuda_ops_matvec.h); "small" shrinks
+ *                               kernels' variants (cuda_ops_matvec.h); "small" shrinks
  *                               the shapes for the sanitizers
  *   cuda_ops ops mlp            the whole-MLP kernels alone (both forms), small shapes: the
  *                               sanitizers' run while one of them is being changed
@@ -14,6 +14,9 @@
  *                               steps (eager, captured, then replayed CUDA graphs, at moving
  *                               positions) GPU vs CPU, 24 greedy tokens identical, and the
  *                               last 5 steps re-run as one chunk bit for bit (verify == decode)
+ *   cuda_ops model-rows DIR...  the same with the products of 2 .. 8 inputs in the rows kernel
+ *                               at every size (matvec_rows.cu; the engine takes it from 1 MiB
+ *                               of weights, which small models' matrices do not reach)
  *   cuda_ops draft [small]      the drafter's head op (draft_head: top clusters, sparse logits,
  *                               greedy pick with planted ties) and embed_dev, against the CPU
  *                               path (also part of "ops")
@@ -22,27 +25,8 @@
  *                               and == the CPU drafter up to rounding near-ties; and lossless
  *                               speculation (k = 1..8 serve plain greedy's tokens, full head /
  *                               keepset, native window / 24)
- *   cuda_ops bench-matmul       our matvec kernel against cuBLAS on E4B's shapes (n = 1, 4, 64)
- *   cuda_ops bench-matvec       the matvec kernel's decode variants (GEMMA_CUDA_MV_DECODE /
- *                               _GRID / _UNROLL / _GROUP) side by side on E4B's shapes, in CUDA
- *                               graphs; BENCH_MATVEC_SMALL=1: each launch followed by a
- *                               one-block kernel, as in a decode step; BENCH_MATVEC_N=2..8:
- *                               products over that many inputs (a verify pass's)
- *   cuda_ops copy-bw            the device's copy bandwidth (for the benchmark's floor)
- *   cuda_ops decode-profile DIR P S   decode steps after a P-token prefill: ms per step with
- *                               graphs (with and without PDL, with and without fusion) and
- *                               without, bytes per step, per-family time table;
- *                               DECODE_PROFILE_RUNS / DECODE_PROFILE_CUSTOM pick the runs,
- *                               DECODE_PROFILE_VERIFY="2 4 5" adds verify passes of n rows,
- *                               DECODE_PROFILE_SKIP="split,merge" leaves kernel families out
- *                               (their cost on the step's critical path; wrong results), and
- *                               DECODE_PROFILE_NCU=1 brackets the measured steps with
- *                               cudaProfilerStart / Stop for `ncu --profile-from-start off`,
- *                               DECODE_PROFILE_TRACE=FILE writes their kernels' timeline
- *                               (cuda_ops_trace.h; bench/trace_step.py reads it) - with
- *                               DECODE_PROFILE_TRACE_ROWS=N, of the verify pass over N rows,
- *                               DECODE_PROFILE_MAX_LEN=N a larger decoder capacity, and
- *                               DECODE_PROFILE_HORIZON=0 leaves the sequence's horizon unset
+ *
+ * The timings of the same backend are bench/decode_profile's.
  *
  * Tolerances (stated once, used everywhere). Both backends compute in fp32 from the same
  * weights; only the order of the sums differs. A dot product of c terms then differs by a few
@@ -50,8 +34,8 @@
  * ulps, while any wrong element or index moves the result by O(1) of that sum). Elementwise
  * ops (rope, gelu, softcap, scale, add, embed) must agree to 2e-6 relative + 1e-6 absolute
  * (libm vs CUDA's sinf/tanhf differ by <= 2 ulp); norms and attention to 1e-5 relative +
- * 1e-5 absolute. cuBLAS products of f16 weights (inputs rounded to f16) get 1e-2 * sum |w_i x_i|;
- * of bf16 weights (fp32 x split exactly into three bf16: backend_cuda.c) the usual 1e-5.
+ * 1e-5 absolute. cuBLAS products (bf16 weights, fp32 x split exactly into three bf16:
+ * backend_cuda_core.c) get the usual 1e-5.
  * Whole-model logits: max |gpu - cpu| <= 2e-3 * (1 + max |cpu logit|) - rounding differences
  * grow through the layers but stay orders of magnitude below what a wrong op does (test_golden
  * shows a wrong scale or mask moves logits by >= 0.1). argmax must be exact. */
@@ -212,16 +196,14 @@ static void test_matmul(backend *g, double rtol, double rtol16, const char *who)
 /* Weights used for the first time right after another kernel: each one's copy to the device is
  * queued between two kernels of a programmatic-dependent-launch chain, and the product after it
  * must see the whole copy and the whole output of the kernel before. A guard, not a
- * reproduction: session 25's failure (backend_cuda.c weight_copy) has not recurred, here or in
- * the test that saw it, with or without the wait. Two cases:
+ * reproduction (backend_cuda_weights.c weight_copy says what is known). Two cases:
  *   - a long product first (a 256 MB matrix, tens of microseconds) on a fresh input, then a
  *     short copy (a fresh matrix of 4 rows) whose product reads its output - the earlier output
  *     (the product of the previous input) is still in memory, so a product that ran early would
  *     read it;
  *   - rmsnorm(o), x += o (one fused kernel unless GEMMA_CUDA_FUSE=0), then a product of x with a
- *     fresh matrix, on a fresh backend: the sequence in which session 25's op test twice saw
- *     such a product wrong.
- * backend_cuda.c weight_copy says what is known. */
+ *     fresh matrix, on a fresh backend: the sequence in which such a product has been seen
+ *     wrong. */
 static void test_first_use(void) {
     const int big = small_shapes ? 512 : 8192, n_big = small_shapes ? 512 : 16384;
     tensor w1 = rand_tensor(n_big, big, DT_BF16);
@@ -527,19 +509,15 @@ static void test_draft_head(void); /* with the drafter checks below */
 #include "cuda_ops_fused.h"
 #include "cuda_ops_matvec.h"
 
-/* The backends the op tests compare: cpu, and gpu with every matrix product allowed to join a
- * launch (the default, set here explicitly), so that the ops exercise the fused launches
- * whatever their size and whatever the defaults. GEMMA_CUDA_GEMM=own stays set for the whole
+/* The backends the op tests compare: cpu, and gpu. GEMMA_CUDA_GEMM=own stays set for the whole
  * run: every backend the tests make (the variants, the whole-MLP forms) multiplies on our
- * kernels at every n, as the op tests are about them; cuBLAS has a backend of its own in
- * run_ops. */
+ * kernels at every n, as the op tests are about them; the default (auto: cuBLAS for bf16
+ * products of more than 17 inputs) has a backend of its own in run_ops. */
 static void ops_backends(void) {
     cpu = backend_cpu_new(0);
     char err[256];
-    setenv("GEMMA_CUDA_FUSE_MM", "1", 1);
     setenv("GEMMA_CUDA_GEMM", "own", 1);
     gpu = backend_cuda_new(err, sizeof err);
-    unsetenv("GEMMA_CUDA_FUSE_MM");
     if (!gpu) die("%s", err);
 }
 
@@ -559,11 +537,11 @@ static int run_ops(void) {
     char err[256];
     test_buffers();
     test_matmul(gpu, 1e-5, 1e-5, "own");
-    setenv("GEMMA_CUDA_GEMM", "cublas", 1);
+    setenv("GEMMA_CUDA_GEMM", "auto", 1);
     backend *cb = backend_cuda_new(err, sizeof err);
     setenv("GEMMA_CUDA_GEMM", "own", 1); /* ops_backends */
     CHECK(cb);
-    test_matmul(cb, 1e-5, 1e-2, "cublas");
+    test_matmul(cb, 1e-5, 1e-5, "auto (n = 64: cuBLAS)");
     cb->destroy(cb);
     test_first_use();
     test_rmsnorm();
@@ -605,8 +583,6 @@ static int run_ops(void) {
 
 #include "cuda_ops_draft.h"
 
-#include "cuda_ops_bench.h"
-
 int main(int argc, char **argv) {
     util_progname = "cuda_ops";
     uint64_t seed = rng_seed_from_env();
@@ -617,20 +593,15 @@ int main(int argc, char **argv) {
         small_shapes = argc >= 3 && !strcmp(argv[2], "small");
         return run_ops();
     }
-    if (argc >= 3 && !strcmp(argv[1], "model")) {
+    if (argc >= 3 && (!strcmp(argv[1], "model") || !strcmp(argv[1], "model-rows"))) {
+        if (!strcmp(argv[1], "model-rows")) k_matvec_test_rows_min(0);
         for (int i = 2; i < argc; i++)
             check_model(argv[i]);
         printf("models: %s\n", failures ? "FAILED" : "GPU agrees with CPU");
         return failures != 0;
     }
     if (argc >= 2 && !strcmp(argv[1], "draft")) return run_draft(argc, argv);
-    if (argc == 2 && !strcmp(argv[1], "bench-matmul")) return run_bench_matmul();
-    if (argc == 2 && !strcmp(argv[1], "copy-bw")) return run_copy_bw();
-    if (argc == 2 && !strcmp(argv[1], "bench-matvec")) return run_bench_matvec();
-    if (argc == 5 && !strcmp(argv[1], "decode-profile"))
-        return run_decode_profile(argv[2], atoi(argv[3]), atoi(argv[4]));
-    fprintf(stderr, "usage: cuda_ops ops [small] | model DIR... | draft [small] | draft DIR... | "
-                    "bench-matmul | bench-matvec | copy-bw | "
-                    "decode-profile DIR PROMPT_TOKENS STEPS\n");
+    fprintf(stderr, "usage: cuda_ops ops [small|mlp] | model DIR... | model-rows DIR... | "
+                    "draft [small] | draft DIR...\n");
     return 2;
 }

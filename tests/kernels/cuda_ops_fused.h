@@ -150,7 +150,7 @@ static void test_fused_mlp(void) {
  * under the sanitizers 1, 2, 3 and 6: the forms of one input, a power of two and not) equals
  * the same ops on x[t] alone, bit for bit, in out, h and u. On sm_90 and later the shapes here must
  * take the kernel (k_mlp_supported) and the backend must run the four ops as it (its mlp_ops
- * counter), so that the test cannot pass on the old path there. Run for each form
+ * counter), so that the test cannot pass on the grouped products there. Run for each form
  * (GEMMA_CUDA_MLP=1, the CUDA cores; =mma, the tensor cores) on a backend of its own; the
  * caller's GEMMA_CUDA_MLP is put back afterwards. */
 static void test_fused_whole_mlp_form(int form);
@@ -193,7 +193,7 @@ static void test_fused_whole_mlp_form(int form) {
             /* The widest H with at least 20 indices a block: 60 rows or more through mlp.cu's
              * ring of at most 48 stages and mlp_mma.cu's of at most 24, so that both wrap under
              * the sanitizers too (racecheck sees a stage's reads against its next fill only
-             * then: session 41; at 8 indices a block, 24 - 30 rows, neither need wrap) */
+             * then; at 8 indices a block, 24 - 30 rows, neither need wrap) */
             const int H = Hs[hi], n = ns[ni], I = (hi == 2 ? 20 : 8) * sms + rng_int(300);
             if (major >= 9)
                 EXPECT(k_mlp_supported(H, I, form),
@@ -413,17 +413,14 @@ static void test_fused_barriers(void) {
     pair_free(&u);
 }
 
-/* ---- tuning switches and the unfused path change no bit ----------------------------------- */
+/* ---- debugging switches change no bit ----------------------------------------------------- */
 
-/* The tuning switches give the default's bits: the grouped product against the default's
- * grouped one, and where a switch launches the two products apart (GEMMA_CUDA_FUSE_MM=0,
- * GEMMA_CUDA_FUSE=0) against the default's lone one - a product grouped with others may be
- * split otherwise than alone (matvec.cu launch_splits). */
+/* The debugging switches give the default's bits: without programmatic dependent launch the
+ * grouped product against the default's grouped one, and without fusion (GEMMA_CUDA_FUSE=0:
+ * the two products launched apart) against the default's lone one - a product grouped with
+ * others may be split otherwise than alone (matvec.cu launch_splits). */
 static void test_fused_switches(void) {
-    const char *envs[][2] = {{"GEMMA_CUDA_MV_UNROLL", "4"},   {"GEMMA_CUDA_MV_PREFETCH", "0"},
-                             {"GEMMA_CUDA_MV_PREFETCH", "4"}, {"GEMMA_CUDA_FUSE_MM", "0"},
-                             {"GEMMA_CUDA_FUSE_MM", "auto"},  {"GEMMA_CUDA_FUSE_MM", "nopair"},
-                             {"GEMMA_CUDA_FUSE", "0"}};
+    const char *envs[][2] = {{"GEMMA_CUDA_PDL", "0"}, {"GEMMA_CUDA_FUSE", "0"}};
     const int rows = odd_size(small_shapes ? 24 : 1000, 300), cols = small_shapes ? 128 : 2560;
     const int n = 1 + rng_int(9);
     tensor wg = rand_tensor(rows, cols, DT_BF16), wu = rand_tensor(rows, cols, DT_BF16);
@@ -437,7 +434,7 @@ static void test_fused_switches(void) {
     gpu->matmul(gpu, g.g, &wg, x.g, n);
     pair_host(&g, ref_lone); /* the download ran it alone */
     for (size_t e = 0; e < sizeof envs / sizeof envs[0]; e++) {
-        const int apart = !strcmp(envs[e][1], "0") && strstr(envs[e][0], "FUSE");
+        const int apart = !strcmp(envs[e][0], "GEMMA_CUDA_FUSE");
         setenv(envs[e][0], envs[e][1], 1);
         char err[256];
         backend *alt = backend_cuda_new(err, sizeof err);
@@ -461,11 +458,11 @@ static void test_fused_switches(void) {
         free(xh);
         free(gh);
     }
-    /* bad values are refused with the variable's name */
-    const char *bads[][2] = {{"GEMMA_CUDA_MV_UNROLL", "5"},
-                             {"GEMMA_CUDA_MV_PREFETCH", "3"},
-                             {"GEMMA_CUDA_FUSE_MM", "yes"},
-                             {"GEMMA_CUDA_MLP", "tensor"}};
+    /* bad values, and variables that are no switch, are refused with the variable's name */
+    const char *bads[][2] = {{"GEMMA_CUDA_MLP", "tensor"},
+                             {"GEMMA_CUDA_GEMM", "cublas"},
+                             {"GEMMA_CUDA_FUSE_MM", "1"},
+                             {"GEMMA_CUDA_MV_ROWS_MIN", "0"}};
     for (size_t e = 0; e < sizeof bads / sizeof bads[0]; e++) {
         setenv(bads[e][0], bads[e][1], 1);
         char err[256] = "";

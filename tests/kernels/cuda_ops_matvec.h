@@ -1,35 +1,27 @@
-/* cuda_ops_matvec.h: the decode variants of matvec.cu (GEMMA_CUDA_MV_DECODE=lean|lean8|general:
- * the lean n = 1 kernel, the default, compiled with the compiler's registers or for 8 blocks
- * per multiprocessor, or the general kernel that n > 1 runs; GEMMA_CUDA_MV_GRID=persist|N, a
- * persistent grid walking the rows with a stride; GEMMA_CUDA_MV_ROWS=1, the general kernel for
- * 2 .. 8 inputs instead of two rows a warp; GEMMA_CUDA_MV_ROWS_MIN=0, two rows a warp at every
- * size; GEMMA_CUDA_MV_ROWS=4, four) checked the
- * way the default kernel is: against the CPU backend on fresh random inputs, and bit for bit
+/* cuda_ops_matvec.h: the variants of matvec.cu's products a backend can take, checked the way
+ * the default kernels are: against the CPU backend on fresh random inputs, and bit for bit
  * against the default where matvec.cu's reproducibility rule says a row's result depends only
- * on the shapes of the matrices in its launch. Included once, by cuda_ops.c, after cuda_ops_fused.h
- * (one translation unit).
+ * on the shapes of the matrices in its launch. The variants: the rows kernel for 2 .. 8 inputs
+ * at every size (k_matvec_test_rows_min(0); the engine takes it from 1 MiB of weights only),
+ * and the tensor cores (GEMMA_CUDA_MV_MMA=1 and =2). Included once, by cuda_ops.c, after
+ * cuda_ops_fused.h (one translation unit).
  *
  * Each variant runs in its own backend (every matrix product may join a launch there, as in
  * the default ops test):
- *   - test_matmul: every dtype, n = 1 .. 64 (the decode variants exist for n = 1, the ROWS
- *     ones for n = 2 .. 8; other inputs take the general kernel), aligned and odd cols, rows
- *     not a multiple of 8;
+ *   - test_matmul: every dtype, n = 1 .. 64, aligned and odd cols, rows not a multiple of 8;
  *   - test_fused_mlp: gate + up + GeLU pair and gate * vector epilogues against the CPU, and
  *     row t of an n-row product equal to the 1-row product bit for bit;
  *   - lone and grouped (q, k, v-like: three matrices of one x in one launch) products at n = 1
  *     equal to the default backend's bit for bit, on shapes that give K = 8, 2 and 1 warps per
  *     row (K = 1 needs more rows than 8 blocks x the multiprocessors: only without "small");
- *   - a grid of a few blocks (GEMMA_CUDA_MV_GRID=3 / 7), so every block walks many rows and
- *     segments, and the prefetch of the next row crosses from one matrix to the next;
  *   - (mv_rows_reproduce, run by cuda_ops.c on the default backend) every row of a product over
  *     n inputs equals the product of that input alone, bit for bit, on E4B-sized shapes (small
  *     ones under the sanitizers); and (mv_group_reproduce) every row of q, k and v grouped over
  *     n inputs equals the same group over that input alone;
- *   - the tensor cores (GEMMA_CUDA_MV_MMA=1, with and without the prefetch, and =2): against
- *     the CPU within the same bound (=1: x is split exactly into three bf16; =2: into two, to
- *     16 bits, at 2e-5), and their lone bf16 products against their own grouped ones, bit for
- *     bit (their sums are not the default's; their other dtypes run the default kernels);
- * Bad values of the two switches are refused with the variable's name (test_mv_bad_values). */
+ *   - the tensor cores: against the CPU within the same bound (=1: x is split exactly into
+ *     three bf16; =2: into two, to 16 bits, at 2e-5), and their lone bf16 products against their
+ *     own grouped ones, bit for bit (their sums are not the default's; their other dtypes run
+ *     the default kernels). */
 
 /* Products at n = 1 of three matrices that read one x (grouped into one launch), on backend b;
  * the results downloaded into h (rows0 + rows1 + rows2 floats). */
@@ -99,19 +91,23 @@ static void mv_same_bits(backend *alt, const char *name, int own_bits) {
 
 /* Row t of a product over n inputs equals the product of input t alone, bit for bit (what makes
  * a verify pass reproduce the decode steps it stands for), on backend b: n = 2 .. 8 and 13
- * against 13 lone products (the lean kernel). Launches of at least rows_min_kb (1 MiB by
+ * against 13 lone products (the lean kernel). Launches of at least 1 MiB of weights (the
  * default) take n = 2 .. 8 in the rows kernel (a form for each n; 2 rows a warp up to 4 inputs,
  * 4 from 5), smaller ones the general kernel (groups of 4 and 8); n = 13 is the general kernel's
  * two passes either way. Shapes: E4B's down, o, q and k projections and odd ones, in the three
- * dtypes. */
+ * dtypes; among the small ones (the sanitizers' run) 7000 rows of 256 columns, a decode launch of
+ * more than a wave of 8-warp blocks, which takes blocks of 4 (matvec.cu mv_block_warps). */
 static void mv_rows_reproduce(backend *b, const char *name) {
     const struct {
         int rows, cols;
         weight_dtype dt;
     } full[] = {{2560, 10240, DT_BF16}, {2560, 2048, DT_BF16}, {2048, 2560, DT_BF16},
                 {512, 2560, DT_BF16},   {5000, 2560, DT_F32},  {2561, 4096, DT_F16}},
-      small[] = {
-          {512, 4096, DT_BF16}, {131, 4104, DT_F32}, {3200, 1024, DT_BF16}, {67, 1032, DT_F16}};
+      small[] = {{512, 4096, DT_BF16},
+                 {131, 4104, DT_F32},
+                 {3200, 1024, DT_BF16},
+                 {67, 1032, DT_F16},
+                 {7000, 256, DT_BF16}};
     const int n_full = (int)(sizeof full / sizeof full[0]);
     const int n_small = (int)(sizeof small / sizeof small[0]);
     const int n_shapes = small_shapes ? n_small : n_full, ns[] = {2, 3, 4, 5, 6, 7, 8, 13};
@@ -199,81 +195,40 @@ static void mv_group_reproduce(backend *b, const char *name) {
     }
 }
 
-static void test_mv_bad_values(void) {
-    const char *bads[][2] = {{"GEMMA_CUDA_MV_DECODE", "fast"}, {"GEMMA_CUDA_MV_DECODE", "staged"},
-                             {"GEMMA_CUDA_MV_GRID", "0"},      {"GEMMA_CUDA_MV_GRID", "-1"},
-                             {"GEMMA_CUDA_MV_GRID", "12x"},    {"GEMMA_CUDA_MV_GRID", "persistent"},
-                             {"GEMMA_CUDA_MV_ROWS", "3"}};
-    for (size_t e = 0; e < sizeof bads / sizeof bads[0]; e++) {
-        setenv(bads[e][0], bads[e][1], 1);
-        char err[256] = "";
-        backend *bad = backend_cuda_new(err, sizeof err);
-        unsetenv(bads[e][0]);
-        EXPECT(!bad && strstr(err, bads[e][0]) && strstr(err, bads[e][1]), "%s=%s accepted (%s)",
-               bads[e][0], bads[e][1], err);
-        if (bad) bad->destroy(bad);
-    }
-}
-
 static void test_matvec_variants(void) {
-    /* up to two switches per variant; NULL ends */
-    const char *variants[][4] = {
-        {"GEMMA_CUDA_MV_DECODE", "general", NULL, NULL},
-        {"GEMMA_CUDA_MV_DECODE", "lean8", NULL, NULL},
-        {"GEMMA_CUDA_MV_GRID", "persist", NULL, NULL},
-        {"GEMMA_CUDA_MV_DECODE", "lean8", "GEMMA_CUDA_MV_GRID", "persist"},
-        {"GEMMA_CUDA_MV_GRID", "7", "GEMMA_CUDA_MV_UNROLL", "4"},
-        {"GEMMA_CUDA_MV_GRID", "3", "GEMMA_CUDA_MV_PREFETCH", "0"},
-        {"GEMMA_CUDA_MV_ROWS", "1", NULL, NULL},
-        {"GEMMA_CUDA_MV_ROWS_MIN", "0", NULL, NULL},
-        {"GEMMA_CUDA_MV_ROWS", "4", "GEMMA_CUDA_MV_ROWS_MIN", "0"},
-        {"GEMMA_CUDA_MV_MMA", "1", NULL, NULL},
-        {"GEMMA_CUDA_MV_MMA", "1", "GEMMA_CUDA_MV_PREFETCH", "0"},
-        {"GEMMA_CUDA_MV_MMA", "2", NULL, NULL},
-        {"GEMMA_CUDA_MV_BLOCK_WARPS", "8", NULL, NULL},
-        {"GEMMA_CUDA_MV_BLOCK_WARPS", "4", NULL, NULL},
-        {"GEMMA_CUDA_MV_BLOCK_WARPS", "2", NULL, NULL},
+    /* rows_min: the rows kernel's threshold for the variant (bytes; -1: the default); mma: its
+     * GEMMA_CUDA_MV_MMA (NULL: unset) */
+    const struct {
+        const char *name;
+        long rows_min;
+        const char *mma;
+    } variants[] = {
+        {"rows kernel at every size", 0, NULL},
+        {"GEMMA_CUDA_MV_MMA=1", -1, "1"},
+        {"GEMMA_CUDA_MV_MMA=2", -1, "2"},
     };
-    const int n_variants = (int)(sizeof variants / sizeof variants[0]);
-    for (int v = 0; v < n_variants; v++) {
-        /* Under the sanitizers ("small") ten variants cover every kernel and path: the
-         * general kernel (0), lean8 with the persistent grid (3), a grid of 3 without
-         * prefetch (5), the general kernel for 2 .. 8 inputs (6), two and four rows a warp at
-         * every size (7, 8), the tensor cores with and without the prefetch (9, 10) and with x
-         * to 16 bits (11), blocks of 8, 4 and 2 warps (12-14: the small shapes' launches are
-         * under a wave, so the default keeps 8 there; 4 and 2 are then the only narrow blocks,
-         * also for the fused MLP's gate + up pair, whose rows test_fused_mlp checks bit for bit
-         * against the n-row kernels). */
-        const int mma = !strcmp(variants[v][0], "GEMMA_CUDA_MV_MMA");
-        const int bw = !strcmp(variants[v][0], "GEMMA_CUDA_MV_BLOCK_WARPS");
-        if (small_shapes && v != 0 && v != 3 && v != 5 && v != 6 && v != 7 && v != 8 && !mma && !bw)
-            continue;
-        char name[160];
-        snprintf(name, sizeof name, "%s=%s%s%s%s%s", variants[v][0], variants[v][1],
-                 variants[v][2] ? " " : "", variants[v][2] ? variants[v][2] : "",
-                 variants[v][2] ? "=" : "", variants[v][3] ? variants[v][3] : "");
-        for (int k = 0; k < 4 && variants[v][k]; k += 2)
-            setenv(variants[v][k], variants[v][k + 1], 1);
-        setenv("GEMMA_CUDA_FUSE_MM", "1", 1);
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+        const char *name = variants[v].name;
+        const int mma = variants[v].mma != NULL;
+        if (mma) setenv("GEMMA_CUDA_MV_MMA", variants[v].mma, 1);
         char err[256];
         backend *alt = backend_cuda_new(err, sizeof err);
-        for (int k = 0; k < 4 && variants[v][k]; k += 2)
-            unsetenv(variants[v][k]);
-        unsetenv("GEMMA_CUDA_FUSE_MM");
+        unsetenv("GEMMA_CUDA_MV_MMA");
         if (!alt) die("%s", err);
+        if (variants[v].rows_min >= 0) k_matvec_test_rows_min((size_t)variants[v].rows_min);
         const int before = failures;
         /* the tensor cores carry x exactly (hi + mid + lo): fp32 sums in another order, inside
          * the CUDA cores' bound; with x to 16 bits (hi + lo) at most 2^-17 (7.6e-6) of
          * sum |w x| more */
-        const double tol = mma && !strcmp(variants[v][1], "2") ? 2e-5 : 1e-5;
+        const double tol = mma && !strcmp(variants[v].mma, "2") ? 2e-5 : 1e-5;
         test_matmul(alt, tol, tol, name);
         backend *save = gpu;
         gpu = alt; /* the fused checks run on the variant; pair buffers are made there */
         test_fused_mlp();
         gpu = save;
         mv_same_bits(alt, name, mma);
+        k_matvec_test_rows_min((size_t)1 << 20); /* the engine's threshold again */
         printf("matvec variant %s: %s\n", name, failures == before ? "ok" : "FAILED");
         alt->destroy(alt);
     }
-    test_mv_bad_values();
 }

@@ -99,6 +99,13 @@ static void test_registry(void) {
     EXPECT(strategy_find("grid") && !strcmp(strategy_find("grid")->name, "grid"));
     EXPECT(strategy_find("sobol") && !strcmp(strategy_find("sobol")->name, "sobol"));
     EXPECT(strategy_find("annealing") == NULL && strategy_find("") == NULL);
+    /* The names a space may give and the registry agree, both ways. */
+    int n = 0;
+    for (; space_strategy_names[n]; n++) {
+        const strategy_ops *ops = strategy_find(space_strategy_names[n]);
+        EXPECT(ops && !strcmp(ops->name, space_strategy_names[n]));
+    }
+    EXPECT(n == 3 && space_strategy_known("bayes") && !space_strategy_known("annealing"));
 }
 
 static void test_grid_order(void) {

@@ -1,4 +1,4 @@
-/* keepset.h: the target's greedy head, with or without an lm-head keepset (LM_HEAD_KEEPSET).
+/* head.h: the target's greedy head - the lm_head, or the pruned lm_head LM_HEAD_KEEPSET asks for.
  *
  * A keepset file (keepset.txt beside the model) lists token ids, one per line, most frequent
  * first; lines starting with '#' are comments. LM_HEAD_KEEPSET=N keeps the first N: the head
@@ -14,9 +14,13 @@
  * matmul_argmax where it has one (the CPU backend: each score is computed, softcapped and
  * compared in registers; no logits are stored, not even the N kept ones), else matmul, softcap
  * and argmax over the N scores. Softcapping is applied as the target applies it (tanh can tie
- * two close logits; the tie then goes to the smaller id, as it would in the full head). */
-#ifndef KEEPSET_H
-#define KEEPSET_H
+ * two close logits; the tie then goes to the smaller id, as it would in the full head).
+ *
+ * The full head's greedy token after a single position is the decoder's own last step
+ * (decoder_forward_argmax: the lm_head and its argmax inside the step the backend may record
+ * as one graph); every path computes the same scores, so the choice is the same token. */
+#ifndef HEAD_H
+#define HEAD_H
 
 #include <stddef.h>
 
@@ -50,6 +54,12 @@ void head_free(head *h);
 /* Greedy tokens of rows [from, from + n) of the decoder's last forward call (its last chunk),
  * into out[n]. */
 void head_argmax(head *h, int from, int n, int *out);
+
+/* Run tokens[0..n) through the decoder (appending them to its cache) and put the greedy tokens
+ * after its last `rows` positions into out[rows]; those rows must lie in the last chunk the
+ * decoder runs (decoder_forward cuts n into chunks of DECODER_CHUNK). Returns 0, or
+ * decoder_forward's error code (nothing appended). */
+int head_forward_argmax(head *h, const int *tokens, int n, int rows, int *out);
 
 /* Teacher-forced perplexity of pp through the decoder and this head (ppl.h's definition; a
  * target outside the keepset counts as non-finite). max_len as in ppl_score. */

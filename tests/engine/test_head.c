@@ -1,4 +1,4 @@
-/* test_keepset.c: keepset files, the fused greedy head and its agreement with the unfused one.
+/* test_head.c: keepset files, the fused greedy head and its agreement with the unfused one.
  *
  *   - backend matmul_argmax (CPU) equals matmul + softcap + argmax for bf16 / f32 / f16 weights,
  *     1..20 input rows (the row-wise and the blocked kernels), with and without a softcap, on
@@ -16,7 +16,7 @@
 
 #include "backend.h"
 #include "decoder.h"
-#include "keepset.h"
+#include "head.h"
 #include "model.h"
 #include "util.h"
 #include "../test_util.h"
@@ -82,7 +82,7 @@ static void write_text(const char *path, const char *text) {
 }
 
 static void expect_load_error(const char *text, int n, const char *needle) {
-    char path[] = "/tmp/test_keepset_XXXXXX";
+    char path[] = "/tmp/test_head_XXXXXX";
     int fd = mkstemp(path);
     CHECK(fd >= 0);
     close(fd);
@@ -97,7 +97,7 @@ static void expect_load_error(const char *text, int n, const char *needle) {
 }
 
 static void files(void) {
-    char path[] = "/tmp/test_keepset_XXXXXX";
+    char path[] = "/tmp/test_head_XXXXXX";
     int fd = mkstemp(path);
     CHECK(fd >= 0);
     close(fd);
@@ -131,7 +131,7 @@ static void files(void) {
 /* A keepset file listing V - 1, V - 1 - step, ... (every step-th id, descending), its first n
  * ids loaded into ks. */
 static void keepset_descending(keepset *ks, int V, int step, int n) {
-    char err[512], path[] = "/tmp/test_keepset_XXXXXX";
+    char err[512], path[] = "/tmp/test_head_XXXXXX";
     int fd = mkstemp(path);
     CHECK(fd >= 0);
     FILE *f = fdopen(fd, "w");
@@ -242,5 +242,5 @@ int main(void) {
     files();
     head_on_fixture();
     head_ppl_on_fixture();
-    return test_exit("test_keepset");
+    return test_exit("test_head");
 }

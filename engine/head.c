@@ -1,5 +1,5 @@
-/* keepset.c: keepset files and the greedy / perplexity head over them (see keepset.h). */
-#include "keepset.h"
+/* head.c: keepset files and the greedy / perplexity head over them (see head.h). */
+#include "head.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -169,6 +169,17 @@ void head_argmax(head *h, int from, int n, int *out) {
         int i = b->argmax(b, h->scores + (size_t)r * cols, cols);
         out[r] = h->ks ? h->ks->ids[i] : i;
     }
+}
+
+int head_forward_argmax(head *h, const int *tokens, int n, int rows, int *out) {
+    decoder *d = h->d;
+    CHECK(rows >= 1 && rows <= n);
+    if (!h->ks && rows == 1) /* the decoder's own step: lm_head and argmax in it (head.h) */
+        return decoder_forward_argmax(d, tokens, n, out);
+    const int rc = decoder_forward(d, tokens, n, NULL, 0);
+    if (rc) return rc;
+    head_argmax(h, d->hidden_rows - rows, rows, out);
+    return 0;
 }
 
 /* ppl_head.score over this head: run the decoder without logits, compute the head's scores of

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
-# test_cuda_ops_env.sh: `cuda_ops decode-profile` refuses a profiling setting it does not
+# test_decode_profile_env.sh: bench/decode_profile refuses a profiling setting it does not
 # understand - DECODE_PROFILE_MAX_LEN, DECODE_PROFILE_HORIZON, DECODE_PROFILE_TRACE_ROWS - with
 # exit status 1 and a message naming the variable and the value. It checks them before it builds
-# a decoder, so no GPU is needed: this runs wherever cuda_ops is built (CI included).
-# usage: test_cuda_ops_env.sh CUDA_OPS
+# a decoder, so no GPU is needed: this runs wherever decode_profile is built (CI included).
+# usage: test_decode_profile_env.sh DECODE_PROFILE
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$ROOT/tests/tools/check.sh"
-OPS=$1
+PROFILE=$1
 M=$ROOT/models/gemma4-tiny
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-profile() { env "$@" "$OPS" decode-profile "$M" 4 4; }
-refused "max_len not a number" 'rc 1: cuda_ops: ' profile DECODE_PROFILE_MAX_LEN=12x
+profile() { env "$@" "$PROFILE" "$M" 4 4; }
+refused "max_len not a number" 'rc 1: decode_profile: ' profile DECODE_PROFILE_MAX_LEN=12x
 refused "max_len not a number, message" 'DECODE_PROFILE_MAX_LEN: "12x" is not a number of positions' \
   profile DECODE_PROFILE_MAX_LEN=12x
 refused "max_len zero" 'DECODE_PROFILE_MAX_LEN: "0" is not a number of positions' \
@@ -29,4 +29,4 @@ refused "trace rows not a count" 'DECODE_PROFILE_TRACE_ROWS: "0"' \
 refused "trace rows past 64" 'DECODE_PROFILE_TRACE_ROWS: "65"' \
   profile DECODE_PROFILE_TRACE_ROWS=65 DECODE_PROFILE_VERIFY=2 DECODE_PROFILE_TRACE="$tmp/t.csv"
 [ ! -e "$tmp/t.csv" ] || { echo "FAIL: a refused run wrote its trace"; fails=$((fails + 1)); }
-finish test_cuda_ops_env
+finish test_decode_profile_env

@@ -1,0 +1,125 @@
+/* backend_cuda_core.c: what every op of the CUDA backend needs, below the table
+ * (backend_cuda.c), the op queue (backend_cuda_fuse.c) and the drafter's ops
+ * (backend_cuda_draft.c), which all call it: the accounting and timing of an op, the device
+ * copies of weights (kept by backend_cuda_weights.c), scratch buffers, the position arguments
+ * of a captured step, and one matrix product on our kernels or cuBLAS.
+ *
+ * Matrix products. n == 1 (the decode step) runs our warp-per-row kernel (matvec.cu), which
+ * streams the weights at close to the copy bandwidth. Products of up to gemm_rows inputs (every
+ * speculative verify pass: backend_cuda.c) run our kernels too, so that a verify row reproduces
+ * its decode step bit for bit. Bigger ones - prefill chunks - go to cublasGemmEx where their
+ * weights are bf16 (GEMMA_CUDA_GEMM=auto, the default: E4B's prefill 6210 tokens/s against 1360
+ * on our kernels, on an H200). There x is multiplied exactly: it is split into three bf16 parts
+ * (x = hi + mid + lo, mma.cuh split3), one cuBLAS product takes the 3n inputs - the weights are
+ * read once, and a prefill chunk's product is bound by reading them - and k_sum3 adds each
+ * output's three products, so the result is fp32 x's to rounding, as our kernels' are. f16
+ * weights stay on our kernels: a product of f16 x would take x rounded to f16 (a split is not
+ * exact over fp32's exponent range), which moves a model's prefill logits far from the CPU's. */
+#include <stdio.h>
+
+#include "backend_cuda_internal.h"
+
+/* ---- accounting ---------------------------------------------------------------------- */
+
+cudaStream_t cuda_op_begin(cuda_state *st) {
+    /* The launchers' settings are global; two backends in one process keep their own. */
+    k_set_pdl(st->pdl);
+    k_matvec_set_mma(st->mv_mma);
+    if (st->profile) CU(cudaEventRecord(st->ev0, st->stream));
+    return st->stream;
+}
+
+void cuda_op_end(cuda_state *st, int f, double bytes) {
+    st->bytes[f] += bytes;
+    st->calls[f]++;
+    if (st->mode == 1 && st->cap) {
+        st->cap->bytes[f] += bytes;
+        st->cap->calls[f]++;
+    }
+    if (st->profile) {
+        CU(cudaEventRecord(st->ev1, st->stream));
+        CU(cudaEventSynchronize(st->ev1));
+        float ms = 0;
+        CU(cudaEventElapsedTime(&ms, st->ev0, st->ev1));
+        st->ms[f] += ms;
+    }
+}
+
+const int *cuda_pos(cuda_state *st, int pos0, int *pos_arg) {
+    if (st->mode == 1) {
+        *pos_arg = pos0 - st->cap_pos;
+        return st->d_params;
+    }
+    *pos_arg = pos0;
+    return NULL;
+}
+
+/* ---- weights (backend_cuda_weights.c) and scratch -------------------------------------- */
+
+void cuda_graphs_drop(cuda_state *st) {
+    for (int i = 0; i < st->n_graphs; i++)
+        if (st->graphs[i].exec) CU(cudaGraphExecDestroy(st->graphs[i].exec));
+    st->n_graphs = 0;
+}
+
+static void graphs_drop_cb(void *st) {
+    cuda_graphs_drop((cuda_state *)st);
+}
+
+static const void *weight_as(cuda_state *st, const tensor *w, int transposed) {
+    return cuda_weights_get(&st->weights, st->stream, w, transposed, st->mode == 1, graphs_drop_cb,
+                            st);
+}
+
+const void *cuda_weight(cuda_state *st, const tensor *w) {
+    return weight_as(st, w, 0);
+}
+
+const void *cuda_weight_t(cuda_state *st, const tensor *w) {
+    return weight_as(st, w, 1);
+}
+
+void *cuda_scratch(cuda_state *st, void **buf, size_t *cap, size_t bytes) {
+    if (bytes <= *cap) return *buf;
+    if (st->mode == 1) die("CUDA scratch grew inside a captured graph (%zu bytes)", bytes);
+    CU(cudaStreamSynchronize(st->stream)); /* the old buffer may still be in use */
+    cuda_graphs_drop(st);                  /* a captured step may hold the old buffer */
+    if (*buf) CU(cudaFree(*buf));
+    CU(cudaMalloc(buf, bytes));
+    *cap = bytes;
+    return *buf;
+}
+
+/* ---- one matrix product ------------------------------------------------------------------ */
+
+int cuda_matmul_own(const cuda_state *st, const tensor *w, int n) {
+    return !(w->dtype == DT_BF16 && n > st->gemm_rows);
+}
+
+void cuda_matmul_now(cuda_state *st, float *out, const tensor *w, const float *x, int n) {
+    const void *wd = cuda_weight(st, w);
+    const double bytes =
+        (double)w->rows * w->cols * dtype_size(w->dtype) + 4.0 * n * w->cols + 4.0 * n * w->rows;
+    if (!cuda_matmul_own(st, w, n)) {
+        const int parts = 3, nn = parts * n;
+        const size_t nx = (size_t)n * w->cols;
+        void *xh = cuda_scratch(st, &st->d_convert, &st->cap_convert, nx * 2 * parts);
+        float *y = cuda_scratch(st, (void **)&st->d_gemm3, &st->cap_gemm3,
+                                sizeof(float) * parts * n * w->rows);
+        cuda_op_begin(st);
+        k_split3_bf16(st->stream, xh, x, nx);
+        const float one = 1.0f, zero = 0.0f;
+        /* Row-major y[nn][rows] = xh[nn][cols] . w[rows][cols]^T is, column-major,
+         * y^T (rows x nn) = w^T^T ... : C = op(A) B with A = w viewed as cols x rows. */
+        CUBLAS(cublasGemmEx(st->cublas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, nn, w->cols, &one, wd,
+                            CUDA_R_16BF, w->cols, xh, CUDA_R_16BF, w->cols, &zero, y, CUDA_R_32F,
+                            w->rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        k_sum3(st->stream, out, y, (size_t)n * w->rows);
+        /* plus the parts written and read (2 bytes each), and y written and read (4 bytes each) */
+        cuda_op_end(st, F_GEMM, bytes + 4.0 * nn * w->cols + 8.0 * nn * w->rows);
+        return;
+    }
+    cuda_op_begin(st);
+    k_matvec(st->stream, out, wd, w->dtype, x, w->rows, w->cols, n);
+    cuda_op_end(st, F_MATVEC, bytes);
+}
