@@ -1,5 +1,5 @@
 /* bench_search.c: how many evaluations each search strategy needs on synthetic surfaces
- * shaped like the record's space (issue 6's benchmark). Runs the strategies in-process
+ * shaped like the record's space. Runs the strategies in-process
  * through strategy.h, exactly as the sweep driver calls them, with no child processes.
  *
  * The space (per surface): SLIDING_WINDOW 128..256 (step 1 or 2), NUM_SPECULATIVE_TOKENS

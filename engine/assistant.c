@@ -481,9 +481,7 @@ drafter *drafter_new(const assistant *a, decoder *d, int top_k, char *err, size_
     dr->scores = b->alloc(b, (size_t)c->vocab + (size_t)(a->ordered ? a->n_centroids : 0));
     dr->host_scores = xmalloc((size_t)c->vocab * sizeof(float));
     dr->clusters = xmalloc((size_t)(dr->top_k ? dr->top_k : 1) * sizeof(int));
-    /* GEMMA_DRAFT_ON_DEVICE=0 keeps the reference way on every backend (to measure the gain) */
-    const char *env = getenv("GEMMA_DRAFT_ON_DEVICE");
-    dr->on_device = a->ordered && b->draft_head && b->embed_dev && !(env && !strcmp(env, "0"));
+    dr->on_device = a->ordered && b->draft_head && b->embed_dev;
     if (dr->on_device) {
         /* a backend buffer holds 4-byte words; these hold ints */
         dr->ids_dev = (int *)b->alloc(b, DRAFTER_MAX_STEPS);

@@ -107,8 +107,7 @@ int drafter_step(drafter *dr, int x, int pos, int *ids, float *scores, int *n_sc
  * draft_head and embed_dev (CUDA) the k steps run on the device with no host round trip, as
  * one recorded step of the backend (a CUDA graph once it has been seen twice), and the k
  * tokens come back in one download; elsewhere it is k drafter_step calls. The tokens are the
- * greedy picks of the same head either way (up to rounding: the device sums in another order).
- * GEMMA_DRAFT_ON_DEVICE=0 (read by drafter_new) keeps the per-step host path, for comparison. */
+ * greedy picks of the same head either way (up to rounding: the device sums in another order). */
 int drafter_draft(drafter *dr, int row, int x, int pos, int k, int *out);
 
 /* The projected hidden state h' of the last step (backbone_hidden floats), for tests. */

@@ -107,6 +107,6 @@ int main(void) {
     }
     /* other variables are none of the backend's business */
     EXPECT(read_with("GEMMA_CUDAX", "1", &sw, err, sizeof err) == 0, "%s", err);
-    EXPECT(read_with("GEMMA_DRAFT_ON_DEVICE", "0", &sw, err, sizeof err) == 0, "%s", err);
+    EXPECT(read_with("GEMMA_CPU_ISA", "avx2", &sw, err, sizeof err) == 0, "%s", err);
     return test_exit("test_cuda_env");
 }
