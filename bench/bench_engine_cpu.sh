@@ -39,6 +39,11 @@ jget() {
         tr -d '" '
 }
 
+# Positions the perplexity pass runs over in a ppl file: context + targets - 1 per record.
+ppl_positions() {
+    awk '{ n = gsub(/[0-9]+/, "&"); if (n) s += n - 1 } END { print s + 0 }' "$1"
+}
+
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "== memory read bandwidth" >&2
 "$membw" "${MEMBW_MIB:-1024}" 10 >"$tmp/membw"
@@ -60,15 +65,16 @@ bench_model_threads() {
     local r=$tmp/out.$th
     MAX_NEW_TOKENS=$new_tokens WARMUP_NUM_PROMPTS=$warmup \
         "$engine" bench "$dir" --prompts "$prompts" --ppl "$ppl" --threads "$th" >"$r"
-    local bpt tps dtps ptps ppl_v floor share
+    local bpt tps dtps ptps ppl_v pps floor share
     bpt=$(jget "$r" bytes_per_token)
     tps=$(jget "$r" tps)
     dtps=$(jget "$r" decode_tps)
     ptps=$(jget "$r" prefill_tps)
     ppl_v=$(jget "$r" ppl)
+    pps=$(awk -v p="$(ppl_positions "$ppl")" -v s="$(jget "$r" ppl_s)" 'BEGIN{printf "%.1f", s > 0 ? p / s : 0}')
     floor=$(awk -v bw="$bw" -v b="$bpt" 'BEGIN{printf "%.1f", bw * 1e9 / b}')
     share=$(awk -v d="$dtps" -v f="$floor" 'BEGIN{printf "%.1f %%", 100 * d / f}')
-    rows+=("| $name | $th | $(awk -v b="$bpt" 'BEGIN{printf "%.2f MB", b / 1e6}') | $floor | $(printf %.1f "$tps") | $(printf %.1f "$dtps") | $share | $(printf %.1f "$ptps") | $ppl_v |")
+    rows+=("| $name | $th | $(awk -v b="$bpt" 'BEGIN{printf "%.2f MB", b / 1e6}') | $floor | $(printf %.1f "$tps") | $(printf %.1f "$dtps") | $share | $(printf %.1f "$ptps") | $pps | $ppl_v |")
     raws+=("$name, $th threads: $(tail -n 1 "$r")")
 }
 
@@ -123,8 +129,8 @@ mkdir -p "$(dirname "$out")"
     echo "Measured memory read bandwidth (bench/membw, best of 10 passes over ${MEMBW_MIB:-1024} MiB):"
     echo "**$bw GB/s**. Floor = bandwidth / weight bytes read per token (model_bytes_per_token)."
     echo
-    echo "| model | threads | weights read / token | floor tok/s | tps (incl. prefill) | decode tok/s | decode share of floor | prefill tok/s | ppl |"
-    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    echo "| model | threads | weights read / token | floor tok/s | tps (incl. prefill) | decode tok/s | decode share of floor | prefill tok/s | ppl pass tok/s | ppl |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     printf '%s\n' "${rows[@]}"
     echo
     echo "A share above 100 % means the weights fit in the CPU caches, so DRAM bandwidth is not"

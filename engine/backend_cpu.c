@@ -6,7 +6,10 @@
  * for n input rows (prefill, teacher forcing) it converts a block of four weight rows to fp32
  * once and multiplies it with every input row from registers. The dot kernels come in three
  * builds - portable C, AVX2+FMA, AVX-512 - and the fastest one the CPU runs is picked at
- * start-up, so one binary runs everywhere. Small loops stay on one thread (PARALLEL).
+ * start-up, so one binary runs everywhere. Small loops stay on one thread (PARALLEL). On
+ * AVX-512, chunks of more than CPU_CHUNK_MIN rows take backend_cpu_gemm.c's kernels instead
+ * (a blocked matrix product, attention over query blocks, a vectorised GELU); up to that many
+ * rows every row is computed as in a single-row call, so verify passes match decode steps.
  * Everything else is linear in the activations and written for clarity; attention splits
  * (position, kv head) pairs over threads.
  *
@@ -18,6 +21,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "backend_cpu_gemm.h"
 #include "util.h"
 
 /* The dot-product kernels, chosen once at start-up for this CPU (see kernels_select). */
@@ -36,6 +40,7 @@ typedef struct {
     tile4x4_fn tile4x4;   /* out[t * ostride + k] = sum w[k * cols + i] * x[t * cols + i] for
                              k, t < 4; NULL where dot4_f32 is as good */
     cvt_f16_fn cvt_f16;   /* dst[i] = src[i] as fp32, src in IEEE half */
+    int chunk; /* chunks of more than CPU_CHUNK_MIN rows take backend_cpu_gemm.c's kernels */
 } cpu_state;
 
 /* Below this many multiply-adds (~10 us of one core) a loop runs on one thread: waking the
@@ -293,6 +298,7 @@ static void kernels_select(cpu_state *st) {
         st->dot_f32 = dot_f32_avx512;
         st->dot4_f32 = dot4_f32_avx512;
         st->tile4x4 = tile4x4_avx512;
+        st->chunk = cpu_chunk_supported();
     } else if (allow2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         st->isa = "avx2";
         st->dot_bf16 = dot_bf16_avx2;
@@ -324,7 +330,7 @@ static void row_to_f32(const cpu_state *st, const tensor *w, int r, float *dst) 
  * row's result does not depend on how many rows share the call: a speculative verify pass
  * (k + 1 rows) then reproduces the single-token decode steps it stands for bit for bit, and
  * speculation stays exactly lossless. The weight row stays in L1 across the few input rows. */
-#define MATMUL_ROWWISE_MAX 16
+#define MATMUL_ROWWISE_MAX CPU_CHUNK_MIN
 
 /* Row r of w dotted with x[w->cols] by the one-row kernel (bf16 or f32 weights): the score of
  * the row-wise matmul and of the fused greedy head alike, so the two agree bit for bit. */
@@ -342,6 +348,10 @@ static inline float softcap(float x, float cap) {
 static void cpu_matmul(backend *b, float *out, const tensor *w, const float *x, int n) {
     const cpu_state *st = state_of(b);
     const int rows = w->rows, cols = w->cols;
+    if (n > MATMUL_ROWWISE_MAX && st->chunk) {
+        cpu_gemm_avx512(out, w, x, n, st->n_threads);
+        return;
+    }
     if (n <= MATMUL_ROWWISE_MAX && w->dtype != DT_F16) {
         /* The decode path: one fused pass over the weights. */
 #pragma omp parallel for schedule(static)                                                          \
@@ -392,6 +402,7 @@ static void cpu_matmul(backend *b, float *out, const tensor *w, const float *x, 
 static void cpu_rmsnorm(backend *b, float *out, const float *x, const tensor *w, int n_vec, int dim,
                         float eps) {
     float *wf = NULL; /* the weight as fp32, converted once per call */
+    const int vec = state_of(b)->chunk;
     if (w) {
         wf = xmalloc((size_t)dim * sizeof(float));
         row_to_f32(state_of(b), w, 0, wf);
@@ -401,14 +412,20 @@ static void cpu_rmsnorm(backend *b, float *out, const float *x, const tensor *w,
     for (int v = 0; v < n_vec; v++) {
         const float *xv = x + (size_t)v * dim;
         float *ov = out + (size_t)v * dim;
-        double ss = 0.0;
-        for (int i = 0; i < dim; i++)
-            ss += (double)xv[i] * xv[i];
+        double ss = 0.0; /* in fp64: in 16 lanes on AVX-512, else in order */
+        if (vec) {
+            ss = cpu_sumsq_avx512(xv, dim);
+        } else {
+            for (int i = 0; i < dim; i++)
+                ss += (double)xv[i] * xv[i];
+        }
         float inv = 1.0f / sqrtf((float)(ss / dim) + eps);
         if (wf) {
+#pragma omp simd
             for (int i = 0; i < dim; i++)
                 ov[i] = xv[i] * inv * wf[i];
         } else {
+#pragma omp simd
             for (int i = 0; i < dim; i++)
                 ov[i] = xv[i] * inv;
         }
@@ -448,6 +465,11 @@ static void cpu_attention(backend *b, float *out, const float *q, const float *k
                           int n_tok, int pos0, int len, int window, int n_heads, int n_kv_heads,
                           int head_dim) {
     const cpu_state *st = state_of(b);
+    if (n_tok > CPU_CHUNK_MIN && st->chunk) {
+        cpu_attention_avx512(out, q, kc, vc, n_tok, pos0, len, window, n_heads, n_kv_heads,
+                             head_dim, st->n_threads);
+        return;
+    }
     const int group = n_heads / n_kv_heads;
     const size_t kv_dim = (size_t)n_kv_heads * head_dim;
     const int span_max = window > 0 && window < pos0 + n_tok ? window : pos0 + n_tok;
@@ -509,7 +531,10 @@ static float gelu_tanh(float x) {
 
 static void cpu_gelu_mul(backend *b, float *out, const float *gate, const float *up, int rows,
                          int dim, int up_stride) {
-    (void)b;
+    if (rows > CPU_CHUNK_MIN && state_of(b)->chunk) {
+        cpu_gelu_mul_avx512(out, gate, up, rows, dim, up_stride, threads_of(b));
+        return;
+    }
     for (int r = 0; r < rows; r++)
         for (int j = 0; j < dim; j++)
             out[(size_t)r * dim + j] =
