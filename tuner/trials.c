@@ -140,6 +140,14 @@ int trials_add(trial_table *t, const cJSON *rec, const char *where, char *err, s
         snprintf(err, errlen, "%s: trial record lacks id, point, levels or a valid status", where);
         return -1;
     }
+    /* ids are counts the tuner gave: whole numbers, far below 2^53 (a cast of anything else to
+     * long would be undefined) */
+    if (!(id->valuedouble >= 0 && id->valuedouble <= 9007199254740992.0) ||
+        id->valuedouble != floor(id->valuedouble)) {
+        snprintf(err, errlen, "%s: trial id %g is not a whole number from 0 to 2^53", where,
+                 id->valuedouble);
+        return -1;
+    }
     if (cJSON_GetArraySize(levels) != sp->n_params || cJSON_GetArraySize(point) != sp->n_params) {
         snprintf(err, errlen, "%s: trial has %d knobs, the space has %d", where,
                  cJSON_GetArraySize(levels), sp->n_params);
