@@ -199,24 +199,33 @@ static void child_exec(const space *sp, const int *levels, const run_request *re
 /* ---------------------------------------------------------------------------------------- */
 /* reading the result */
 
+/* The line of text that ends at *end (exclusive), blanks trimmed, when it starts with '{':
+ * [*a, *b) and 1; else 0. *end moves to the end of the line before (text when none is left).
+ * Walking back from text + strlen(text) visits every line, last first. */
+static int prev_brace_line(const char *text, const char **end, const char **a, const char **b) {
+    const char *start = *end;
+    while (start > text && start[-1] != '\n')
+        start--;
+    const char *x = start, *y = *end;
+    while (x < y && (*x == ' ' || *x == '\t' || *x == '\r'))
+        x++;
+    while (y > x && (y[-1] == ' ' || y[-1] == '\t' || y[-1] == '\r' || y[-1] == '\n'))
+        y--;
+    *end = start > text ? start - 1 : text;
+    if (y == x || *x != '{') return 0;
+    *a = x;
+    *b = y;
+    return 1;
+}
+
 cJSON *runner_last_json_line(const char *text) {
-    const char *end = text + strlen(text);
-    while (end > text) {
-        const char *start = end;
-        while (start > text && start[-1] != '\n')
-            start--;
-        const char *a = start, *b = end;
-        while (a < b && (*a == ' ' || *a == '\t' || *a == '\r'))
-            a++;
-        while (b > a && (b[-1] == ' ' || b[-1] == '\t' || b[-1] == '\r' || b[-1] == '\n'))
-            b--;
-        if (b > a && *a == '{') {
+    const char *end = text + strlen(text), *a, *b;
+    while (end > text)
+        if (prev_brace_line(text, &end, &a, &b)) {
             cJSON *j = cJSON_ParseWithLength(a, (size_t)(b - a));
             if (j && cJSON_IsObject(j)) return j;
             cJSON_Delete(j);
         }
-        end = start > text ? start - 1 : text;
-    }
     return NULL;
 }
 
@@ -443,22 +452,8 @@ static char *log_last_line(const char *log_path) {
 /* The last line of text that starts with '{' (after blanks): [*a, *b). 0 when none. */
 static int last_brace_line(const char *text, const char **a_out, const char **b_out) {
     const char *end = text + strlen(text);
-    while (end > text) {
-        const char *start = end;
-        while (start > text && start[-1] != '\n')
-            start--;
-        const char *a = start, *b = end;
-        while (a < b && (*a == ' ' || *a == '\t' || *a == '\r'))
-            a++;
-        while (b > a && (b[-1] == ' ' || b[-1] == '\t' || b[-1] == '\r' || b[-1] == '\n'))
-            b--;
-        if (b > a && *a == '{') {
-            *a_out = a;
-            *b_out = b;
-            return 1;
-        }
-        end = start > text ? start - 1 : text;
-    }
+    while (end > text)
+        if (prev_brace_line(text, &end, a_out, b_out)) return 1;
     return 0;
 }
 
