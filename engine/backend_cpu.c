@@ -348,6 +348,10 @@ static inline float softcap(float x, float cap) {
 static void cpu_matmul(backend *b, float *out, const tensor *w, const float *x, int n) {
     const cpu_state *st = state_of(b);
     const int rows = w->rows, cols = w->cols;
+    if (w->q) { /* int8 / int4 (DT_Q8 / DT_Q4): each row computed alone, whatever n */
+        quant_matmul(w->q, x, n, out, st->n_threads);
+        return;
+    }
     if (n > MATMUL_ROWWISE_MAX && st->chunk) {
         cpu_gemm_avx512(out, w, x, n, st->n_threads);
         return;
@@ -576,7 +580,7 @@ static void cpu_matmul_argmax(backend *b, int *out, const tensor *w, const float
                               float cap) {
     const cpu_state *st = state_of(b);
     const int rows = w->rows, cols = w->cols;
-    if (n > MATMUL_ROWWISE_MAX || w->dtype == DT_F16) { /* the blocked kernels: unfused */
+    if (n > MATMUL_ROWWISE_MAX || w->dtype == DT_F16 || w->q) { /* blocked or int: unfused */
         float *s = xmalloc((size_t)n * rows * sizeof(float));
         cpu_matmul(b, s, w, x, n);
         if (cap > 0) cpu_softcap(b, s, (size_t)n * rows, cap);

@@ -81,6 +81,12 @@ decoder *decoder_new(const model *m, const engine_options *opt, char *err, size_
     d->sliding_window = o.sliding_window ? o.sliding_window : c->sliding_window;
 
     const char *device = o.device && *o.device ? o.device : "cpu";
+    if (!strcmp(device, "cuda") && m->n_quant)
+        return fail(d, err, errlen,
+                    "ENGINE_DEVICE=cuda: the model's linear layers are %s (WEIGHT_DTYPE or a "
+                    "pre-quantized checkpoint), and the CUDA backend runs bf16 weights only; use "
+                    "ENGINE_DEVICE=cpu",
+                    quant_dtype_name(m->weight_dtype));
     if (!strcmp(device, "cpu")) {
         d->b = backend_cpu_new(o.n_threads);
     } else if (!strcmp(device, "cuda")) {

@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+#include "quant.h"
+
 typedef struct {
     int sliding_window; /* SLIDING_WINDOW: window of the sliding layers; 0 = native (config) */
     int max_model_len;  /* MAX_MODEL_LEN: KV cache capacity in positions; 0 = config's max */
@@ -26,11 +28,21 @@ typedef struct decoder decoder;
 /* Load a Hugging Face model folder (config.json + model.safetensors[.index.json]).
  * NULL on error, with a message naming the file and the problem in err. */
 model *model_load(const char *dir, char *err, size_t errlen);
+/* model_load with the linear layers of the decoder (q/k/v/o/gate/up/down of every layer; not
+ * embeddings, norms, per-layer projections or the head) held as weight_dtype with weight_group
+ * columns per scale (WEIGHT_DTYPE / WEIGHT_GROUP; group 0 = 32). QUANT_BF16 keeps them as stored.
+ * A pre-quantized compressed-tensors checkpoint (config.json quantization_config, ctensors.h)
+ * loads as it is stored; weight_dtype / weight_group must then be unset (bf16 / 0) or agree
+ * with it. A matrix whose input columns the group does not divide is refused, naming it. */
+model *model_load_prec(const char *dir, quant_dtype weight_dtype, int weight_group, char *err,
+                       size_t errlen);
 void model_free(model *m);
 int model_vocab_size(const model *m);
 int model_native_window(const model *m);
 int model_max_positions(const model *m);
 int model_bos_id(const model *m);
+quant_dtype model_weight_dtype(const model *m); /* linear layers as held (QUANT_BF16: stored) */
+int model_weight_group(const model *m);         /* their group; 0 when not quantized */
 /* Bytes of weights one decode step reads (for bandwidth floors in benchmarks). */
 size_t model_bytes_per_token(const model *m);
 

@@ -105,9 +105,10 @@ double keepset_coverage(const keepset *ks, const ppl_set *pp, long *outside) {
 struct head {
     decoder *d;
     const keepset *ks;
-    tensor rows;   /* the head's rows: lm_head, or the kept rows (compact copy) */
-    void *copy;    /* the compact copy's storage */
-    float *scores; /* [DECODER_CHUNK][rows.rows] on the backend (d->logits without keepset) */
+    tensor rows;     /* the head's rows: lm_head, or the kept rows (compact copy) */
+    void *copy;      /* the compact copy's storage */
+    float *scores;   /* [DECODER_CHUNK][rows.rows] on the backend (d->logits without keepset) */
+    quant_matrix qm; /* HEAD_DTYPE int8 / int4: the rows quantized (rows then points here) */
 };
 
 head *head_new(decoder *d, const keepset *ks) {
@@ -134,9 +135,62 @@ head *head_new(decoder *d, const keepset *ks) {
     return h;
 }
 
+/* HEAD_DTYPE: the head's rows - after the keepset pruning, so only kept rows are quantized -
+ * become a quant.h matrix with WEIGHT_GROUP columns per scale. Each row is quantized on its own,
+ * so these are exactly the kept rows of the whole head quantized. The full head is the tied
+ * embedding in Gemma: it is quantized as a copy, and the embedding gather keeps the table. */
+head *head_new_prec(decoder *d, const keepset *ks, quant_dtype dtype, int group, char *err,
+                    size_t errlen) {
+    head *h = head_new(d, ks);
+    if (dtype == QUANT_BF16) return h;
+    const tensor *src = &h->rows;
+    if (src->cols % group) {
+        snprintf(err, errlen,
+                 "lm_head [%d, %d]: WEIGHT_GROUP=%d does not divide its %d input columns, so "
+                 "HEAD_DTYPE=%s cannot hold it (choose a WEIGHT_GROUP of 32, 64 or 128 that "
+                 "divides it, or HEAD_DTYPE=bf16)",
+                 src->rows, src->cols, group, src->cols, quant_dtype_name(dtype));
+        head_free(h);
+        return NULL;
+    }
+    int rc;
+    if (src->dtype == DT_BF16) {
+        rc = quant_from_bf16(&h->qm, "lm_head", src->data, src->rows, src->cols, dtype, group, err,
+                             errlen);
+    } else {
+        const size_t n = (size_t)src->rows * (size_t)src->cols;
+        float *f = xmalloc(n * sizeof(float));
+        for (size_t i = 0; i < n; i++)
+            f[i] = tensor_get(src, i);
+        rc = quant_from_f32(&h->qm, "lm_head", f, src->rows, src->cols, dtype, group, err, errlen);
+        free(f);
+    }
+    if (rc) {
+        head_free(h);
+        return NULL;
+    }
+    free(h->copy); /* the bf16 rows are no longer read */
+    h->copy = NULL;
+    h->rows = tensor_of_quant(&h->qm);
+    return h;
+}
+
+int head_quantized(const head *h) {
+    return h->rows.q != NULL;
+}
+
+quant_dtype head_dtype(const head *h) {
+    return h->rows.q ? h->rows.q->dtype : QUANT_BF16;
+}
+
+size_t head_bytes(const head *h) {
+    return tensor_bytes(&h->rows);
+}
+
 void head_free(head *h) {
     if (!h) return;
     if (h->ks) h->d->b->release(h->d->b, h->scores);
+    quant_free(&h->qm);
     free(h->copy);
     free(h);
 }
@@ -174,7 +228,7 @@ void head_argmax(head *h, int from, int n, int *out) {
 int head_forward_argmax(head *h, const int *tokens, int n, int rows, int *out) {
     decoder *d = h->d;
     CHECK(rows >= 1 && rows <= n);
-    if (!h->ks && rows == 1) /* the decoder's own step: lm_head and argmax in it (head.h) */
+    if (!h->ks && !h->rows.q && rows == 1) /* the decoder's own step: lm_head and argmax in it */
         return decoder_forward_argmax(d, tokens, n, out);
     const int rc = decoder_forward(d, tokens, n, NULL, 0);
     if (rc) return rc;

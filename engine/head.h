@@ -26,6 +26,7 @@
 
 #include "dataset.h"
 #include "engine.h"
+#include "quant.h"
 #include "ppl.h"
 
 typedef struct {
@@ -49,7 +50,16 @@ double keepset_coverage(const keepset *ks, const ppl_set *pp, long *outside);
 /* The greedy head of a decoder: the full lm_head, or its keepset rows. */
 typedef struct head head;
 head *head_new(decoder *d, const keepset *ks /* NULL: full vocabulary */);
+/* head_new with the head's rows (the kept ones) held as dtype (HEAD_DTYPE) with group columns
+ * per scale (WEIGHT_GROUP). A quantized full head scores through its own copy, not the
+ * decoder's lm_head (so head_forward_argmax then never takes the decoder's own step). NULL with
+ * err when the group does not divide hidden_size. */
+head *head_new_prec(decoder *d, const keepset *ks, quant_dtype dtype, int group, char *err,
+                    size_t errlen);
 void head_free(head *h);
+int head_quantized(const head *h);     /* rows held as int8 / int4 */
+quant_dtype head_dtype(const head *h); /* what they are held as */
+size_t head_bytes(const head *h);      /* bytes of the rows one greedy step reads */
 
 /* Greedy tokens of rows [from, from + n) of the decoder's last forward call (its last chunk),
  * into out[n]. */

@@ -79,6 +79,23 @@ static int set_device(knobs *k, const char *value, const char *origin, char *err
     return 0;
 }
 
+/* WEIGHT_DTYPE / HEAD_DTYPE / WEIGHT_GROUP: named values (quant.h's parsers and messages). */
+static int set_precision(knobs *k, const char *name, const char *value, const char *origin,
+                         char *err, size_t errlen) {
+    if (!strcmp(name, "WEIGHT_GROUP") || !strcmp(name, "weight-group"))
+        return quant_group_parse(origin, value, &k->weight_group, err, errlen);
+    int head = !strcmp(name, "HEAD_DTYPE") || !strcmp(name, "head-dtype");
+    return quant_dtype_parse(origin, value, head ? &k->head_dtype : &k->weight_dtype, err, errlen);
+}
+
+static int is_precision(const char *name) {
+    static const char *const names[] = {"WEIGHT_DTYPE", "weight-dtype", "WEIGHT_GROUP",
+                                        "weight-group", "HEAD_DTYPE",   "head-dtype"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(name, names[i])) return 1;
+    return 0;
+}
+
 static const knob_def *knob_find(const char *name) {
     for (size_t i = 0; i < N_KNOB_DEFS; i++) {
         const knob_def *d = &knob_defs[i];
@@ -93,6 +110,7 @@ int knobs_set(knobs *k, const char *name, const char *value, const char *origin,
         return set_prompt_set(k, value, origin, err, errlen);
     if (!strcmp(name, "ENGINE_DEVICE") || !strcmp(name, "device"))
         return set_device(k, value, origin, err, errlen);
+    if (is_precision(name)) return set_precision(k, name, value, origin, err, errlen);
     const knob_def *d = knob_find(name);
     if (!d) return 1;
     int v;
@@ -114,6 +132,13 @@ int knobs_from_env(knobs *k, char *err, size_t errlen) {
         return -1;
     const char *dev = getenv("ENGINE_DEVICE");
     if (dev && set_device(k, dev, "environment variable ENGINE_DEVICE", err, errlen)) return -1;
+    static const char *const prec[] = {"WEIGHT_DTYPE", "WEIGHT_GROUP", "HEAD_DTYPE"};
+    for (size_t i = 0; i < sizeof prec / sizeof prec[0]; i++) {
+        const char *v = getenv(prec[i]);
+        char origin[64];
+        snprintf(origin, sizeof origin, "environment variable %s", prec[i]);
+        if (v && set_precision(k, prec[i], v, origin, err, errlen)) return -1;
+    }
     for (size_t i = 0; i < N_KNOB_DEFS; i++) {
         const knob_def *d = &knob_defs[i];
         const char *v = d->var ? getenv(d->var) : NULL;
@@ -123,6 +148,25 @@ int knobs_from_env(knobs *k, char *err, size_t errlen) {
         if (knobs_set(k, d->var, v, origin, err, errlen)) return -1;
     }
     return 0;
+}
+
+int knobs_check(const knobs *k, char *err, size_t errlen) {
+    if (strcmp(k->device, "cuda")) return 0;
+    const quant_dtype t[] = {k->weight_dtype, k->head_dtype};
+    const char *const name[] = {"WEIGHT_DTYPE", "HEAD_DTYPE"};
+    for (int i = 0; i < 2; i++)
+        if (t[i] != QUANT_BF16) {
+            snprintf(err, errlen,
+                     "%s=%s: the CUDA backend runs bf16 weights only; use ENGINE_DEVICE=cpu "
+                     "(or %s=bf16)",
+                     name[i], quant_dtype_name(t[i]), name[i]);
+            return -1;
+        }
+    return 0;
+}
+
+int knobs_weight_group(const knobs *k) {
+    return k->weight_group ? k->weight_group : KNOBS_DEFAULT_WEIGHT_GROUP;
 }
 
 int knobs_check_model(const knobs *k, int model_max_positions, int generating, char *err,
@@ -179,4 +223,10 @@ void knobs_print_help(void) {
             "tune or holdout: which set --data reads (default tune)");
     fprintf(stderr, "  --%-24s %-24s %s\n", "device", "ENGINE_DEVICE",
             "cpu or cuda: where the model runs (default cpu)");
+    fprintf(stderr, "  --%-24s %-24s %s\n", "weight-dtype", "WEIGHT_DTYPE",
+            "bf16, int8 or int4: q/k/v/o/gate/up/down (default bf16: as stored; cpu only)");
+    fprintf(stderr, "  --%-24s %-24s %s\n", "weight-group", "WEIGHT_GROUP",
+            "32, 64 or 128: input columns per scale when quantizing (default 32)");
+    fprintf(stderr, "  --%-24s %-24s %s\n", "head-dtype", "HEAD_DTYPE",
+            "bf16, int8 or int4: the lm-head rows kept (default bf16; cpu only)");
 }

@@ -12,17 +12,21 @@
  * The serving knobs reach the engine by one road: serve_open (serve.h) builds the decoder
  * (SLIDING_WINDOW, MAX_MODEL_LEN, threads, device), the head (LM_HEAD_KEEPSET) and the drafter
  * (NUM_SPECULATIVE_TOKENS, CENTROID_TOP_K) from this struct; the bench protocol reads
- * WARMUP_NUM_PROMPTS, MAX_NEW_TOKENS and TUNER_PROMPT_SET. */
+ * WARMUP_NUM_PROMPTS, MAX_NEW_TOKENS and TUNER_PROMPT_SET. The precision knobs WEIGHT_DTYPE and
+ * WEIGHT_GROUP reach the model loader (model_load_prec), HEAD_DTYPE the head (quant.h says what
+ * they mean). */
 #ifndef KNOBS_H
 #define KNOBS_H
 
 #include <stddef.h>
 
 #include "engine.h"
+#include "quant.h"
 
 #define KNOBS_DEFAULT_MAX_NEW_TOKENS 512
 #define KNOBS_DEFAULT_WARMUP_PROMPTS 4
-#define KNOBS_DEFAULT_CENTROID_TOP_K 0 /* unset: the assistant's centroid_intermediate_top_k */
+#define KNOBS_DEFAULT_CENTROID_TOP_K 0  /* unset: the assistant's centroid_intermediate_top_k */
+#define KNOBS_DEFAULT_WEIGHT_GROUP   32 /* WEIGHT_GROUP when quantizing at load */
 
 typedef struct {
     int sliding_window;         /* SLIDING_WINDOW: 0 = unset (the model's native window) */
@@ -35,6 +39,10 @@ typedef struct {
     int n_threads;              /* --threads: CPU threads; 0 = OpenMP's default */
     char prompt_set[16];        /* TUNER_PROMPT_SET: "tune" or "holdout" */
     char device[8];             /* ENGINE_DEVICE / --device: "cpu" (default) or "cuda" */
+    quant_dtype weight_dtype;   /* WEIGHT_DTYPE: q/k/v/o/gate/up/down; QUANT_BF16 = as stored */
+    int weight_group;           /* WEIGHT_GROUP: 32, 64, 128; 0 = unset (32 when quantizing at
+                                   load, the checkpoint's own for a pre-quantized one) */
+    quant_dtype head_dtype;     /* HEAD_DTYPE: the lm-head rows (after LM_HEAD_KEEPSET) */
 } knobs;
 
 /* The defaults: every knob unset or at its documented default. */
@@ -50,6 +58,14 @@ int knobs_from_env(knobs *k, char *err, size_t errlen);
  * (err untouched); -1 with err on a bad value. */
 int knobs_set(knobs *k, const char *name, const char *value, const char *origin, char *err,
               size_t errlen);
+
+/* The checks that need neither the model nor the device, only the knobs together: the CUDA
+ * backend runs bf16 weights only, so ENGINE_DEVICE=cuda with WEIGHT_DTYPE or HEAD_DTYPE int8 /
+ * int4 is refused here, before anything loads. Returns 0 or -1 with err. */
+int knobs_check(const knobs *k, char *err, size_t errlen);
+
+/* WEIGHT_GROUP as used when quantizing at load (the default when unset). */
+int knobs_weight_group(const knobs *k);
 
 /* The checks that need the model: a window or MAX_MODEL_LEN above the model's positions and,
  * when generating (bench, generate; not ppl), MAX_NEW_TOKENS that leaves no room for a prompt.

@@ -153,7 +153,7 @@ static int cli_parse(int argc, char **argv, cli *c, char *err, size_t errlen) {
         snprintf(err, errlen, "missing MODEL_DIR (see engine %s --help)", c->command);
         return -1;
     }
-    return 0;
+    return knobs_check(&c->k, err, errlen);
 }
 
 /* The files bench and ppl read, resolved from --prompts/--ppl, --data or MODEL_DIR/eval.
@@ -170,7 +170,7 @@ static void cli_files(const cli *c, char **prompts, char **ppl) {
 /* ---------------------------------------------------------------------------------------- */
 /* Model, device, result                                                                    */
 
-static model *model_open(const char *dir, char *err, size_t errlen) {
+static model *model_open(const char *dir, const knobs *k, char *err, size_t errlen) {
     struct stat st;
     if (stat(dir, &st)) {
         snprintf(err, errlen, "%s: model folder: %s", dir, strerror(errno));
@@ -180,7 +180,7 @@ static model *model_open(const char *dir, char *err, size_t errlen) {
         snprintf(err, errlen, "%s: model folder: not a directory", dir);
         return NULL;
     }
-    return model_load(dir, err, errlen);
+    return model_load_prec(dir, k->weight_dtype, k->weight_group, err, errlen);
 }
 
 /* "cpu: <model name from /proc/cpuinfo> x<threads>" */
@@ -229,6 +229,11 @@ static void result_add_knobs(cJSON *o, const knobs *k, const model *m, int max_l
     cJSON_AddNumberToObject(j, "MAX_MODEL_LEN", max_len);
     cJSON_AddStringToObject(j, "TUNER_PROMPT_SET", k->prompt_set);
     cJSON_AddNumberToObject(j, "threads", k->n_threads ? k->n_threads : omp_get_max_threads());
+    /* the precision as loaded (a pre-quantized checkpoint's own when the knobs are unset) */
+    cJSON_AddStringToObject(j, "WEIGHT_DTYPE", quant_dtype_name(model_weight_dtype(m)));
+    cJSON_AddNumberToObject(j, "WEIGHT_GROUP",
+                            model_weight_group(m) ? model_weight_group(m) : knobs_weight_group(k));
+    cJSON_AddStringToObject(j, "HEAD_DTYPE", quant_dtype_name(k->head_dtype));
 }
 
 /* ppl, or null beside a reason, plus the totals. */
@@ -299,7 +304,7 @@ static int cmd_bench(const cli *c, char *err, size_t errlen) {
 
     if (prompt_set_load(prompts_path, &ps, err, errlen)) goto done;
     if (ppl_path && ppl_set_load(ppl_path, &pp, err, errlen)) goto done;
-    if (!(m = model_open(c->model_dir, err, errlen))) goto done;
+    if (!(m = model_open(c->model_dir, k, err, errlen))) goto done;
     int vocab = model_vocab_size(m), max_len = knobs_max_model_len(k, model_max_positions(m));
     if (knobs_check_model(k, model_max_positions(m), 1, err, errlen)) goto done;
     if (prompt_set_check_vocab(&ps, vocab, err, errlen)) goto done;
@@ -390,7 +395,7 @@ static int cmd_ppl(const cli *c, char *err, size_t errlen) {
     server sv = {0};
     int rc = -1;
     if (ppl_set_load(ppl_path, &pp, err, errlen)) goto done;
-    if (!(m = model_open(c->model_dir, err, errlen))) goto done;
+    if (!(m = model_open(c->model_dir, k, err, errlen))) goto done;
     int vocab = model_vocab_size(m), max_len = knobs_max_model_len(k, model_max_positions(m));
     if (knobs_check_model(k, model_max_positions(m), 0, err, errlen)) goto done;
     if (ppl_set_check_vocab(&pp, vocab, err, errlen)) goto done;
@@ -479,7 +484,7 @@ static int cmd_generate(const cli *c, char *err, size_t errlen) {
     int *ids = NULL, rc = -1;
     continuation g = {0};
     server sv = {0};
-    if (!(m = model_open(c->model_dir, err, errlen))) goto done;
+    if (!(m = model_open(c->model_dir, k, err, errlen))) goto done;
     if (knobs_check_model(k, model_max_positions(m), 1, err, errlen)) goto done;
     char *tok_path = xasprintf("%s/tokenizer.json", c->model_dir);
     t = tokenizer_load(tok_path, err, errlen);

@@ -13,7 +13,9 @@
  * Weights stay as they are in the file (bf16 / f16 / f32, usually mmapped): a tensor is a
  * pointer plus a dtype tag, and the backend's matvec converts to fp32 on the fly inside its
  * inner loop. Decoding one token is memory-bound, so a whole-model fp32 copy would double
- * the bytes read per token; we never make one.
+ * the bytes read per token; we never make one. The one exception goes the other way:
+ * WEIGHT_DTYPE int8 / int4 (quant.h) holds the linear layers as smaller quantized copies, made at
+ * load or read from a pre-quantized checkpoint (model_load_prec, engine.h).
  *
  * Names in comments like `q_proj` are the transformers module names; the safetensors key
  * of a layer tensor is `model.layers.{i}.self_attn.q_proj.weight` and so on (with a
@@ -26,24 +28,36 @@
 
 #include "engine.h"
 #include "float16.h"
+#include "quant.h"
 #include "safetensors.h"
 
 /* ------------------------------------------------------------------------------------- */
 /* Tensors                                                                              */
 
-typedef enum { DT_F32 = 0, DT_BF16 = 1, DT_F16 = 2 } weight_dtype;
+/* DT_Q8 / DT_Q4: a linear layer held as a quant.h matrix (WEIGHT_DTYPE, HEAD_DTYPE, or a
+ * pre-quantized checkpoint); only a backend that handles them is ever given one. */
+typedef enum { DT_F32 = 0, DT_BF16 = 1, DT_F16 = 2, DT_Q8 = 3, DT_Q4 = 4 } weight_dtype;
 
 typedef struct {
-    const void *data; /* [rows * cols] elements of dtype, row-major; NULL when absent */
+    const void *data; /* [rows * cols] elements of dtype, row-major; NULL when absent. DT_Q8 /
+                         DT_Q4: q->q (the packed values), so "present" tests still work */
     weight_dtype dtype;
-    int rows, cols; /* 2-D shape as stored ([out, in] for a linear layer); 1-D: rows = 1 */
-    void *dev;      /* a backend's own copy (GPU backends); NULL for the CPU backend */
+    int rows, cols;        /* 2-D shape as stored ([out, in] for a linear layer); 1-D: rows = 1 */
+    void *dev;             /* a backend's own copy (GPU backends); NULL for the CPU backend */
+    const quant_matrix *q; /* DT_Q8 / DT_Q4: the matrix [rows, cols] (values and bf16 scales,
+                              owned by the model or the head); NULL otherwise */
 } tensor;
 
-/* Size of one element of a dtype in bytes. */
+/* Size of one element of a dtype in bytes (plain dtypes only; quant_bytes for DT_Q8 / DT_Q4). */
 static inline size_t dtype_size(weight_dtype t) {
     return t == DT_F32 ? 4 : 2;
 }
+
+/* Bytes the tensor's weights occupy (values plus scales when quantized); 0 when absent. */
+size_t tensor_bytes(const tensor *t);
+
+/* A tensor over quantized matrix q (DT_Q8 or DT_Q4 by q->dtype). */
+tensor tensor_of_quant(const quant_matrix *q);
 
 /* One element of a tensor as fp32 (slow path: tests, gathers of single values). */
 float tensor_get(const tensor *t, size_t i);
@@ -173,8 +187,14 @@ typedef struct {
 struct model {
     model_config config;
     model_weights weights;
-    void *storage; /* the loader's own state (mmapped files, owned buffers); freed by
-                      model_free() */
+    void *storage;       /* the loader's own state (mmapped files, owned buffers); freed by
+                            model_free() */
+    quant_matrix *quant; /* [n_quant] the quantized linear layers (at load or read from a
+                            pre-quantized checkpoint); freed by model_free() */
+    int n_quant;
+    quant_dtype weight_dtype; /* what q/k/v/o/gate/up/down are held as (QUANT_BF16: as stored) */
+    int weight_group;         /* their group (0 when not quantized) */
+    int prequantized;         /* 1 when they came quantized from the checkpoint */
 };
 
 #endif

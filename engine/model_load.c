@@ -10,13 +10,24 @@
  * Names: `model.` + the Gemma4TextModel names for gemma4_text checkpoints
  * (Gemma4ForCausalLM), `model.language_model.` + the same for the multimodal gemma4 ones
  * (Gemma4ForConditionalGeneration; its vision and audio towers are skipped), `lm_head.weight`
- * when the head is not tied to the embedding. */
+ * when the head is not tied to the embedding.
+ *
+ * Precision (model_load_prec): the decoder's linear layers (q/k/v/o/gate/up/down) may be held
+ * as quant.h int8 / int4 matrices, quantized here once from the stored weights (WEIGHT_DTYPE,
+ * WEIGHT_GROUP), or read as such from a compressed-tensors pack-quantized checkpoint
+ * (ctensors.h: <module>.weight_packed / weight_scale / weight_shape in place of
+ * <module>.weight). Both give the same bytes for the same weights, so a checkpoint written by
+ * tools/quantize_checkpoint.py computes exactly what quantization at load computes. A matrix
+ * whose input columns WEIGHT_GROUP does not divide is refused by name rather than kept in bf16:
+ * a knob is never silently ignored, and a sweep must not label a mixed model as int4. The
+ * quantized copies are the model's (model_free frees them); the mmapped file is never written. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
+#include "ctensors.h"
 #include "engine.h"
 #include "model.h"
 #include "safetensors.h"
@@ -33,6 +44,8 @@ typedef struct {
     int failed; /* a hard error is in err */
     char *err;
     size_t errlen;
+    const ctensors_config *ct; /* a pre-quantized checkpoint's quantization_config, or NULL */
+    model *m;                  /* quantized matrices go to m->quant[m->n_quant++] */
 } loader;
 
 static void failf(loader *L, const char *fmt, ...) PRINTF_LIKE(2, 3);
@@ -86,24 +99,56 @@ static const st_tensor *take(loader *L, tensor *out, int optional, int absolute,
     return t;
 }
 
+/* A linear layer `layers.<i>.<what>` [rows, cols]: `<module>.weight`, or in a pre-quantized
+ * checkpoint its packed form when the checkpoint has one (then a quantized tensor). */
+static void take_linear(loader *L, tensor *out, int rows, int cols, int i, const char *what) {
+    char module[256];
+    snprintf(module, sizeof module, "%slayers.%d.%s", L->prefix, i, what);
+    char *packed = xasprintf("%s.weight_packed", module);
+    const st_tensor *p = L->ct ? safetensors_find(L->st, packed) : NULL;
+    free(packed);
+    if (!p) {
+        take(L, out, 0, 1, rows, cols, "%s.weight", module);
+        return;
+    }
+    memset(out, 0, sizeof *out);
+    const st_tensor *sc = NULL, *sh = NULL;
+    char *names[3] = {xasprintf("%s.weight_packed", module), xasprintf("%s.weight_scale", module),
+                      xasprintf("%s.weight_shape", module)};
+    const st_tensor **got[3] = {&p, &sc, &sh};
+    for (int k = 0; k < 3; k++) {
+        if (!(*got[k] = lookup(L, names[k]))) note_missing(L, names[k]);
+        free(names[k]);
+    }
+    if (!sc || !sh) return;
+    quant_matrix *q = &L->m->quant[L->m->n_quant];
+    ctensors_raw rp = ctensors_raw_of(p), rs = ctensors_raw_of(sc), rh = ctensors_raw_of(sh);
+    char why[1024];
+    if (ctensors_to_quant(L->ct, module, &rp, &rs, &rh, rows, cols, q, why, sizeof why)) {
+        failf(L, "%s: %s", L->st->files[p->file].path, why);
+        return;
+    }
+    L->m->n_quant++;
+    *out = tensor_of_quant(q);
+}
+
 static void load_layer(loader *L, const model_config *c, int i, layer_weights *w) {
     const layer_config *l = &c->layers[i];
     const int H = c->hidden, q_dim = c->n_heads * l->head_dim, kv_dim = l->n_kv_heads * l->head_dim;
     take(L, &w->input_norm, 0, 0, H, 0, "layers.%d.input_layernorm.weight", i);
-    take(L, &w->q_proj, 0, 0, q_dim, H, "layers.%d.self_attn.q_proj.weight", i);
+    take_linear(L, &w->q_proj, q_dim, H, i, "self_attn.q_proj");
     take(L, &w->q_norm, 0, 0, l->head_dim, 0, "layers.%d.self_attn.q_norm.weight", i);
     if (!l->kv_shared) {
-        take(L, &w->k_proj, 0, 0, kv_dim, H, "layers.%d.self_attn.k_proj.weight", i);
+        take_linear(L, &w->k_proj, kv_dim, H, i, "self_attn.k_proj");
         take(L, &w->k_norm, 0, 0, l->head_dim, 0, "layers.%d.self_attn.k_norm.weight", i);
-        if (!l->k_eq_v)
-            take(L, &w->v_proj, 0, 0, kv_dim, H, "layers.%d.self_attn.v_proj.weight", i);
+        if (!l->k_eq_v) take_linear(L, &w->v_proj, kv_dim, H, i, "self_attn.v_proj");
     }
-    take(L, &w->o_proj, 0, 0, H, q_dim, "layers.%d.self_attn.o_proj.weight", i);
+    take_linear(L, &w->o_proj, H, q_dim, i, "self_attn.o_proj");
     take(L, &w->post_attn_norm, 0, 0, H, 0, "layers.%d.post_attention_layernorm.weight", i);
     take(L, &w->pre_ffn_norm, 0, 0, H, 0, "layers.%d.pre_feedforward_layernorm.weight", i);
-    take(L, &w->gate_proj, 0, 0, l->intermediate, H, "layers.%d.mlp.gate_proj.weight", i);
-    take(L, &w->up_proj, 0, 0, l->intermediate, H, "layers.%d.mlp.up_proj.weight", i);
-    take(L, &w->down_proj, 0, 0, H, l->intermediate, "layers.%d.mlp.down_proj.weight", i);
+    take_linear(L, &w->gate_proj, l->intermediate, H, i, "mlp.gate_proj");
+    take_linear(L, &w->up_proj, l->intermediate, H, i, "mlp.up_proj");
+    take_linear(L, &w->down_proj, H, l->intermediate, i, "mlp.down_proj");
     take(L, &w->post_ffn_norm, 0, 0, H, 0, "layers.%d.post_feedforward_layernorm.weight", i);
     if (c->ple_dim) {
         take(L, &w->ple_gate, 0, 0, c->ple_dim, H, "layers.%d.per_layer_input_gate.weight", i);
@@ -121,9 +166,13 @@ static void load_layer(loader *L, const model_config *c, int i, layer_weights *w
  * layers (Gemma4TextModel._keys_to_ignore_on_load_unexpected). */
 static int ignorable(const model_config *c, const char *rest) {
     int i, n = 0;
-    char what[64];
-    if (sscanf(rest, "layers.%d.self_attn.%63[a-z_].weight%n", &i, what, &n) != 2 ||
+    char what[64], suffix[32];
+    if (sscanf(rest, "layers.%d.self_attn.%63[a-z_].%31[a-z_]%n", &i, what, suffix, &n) != 3 ||
         rest[n] != '\0' || i < 0 || i >= c->n_layers || !c->layers[i].kv_shared)
+        return 0;
+    /* a pre-quantized checkpoint stores them packed (ctensors.h) */
+    if (strcmp(suffix, "weight") && strcmp(suffix, "weight_packed") &&
+        strcmp(suffix, "weight_scale") && strcmp(suffix, "weight_shape"))
         return 0;
     return !strcmp(what, "k_proj") || !strcmp(what, "v_proj") || !strcmp(what, "k_norm") ||
            !strcmp(what, "v_norm");
@@ -186,16 +235,113 @@ static int load_weights(loader *L, const model_config *c, const config_info *inf
     return L->failed ? -1 : 0;
 }
 
+#define LINEARS 7 /* q, k, v, o, gate, up, down */
+
+static void layer_linears(layer_weights *w, tensor *out[LINEARS], const char *names[LINEARS]) {
+    tensor *t[LINEARS] = {&w->q_proj,    &w->k_proj,  &w->v_proj,   &w->o_proj,
+                          &w->gate_proj, &w->up_proj, &w->down_proj};
+    static const char *const n[LINEARS] = {
+        "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+        "mlp.gate_proj",    "mlp.up_proj",      "mlp.down_proj"};
+    for (int k = 0; k < LINEARS; k++) {
+        out[k] = t[k];
+        names[k] = n[k];
+    }
+}
+
+/* Quantize every linear layer still held as stored into m->quant (WEIGHT_DTYPE at load). */
+static int quantize_linears(model *m, const char *prefix, quant_dtype dtype, int group, char *err,
+                            size_t errlen) {
+    for (int i = 0; i < m->config.n_layers; i++) {
+        tensor *t[LINEARS];
+        const char *what[LINEARS];
+        layer_linears(&m->weights.layers[i], t, what);
+        for (int k = 0; k < LINEARS; k++) {
+            if (!t[k]->data || t[k]->q) continue;
+            char name[320];
+            snprintf(name, sizeof name, "%slayers.%d.%s.weight", prefix, i, what[k]);
+            if (t[k]->cols % group) {
+                snprintf(err, errlen,
+                         "%s [%d, %d]: WEIGHT_GROUP=%d does not divide its %d input columns "
+                         "(WEIGHT_DTYPE=%s quantizes every q/k/v/o/gate/up/down_proj; choose a "
+                         "WEIGHT_GROUP of 32, 64 or 128 that divides it, or WEIGHT_DTYPE=bf16)",
+                         name, t[k]->rows, t[k]->cols, group, t[k]->cols, quant_dtype_name(dtype));
+                return -1;
+            }
+            quant_matrix *q = &m->quant[m->n_quant];
+            int rc;
+            if (t[k]->dtype == DT_BF16) {
+                rc = quant_from_bf16(q, name, t[k]->data, t[k]->rows, t[k]->cols, dtype, group, err,
+                                     errlen);
+            } else {
+                const size_t n = (size_t)t[k]->rows * (size_t)t[k]->cols;
+                float *f = xmalloc(n * sizeof(float));
+                for (size_t j = 0; j < n; j++)
+                    f[j] = tensor_get(t[k], j);
+                rc = quant_from_f32(q, name, f, t[k]->rows, t[k]->cols, dtype, group, err, errlen);
+                free(f);
+            }
+            if (rc) return -1;
+            m->n_quant++;
+            *t[k] = tensor_of_quant(q);
+        }
+    }
+    return 0;
+}
+
+/* The precision knobs against a pre-quantized checkpoint: unset, or the checkpoint's own. */
+static int check_checkpoint_precision(const ctensors_config *ct, const char *dir, quant_dtype dtype,
+                                      int group, char *err, size_t errlen) {
+    if (dtype != QUANT_BF16 && dtype != ct->dtype) {
+        snprintf(err, errlen,
+                 "WEIGHT_DTYPE=%s disagrees with %s/config.json: quantization_config has "
+                 "num_bits %d (%s); leave WEIGHT_DTYPE unset or set it to %s",
+                 quant_dtype_name(dtype), dir, ct->num_bits, quant_dtype_name(ct->dtype),
+                 quant_dtype_name(ct->dtype));
+        return -1;
+    }
+    if (group && group != ct->group_size) {
+        snprintf(err, errlen,
+                 "WEIGHT_GROUP=%d disagrees with %s/config.json: quantization_config has "
+                 "group_size %d; leave WEIGHT_GROUP unset or set it to %d",
+                 group, dir, ct->group_size, ct->group_size);
+        return -1;
+    }
+    return 0;
+}
+
 model *model_load(const char *dir, char *err, size_t errlen) {
+    return model_load_prec(dir, QUANT_BF16, 0, err, errlen);
+}
+
+model *model_load_prec(const char *dir, quant_dtype weight_dtype, int weight_group, char *err,
+                       size_t errlen) {
+    if (weight_group && !quant_group_valid(weight_group)) {
+        snprintf(err, errlen, "WEIGHT_GROUP=%d: must be 32, 64 or 128", weight_group);
+        return NULL;
+    }
     model *m = xcalloc(1, sizeof *m);
     config_info info;
     if (config_load(dir, &m->config, &info, err, errlen)) {
         free(m);
         return NULL;
     }
+    char *cfg_path = xasprintf("%s/config.json", dir);
+    ctensors_config ct;
+    int has_ct = ctensors_config_load(cfg_path, &ct, err, errlen);
+    free(cfg_path);
+    if (has_ct < 0 ||
+        (has_ct && check_checkpoint_precision(&ct, dir, weight_dtype, weight_group, err, errlen))) {
+        if (has_ct > 0) ctensors_config_free(&ct);
+        model_config_free(&m->config);
+        free(m);
+        return NULL;
+    }
+    m->quant = xcalloc((size_t)m->config.n_layers * LINEARS + 1, sizeof *m->quant);
     safetensors *st = xcalloc(1, sizeof *st);
     m->storage = st;
     if (safetensors_open_dir(st, dir, err, errlen)) {
+        if (has_ct) ctensors_config_free(&ct);
         model_free(m);
         return NULL;
     }
@@ -215,18 +361,34 @@ model *model_load(const char *dir, char *err, size_t errlen) {
                  "%s: no %sembed_tokens.weight in the checkpoint (is it a Gemma 4 "
                  "text model?)",
                  dir, cands[0]);
+        if (has_ct) ctensors_config_free(&ct);
         model_free(m);
         return NULL;
     }
-    loader L = {.st = st, .prefix = prefix, .dir = dir, .err = err, .errlen = errlen};
+    loader L = {.st = st, .prefix = prefix, .dir = dir, .err = err, .errlen = errlen, .m = m};
+    L.ct = has_ct ? &ct : NULL;
     L.used = xcalloc((size_t)(st->n_tensors ? st->n_tensors : 1), 1);
     int rc = load_weights(&L, &m->config, &info, &m->weights);
     free(L.used);
     free(L.missing);
+    m->prequantized = m->n_quant > 0;
+    /* Layers a checkpoint keeps unquantized stay so unless WEIGHT_DTYPE asks (it then agrees
+     * with the checkpoint, checked above, and so does the group used). */
+    const int requested = weight_dtype != QUANT_BF16;
+    if (has_ct) {
+        weight_dtype = ct.dtype;
+        weight_group = ct.group_size;
+        ctensors_config_free(&ct);
+    }
+    if (!weight_group) weight_group = 32;
+    if (!rc && requested && quantize_linears(m, prefix, weight_dtype, weight_group, err, errlen))
+        rc = -1;
     if (rc) {
         model_free(m);
         return NULL;
     }
+    m->weight_dtype = m->n_quant ? weight_dtype : QUANT_BF16;
+    m->weight_group = m->n_quant ? weight_group : 0;
     return m;
 }
 
@@ -236,6 +398,9 @@ void model_free(model *m) {
         safetensors_close(m->storage);
         free(m->storage);
     }
+    for (int i = 0; i < m->n_quant; i++)
+        quant_free(&m->quant[i]);
+    free(m->quant);
     free(m->weights.layers);
     model_config_free(&m->config);
     free(m);
@@ -253,9 +418,11 @@ int model_max_positions(const model *m) {
 int model_bos_id(const model *m) {
     return m->config.bos_id;
 }
-
-static size_t tensor_bytes(const tensor *t) {
-    return t->data ? (size_t)t->rows * (size_t)t->cols * dtype_size(t->dtype) : 0;
+quant_dtype model_weight_dtype(const model *m) {
+    return m->weight_dtype;
+}
+int model_weight_group(const model *m) {
+    return m->weight_group;
 }
 
 /* One decode step reads every layer weight, the whole lm_head, one row of the embedding and

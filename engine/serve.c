@@ -60,7 +60,10 @@ int serve_open(server *s, const model *m, const knobs *k, const char *model_dir,
     }
     if (k->num_speculative_tokens > 0 && open_drafter(s, k, model_dir, assistant_dir, err, errlen))
         return -1;
-    s->h = head_new(s->d, s->has_keepset ? &s->ks : NULL);
+    if (!(s->h = head_new_prec(s->d, s->has_keepset ? &s->ks : NULL, k->head_dtype,
+                               knobs_weight_group(k), err, errlen)))
+        return -1;
+    s->h_group = knobs_weight_group(k);
     speculator_init(&s->sp, s->d, s->h, s->dr, k->num_speculative_tokens);
     return 0;
 }
@@ -76,15 +79,31 @@ void serve_close(server *s) {
     memset(s, 0, sizeof *s);
 }
 
-/* The keepset head scores its kept rows; the full head scores through the decoder's own logits
- * (ppl_score, in as many rows per chunk as fit its buffer). */
+/* The keepset head (or a quantized one) scores its own rows; the full head scores through the
+ * decoder's own logits (ppl_score, in as many rows per chunk as fit its buffer). */
 int serve_ppl(server *s, const ppl_set *pp, ppl_total *out, char *err, size_t errlen) {
-    if (s->has_keepset) return head_ppl_score(s->h, s->capacity, pp, out, err, errlen);
+    if (s->has_keepset || head_quantized(s->h))
+        return head_ppl_score(s->h, s->capacity, pp, out, err, errlen);
     return ppl_score(s->d, s->d->m->config.vocab, s->capacity, pp, 0, out, err, errlen);
+}
+
+size_t serve_weight_bytes_per_token(const server *s) {
+    const model *m = s->d->m;
+    return model_bytes_per_token(m) - tensor_bytes(&m->weights.lm_head) + head_bytes(s->h);
 }
 
 void serve_result(const server *s, cJSON *o, const ppl_set *pp, double decode_s) {
     const spec_stats *st = &s->sp.stats;
+    /* The precision served and the weight bytes one greedy step of the target reads. */
+    const model *m = s->d->m;
+    cJSON *pr = cJSON_AddObjectToObject(o, "precision");
+    cJSON_AddStringToObject(pr, "weights", quant_dtype_name(m->weight_dtype));
+    cJSON_AddNumberToObject(pr, "weight_group", m->weight_group);
+    cJSON_AddBoolToObject(pr, "prequantized", m->prequantized);
+    cJSON_AddStringToObject(pr, "head", quant_dtype_name(head_dtype(s->h)));
+    cJSON_AddNumberToObject(pr, "head_group", head_quantized(s->h) ? s->h_group : 0);
+    cJSON_AddNumberToObject(pr, "head_bytes", (double)head_bytes(s->h));
+    cJSON_AddNumberToObject(o, "weight_bytes_per_token", (double)serve_weight_bytes_per_token(s));
     if (s->sp.k > 0) {
         cJSON *j = cJSON_AddObjectToObject(o, "speculation");
         cJSON_AddStringToObject(j, "assistant", s->assistant_dir);

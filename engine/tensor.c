@@ -13,8 +13,29 @@ float tensor_get(const tensor *t, size_t i) {
         return bf16_to_f32(((const uint16_t *)t->data)[i]);
     case DT_F16:
         return f16_to_f32(((const uint16_t *)t->data)[i]);
+    case DT_Q8:
+    case DT_Q4: {
+        const int r = (int)(i / (size_t)t->cols), c = (int)(i % (size_t)t->cols);
+        return (float)quant_value(t->q, r, c) * quant_scale(t->q, r, c / t->q->group);
+    }
     }
     return NAN;
+}
+
+size_t tensor_bytes(const tensor *t) {
+    if (!t->data) return 0;
+    if (t->q) return quant_bytes(t->q->dtype, t->rows, t->cols, t->q->group);
+    return (size_t)t->rows * (size_t)t->cols * dtype_size(t->dtype);
+}
+
+tensor tensor_of_quant(const quant_matrix *q) {
+    tensor t = {0};
+    t.data = q->q;
+    t.dtype = q->dtype == QUANT_INT8 ? DT_Q8 : DT_Q4;
+    t.rows = q->rows;
+    t.cols = q->cols;
+    t.q = q;
+    return t;
 }
 
 int tensor_from_checkpoint(tensor *out, const st_tensor *t, const char *file, const char *name,

@@ -54,6 +54,18 @@ expect 2 "flag --centroid-top-k=0" "must be at least 1" -- \
     "$ENGINE" bench "$nomodel" --centroid-top-k=0 --prompts "$good_prompts"
 expect 2 "TUNER_PROMPT_SET=\"private\"" -- \
     env TUNER_PROMPT_SET=private "$ENGINE" bench "$nomodel" --prompts "$good_prompts"
+# Precision knobs: named values; the CUDA backend runs bf16 weights only, refused from the knobs
+# alone before anything loads (the model folder here does not exist, on any build).
+expect 2 "environment variable WEIGHT_DTYPE" "\"int3\"" "allowed: bf16, int8, int4" -- \
+    env WEIGHT_DTYPE=int3 "$ENGINE" ppl "$nomodel" --ppl "$good_ppl"
+expect 2 "flag --weight-group" "\"48\"" "allowed: 32, 64, 128" -- \
+    "$ENGINE" ppl "$nomodel" --ppl "$good_ppl" --weight-group 48
+expect 2 "flag --head-dtype" "\"fp8\"" -- "$ENGINE" ppl "$nomodel" --ppl "$good_ppl" --head-dtype fp8
+expect 2 "WEIGHT_DTYPE=int4: the CUDA backend runs bf16 weights only; use ENGINE_DEVICE=cpu" -- \
+    env ENGINE_DEVICE=cuda WEIGHT_DTYPE=int4 "$ENGINE" bench "$nomodel" --prompts "$good_prompts"
+expect 2 "HEAD_DTYPE=int8: the CUDA backend runs bf16 weights only" -- \
+    "$ENGINE" ppl "$nomodel" --ppl "$good_ppl" --device cuda --head-dtype int8
+expect 0 "WEIGHT_DTYPE" "HEAD_DTYPE" "WEIGHT_GROUP" -- "$ENGINE" --help
 # A bad environment value is an error even when a flag would override it.
 expect 2 "SLIDING_WINDOW" -- env SLIDING_WINDOW=abc "$ENGINE" bench "$nomodel" --sliding-window 8
 
@@ -149,6 +161,19 @@ else
     expect 0 -- env SLIDING_WINDOW=5 "$ENGINE" ppl "$model" --ppl "$model/ppl.jsonl"
     close "$(field "$tmp/out" ppl)" "$want_w5" || fail "ppl window 5: $(tail -n 1 "$tmp/out"), transformers $want_w5"
     grep -q '"SLIDING_WINDOW":5' "$tmp/out" || fail "ppl: window used not reported"
+
+    # Precision: reported as used, with the weight bytes per token; a group the model's
+    # matrices cannot take is refused by tensor name.
+    expect 0 -- "$ENGINE" ppl "$model" --ppl "$model/ppl.jsonl" --weight-dtype int4 --head-dtype int8
+    grep -q '"WEIGHT_DTYPE":"int4","WEIGHT_GROUP":32,"HEAD_DTYPE":"int8"' "$tmp/out" &&
+        grep -q '"precision":{"weights":"int4","weight_group":32,"prequantized":false,"head":"int8"' "$tmp/out" &&
+        grep -q '"weight_bytes_per_token":[0-9]' "$tmp/out" || fail "ppl int4: $(tail -n 1 "$tmp/out")"
+    expect 0 -- "$ENGINE" bench "$model" --prompts "$good_prompts" --max-new-tokens 2 --weight-dtype int8
+    bf=$(field "$tmp/bench1" weight_bytes_per_token)
+    q8=$(field "$tmp/out" weight_bytes_per_token)
+    { [ -n "$bf" ] && [ -n "$q8" ] && [ "$q8" -lt "$bf" ]; } || fail "bench int8: weight bytes $q8 vs bf16 $bf"
+    expect 1 "self_attn.q_proj.weight [64, 64]: WEIGHT_GROUP=128 does not divide its 64 input columns" -- \
+        "$ENGINE" ppl "$model" --ppl "$model/ppl.jsonl" --weight-dtype int4 --weight-group 128
 fi
 
 # ---- text prompts and generate on the fixture model with a small BPE tokenizer (cli/): the

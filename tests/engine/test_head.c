@@ -47,7 +47,7 @@ static void fused_vs_unfused(backend *b, weight_dtype dt, int rows, int cols, in
             if (dt == DT_BF16) ((uint16_t *)data)[i] = f32_to_bf16(v);
             if (dt == DT_F16) ((uint16_t *)data)[i] = f32_to_f16(v);
         }
-    tensor w = {data, dt, rows, cols, NULL};
+    tensor w = {.data = data, .dtype = dt, .rows = rows, .cols = cols};
     float *x = b->alloc(b, (size_t)n * cols), *s = b->alloc(b, (size_t)n * rows);
     for (int i = 0; i < n * cols; i++)
         x[i] = 3.0f * frand();

@@ -1,6 +1,8 @@
 /* test_knobs.c: the engine's knobs (engine/knobs.c): defaults, the environment, flags that
  * override it, and every refusal (zero or negative values, non-numbers,
- * values above what the model allows), each with a message naming the knob and its origin. */
+ * values above what the model allows), each with a message naming the knob and its origin; the
+ * precision knobs (WEIGHT_DTYPE, WEIGHT_GROUP, HEAD_DTYPE: named values) and their refusal on
+ * the CUDA backend, which knobs_check makes before anything loads. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,9 +10,10 @@
 #include "knobs.h"
 #include "../test_util.h"
 
-static const char *all_vars[] = {"SLIDING_WINDOW",  "NUM_SPECULATIVE_TOKENS", "CENTROID_TOP_K",
-                                 "LM_HEAD_KEEPSET", "WARMUP_NUM_PROMPTS",     "MAX_NEW_TOKENS",
-                                 "MAX_MODEL_LEN",   "TUNER_PROMPT_SET"};
+static const char *all_vars[] = {
+    "SLIDING_WINDOW",     "NUM_SPECULATIVE_TOKENS", "CENTROID_TOP_K", "LM_HEAD_KEEPSET",
+    "WARMUP_NUM_PROMPTS", "MAX_NEW_TOKENS",         "MAX_MODEL_LEN",  "TUNER_PROMPT_SET",
+    "WEIGHT_DTYPE",       "WEIGHT_GROUP",           "HEAD_DTYPE",     "ENGINE_DEVICE"};
 
 static void env_clear(void) {
     for (size_t i = 0; i < sizeof all_vars / sizeof all_vars[0]; i++)
@@ -128,8 +131,56 @@ static void test_model_checks(void) {
     EXPECT(knobs_check_model(&k, 4096, 1, err, sizeof err) == 0);
 }
 
+static void test_precision(void) {
+    env_clear();
+    knobs k;
+    knobs_init(&k);
+    char err[512] = "";
+    EXPECT(k.weight_dtype == QUANT_BF16 && k.head_dtype == QUANT_BF16 && k.weight_group == 0);
+    EXPECT(knobs_weight_group(&k) == KNOBS_DEFAULT_WEIGHT_GROUP &&
+           KNOBS_DEFAULT_WEIGHT_GROUP == 32);
+    setenv("WEIGHT_DTYPE", "int4", 1);
+    setenv("WEIGHT_GROUP", "128", 1);
+    setenv("HEAD_DTYPE", "int8", 1);
+    EXPECT(knobs_from_env(&k, err, sizeof err) == 0, "%s", err);
+    EXPECT(k.weight_dtype == QUANT_INT4 && k.weight_group == 128 && k.head_dtype == QUANT_INT8);
+    EXPECT(knobs_weight_group(&k) == 128);
+    /* flags override */
+    EXPECT(knobs_set(&k, "weight-dtype", "int8", "flag --weight-dtype", err, sizeof err) == 0);
+    EXPECT(knobs_set(&k, "weight-group", "64", "flag --weight-group", err, sizeof err) == 0);
+    EXPECT(knobs_set(&k, "head-dtype", "bf16", "flag --head-dtype", err, sizeof err) == 0);
+    EXPECT(k.weight_dtype == QUANT_INT8 && k.weight_group == 64 && k.head_dtype == QUANT_BF16);
+    EXPECT(knobs_check(&k, err, sizeof err) == 0); /* cpu */
+    env_clear();
+    /* bad values name the knob, its origin and the allowed values */
+    expect_env_error("WEIGHT_DTYPE", "int3", "bf16, int8, int4");
+    expect_env_error("WEIGHT_DTYPE", "INT4", "bf16, int8, int4");
+    expect_env_error("HEAD_DTYPE", "fp8", "bf16, int8, int4");
+    expect_env_error("WEIGHT_GROUP", "48", "32, 64, 128");
+    expect_env_error("WEIGHT_GROUP", "", "32, 64, 128");
+    EXPECT(knobs_set(&k, "weight-group", "16", "flag --weight-group", err, sizeof err) == -1);
+    EXPECT(strstr(err, "flag --weight-group") && strstr(err, "\"16\"") && strstr(err, "128"), "%s",
+           err);
+    EXPECT(k.weight_group == 64);
+    EXPECT(knobs_set(&k, "head-dtype", "int2", "flag --head-dtype", err, sizeof err) == -1);
+    EXPECT(strstr(err, "flag --head-dtype") && strstr(err, "int2"), "%s", err);
+    /* the CUDA backend runs bf16 weights only: refused from the knobs alone */
+    EXPECT(knobs_set(&k, "device", "cuda", "flag --device", err, sizeof err) == 0);
+    EXPECT(knobs_check(&k, err, sizeof err) == -1);
+    EXPECT(strstr(err, "WEIGHT_DTYPE=int8") && strstr(err, "CUDA") &&
+               strstr(err, "ENGINE_DEVICE=cpu"),
+           "%s", err);
+    k.weight_dtype = QUANT_BF16;
+    k.head_dtype = QUANT_INT4;
+    EXPECT(knobs_check(&k, err, sizeof err) == -1);
+    EXPECT(strstr(err, "HEAD_DTYPE=int4") && strstr(err, "ENGINE_DEVICE=cpu"), "%s", err);
+    k.head_dtype = QUANT_BF16;
+    EXPECT(knobs_check(&k, err, sizeof err) == 0); /* bf16 with any group is fine on cuda */
+}
+
 int main(void) {
     test_defaults();
+    test_precision();
     test_env_and_flags();
     test_env_errors();
     test_model_checks();

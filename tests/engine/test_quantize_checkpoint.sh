@@ -7,7 +7,10 @@
 # positive one, equal magnitudes of both signs, values that underflow, bf16 subnormals) for
 # all six bits x group pairs. $BUILD_DIR/quant_ckpt_check then reads each through
 # engine/ctensors.c and requires every layer to equal quant_from_bf16 of the original weights
-# bit for bit (values and scales), every other tensor to be unchanged, and the config to pass.
+# bit for bit (values and scales), every other tensor to be unchanged, and the config to pass;
+# $BUILD_DIR/quant_logits_check then requires the engine's logits from each tiny checkpoint to
+# equal those of the bf16 folder loaded with WEIGHT_DTYPE / WEIGHT_GROUP set, bit for bit, and
+# knobs that disagree with the checkpoint to be refused.
 # Last, a checkpoint with one packed byte flipped must be caught, and bad arguments refused.
 #
 # Needs python3 with numpy (Debian: python3-numpy); without it the test FAILS.
@@ -20,9 +23,11 @@ fail() {
 }
 
 CHECK="$BUILD_DIR/quant_ckpt_check"
+LOGITS="$BUILD_DIR/quant_logits_check"
 TOOL="$ROOT/tools/quantize_checkpoint.py"
 MODEL="$ROOT/models/gemma4-tiny"
 [ -x "$CHECK" ] || fail "$CHECK is not built (cmake --build ... --target quant_ckpt_check)"
+[ -x "$LOGITS" ] || fail "$LOGITS is not built (cmake --build ... --target quant_logits_check)"
 [ -f "$MODEL/model.safetensors" ] || fail "$MODEL/model.safetensors is missing"
 PY=""
 for p in python3 /usr/bin/python3; do
@@ -42,6 +47,8 @@ for spec in "4 32" "8 128"; do
     out="$tmp/tiny_int$1_g$2"
     "$PY" "$TOOL" "$MODEL" "$out" --bits "$1" --group "$2" || fail "the tool failed on $MODEL"
     "$CHECK" "$MODEL" "$out" "$1" "$2" || fail "int$1 group $2 of $MODEL differs from quant.c"
+    "$LOGITS" "$MODEL" "$out" "$1" "$2" ||
+        fail "the engine's logits from the int$1 group $2 checkpoint differ from WEIGHT_DTYPE at load"
     [ -f "$out/tokenizer.json" ] && [ -f "$out/generation_config.json" ] ||
         fail "the tool did not copy the model's other files"
 done

@@ -15,7 +15,9 @@
  *     accepted length 0..k occurs, so acceptance, bonus tokens and rollback are all exercised,
  *     and the stats are checked against what the oracle did;
  *   - the shipped small model with its trained assistant (models/gemma4-tiny*), when present:
- *     lossless, and the drafter must actually be accepted a good part of the time. */
+ *     lossless, and the drafter must actually be accepted a good part of the time; and again
+ *     with its linear layers and head quantized (WEIGHT_DTYPE / HEAD_DTYPE int8 and int4), where
+ *     a quantized head's reference is plain greedy through that head, one step per token. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +43,20 @@ static unsigned rnd(void) {
     rng ^= rng >> 7;
     rng ^= rng << 17;
     return (unsigned)(rng >> 11);
+}
+
+/* HEAD_DTYPE / WEIGHT_GROUP of the head check_prompt builds (tiny_quant sets them). */
+static quant_dtype head_dtype_used = QUANT_BF16;
+static int head_group_used = 32;
+
+/* Plain greedy through a quantized head h (its scores are not the decoder's logits): one
+ * single-token step per token, each its own pass - what a verify pass must reproduce. */
+static void reference_greedy_head(decoder *d, head *h, const int *prompt, int n, int max_new,
+                                  int *out) {
+    decoder_reset(d);
+    CHECK(head_forward_argmax(h, prompt, n, 1, &out[0]) == 0);
+    for (int i = 0; i + 1 < max_new; i++)
+        CHECK(head_forward_argmax(h, &out[i], 1, 1, &out[i + 1]) == 0);
 }
 
 /* Plain greedy: one token per forward, full logits, argmax over kept ids (all when ks NULL). */
@@ -138,9 +154,13 @@ typedef struct {
 static double check_prompt(const setup *s, const int *prompt, int n, int max_new) {
     int *ref = xmalloc((size_t)max_new * sizeof(int)),
         *got = xmalloc((size_t)max_new * sizeof(int));
-    reference_greedy(s->d, s->ks, prompt, n, max_new, ref);
-    head *h = head_new(s->d, s->ks);
     char err[512];
+    head *h = head_new_prec(s->d, s->ks, head_dtype_used, head_group_used, err, sizeof err);
+    if (!h) die("%s", err);
+    if (head_quantized(h))
+        reference_greedy_head(s->d, h, prompt, n, max_new, ref);
+    else
+        reference_greedy(s->d, s->ks, prompt, n, max_new, ref);
     long drafted = 0, accepted = 0;
     for (int k = 0; k <= 8; k++) {
         /* the drafter, or plain greedy through the speculator when k == 0 */
@@ -300,9 +320,58 @@ static void tiny_model(void) {
     model_free(m);
 }
 
+/* The shipped small model at WEIGHT_DTYPE int8 / int4 and HEAD_DTYPE bf16 / int8 / int4, with
+ * and without a keepset: speculation stays lossless (quantized rows are computed one by one,
+ * so a verify pass reproduces the decode steps). */
+static void tiny_quant(void) {
+    struct stat sb;
+    const char *tdir = "../../models/gemma4-tiny", *adir = "../../models/gemma4-tiny-assistant";
+    if (stat(tdir, &sb) || stat(adir, &sb)) {
+        printf("test_speculate: no shipped small model: skipping the quantized part\n");
+        return;
+    }
+    static const struct {
+        quant_dtype w, h;
+        int group;
+    } cases[] = {
+        {QUANT_INT8, QUANT_INT8, 128}, {QUANT_INT4, QUANT_BF16, 32}, {QUANT_INT4, QUANT_INT4, 32}};
+    char err[1024];
+    assistant *a = fixture_assistant(adir);
+    prompt_set ps;
+    if (prompt_set_load("../../models/gemma4-tiny/eval/prompts_tune.jsonl", &ps, err, sizeof err))
+        die("%s", err);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        model *m = model_load_prec(tdir, cases[c].w, cases[c].group, err, sizeof err);
+        if (!m) die("%s", err);
+        keepset ks;
+        if (keepset_load("../../models/gemma4-tiny/keepset.txt", 2048, m->config.vocab, &ks, err,
+                         sizeof err))
+            die("%s", err);
+        head_dtype_used = cases[c].h;
+        head_group_used = cases[c].group;
+        decoder *d = fixture_decoder(m, 0, 256);
+        const int n = ps.items[1].n_tokens < 64 ? ps.items[1].n_tokens : 64;
+        for (int use_ks = 0; use_ks < 2; use_ks++) {
+            char name[128];
+            snprintf(name, sizeof name, "gemma4-tiny WEIGHT_DTYPE=%s HEAD_DTYPE=%s g%d%s",
+                     quant_dtype_name(cases[c].w), quant_dtype_name(cases[c].h), cases[c].group,
+                     use_ks ? ", keepset 2048" : "");
+            setup s = {name, d, a, use_ks ? &ks : NULL, 0};
+            check_prompt(&s, ps.items[1].tokens, n, 32);
+        }
+        decoder_free(d);
+        keepset_free(&ks);
+        model_free(m);
+    }
+    head_dtype_used = QUANT_BF16;
+    prompt_set_free(&ps);
+    assistant_free(a);
+}
+
 int main(void) {
     t_start = now_seconds();
     fixture_a();
     tiny_model();
+    tiny_quant();
     return test_exit("test_speculate");
 }

@@ -12,6 +12,8 @@ cleanup() {
     rm -rf "$T"
 }
 trap cleanup EXIT
+# A command that stops the test through set -e says where, so no failure is silent.
+trap 'echo "FAIL: ${BASH_SOURCE[0]}:$LINENO: exit status $? from: $BASH_COMMAND" >&2' ERR
 cd "$T"
 export TUNER_KILL_GRACE=${TUNER_KILL_GRACE:-0.5}
 
