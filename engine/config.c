@@ -362,6 +362,19 @@ int config_parse(const char *text, size_t len, const char *path, model_config *c
         goto done;
     }
     if (parse_text(&x, text_cfg, c)) goto done;
+    /* The dtype the weights were saved in (transformers writes "dtype", older files
+     * "torch_dtype"), text_config's first: the loader checks the tensors' labels against it. */
+    c->weights_dtype = -1;
+    const cJSON *const where[] = {text_cfg, root};
+    for (int w = 0; w < 2 && c->weights_dtype < 0; w++)
+        for (int k = 0; k < 2 && c->weights_dtype < 0; k++) {
+            const cJSON *d = item(where[w], k ? "torch_dtype" : "dtype");
+            if (!cJSON_IsString(d)) continue;
+            c->weights_dtype = !strcmp(d->valuestring, "bfloat16")  ? DT_BF16
+                               : !strcmp(d->valuestring, "float16") ? DT_F16
+                               : !strcmp(d->valuestring, "float32") ? DT_F32
+                                                                    : -1;
+        }
     info->tie_embeddings = c->tie_embeddings;
     if (info->wrapped) {
         /* Gemma4ForConditionalGeneration ties by the wrapper's own flag. */

@@ -121,6 +121,8 @@ typedef struct {
     int ple_dim;                /* hidden_size_per_layer_input; 0 = no per-layer embeddings */
     int ple_vocab;              /* vocab_size_per_layer_input */
     int tie_embeddings;         /* tie_word_embeddings */
+    int weights_dtype;          /* dtype (or torch_dtype), text_config's or the file's: DT_BF16,
+                                   DT_F16 or DT_F32; -1 when not given */
     int bos_id, eos_id, pad_id; /* bos/eos/pad_token_id (first eos when a list); -1 = none */
     rope_params rope_sliding;   /* rope_parameters["sliding_attention"] */
     rope_params rope_full;      /* rope_parameters["full_attention"] */

@@ -96,6 +96,19 @@ static const st_tensor *take(loader *L, tensor *out, int optional, int absolute,
         failf(L, "%s", why);
         return NULL;
     }
+    /* bf16 and f16 share a size, so a file whose labels were swapped loads and decodes garbage:
+     * a 16-bit tensor must carry the 16-bit type config.json names (f32 tensors, e.g. norms kept
+     * in full precision, are fine either way). */
+    const int want = L->m->config.weights_dtype;
+    if ((want == DT_BF16 || want == DT_F16) && (out->dtype == DT_BF16 || out->dtype == DT_F16) &&
+        (int)out->dtype != want) {
+        failf(L,
+              "%s: tensor '%s' is %s, but %s/config.json says the weights are %s: the file's "
+              "dtype labels disagree with the model (a relabelled file decodes garbage)",
+              L->st->files[t->file].path, name, out->dtype == DT_BF16 ? "BF16" : "F16", L->dir,
+              want == DT_BF16 ? "bfloat16" : "float16");
+        return NULL;
+    }
     return t;
 }
 

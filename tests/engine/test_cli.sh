@@ -174,6 +174,14 @@ else
     { [ -n "$bf" ] && [ -n "$q8" ] && [ "$q8" -lt "$bf" ]; } || fail "bench int8: weight bytes $q8 vs bf16 $bf"
     expect 1 "self_attn.q_proj.weight [64, 64]: WEIGHT_GROUP=128 does not divide its 64 input columns" -- \
         "$ENGINE" ppl "$model" --ppl "$model/ppl.jsonl" --weight-dtype int4 --weight-group 128
+
+    # bf16 tensors under a config.json that says float16 (a relabelled file): refused by name.
+    relabel=$tmp/relabelled
+    mkdir -p "$relabel"
+    cp "$model"/* "$relabel"/
+    sed -i 's/"dtype": "bfloat16"/"dtype": "float16"/' "$relabel/config.json"
+    expect 1 "is BF16, but" "config.json says the weights are float16" -- \
+        "$ENGINE" ppl "$relabel" --ppl "$model/ppl.jsonl"
 fi
 
 # ---- text prompts and generate on the fixture model with a small BPE tokenizer (cli/): the
