@@ -139,6 +139,58 @@ static void load_allow_env(loader *ld, const yaml_node_t *n) {
 
 /* ---------------------------------------------------------------- engine */
 
+/* What makes a result pattern unsafe to compile, or NULL. glibc's regcomp copies a repeated
+ * subexpression once per repetition, so stacked or nested repetitions grow it without bound
+ * (the fuzzer found '+' repeated 100 times taking over 2 GB). Refused: over 1000 characters, two
+ * repetition operators in a row (undefined in POSIX ERE), a count over 255 (POSIX's RE_DUP_MAX
+ * floor), and counts whose product over the pattern exceeds 10000. */
+static const char *regex_problem(const char *p) {
+    if (strlen(p) > 1000) return "is longer than 1000 characters";
+    double product = 1;
+    int prev_rep = 0; /* the last token was a repetition operator */
+    for (size_t i = 0; p[i]; i++) {
+        const char c = p[i];
+        if (c == '\\' && p[i + 1]) {
+            i++;
+            prev_rep = 0;
+        } else if (c == '[') { /* a bracket expression: skip to its ']' */
+            size_t j = i + 1;
+            if (p[j] == '^') j++;
+            if (p[j] == ']') j++;
+            while (p[j] && p[j] != ']') {
+                if (p[j] == '[' && (p[j + 1] == ':' || p[j + 1] == '.' || p[j + 1] == '=')) {
+                    const char close = p[j + 1];
+                    j += 2;
+                    while (p[j] && !(p[j] == close && p[j + 1] == ']'))
+                        j++;
+                    if (p[j]) j++;
+                }
+                if (p[j]) j++;
+            }
+            i = p[j] ? j : j - 1;
+            prev_rep = 0;
+        } else if (c == '*' || c == '+' || c == '?' || c == '{') {
+            if (prev_rep) return "has two repetition operators in a row";
+            if (c == '{') {
+                char *end = NULL;
+                const long lo = strtol(p + i + 1, &end, 10);
+                long hi = lo;
+                if (end && *end == ',') hi = end[1] == '}' ? lo : strtol(end + 1, &end, 10);
+                if (lo > 255 || hi > 255) return "has a repetition count over 255";
+                product *= hi > 1 ? (double)hi : 1;
+                if (product > 10000) return "has repetition counts whose product exceeds 10000";
+                while (p[i] && p[i] != '}')
+                    i++;
+                if (!p[i]) break;
+            }
+            prev_rep = 1;
+        } else {
+            prev_rep = 0;
+        }
+    }
+    return NULL;
+}
+
 static void add_regex(loader *ld, const yaml_node_t *key_node, const yaml_node_t *val) {
     space *sp = ld->sp;
     char key[256];
@@ -146,6 +198,8 @@ static void add_regex(loader *ld, const yaml_node_t *key_node, const yaml_node_t
     if (!ld_is_identifier(ld_text(key_node)))
         ld_fail(ld, key_node, key, "metric names are letters, digits and '_'");
     const char *pattern = ld_string(ld, val, key);
+    const char *unsafe = regex_problem(pattern);
+    if (unsafe) ld_fail(ld, val, key, "regular expression '%.80s' %s", pattern, unsafe);
     sp->regex = xrealloc(sp->regex, (size_t)(sp->n_regex + 1) * sizeof *sp->regex);
     metric_regex *r = &sp->regex[sp->n_regex];
     int rc = regcomp(&r->re, pattern, REG_EXTENDED);

@@ -21,7 +21,10 @@
  *       regex:                       #   the last JSON line of stdout. With regex: one
  *         tps: 'tok/s: ([0-9.]+)'    #   POSIX extended pattern per metric, compiled at
  *                                    #   load; the first capture group is the value; the
- *                                    #   objective and every constraint metric need one.
+ *                                    #   objective and every constraint metric need one;
+ *                                    #   at most 1000 characters, no two repetition
+ *                                    #   operators in a row, counts up to 255 whose
+ *                                    #   product stays under 10000 (regcomp's memory).
  *   objective: {metric: tps, direction: maximize}  # required; direction maximize (the
  *                                    #   default) or minimize
  *   constraints:                     # "metric op rhs", op in <=, <, >=, >;
