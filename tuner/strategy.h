@@ -28,6 +28,12 @@ typedef struct {
     int (*rank)(strategy *s, const observation *obs, int n_obs, const resolved_constraint *rc,
                 int n_rc, int *order);
     void (*destroy)(strategy *s);
+    /* Optional (NULL: the strategy ignores it). The relative standard deviation of tokens/s
+     * (stddev / mean, e.g. 0.08) that the sweep driver measured from repeats of the baseline at
+     * the start; called after create and before the first propose, and again on resume with the
+     * value rebuilt from the journal, so proposals stay a function of seed, observations, pending
+     * points and this number. Values <= 0 or non-finite mean "not measured". */
+    void (*set_noise)(strategy *s, double rel_noise);
 } strategy_ops;
 
 /* The registry: one entry for each name of space_strategy_names (space.h). NULL for an unknown
