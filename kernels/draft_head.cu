@@ -39,7 +39,7 @@ __device__ __forceinline__ unsigned long long dh_key(float v, int id) {
 }
 
 __global__ void __launch_bounds__(DH_WARPS * 32)
-    draft_topk_kernel(int *work, const float *__restrict__ cscores, int n_centroids, int top_k) {
+    draft_topk_kernel(int *work, const float *cscores, int n_centroids, int top_k) {
     k_wait_prior();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int c = blockIdx.x * DH_WARPS + warp;
@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(DH_WARPS * 32)
 template <typename T, bool VEC>
 __global__ void __launch_bounds__(DH_WARPS * 32)
     draft_logits_kernel(int *id, int *work, float *logits, const T *__restrict__ head,
-                        const int *__restrict__ ordering, const float *__restrict__ x, int cols,
+                        const int *__restrict__ ordering, const float *x, int cols,
                         int per, int top_k) {
     k_wait_prior();
     __shared__ unsigned long long best[DH_WARPS];
@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(DH_WARPS * 32)
                 const float4 *xp = reinterpret_cast<const float4 *>(x + c);
 #pragma unroll
                 for (int q = 0; q < V / 4; q++) {
-                    const float4 xv = __ldg(xp + q);
+                    const float4 xv = k_ld_act(xp + q);
                     acc += wf[4 * q] * xv.x + wf[4 * q + 1] * xv.y + wf[4 * q + 2] * xv.z +
                            wf[4 * q + 3] * xv.w;
                 }

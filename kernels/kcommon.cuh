@@ -56,9 +56,24 @@ template <> __device__ __forceinline__ void unpack16<__nv_bfloat16>(const uint4 
 }
 
 /* The same from memory: one 128-bit load through the read-only path. p must be 16-byte
- * aligned. */
+ * aligned, and point at weights: memory no kernel writes (k_ld_act says why). */
 template <typename T> __device__ __forceinline__ void load16(const T *p, float *f) {
     unpack16<T>(__ldg(reinterpret_cast<const uint4 *>(p)), f);
+}
+
+/* Loads of activations: what an earlier kernel of the stream wrote. ld.global.ca (cached in L1
+ * and coherent once k_wait_only has returned), never the read-only path (__ldg, or a
+ * const __restrict__ pointer the compiler turns into ld.global.nc): that path is defined only
+ * for memory nothing writes while the kernel is resident, and under programmatic dependent
+ * launch a kernel is resident while its predecessor still writes its input - and while the
+ * kernel before that still reads the old contents into the multiprocessor's L1. On an H100
+ * the shipped small model's captured decode steps read stale inputs that way (logits off by up
+ * to 14). Weights keep the read-only path. */
+__device__ __forceinline__ float4 k_ld_act(const float4 *p) {
+    return __ldca(p);
+}
+__device__ __forceinline__ float k_ld_act(const float *p) {
+    return __ldca(p);
 }
 
 __device__ __forceinline__ float warp_sum(float v) {

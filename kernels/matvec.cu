@@ -73,11 +73,11 @@ static double mv_rows_min_bytes = 1024.0 * 1024.0;
 /* acc + the dot product of 16 bytes of weights (already fp32 in wf) with x[c .. c + V), four
  * products at a time. */
 template <int V>
-__device__ __forceinline__ float mv_dot16(const float *wf, const float *__restrict__ xp,
+__device__ __forceinline__ float mv_dot16(const float *wf, const float *xp,
                                           float acc) {
 #pragma unroll
     for (int q = 0; q < V / 4; q++)
-        acc = mv_dot4(wf + 4 * q, __ldg(reinterpret_cast<const float4 *>(xp) + q), acc);
+        acc = mv_dot4(wf + 4 * q, k_ld_act(reinterpret_cast<const float4 *>(xp) + q), acc);
     return acc;
 }
 
@@ -101,7 +101,7 @@ __device__ __forceinline__ void mv_first(uint4 *f1, uint4 *f2, const T *w1, cons
  * first F = 2 chunks per lane are loaded before the wait for the previous kernel. */
 template <typename T, int NT, bool VEC, int U, bool PAIR>
 __global__ void __launch_bounds__(MV_WARPS * 32)
-    matvec_kernel(const mv_launch L, const float *__restrict__ x, int cols, int n) {
+    matvec_kernel(const mv_launch L, const float *x, int cols, int n) {
     constexpr int F = VEC ? 2 : 1; /* chunks per lane loaded first */
     /* This block's segment (compile-time indices: the launch struct stays in parameter space). */
     mv_seg sg = L.seg[0];
@@ -171,7 +171,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
 #pragma unroll
                 for (int t = 0; t < NT; t++)
                     if (t0 + t < n) {
-                        const float xv = x[(size_t)(t0 + t) * cols + c];
+                        const float xv = k_ld_act(x + (size_t)(t0 + t) * cols + c);
                         acc[t] += wv * xv;
                         if (pair) acc_up[t] += wv2 * xv;
                     }
@@ -246,7 +246,7 @@ __host__ __device__ constexpr int mv1_blocks_for(int unroll, bool pair, bool grp
  * segment number in place, not copied. */
 template <typename T, int U, bool PAIR, bool GRP, int WB = MV_WARPS>
 __global__ void __launch_bounds__(WB * 32, mv1_blocks_for<T>(U, PAIR, GRP, WB))
-    matvec1_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols) {
+    matvec1_kernel(const __grid_constant__ mv_launch L, const float *x, int cols) {
     constexpr int V = vec16<T>::n, F = 2; /* F: chunks loaded first */
     __shared__ float part[WB], part_up[WB];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;

@@ -76,8 +76,8 @@ __device__ __forceinline__ unsigned bf16x2_rn(float lo, float hi) {
  * off); an x beyond bf16's range also gives a NaN part. */
 template <int SPLIT>
 __device__ __forceinline__ void mma_b(const float *xp, int part, bool live, unsigned b[4]) {
-    const float4 p = __ldg(reinterpret_cast<const float4 *>(xp)),
-                 q = __ldg(reinterpret_cast<const float4 *>(xp) + 1);
+    const float4 p = k_ld_act(reinterpret_cast<const float4 *>(xp)),
+                 q = k_ld_act(reinterpret_cast<const float4 *>(xp) + 1);
     const float v[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
     if constexpr (SPLIT == 3) {
         const unsigned m1 = part >= 1 ? 0xffff0000u : 0u, m2 = part >= 2 ? 0xffff0000u : 0u;
@@ -165,7 +165,7 @@ __device__ __forceinline__ void mma_finish(float (*part)[16][8 * NB], float (*pa
  * segment is a gate + up pair (the up matrix's loads exist only then). */
 template <bool PAIR, int U, int NB, int SPLIT>
 __global__ void __launch_bounds__(MMA_WARPS * 32, PAIR || NB > 1 ? 2 : 3)
-    matvec_mma_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
+    matvec_mma_kernel(const __grid_constant__ mv_launch L, const float *x, int cols,
                       int n) {
     constexpr int F = 2, CAP = 8 * NB / SPLIT;
     __shared__ float part[MMA_WARPS][16][8 * NB], part_up[PAIR ? MMA_WARPS : 1][16][8 * NB];

@@ -168,7 +168,7 @@ __host__ __device__ constexpr int q_pow2_at_least(int n) {
 template <int B, int R, int N, bool ST>
 __global__ void __launch_bounds__(256, B == 4 && R == 2 && N == 1 ? 3 : 1)
     matvec_q_kernel(const uint4 *__restrict__ wq, const uint16_t *__restrict__ sc,
-                    const float *__restrict__ x, float *__restrict__ y, int rows, int cols,
+                    const float *x, float *__restrict__ y, int rows, int cols,
                     int gshift, int P, int sets) {
     static_assert(R * N <= 32, "a warp sums at most 32 values at once");
     constexpr int CW = qfmt<B>::cw, VPW = qfmt<B>::vpw, XU = VPW / 4; /* float4 of x a word */
@@ -258,7 +258,7 @@ __global__ void __launch_bounds__(256, B == 4 && R == 2 && N == 1 ? 3 : 1)
             for (int i = threadIdx.x; i < N * n_u; i += blockDim.x) {
                 const int t = i / n_u, e = i - t * n_u;
                 xs[t * tu + q_pad(e)] =
-                    __ldg(reinterpret_cast<const float4 *>(x) + (size_t)t * xu + c0 + e);
+                    k_ld_act(reinterpret_cast<const float4 *>(x) + (size_t)t * xu + c0 + e);
             }
             __syncthreads();
         };
@@ -290,7 +290,7 @@ __global__ void __launch_bounds__(256, B == 4 && R == 2 && N == 1 ? 3 : 1)
 #pragma unroll
                         for (int h = 0; h < XU; h++) {
                             const float4 f = ST ? xk[t * xstride + j * XU + h]
-                                                : __ldg(xk + t * xstride + j * XU + h);
+                                                : k_ld_act(xk + t * xstride + j * XU + h);
                             xv[4 * h] = f.x;
                             xv[4 * h + 1] = f.y;
                             xv[4 * h + 2] = f.z;
@@ -342,7 +342,7 @@ __global__ void __launch_bounds__(256, B == 4 && R == 2 && N == 1 ? 3 : 1)
 #pragma unroll
                             for (int h = 0; h < XU; h++) {
                                 const float4 f = ST ? xk[t * xstride + j * XU + h]
-                                                    : __ldg(xk + t * xstride + j * XU + h);
+                                                    : k_ld_act(xk + t * xstride + j * XU + h);
                                 xv[4 * h] = f.x;
                                 xv[4 * h + 1] = f.y;
                                 xv[4 * h + 2] = f.z;

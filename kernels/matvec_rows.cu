@@ -44,7 +44,7 @@ typedef void (*mv_rows_fn)(const mv_launch, const float *, int, int);
  * NT). */
 template <typename T, int NL, int R, bool PAIR>
 __global__ void __launch_bounds__(MV_WARPS * 32)
-    matvec_rows_kernel(const __grid_constant__ mv_launch L, const float *__restrict__ x, int cols,
+    matvec_rows_kernel(const __grid_constant__ mv_launch L, const float *x, int cols,
                        int n) {
     constexpr int NT = pow2_at_least(NL);
     const mv_seg &sg = L.seg[mv_seg_of(L, (int)blockIdx.x)];
@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(MV_WARPS * 32)
                     x + (size_t)(t0 + t < n ? t0 + t : t0) * cols + c0 + c);
 #pragma unroll
                 for (int q = 0; q < V / 4; q++)
-                    xv[t][q] = __ldg(xp + q);
+                    xv[t][q] = k_ld_act(xp + q);
             }
 #pragma unroll
             for (int t = 0; t < NL; t++)

@@ -87,8 +87,8 @@ __host__ __device__ constexpr int mlp_extra_warps(int nt) {
 template <int NL, int B>
 __global__ void __launch_bounds__(NL > 4 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 1)
     mlp_kernel(const uint4 *__restrict__ gate, const uint4 *__restrict__ up,
-               const uint4 *__restrict__ downt, const float *__restrict__ x,
-               float *__restrict__ h_out, float *__restrict__ u_out, float *__restrict__ partial,
+               const uint4 *__restrict__ downt, const float *x,
+               float *h_out, float *u_out, float *partial,
                int H, int I, int n, int t0, int p0, int S, int depth) {
     constexpr int NT = pow2_at_least(NL);
     extern __shared__ __align__(128) unsigned char ring[];
@@ -172,7 +172,7 @@ __global__ void __launch_bounds__(NL > 4 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 1
         const bool live = t0 + tt < n;
         const float4 *xp =
             reinterpret_cast<const float4 *>(x + (size_t)(live ? t0 + tt : t0) * H) + 2 * c;
-        const float4 a = xp[0], b = xp[1];
+        const float4 a = k_ld_act(xp), b = k_ld_act(xp + 1);
         xr[tt][0] = a.x, xr[tt][1] = a.y, xr[tt][2] = a.z, xr[tt][3] = a.w;
         xr[tt][4] = b.x, xr[tt][5] = b.y, xr[tt][6] = b.z, xr[tt][7] = b.w;
 #pragma unroll
@@ -252,7 +252,7 @@ __global__ void __launch_bounds__(NL > 4 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 1
 /* out[t][j] = the sum over blocks b of partial[t][b][j], b in order: 32 outputs a block of 256
  * threads, each of its 8 warps summing every 8th partial, then the 8 sums in order. */
 __global__ void __launch_bounds__(256)
-    mlp_reduce_kernel(const float *__restrict__ partial, float *__restrict__ out, int H, int G) {
+    mlp_reduce_kernel(const float *partial, float *out, int H, int G) {
     __shared__ float sums[8][33];
     k_wait_prior();
     const int t = blockIdx.y, lane = threadIdx.x & 31, p = threadIdx.x >> 5;

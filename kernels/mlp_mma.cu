@@ -93,9 +93,9 @@ __device__ __forceinline__ void mlpm_free_rows(uint64_t *empty, unsigned &st, un
  * floats), then the warps' sums of two batches, red[2][CW][2][8][B]. */
 __global__ void __launch_bounds__(MLPM_THREADS, 1)
     mlp_mma_kernel(const uint4 *__restrict__ gate, const uint4 *__restrict__ up,
-                   const uint4 *__restrict__ downt, const float *__restrict__ x,
-                   float *__restrict__ h_out, float *__restrict__ u_out,
-                   float *__restrict__ partial, int H, int I, int n, int t0, int p0, int nl, int S,
+                   const uint4 *__restrict__ downt, const float *x,
+                   float *h_out, float *u_out,
+                   float *partial, int H, int I, int n, int t0, int p0, int nl, int S,
                    int depth) {
     constexpr int B = MLPM_B;
     extern __shared__ __align__(128) unsigned char smem[];
@@ -158,7 +158,7 @@ __global__ void __launch_bounds__(MLPM_THREADS, 1)
     const int c = threadIdx.x;
     for (int i = 0; i < live; i++) {
         const float4 *src = reinterpret_cast<const float4 *>(x + (size_t)(t0 + i) * H) + 2 * c;
-        const float4 a = src[0], b = src[1];
+        const float4 a = k_ld_act(src), b = k_ld_act(src + 1);
         const float v[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
         unsigned hi[8], mid[8], lo[8];
 #pragma unroll
