@@ -109,32 +109,53 @@ cJSON *manifest_build(const space *sp, const trial_table *t, int best,
     cJSON_AddItemToObject(m, "measured", figures_block(p, "tune"));
     const manifest_verified *mv = info->verified;
     const point_stats *vp = mv->point;
-    cJSON_AddItemToObject(obj, "verified_median", number_or_null(vp->objective));
-    cJSON *ver = figures_block(vp, sp->verify_prompt_set);
-    cJSON *vcons = cJSON_AddArrayToObject(ver, "constraints");
+    cJSON_AddItemToObject(obj, "verified_median", number_or_null(vp ? vp->objective : NAN));
     cJSON *gap = cJSON_CreateObject();
     cJSON_AddItemToObject(gap, sp->objective, number_or_null(mv->gap));
-    for (int c = 0; c < sp->n_constraints; c++) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "text", sp->constraints[c].text ? sp->constraints[c].text : "");
-        cJSON_AddItemToObject(o, "bound", number_or_null(mv->rc[c].bound));
-        cJSON_AddItemToObject(o, "verified", number_or_null(vp->cons[c]));
-        cJSON_AddItemToArray(vcons, o);
-        const char *metric = sp->constraints[c].metric;
-        if (!cJSON_GetObjectItemCaseSensitive(gap, metric))
-            cJSON_AddItemToObject(gap, metric,
-                                  number_or_null(isfinite(p->cons[c]) && p->cons[c] != 0
-                                                     ? vp->cons[c] / p->cons[c] - 1
-                                                     : NAN));
+    if (vp) {
+        cJSON *ver = figures_block(vp, sp->verify_prompt_set);
+        cJSON *vcons = cJSON_AddArrayToObject(ver, "constraints");
+        for (int c = 0; c < sp->n_constraints; c++) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "text",
+                                    sp->constraints[c].text ? sp->constraints[c].text : "");
+            cJSON_AddItemToObject(o, "bound", number_or_null(mv->rc[c].bound));
+            cJSON_AddItemToObject(o, "verified", number_or_null(vp->cons[c]));
+            cJSON_AddItemToArray(vcons, o);
+            const char *metric = sp->constraints[c].metric;
+            if (!cJSON_GetObjectItemCaseSensitive(gap, metric))
+                cJSON_AddItemToObject(gap, metric,
+                                      number_or_null(isfinite(p->cons[c]) && p->cons[c] != 0
+                                                         ? vp->cons[c] / p->cons[c] - 1
+                                                         : NAN));
+        }
+        cJSON_AddItemToObject(m, "verified", ver);
+    } else {
+        cJSON_AddNullToObject(m, "verified");
     }
-    cJSON_AddItemToObject(m, "verified", ver);
     cJSON_AddItemToObject(m, "gap", gap);
     cJSON *vinfo = cJSON_AddObjectToObject(m, "verification");
+    cJSON_AddStringToObject(vinfo, "outcome", mv->baseline_answer ? "baseline" : "winner");
+    if (mv->summary) cJSON_AddStringToObject(vinfo, "summary", mv->summary);
+    if (mv->pairs > 0) {
+        cJSON *su = cJSON_AddObjectToObject(vinfo, "speedup");
+        cJSON_AddItemToObject(su, "estimate", number_or_null(mv->speedup[0]));
+        cJSON_AddItemToObject(su, "low", number_or_null(mv->speedup[1]));
+        cJSON_AddItemToObject(su, "high", number_or_null(mv->speedup[2]));
+        cJSON_AddNumberToObject(su, "confidence", sp->verify_confidence);
+        cJSON_AddNumberToObject(su, "pairs", mv->pairs);
+        cJSON_AddStringToObject(su, "method", "t interval on the log-ratios of paired runs");
+    }
     cJSON_AddNumberToObject(vinfo, "top", sp->verify_top);
     cJSON_AddNumberToObject(vinfo, "repeats", sp->verify_repeats);
+    cJSON_AddNumberToObject(vinfo, "max_repeats", sp->verify_max_repeats);
+    cJSON_AddNumberToObject(vinfo, "max_candidates", sp->verify_max_candidates);
+    cJSON_AddNumberToObject(vinfo, "confidence", sp->verify_confidence);
+    cJSON_AddNumberToObject(vinfo, "precision", sp->verify_precision);
     cJSON_AddStringToObject(vinfo, "prompt_set", sp->verify_prompt_set);
     cJSON_AddNumberToObject(vinfo, "tolerance", sp->verify_tolerance);
     cJSON_AddItemToObject(vinfo, "candidates", cJSON_Duplicate(mv->candidates, 1));
+    cJSON_AddItemToObject(m, "noise", number_or_null(mv->noise));
     cJSON *warn = cJSON_AddArrayToObject(m, "warnings");
     for (int i = 0; i < mv->n_warnings; i++)
         cJSON_AddItemToArray(warn, cJSON_CreateString(mv->warnings[i]));

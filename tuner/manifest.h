@@ -6,12 +6,15 @@
  * "measured" (median and spread of every numeric metric over the point's runs on the tuning
  * prompts), "verified" (the same over its re-runs on the held-out prompts, with the
  * constraints re-checked on them), "gap" (verified / measured - 1 per metric of the space),
- * "verification" (tolerance, every candidate with its measured and verified figures, and
- * why the dropped ones were dropped), "warnings" (a gap over the tolerance, dropped
- * candidates), the objective, the constraints with their resolved bounds, the budget and
- * how much of it was used, the engine command and working directory, the device the engine
- * reported, the study and the time, and "allow_env" when the space has it (the risky names
- * `tuner env` may export). It is written atomically (tmp, fsync, rename).
+ * "verification" (the rules: confidence, precision, repeats; the outcome: "winner" or
+ * "baseline", the summary line, the winner's speed-up over the baseline with its interval
+ * and pairs; every candidate with its measured and verified figures, speed-up and verdict,
+ * and why the dropped ones were dropped), "noise" (the relative sd of the baseline's
+ * objective at the start), "warnings" (a gap over the tolerance, dropped candidates), the
+ * objective, the constraints with their resolved bounds, the budget and how much of it was
+ * used, the engine command and working directory, the device the engine reported, the
+ * study and the time, and "allow_env" when the space has it (the risky names `tuner env`
+ * may export). It is written atomically (tmp, fsync, rename).
  */
 #ifndef MANIFEST_H
 #define MANIFEST_H
@@ -22,14 +25,19 @@
 #include "strategy.h"
 #include "trials.h"
 
-/* What the verification found for the winner (verify.h). */
+/* What the verification found for the answer (verify.h): a winner, or the baseline. */
 typedef struct {
-    const point_stats *point;      /* the winner's runs on the held-out prompts */
+    const point_stats *point;      /* its runs on the held-out prompts (NULL: none) */
     const resolved_constraint *rc; /* [n_constraints] bounds applied to the verified figures */
     double gap;                    /* objective: verified / measured - 1 */
     const cJSON *candidates;       /* every candidate's verdict (copied into the manifest) */
     const char *const *warnings;   /* [n_warnings] */
     int n_warnings;
+    const char *summary; /* "1.31x [1.27, 1.35] over the baseline on ..., 6 pairs" */
+    int baseline_answer; /* 1: no setting was measurably faster; this is the baseline */
+    int pairs;           /* the winner's pairs with the baseline (0: none) */
+    double speedup[3];   /* estimate, low, high of its speed-up (NAN: none) */
+    double noise;        /* relative sd of the baseline's objective (NAN: not measured) */
 } manifest_verified;
 
 typedef struct {

@@ -342,6 +342,13 @@ static void md_outcome(FILE *f, const report_data *d) {
         fputs(" |", f);
     }
     fputs("\n\n", f);
+    const cJSON *sum = jget(jget(m, "verification", NULL), "summary", NULL);
+    if (cJSON_IsString(sum))
+        fprintf(f, "Answer: %s (%s).\n\n", sum->valuestring,
+                cJSON_IsString(jget(m, "verified", "prompt_set"))
+                    ? "each candidate run right after a baseline run; a t interval on the "
+                      "log-ratios of the pairs"
+                    : "no held-out runs");
     cJSON_ArrayForEach(item, jget(m, "warnings", NULL)) {
         if (cJSON_IsString(item)) fprintf(f, "- warning: %s\n", item->valuestring);
     }
@@ -531,6 +538,7 @@ static void md_write(FILE *f, const report_data *d) {
             "`*.dat` files beside this file redraw it.\n\n",
             xm, xm);
     md_verification(f, d);
+    report_conditions_md(f, d);
     fprintf(f, "## Feasible Pareto front\n\n");
     if (d->n_pareto == 0) {
         fprintf(f, "No feasible point.\n\n");
@@ -683,7 +691,7 @@ int report_main(const char *study, const char *out_dir, FILE *out, int to_stdout
     }
     if (!dir_make(report_dir, err, sizeof err)) goto fail;
     if (!file_write_atomic(md_path, md, err, sizeof err)) goto fail;
-    if (!report_plot_write(&d, err, sizeof err)) {
+    if (!report_plot_write(&d, err, sizeof err) || !report_conditions_plot(&d, err, sizeof err)) {
         fprintf(stderr, "%s: %s (report.md is written: %s)\n", util_progname, err, md_path);
         goto done;
     }

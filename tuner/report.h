@@ -13,6 +13,8 @@
  *                  re-runs as arrows from measured to verified, the chosen point; drawn
  *                  by gnuplot (report_plot.c)
  *   plot.gp, *.dat the gnuplot script and its data, to redraw or restyle the picture
+ *   conditions.png the objective of every run against the load average (and the GPU's
+ *                  clocks and temperature) at its start, when they vary (report_conditions.c)
  *
  * report.c gathers the study into a report_data and writes the Markdown; report_plot.c
  * turns the same report_data into the picture.
@@ -61,5 +63,17 @@ double report_point_x(const report_data *d, int p);
 /* Write the plot's data files and plot.gp into d->report_dir and run gnuplot to draw
  * plot.png. Returns 1, or 0 with err saying what failed (gnuplot missing, its error). */
 int report_plot_write(const report_data *d, char *err, size_t errlen);
+
+/* Run gnuplot on NAME.gp in dir (its messages into gnuplot.log for "plot", else NAME.log);
+ * it must write NAME.png. Returns 1, or 0 with err saying what failed. */
+int report_gnuplot(const char *dir, const char *name, char *err, size_t errlen);
+
+/* The "Noise and machine conditions" section of report.md (report_conditions.c): the noise
+ * measured from the baseline's runs and the load average and GPU clocks and temperature
+ * the runs saw; when they vary, the objective plotted against them in conditions.png. */
+void report_conditions_md(FILE *f, const report_data *d);
+/* Draw conditions.png (with conditions.gp and conditions.dat) when the conditions vary;
+ * nothing otherwise. Returns 1, or 0 with err set. */
+int report_conditions_plot(const report_data *d, char *err, size_t errlen);
 
 #endif

@@ -71,8 +71,11 @@ static double verify_x(const report_data *d, int v) {
     return d->vt->points[v].cons[d->x_con];
 }
 
-/* Run gnuplot on plot.gp in dir, its output into gnuplot.log. Returns 1 on success. */
-static int gnuplot_run(const char *dir, char *err, size_t errlen) {
+int report_gnuplot(const char *dir, const char *name, char *err, size_t errlen) {
+    char script[64], log[64];
+    snprintf(script, sizeof script, "%s.gp", name);
+    snprintf(log, sizeof log, "%s", strcmp(name, "plot") ? name : "gnuplot");
+    strncat(log, ".log", sizeof log - strlen(log) - 1);
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
@@ -81,13 +84,13 @@ static int gnuplot_run(const char *dir, char *err, size_t errlen) {
     }
     if (pid == 0) {
         if (chdir(dir) != 0) _exit(126);
-        int fd = open("gnuplot.log", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fd >= 0) {
             dup2(fd, 1);
             dup2(fd, 2);
             close(fd);
         }
-        execlp("gnuplot", "gnuplot", "plot.gp", (char *)NULL);
+        execlp("gnuplot", "gnuplot", script, (char *)NULL);
         _exit(127);
     }
     int status;
@@ -99,20 +102,20 @@ static int gnuplot_run(const char *dir, char *err, size_t errlen) {
     if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
         snprintf(err, errlen,
                  "gnuplot was not found on PATH: install the Debian package gnuplot-nox "
-                 "(scripts/setup.sh does) to draw %s/plot.png",
-                 dir);
+                 "(scripts/setup.sh does) to draw %s/%s.png",
+                 dir, name);
         return 0;
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        snprintf(err, errlen,
-                 "gnuplot failed on %s/plot.gp (exit %d); its messages are in %s/gnuplot.log", dir,
-                 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), dir);
+        snprintf(err, errlen, "gnuplot failed on %s/%s (exit %d); its messages are in %s/%s", dir,
+                 script, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), dir,
+                 log);
         return 0;
     }
-    char *png = xasprintf("%s/plot.png", dir);
+    char *png = xasprintf("%s/%s.png", dir, name);
     struct stat st;
     int ok = stat(png, &st) == 0 && st.st_size > 0;
-    if (!ok) snprintf(err, errlen, "gnuplot ran but wrote no %s (see %s/gnuplot.log)", png, dir);
+    if (!ok) snprintf(err, errlen, "gnuplot ran but wrote no %s (see %s/%s)", png, dir, log);
     free(png);
     return ok;
 }
@@ -316,5 +319,5 @@ int report_plot_write(const report_data *d, char *err, size_t errlen) {
         return 0;
     }
     free(gp_path);
-    return gnuplot_run(dir, err, errlen);
+    return report_gnuplot(dir, "plot", err, errlen);
 }

@@ -217,6 +217,9 @@ static void show_verification(const trial_table *t, cJSON **recs, int n_recs,
             if (cJSON_IsString(item)) fprintf(out, " %s=%s", item->string, item->valuestring);
         }
         fputc('\n', out);
+        const cJSON *sum = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(m, "verification"), "summary");
+        if (cJSON_IsString(sum)) fprintf(out, "answer: %s\n", sum->valuestring);
         cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(m, "warnings")) {
             if (cJSON_IsString(item)) fprintf(out, "warning: %s\n", item->valuestring);
         }

@@ -382,9 +382,52 @@ static void load_budget(loader *ld, const yaml_node_t *n) {
         sp->max_wall_s = ld_duration(ld, v, "budget.wall_time");
 }
 
+/* The paired comparison with the baseline (verify.h): interval confidence, the half-width
+ * that ends a candidate's pairs, the cap on its pairs, and how far down the ranking to go. */
+static void load_verify_pairs(loader *ld, const yaml_node_t *n) {
+    space *sp = ld->sp;
+    yaml_node_t *v, *mr = ld_map_get(ld, n, "max_repeats", NULL);
+    if (mr) {
+        long r = ld_long(ld, mr, "verify.max_repeats");
+        if (r < 1 || r > 1000) ld_fail(ld, mr, "verify.max_repeats", "must be 1..1000, got %ld", r);
+        sp->verify_max_repeats = (int)r;
+    } else if (sp->verify_max_repeats < sp->verify_repeats) {
+        sp->verify_max_repeats = sp->verify_repeats; /* the default cap follows the minimum */
+    }
+    if (sp->verify_max_repeats < sp->verify_repeats)
+        ld_fail(ld, mr ? mr : n, "verify.max_repeats",
+                "must be >= verify.repeats (%d), got %d: the cap on a candidate's pairs cannot "
+                "be below their minimum",
+                sp->verify_repeats, sp->verify_max_repeats);
+    if ((v = ld_map_get(ld, n, "confidence", NULL))) {
+        sp->verify_confidence = ld_double(ld, v, "verify.confidence");
+        if (!(sp->verify_confidence > 0 && sp->verify_confidence < 1))
+            ld_fail(ld, v, "verify.confidence", "must be in (0, 1), e.g. 0.95, got %g",
+                    sp->verify_confidence);
+    }
+    if ((v = ld_map_get(ld, n, "precision", NULL))) {
+        sp->verify_precision = ld_double(ld, v, "verify.precision");
+        if (!(sp->verify_precision > 0 && sp->verify_precision < 1))
+            ld_fail(ld, v, "verify.precision",
+                    "must be in (0, 1) (the half-width of the speed-up's interval, e.g. 0.02), "
+                    "got %g",
+                    sp->verify_precision);
+    }
+    sp->verify_max_candidates = 3 * sp->verify_top;
+    if ((v = ld_map_get(ld, n, "max_candidates", NULL))) {
+        long c = ld_long(ld, v, "verify.max_candidates");
+        if (c < sp->verify_top || c > 100000)
+            ld_fail(ld, v, "verify.max_candidates", "must be verify.top (%d) .. 100000, got %ld",
+                    sp->verify_top, c);
+        sp->verify_max_candidates = (int)c;
+    }
+}
+
 static void load_verify(loader *ld, const yaml_node_t *n) {
     space *sp = ld->sp;
-    static const char *const known[] = {"top", "repeats", "prompt_set", "tolerance", NULL};
+    static const char *const known[] = {"top",        "repeats",   "max_repeats",
+                                        "confidence", "precision", "max_candidates",
+                                        "prompt_set", "tolerance", NULL};
     ld_expect(ld, n, "verify", YAML_MAPPING_NODE, "a map");
     ld_map_check(ld, n, "verify", known);
     yaml_node_t *v;
@@ -410,6 +453,7 @@ static void load_verify(loader *ld, const yaml_node_t *n) {
         if (sp->verify_tolerance < 0 || sp->verify_tolerance >= 1)
             ld_fail(ld, v, "verify.tolerance", "must be in [0, 1), got %g", sp->verify_tolerance);
     }
+    load_verify_pairs(ld, n);
 }
 
 /* ---------------------------------------------------------------- parameters */
@@ -685,6 +729,10 @@ static void load_root(loader *ld, const yaml_node_t *root) {
     sp->repeats = 1;
     sp->verify_top = 3;
     sp->verify_repeats = 3;
+    sp->verify_max_repeats = 10;
+    sp->verify_max_candidates = 9;
+    sp->verify_confidence = 0.95;
+    sp->verify_precision = 0.02;
     sp->verify_prompt_set = xstrdup("holdout");
     sp->verify_tolerance = 0.05;
 

@@ -39,7 +39,9 @@
  *   strategy: {name: sobol, seed: 1} # or just "strategy: grid" (default: sobol, seed 0)
  *   budget: {evaluations: 40, wall_time: 8h}  # both optional; none: until exhausted
  *   repeats: 1                       # runs per point, 1..1000
- *   verify: {top: 3, repeats: 3, prompt_set: holdout, tolerance: 0.05}  # the defaults
+ *   verify: {top: 3, repeats: 3, max_repeats: 10, confidence: 0.95, precision: 0.02,
+ *            max_candidates: 9, prompt_set: holdout, tolerance: 0.05}  # the defaults
+ *                                    #   (max_candidates: 3 * top unless given; see verify.h)
  *   bounds: {tps: [0, 1e7], ppl: [1, null]}  # optional sanity bounds per metric (below)
  *   allow_env: [LD_LIBRARY_PATH]     # optional: risky names a knob or engine.env may use
  *
@@ -165,9 +167,14 @@ typedef struct {
     double max_wall_s;    /* 0: no limit */
     int repeats;          /* runs per point, >= 1; the median is the point's value */
 
-    /* verification of the best candidates on held-out prompts (verify.h) */
-    int verify_top;
-    int verify_repeats;
+    /* verification of the best candidates on held-out prompts, paired with the baseline
+     * (verify.h) */
+    int verify_top;            /* candidates verified side by side */
+    int verify_repeats;        /* pairs each candidate gets at least (>= 2 for an interval) */
+    int verify_max_repeats;    /* pairs each candidate gets at most */
+    int verify_max_candidates; /* candidates tried down the ranking in all */
+    double verify_confidence;  /* of the speed-up's interval, in (0, 1) */
+    double verify_precision;   /* stop a candidate's pairs once the half-width is under this */
     char *verify_prompt_set;
     double verify_tolerance;
 

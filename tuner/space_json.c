@@ -173,6 +173,10 @@ char *space_to_json_text(const space *sp) {
     cJSON *ver = checked(cJSON_AddObjectToObject(root, "verify"));
     checked(cJSON_AddNumberToObject(ver, "top", sp->verify_top));
     checked(cJSON_AddNumberToObject(ver, "repeats", sp->verify_repeats));
+    checked(cJSON_AddNumberToObject(ver, "max_repeats", sp->verify_max_repeats));
+    checked(cJSON_AddNumberToObject(ver, "max_candidates", sp->verify_max_candidates));
+    checked(cJSON_AddNumberToObject(ver, "confidence", sp->verify_confidence));
+    checked(cJSON_AddNumberToObject(ver, "precision", sp->verify_precision));
     checked(cJSON_AddStringToObject(ver, "prompt_set", sp->verify_prompt_set));
     checked(cJSON_AddNumberToObject(ver, "tolerance", sp->verify_tolerance));
 

@@ -25,9 +25,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "answer.h"
+#include "conditions.h"
 #include "input.h"
 #include "journal.h"
 #include "manifest.h"
+#include "noise.h"
 #include "progress.h"
 #include "runner.h"
 #include "space.h"
@@ -65,6 +68,11 @@ typedef struct {
     int search_over;     /* the search is over and nothing of it is in flight */
     verify_plan plan;    /* made when the search is over */
     int plan_made;
+    double noise;           /* relative sd of the baseline's objective (noise.h), NAN: none */
+    int noise_given;        /* measured and handed to the strategy */
+    conditions *cond_start; /* [pool.n] each slot's conditions at the start of its run */
+    conditions cond_ref;    /* at the start of this session's first run */
+    int cond_ref_set, drift_warned;
 } sweep_state;
 
 /* ---------------------------------------------------------------------------------------- */
@@ -209,6 +217,9 @@ static void start_run(sweep_state *s, int slot, const int *levels, const char *p
                        .log_limit = s->opt->log_limit};
     char started[32];
     time_iso_utc(started, sizeof started);
+    conditions_sample(&s->cond_start[slot], s->pool.slots[slot].gpu);
+    if (!s->cond_ref_set) s->cond_ref = s->cond_start[slot];
+    s->cond_ref_set = 1;
     workers_start(&s->pool, slot, s->sp, levels, phase, &req, repeat, started);
     free(log_path);
     free(result_path);
@@ -231,6 +242,9 @@ static int collect_run(sweep_state *s, int slot) {
     time_iso_utc(finished, sizeof finished);
     double elapsed = s->elapsed_base + now_seconds() - s->session_t0;
     cJSON *rec = record_build(s, w, &r, finished, elapsed);
+    conditions end;
+    conditions_sample(&end, w->gpu);
+    cJSON_AddItemToObject(rec, "conditions", conditions_json(&s->cond_start[slot], &end));
     char err[ERR_LEN];
     if (!journal_append(s->j, rec, err, sizeof err)) {
         cJSON_Delete(rec);
@@ -253,11 +267,19 @@ static int collect_run(sweep_state *s, int slot) {
     figures_text(sp, r.metrics, figures, sizeof figures);
     if (w->gpu) snprintf(gpu, sizeof gpu, " on GPU %s", w->gpu);
     int verify = strcmp(w->phase, "verify") == 0;
-    progress_log(&s->prog, "trial %ld [%s] %s repeat %d/%d%s: %s%s%s%s (%.1f s)", w->id, w->phase,
-                 key, w->repeat + 1, verify ? sp->verify_repeats : sp->repeats, gpu,
-                 trial_status_name(r.status), figures, r.reason ? ": " : "",
+    int of = verify                              ? sp->verify_max_repeats
+             : strcmp(w->phase, "baseline") == 0 ? noise_baseline_runs(sp)
+                                                 : sp->repeats;
+    char rep[32];
+    snprintf(rep, sizeof rep, w->repeat < of ? "%d/%d" : "%d", w->repeat + 1, of);
+    progress_log(&s->prog, "trial %ld [%s] %s repeat %s%s: %s%s%s%s (%.1f s)", w->id, w->phase, key,
+                 rep, gpu, trial_status_name(r.status), figures, r.reason ? ": " : "",
                  r.reason ? r.reason : "", r.wall_s);
     free(key);
+    char drift[512];
+    int kinds = conditions_drift(&s->cond_ref, &end, s->drift_warned, drift, sizeof drift);
+    if (kinds) progress_log(&s->prog, "%s: warning: %s", util_progname, drift);
+    s->drift_warned |= kinds;
     run_result_free(&r);
     return 0;
 }
@@ -274,7 +296,8 @@ static long planned_points(const space *sp) {
 /* Runs planned for the whole study: the search, then the verification of the candidates. */
 static long planned_runs(const space *sp) {
     long n = planned_points(sp), top = sp->verify_top < n ? sp->verify_top : n;
-    return n * sp->repeats + top * sp->verify_repeats;
+    return n * sp->repeats + (sp->baseline ? noise_baseline_runs(sp) - sp->repeats : 0) +
+           top * sp->verify_repeats * (sp->baseline ? 2 : 1);
 }
 
 static void print_plan(const sweep_state *s, FILE *f) {
@@ -292,8 +315,12 @@ static void print_plan(const sweep_state *s, FILE *f) {
     for (int i = 0; i < s->pool.n && s->opt->gpus; i++)
         fprintf(f, "%s%s", i ? "," : " (GPUs ", s->opt->gpus[i]);
     fprintf(f, "%s\n", s->opt->gpus ? ")" : "");
-    fprintf(f, "verify:     top %d, %d repeats each on the %s prompts, tolerance %g\n",
-            sp->verify_top, sp->verify_repeats, sp->verify_prompt_set, sp->verify_tolerance);
+    fprintf(f,
+            "verify:     top %d (up to %d down the ranking), %d to %d %s each on the %s prompts, "
+            "confidence %g, precision %g, tolerance %g\n",
+            sp->verify_top, sp->verify_max_candidates, sp->verify_repeats, sp->verify_max_repeats,
+            sp->baseline ? "pairs with the baseline" : "runs", sp->verify_prompt_set,
+            sp->verify_confidence, sp->verify_precision, sp->verify_tolerance);
     if (s->warm.n > 0) {
         char *key = space_point_key(sp, s->warm.points[0]);
         fprintf(f, "warm start: %d points from %s, first %s\n", s->warm.n, s->warm.source, key);
@@ -400,6 +427,26 @@ static int runs_of(const sweep_state *s, const int *levels, int verify) {
     return (idx >= 0 ? t->points[idx].n_runs : 0) + workers_inflight(&s->pool, levels, verify);
 }
 
+/* The noise of the baseline's runs (noise.h): printed, warned about when high, handed to
+ * the strategy. Also on resume, rebuilt from the journal. */
+static void noise_take(sweep_state *s) {
+    int n;
+    char text[256];
+    s->noise = noise_measure(s->sp, s->t, &n);
+    s->noise_given = 1;
+    noise_text(s->sp, s->noise, n, text, sizeof text);
+    progress_log(&s->prog, "noise: %s", text);
+    if (isfinite(s->noise) && s->noise > NOISE_HIGH)
+        progress_log(&s->prog,
+                     "%s: warning: the measurements are noisy (relative sd %.1f %%, over %.0f %%): "
+                     "promising points get up to %d runs, verification needs more pairs, and "
+                     "small differences will not be resolved; a quieter machine gives sharper "
+                     "answers",
+                     util_progname, 100 * s->noise, 100 * NOISE_HIGH,
+                     s->sp->repeats + NOISE_MAX_EXTRA);
+    if (isfinite(s->noise) && s->ops->set_noise) s->ops->set_noise(s->strat, s->noise);
+}
+
 /* The next run of the search: the baseline before anything (and alone, until its repeats
  * are done), then more repeats of points already started, then (within the budgets) the
  * warm-start queue, then the strategy's proposal given the points in flight. */
@@ -410,9 +457,9 @@ static work next_tuning(sweep_state *s, int *levels, const char **phase) {
     for (int c = 0; c < sp->n_constraints; c++)
         need_baseline |= sp->constraints[c].relative;
     if (sp->baseline) {
-        int b = trials_find(s->t, sp->baseline);
-        if (b < 0 || s->t->points[b].n_runs < sp->repeats) {
-            if (runs_of(s, sp->baseline, 0) >= sp->repeats) return WORK_WAIT;
+        int b = trials_find(s->t, sp->baseline), want = noise_baseline_runs(sp);
+        if (b < 0 || s->t->points[b].n_runs < want) {
+            if (runs_of(s, sp->baseline, 0) >= want) return WORK_WAIT;
             memcpy(levels, sp->baseline, bytes);
             *phase = "baseline";
             return WORK_RUN;
@@ -429,10 +476,13 @@ static work next_tuning(sweep_state *s, int *levels, const char **phase) {
                     p->reason ? ")" : "", s->dir);
             return WORK_ERROR;
         }
+        if (!s->noise_given) noise_take(s);
     }
+    const char *why_rc;
+    trials_resolve(s->t, s->rc, &why_rc);
     for (int i = 0; i < s->t->n_points; i++) {
         const point_stats *p = &s->t->points[i];
-        if (runs_of(s, p->levels, 0) < sp->repeats) {
+        if (runs_of(s, p->levels, 0) < noise_runs_wanted(sp, s->t, s->rc, s->noise, i)) {
             memcpy(levels, p->levels, bytes);
             *phase = p->baseline ? "baseline" : p->phase;
             return WORK_RUN;
@@ -494,7 +544,8 @@ done:
     return out;
 }
 
-/* The next run of the verification: each point of the plan `verify_repeats` times. */
+/* The next run of the verification (verify.h): one at a time, since a pair's two runs must
+ * see the same machine. */
 static work next_verify(sweep_state *s, int *levels, const char **phase) {
     const space *sp = s->sp;
     if (!s->plan_made) {
@@ -502,26 +553,15 @@ static work next_verify(sweep_state *s, int *levels, const char **phase) {
         trials_resolve(s->t, s->rc, &why);
         verify_plan_make(sp, s->t, s->ops, s->strat, s->rc, &s->plan);
         s->plan_made = 1;
-        s->prog.total_runs = s->t->n_runs + (long)s->plan.n * sp->verify_repeats;
-        if (s->plan.n_candidates > 0)
-            progress_log(&s->prog,
-                         "verification: the top %d candidate%s, %d run%s each on the %s "
-                         "prompts%s",
-                         s->plan.n_candidates, s->plan.n_candidates == 1 ? "" : "s",
-                         sp->verify_repeats, sp->verify_repeats == 1 ? "" : "s",
-                         sp->verify_prompt_set,
-                         s->plan.n > s->plan.n_candidates ? ", and the baseline for the "
-                                                            "relative bounds"
-                                                          : "");
+        int top = s->plan.n < sp->verify_top ? s->plan.n : sp->verify_top;
+        s->prog.total_runs =
+            s->t->n_runs + s->vt->n_runs + (long)top * sp->verify_repeats * (s->plan.paired + 1);
+        if (s->plan.n > 0) progress_log(&s->prog, "%s", verify_plan_text(sp, &s->plan));
     }
-    for (int k = 0; k < s->plan.n; k++) {
-        if (runs_of(s, s->plan.points[k], 1) < sp->verify_repeats) {
-            memcpy(levels, s->plan.points[k], (size_t)sp->n_params * sizeof *levels);
-            *phase = "verify";
-            return WORK_RUN;
-        }
-    }
-    return s->pool.n_running > 0 ? WORK_WAIT : WORK_DONE;
+    if (s->pool.n_running > 0) return WORK_WAIT;
+    if (!verify_next(sp, s->vt, &s->plan, levels)) return WORK_DONE;
+    *phase = "verify";
+    return WORK_RUN;
 }
 
 static work next_work(sweep_state *s, int *levels, const char **phase) {
@@ -534,79 +574,23 @@ static work next_work(sweep_state *s, int *levels, const char **phase) {
     return next_verify(s, levels, phase);
 }
 
-/* After the loop: the report, the verdict of the verification and the manifest. */
+/* After the loop: the summary, the verdict of the verification and the manifest
+ * (answer.h). */
 static int finish(sweep_state *s) {
     progress_end(&s->prog);
-    const space *sp = s->sp;
-    int n_ok = 0, n_inf = 0, n_fail = 0;
-    for (int i = 0; i < s->t->n_points; i++) {
-        trial_status st = s->t->points[i].status;
-        n_ok += st == TRIAL_OK;
-        n_inf += st == TRIAL_INFEASIBLE;
-        n_fail += st == TRIAL_FAILED;
-    }
-    const char *why;
-    trials_resolve(s->t, s->rc, &why);
-    fprintf(stderr,
-            "%s: sweep of study '%s' ended: %s. %d points (%d measured, %d infeasible, %d "
-            "failed) in %d runs.\n",
-            util_progname, s->study, s->stop, s->t->n_points, n_ok, n_inf, n_fail, s->t->n_runs);
-    if (s->plan.n_candidates == 0) {
-        fprintf(stderr,
-                "%s: no feasible point: none of the %d points met the objective and every "
-                "constraint; no manifest written. See: tuner show %s\n",
-                util_progname, s->t->n_points, s->dir);
-        return EXIT_NO_FEASIBLE;
-    }
-    verify_outcome vo;
-    verify_judge(sp, s->t, s->vt, &s->plan, &vo);
-    for (int i = 0; i < vo.n_warnings; i++)
-        fprintf(stderr, "%s: warning: %s\n", util_progname, vo.warnings[i]);
-    if (vo.winner < 0) {
-        fprintf(stderr,
-                "%s: no candidate survived verification: each of the %d candidates broke the "
-                "budget (or failed) when re-run on the %s prompts; no manifest written. See: "
-                "tuner show %s\n",
-                util_progname, s->plan.n_candidates, sp->verify_prompt_set, s->dir);
-        verify_outcome_free(&vo);
-        return EXIT_NO_FEASIBLE;
-    }
-    manifest_verified mv = {.point = &s->vt->points[vo.vt_index],
-                            .rc = vo.vrc,
-                            .gap = vo.gap,
-                            .candidates = vo.candidates,
-                            .warnings = (const char *const *)vo.warnings,
-                            .n_warnings = vo.n_warnings};
-    manifest_info info = {.study = s->study,
-                          .study_dir = s->dir,
-                          .wall_used_s = s->elapsed_base + now_seconds() - s->session_t0,
-                          .verified = &mv};
-    cJSON *m = manifest_build(sp, s->t, vo.t_index, s->rc, &info);
-    char err[ERR_LEN];
-    int rc = EXIT_OK;
-    /* A finished study resumed with nothing left to run: its manifest stands as written. */
-    cJSON *same = s->runs_started == 0 ? manifest_unchanged(m, s->dir) : NULL;
-    if (same) {
-        cJSON_Delete(m);
-        m = same;
-    }
-    if (!same && !manifest_write(m, s->dir, err, sizeof err)) {
-        fprintf(stderr, "%s: %s\n", util_progname, err);
-        rc = EXIT_ERROR;
-    } else {
-        char *text = cJSON_Print(m);
-        const point_stats *p = &s->t->points[vo.t_index];
-        fprintf(stderr,
-                "%s: best: %s = %.6g at %s (verified on the %s prompts: %.6g, gap %+.1f %%); "
-                "manifest: %s/manifest.json\n",
-                util_progname, sp->objective, p->objective, p->key, sp->verify_prompt_set,
-                mv.point->objective, 100 * vo.gap, s->dir);
-        printf("%s\n", text);
-        free(text);
-    }
-    cJSON_Delete(m);
-    verify_outcome_free(&vo);
-    return rc;
+    answer_input in = {.sp = s->sp,
+                       .t = s->t,
+                       .vt = s->vt,
+                       .plan = &s->plan,
+                       .rc = s->rc,
+                       .study = s->study,
+                       .dir = s->dir,
+                       .stop = s->stop,
+                       .wall_used_s = s->elapsed_base + now_seconds() - s->session_t0,
+                       .noise = s->noise,
+                       .unchanged_ok = s->runs_started == 0};
+    int a = answer_finish(&in);
+    return a == ANSWER_MANIFEST ? EXIT_OK : a == ANSWER_NONE ? EXIT_NO_FEASIBLE : EXIT_ERROR;
 }
 
 static int sweep_loop(sweep_state *s) {
@@ -762,8 +746,10 @@ int sweep_main(const sweep_options *opt) {
     s->study = opt->new_study ? study_fresh_name(opt->out_dir, name) : xstrdup(name);
     s->dir = xasprintf("%s/%s", opt->out_dir, s->study);
     s->strat = s->ops->create(s->sp, s->sp->seed);
+    s->noise = NAN;
     s->rc = xcalloc((size_t)s->sp->n_constraints + 1, sizeof *s->rc);
     workers_init(&s->pool, opt->workers > 0 ? opt->workers : 1, s->sp->n_params, opt->gpus);
+    s->cond_start = xcalloc((size_t)s->pool.n + 1, sizeof *s->cond_start);
     int rc = EXIT_OK;
     if (opt->warm_start &&
         !warmstart_build(s->sp, opt->warm_start, &s->warm, stderr, err, sizeof err)) {
@@ -842,6 +828,7 @@ done:
     verify_plan_free(&s->plan);
     warmstart_free(&s->warm);
     workers_free(&s->pool);
+    free(s->cond_start);
     trials_free(s->vt);
     trials_free(s->t);
     journal_close(s->j);

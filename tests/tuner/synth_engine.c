@@ -25,6 +25,8 @@
  *   SYNTH_STRING_WHEN     report tps as a string
  *   SYNTH_SLOW_START      seconds to sleep before starting (e.g. 0.2)
  *   SYNTH_NOISE           relative noise amplitude of tps (default 0)
+ *   SYNTH_MIXED_NOISE     relative noise amplitude of tps, independent from trial to trial
+ *                         (SYNTH_NOISE's draws move almost linearly with the trial id)
  *   SYNTH_OUTPUT          "stdout" (default: a few log lines, then the JSON line),
  *                         "file" (write $TUNER_RESULT), "text" (lines for the regex mode)
  *   SYNTH_LIVE_DIR        parallel-worker tests: a file named by the pid lives in this folder
@@ -49,6 +51,9 @@
  *                           higher than on the tuning prompts
  *   SYNTH_HOLDOUT_TPS_SCALE tps is multiplied by this (default 1): a speed that does not
  *                           reproduce
+ *   SYNTH_HOLDOUT_SLOW_WHEN tps is multiplied by SYNTH_HOLDOUT_SLOW_SCALE (default 0.8) on
+ *                           these points only: slower than it looked, e.g. than the baseline
+ *   SYNTH_HOLDOUT_NULLPPL_WHEN  ppl is reported infinite (null with a reason) on these points
  */
 #include <math.h>
 #include <signal.h>
@@ -249,6 +254,13 @@ int main(void) {
     const char *trial = getenv("TUNER_TRIAL");
     srand48(trial ? atol(trial) * 7919 + 17 : 1);
     double u = drand48();
+    /* splitmix64 of the trial id: a draw independent of the neighbouring trials' */
+    unsigned long long z = (unsigned long long)(trial ? atol(trial) : 0) + 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    double mixed =
+        knob("SYNTH_MIXED_NOISE", 0) * (2 * ((double)(z >> 11) / 9007199254740992.0) - 1);
 
     printf("synth_engine: window %g, speculative %g, keepset %g, centroid top-k %g\n", W, K, S, C);
     for (double spam = knob("SYNTH_SPAM_BYTES", 0), line = 0; spam > 0; spam -= 64, line++)
@@ -273,12 +285,14 @@ int main(void) {
         ppl += 0.01 * 16384 / S;
     double tps = 1000 / (1 + W / 256) * (1 + 0.4 * K - 0.04 * K * K) *
                  (S == 0 ? 1 : 1 + 0.1 * (1 - S / 32768)) * (1 + 0.002 * C - 0.00003 * C * C) *
-                 (1 + noise * (2 * u - 1));
+                 (1 + noise * (2 * u - 1)) * (1 + mixed);
 
     const char *set = getenv("TUNER_PROMPT_SET");
     if (set && !strcmp(set, "holdout")) {
         if (when("SYNTH_HOLDOUT_PPL_WHEN")) ppl += knob("SYNTH_HOLDOUT_PPL_DELTA", 0.2);
         tps *= knob("SYNTH_HOLDOUT_TPS_SCALE", 1);
+        if (when("SYNTH_HOLDOUT_SLOW_WHEN")) tps *= knob("SYNTH_HOLDOUT_SLOW_SCALE", 0.8);
+        if (when("SYNTH_HOLDOUT_NULLPPL_WHEN")) ppl_infinite = 1;
     }
 
     if (when("SYNTH_TPS_WHEN")) tps = knob("SYNTH_TPS", 0);

@@ -38,7 +38,7 @@ for f in plot.gp feasible.dat over_budget.dat infinite.dat pareto.dat verified.d
 done
 md=$R/report.md
 expect_contains $md "# Study \`demo\`"
-expect_contains $md "32 runs of 32 points on the tuning prompts (8 feasible, 10 over a constraint, of which 6 with an infinite metric, 14 failed), 6 held-out"
+expect_contains $md "34 runs of 32 points on the tuning prompts (8 feasible, 10 over a constraint, of which 6 with an infinite metric, 14 failed), 8 held-out"
 expect_contains $md "Constraint \`ppl <= 1.04 * baseline\`: bound 2.392."
 # the chosen point, as the manifest says, with measured and verified figures
 tr -d '\t\n' <demo.json >demo.flat
@@ -83,6 +83,20 @@ awk '!/^#/ { x[n] = $1; y[n++] = $2 } END {
         exit n < 1 }' $R/pareto.dat || fail "pareto.dat is not a front: $(cat $R/pareto.dat)"
 # running it again rewrites the same folder
 "$TUNER" report out/demo/ >/dev/null 2>&1 || fail "second report failed"
+# noise and conditions: the baseline's 3 runs give the noise; each run records the load
+md=$R/report.md
+md_section $md 'Noise and machine conditions' | qgrep '^Noise: tps of the baseline over 3 runs: relative sd 0\.0 %\.$'
+md_section $md 'Noise and machine conditions' | qgrep "^| load average (1 min) at the run's start | [0-9]* | .* | no |$"
+head -1 out/demo/trials.jsonl | qgrep '"conditions":{"start":{"load1":[0-9.]*[,}].*"end":{"load1":[0-9.]*[,}]' ||
+    fail "no load average in the journal line"
+# a copy of the study whose runs saw a load rising with each line: plotted against it
+mkdir -p varied && cp out/demo/study.json out/demo/space.json out/demo/manifest.json varied/
+awk '{ sub(/"start":\{"load1":[0-9.]+/, "\"start\":{\"load1\":" NR); print }' out/demo/trials.jsonl >varied/trials.jsonl
+"$TUNER" report varied >/dev/null 2>varied.err || { cat varied.err; fail "report of varied conditions failed"; }
+expect_contains varied/report/report.md "![tps against the conditions](conditions.png)"
+md_section varied/report/report.md 'Noise and machine conditions' | qgrep "^| load average (1 min) at the run's start | [0-9]* | [0-9]* | [0-9.]* | [0-9]* | yes |$"
+is_png varied/report/conditions.png || fail "conditions.png is not a PNG image"
+expect_contains $R/report.md "The conditions did not vary enough to plot against."
 
 # 2. The same study interrupted before verification: no manifest, the report says why.
 mkdir -p cut && cp out/demo/study.json out/demo/space.json cut/ && search_lines out/demo/trials.jsonl >cut/trials.jsonl

@@ -103,6 +103,8 @@ static void test_good_minimal_defaults(void) {
     EXPECT(!strcmp(sp->strategy, "sobol") && sp->seed == 0);
     EXPECT(sp->max_evaluations == 0 && sp->max_wall_s == 0);
     EXPECT(sp->verify_top == 3 && sp->verify_repeats == 3 && sp->verify_tolerance == 0.05);
+    EXPECT(sp->verify_max_repeats == 10 && sp->verify_max_candidates == 9);
+    EXPECT(sp->verify_confidence == 0.95 && sp->verify_precision == 0.02);
     EXPECT(!strcmp(sp->verify_prompt_set, "holdout"));
     EXPECT(sp->params[0].step == 1 && sp->params[0].n_levels == 4);
     EXPECT(sp->params[0].default_level == -1);
@@ -152,6 +154,10 @@ static const struct {
     {"bad_launcher", 3, "engine.launcher", "must contain {cmd}"},
     {"bad_env_name", 4, "engine.env.MAX-NEW-TOKENS", "not a valid environment variable name"},
     {"bad_verify", 7, "verify.prompt_set", "expected tune or holdout, got 'test'"},
+    {"bad_verify_confidence", 7, "verify.confidence", "must be in (0, 1), e.g. 0.95, got 1.5"},
+    {"bad_verify_precision", 6, "verify.precision", "must be in (0, 1)"},
+    {"bad_verify_max_repeats", 6, "verify.max_repeats", "must be 1..1000, got 0"},
+    {"bad_verify_max_below", 7, "verify.max_repeats", "must be >= verify.repeats (5), got 4"},
     {"bad_param_type", 4, "parameters.X.type", "expected int or categorical, got 'float'"},
     {"bad_direction", 4, "objective.direction", "expected maximize or minimize, got 'fastest'"},
     {"bad_budget", 7, "budget.wall_time", "bad duration 'soon'"},
@@ -443,8 +449,9 @@ static void test_hash(void) {
     EXPECT(strstr(json, "\"constraints\":[{\"metric\":\"ppl\",\"op\":\"<=\",\"value\":2.5,"
                         "\"relative\":false}]"));
     EXPECT(strstr(json, "\"strategy\":{\"name\":\"sobol\",\"seed\":\"0\"}"));
-    EXPECT(strstr(json, "\"verify\":{\"top\":3,\"repeats\":3,\"prompt_set\":\"holdout\","
-                        "\"tolerance\":0.05}"));
+    EXPECT(strstr(json, "\"verify\":{\"top\":3,\"repeats\":3,\"max_repeats\":10,"
+                        "\"max_candidates\":9,\"confidence\":0.95,\"precision\":0.02,"
+                        "\"prompt_set\":\"holdout\",\"tolerance\":0.05}"));
     free(json);
     space_free(sp);
     unlink(path);

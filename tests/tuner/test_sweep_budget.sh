@@ -14,7 +14,10 @@ strategy: grid
 budget: {evaluations: 5}
 YAML
 "$TUNER" sweep evals.yaml >/dev/null 2>evals.err || { cat evals.err; fail "evals sweep"; }
-[ "$(n_search out/evals/trials.jsonl)" -eq 5 ] || fail "want 5 trials for 5 evaluations"
+# 5 points: the baseline (run 3 times to measure the noise) and 4 more.
+[ "$(n_search out/evals/trials.jsonl)" -eq 7 ] || fail "want 7 trials for 5 evaluations"
+[ "$(search_lines out/evals/trials.jsonl | grep -o '"point":{[^}]*}' | sort -u | wc -l)" -eq 5 ] ||
+    fail "want 5 points for 5 evaluations"
 expect_contains evals.err "ended: the evaluation budget is used up"
 expect_contains out/evals/manifest.json '"evaluations_used":	5'
 

@@ -56,8 +56,9 @@ expect_contains "$m" '"device":	"synthetic"'
 
 # Every lattice point exactly once, the baseline first, the bound resolved from it.
 trials=out/space/trials.jsonl
-[ "$(n_search $trials)" -eq 252 ] || fail "$(n_search $trials) trials, want 252"
-[ "$(grep -o '"point":{[^}]*}' $trials | sort -u | wc -l)" -eq 252 ] || fail "a point was repeated"
+[ "$(n_search $trials)" -eq 254 ] || fail "$(n_search $trials) trials, want 254 (the baseline 3 times)"
+[ "$(search_lines $trials | grep -o '"point":{[^}]*}' | uniq | wc -l)" -eq 252 ] || fail "a point was repeated"
+[ "$(search_lines $trials | grep -o '"point":{[^}]*}' | sort -u | wc -l)" -eq 252 ] || fail "a point is missing"
 head -1 $trials | qgrep '"phase":"baseline"' || fail "baseline not first"
 head -1 $trials | qgrep '"SLIDING_WINDOW":"512","NUM_SPECULATIVE_TOKENS":"0","LM_HEAD_KEEPSET":"0"' ||
     fail "first trial is not the baseline point"

@@ -1,8 +1,15 @@
-# Held-out verification after the search: the top candidates are re-run on
-# TUNER_PROMPT_SET=holdout; a candidate whose held-out figures break the budget is dropped
-# and the next one wins; a speed that does not reproduce is warned about; no survivor means
-# no manifest (exit 3); relative bounds use the baseline re-run on the same prompts; a
-# verification killed half-way resumes without repeating finished runs.
+# Held-out verification after the search (tuner/verify.h).
+# Without a baseline: the top candidates are re-run on TUNER_PROMPT_SET=holdout; a candidate
+# whose held-out figures break the budget is dropped and the next of the ranking takes its
+# place; a speed that does not reproduce is warned about; no survivor means no manifest
+# (exit 3).
+# With a baseline: runs alternate baseline, candidate, baseline, candidate (the candidates'
+# order rotated each round); a candidate wins only when the t interval of its speed-up over
+# the baseline lies above 1; pairs are added until the interval is narrow enough or the cap
+# is reached; when no setting is measurably faster the manifest is the baseline's (exit 0);
+# a candidate whose held-out ppl is infinite is dropped and the ranking is followed down
+# (diverse candidates first); relative bounds use the baseline re-run on the same prompts; a
+# verification killed half-way resumes without repeating finished runs or breaking pairs.
 source "$TESTS_DIR/sweep_lib.sh"
 
 write_space space.yaml <<'YAML'
@@ -20,13 +27,15 @@ SYNTH_HOLDOUT_PPL_WHEN=SLIDING_WINDOW=256 "$TUNER" sweep space.yaml >frag.out 2>
     { cat frag.err; fail "fragile sweep"; }
 tr=out/ver/trials.jsonl
 m=out/ver/manifest.json
-[ "$(verify_lines $tr | wc -l)" -eq 9 ] || fail "want 3 candidates x 3 verification runs"
+[ "$(verify_lines $tr | wc -l)" -eq 12 ] ||
+    fail "want 4 candidates x 3 verification runs (the dropped one replaced by the next)"
 verify_lines $tr | qgrep -v '"prompt_set":"holdout"' && fail "a verification run was not on the holdout prompts"
 [ "$(verify_lines $tr | json_field prompt_set | sort -u | tr '\n' ' ')" = "holdout " ] ||
     fail "the engine did not see TUNER_PROMPT_SET=holdout"
-# The candidates are the top 3 measured: 256, 320, 384.
+# The candidates are the top 3 measured: 256, 320, 384; 256 is dropped, so 448 follows.
 [ "$(verify_lines $tr | grep -o '"SLIDING_WINDOW":"[0-9]*"' | sort -u | tr '\n' ' ')" = \
-    '"SLIDING_WINDOW":"256" "SLIDING_WINDOW":"320" "SLIDING_WINDOW":"384" ' ] || fail "wrong candidates"
+    '"SLIDING_WINDOW":"256" "SLIDING_WINDOW":"320" "SLIDING_WINDOW":"384" "SLIDING_WINDOW":"448" ' ] ||
+    fail "wrong candidates"
 w=$(eval "$("$TUNER" env $m)" && echo "$SLIDING_WINDOW")
 [ "$w" = 320 ] || fail "manifest window $w, want 320 (256 breaks the cap on held-out prompts)"
 expect_contains frag.err "warning: candidate 1 (SLIDING_WINDOW=256) dropped by verification on the holdout prompts: verified ppl 2.615 against bound 2.42"
@@ -43,7 +52,7 @@ awk -v a="$got" -v b="$med" 'BEGIN { d = a - b; exit !(d < 1e-9 && d > -1e-9) }'
 echo "$mm" | grep -o '"gap":{[^}]*}' | qgrep '"tps":0,"ppl":0' || fail "gap of a reproducing point"
 # tuner show: the verification section.
 "$TUNER" show ver >show.out
-expect_contains show.out "verification on the holdout prompts: 9 runs of 3 points, 2 still feasible"
+expect_contains show.out "verification on the holdout prompts: 12 runs of 4 points, 3 still feasible"
 expect_contains show.out "breaks: ppl 2.615 > bound 2.42"
 expect_contains show.out "manifest out/ver/manifest.json: SLIDING_WINDOW=320"
 
@@ -67,12 +76,14 @@ expect_contains out/tol/manifest.json '"tolerance":	0.15'
 rc=0
 SYNTH_HOLDOUT_PPL_WHEN=always "$TUNER" sweep space.yaml --study none >none.out 2>none.err || rc=$?
 [ "$rc" -eq 3 ] || { cat none.err; fail "exit $rc when nothing survives verification, want 3"; }
-expect_contains none.err "no candidate survived verification: each of the 3 candidates broke the budget"
+expect_contains none.err "no candidate survived verification: 5 of the 5 candidates tried were dropped on the holdout prompts"
 [ ! -e out/none/manifest.json ] || fail "a manifest was written without a verified point"
 [ ! -s none.out ] || fail "something was printed on stdout"
 
-# Relative bounds: the baseline is re-run on the held-out prompts too, and the bound is
-# relative to its held-out ppl. Every ppl is 0.2 higher there; 256 still passes.
+# Paired runs with a baseline, and relative bounds: the baseline is re-run on the held-out
+# prompts between the candidates, and the bound is relative to its held-out ppl. Every ppl
+# is 0.2 higher there; 256 still passes. Without noise each interval has width 0, so each
+# candidate stops at the minimum of 2 pairs.
 write_space rel.yaml <<'YAML'
 study: rel
 engine: {command: [@ENGINE@], timeout: 10}
@@ -86,17 +97,92 @@ verify: {top: 2, repeats: 1}
 YAML
 SYNTH_HOLDOUT_PPL_WHEN=always "$TUNER" sweep rel.yaml >/dev/null 2>rel.err || { cat rel.err; fail "relative sweep"; }
 tr=out/rel/trials.jsonl
-[ "$(verify_lines $tr | grep -c '"SLIDING_WINDOW":"512"')" -eq 1 ] || fail "baseline not re-run on held-out prompts"
+[ "$(search_lines $tr | grep -c '"phase":"baseline"')" -eq 3 ] || fail "the baseline was not run 3 times for the noise"
+expect_contains rel.err "noise: tps of the baseline over 3 runs: relative sd 0.0 %"
+# baseline, 256, baseline, 320 | baseline, 320, baseline, 256 (the second round rotated)
+[ "$(verify_lines $tr | grep -o '"SLIDING_WINDOW":"[0-9]*"' | tr -dc '0-9\n' | tr '\n' ' ')" = \
+    "512 256 512 320 512 320 512 256 " ] || fail "verification runs are not baseline/candidate pairs in rotated order"
 w=$(eval "$("$TUNER" env out/rel/manifest.json)" && echo "$SLIDING_WINDOW")
 [ "$w" = 256 ] || fail "relative: manifest window $w, want 256"
 tr -d '\n\t ' <out/rel/manifest.json | qgrep '"constraints":\[{"text":"ppl<=1.05\*baseline","bound":2.625,"verified":2.615}\]' ||
     fail "verified bound not relative to the baseline's held-out ppl"
+expect_contains out/rel/manifest.json '"summary":	"1.50x [1.50, 1.50] over the baseline on the holdout prompts, 2 pairs"'
+expect_contains out/rel/manifest.json '"outcome":	"winner"'
+tr -d '\n\t ' <out/rel/manifest.json | qgrep '"speedup":{"estimate":1.5[0-9]*,"low":1.5[0-9]*,"high":1.5[0-9]*,"confidence":0.95,"pairs":2,' ||
+    fail "speed-up not recorded in the manifest"
+expect_contains rel.err "best: tps = "
+expect_contains rel.err "(1.50x [1.50, 1.50] over the baseline on the holdout prompts, 2 pairs;"
+"$TUNER" show rel >relshow.out
+expect_contains relshow.out "answer: 1.50x [1.50, 1.50] over the baseline on the holdout prompts, 2 pairs"
 
-# kill -9 during the verification, then a resume: finished verification runs are kept.
+# No setting measurably faster: on the held-out prompts every candidate is much slower than
+# the baseline. The manifest is the baseline's, exit 0, with a message saying so.
+slow='SLIDING_WINDOW=128|SLIDING_WINDOW=192|SLIDING_WINDOW=256|SLIDING_WINDOW=320|SLIDING_WINDOW=384|SLIDING_WINDOW=448'
+rc=0
+SYNTH_HOLDOUT_SLOW_WHEN=$slow SYNTH_HOLDOUT_SLOW_SCALE=0.5 "$TUNER" sweep rel.yaml --study base \
+    >base.out 2>base.err || rc=$?
+[ "$rc" -eq 0 ] || { cat base.err; fail "exit $rc when the baseline is the answer, want 0"; }
+w=$(eval "$("$TUNER" env out/base/manifest.json)" && echo "$SLIDING_WINDOW")
+[ "$w" = 512 ] || fail "baseline answer: manifest window $w, want 512"
+expect_contains base.err "no setting was measurably faster than the baseline: the manifest is the baseline's"
+expect_contains out/base/manifest.json '"outcome":	"baseline"'
+expect_contains out/base/manifest.json '"verdict":	"not measurably faster"'
+qgrep '"summary":	"the baseline: no setting was measurably faster on the holdout prompts at 95 % confidence' out/base/manifest.json ||
+    fail "no baseline summary"
+[ -s base.out ] || fail "the baseline's manifest was not printed on stdout"
+
+# Noise: pairs are added past the minimum until the interval is narrow or the cap is reached.
+# 256 is 1.5x faster than the baseline, with 5 % noise independent from run to run; a
+# precision of 0.001 is never reached.
+sed 's/^verify: .*/verify: {top: 1, repeats: 3, max_repeats: 6, precision: 0.001}/' rel.yaml >noisy.yaml
+rc=0
+SYNTH_MIXED_NOISE=0.05 SYNTH_HOLDOUT_SLOW_WHEN=SLIDING_WINDOW=128 SYNTH_HOLDOUT_SLOW_SCALE=0.2 \
+    "$TUNER" sweep noisy.yaml --study noisy >/dev/null 2>noisy.err || rc=$?
+[ "$rc" -eq 0 ] || { cat noisy.err; fail "noisy sweep: exit $rc"; }
+tr=out/noisy/trials.jsonl
+n=$(verify_lines $tr | grep -vc '"SLIDING_WINDOW":"512"' || true)
+[ "$n" -eq 6 ] || fail "the candidate got $n runs, want the cap of 6 (precision 0.001 is never reached)"
+[ "$(verify_lines $tr | grep -c '"SLIDING_WINDOW":"512"')" -eq 6 ] || fail "want one baseline run per candidate run"
+# The answer is never slower than the baseline: a winner's interval lies above 1.
+if grep -q '"outcome":	"winner"' out/noisy/manifest.json; then
+    low=$(tr -d '\n\t ' <out/noisy/manifest.json | grep -o '"speedup":{"estimate":[^}]*}' | head -1 | json_field low)
+    awk -v l="$low" 'BEGIN { exit !(l > 1) }' || fail "a winner whose interval reaches below 1 ($low)"
+fi
+
+# Dropped candidates: the keepset 8192 reports an infinite ppl on the held-out prompts. The
+# candidates differ in two knobs (diverse), and the ranking is followed down past the
+# dropped one until top candidates survive.
+write_space keep.yaml <<'YAML'
+study: keep
+engine: {command: [@ENGINE@], timeout: 10}
+objective: {metric: tps, direction: maximize}
+constraints: [ppl <= 1.10 * baseline]
+baseline: {SLIDING_WINDOW: 512, LM_HEAD_KEEPSET: 0}
+parameters:
+  SLIDING_WINDOW: {type: int, min: 128, max: 512, step: 64}
+  LM_HEAD_KEEPSET: {type: categorical, values: [0, 8192, 16384]}
+strategy: grid
+verify: {top: 2, repeats: 2}
+YAML
+SYNTH_HOLDOUT_NULLPPL_WHEN=LM_HEAD_KEEPSET=8192 "$TUNER" sweep keep.yaml >/dev/null 2>keep.err ||
+    { cat keep.err; fail "keepset sweep"; }
+tr=out/keep/trials.jsonl
+cands=$(verify_lines $tr | grep -v '"SLIDING_WINDOW":"512","LM_HEAD_KEEPSET":"0"' |
+    grep -o '"point":{[^}]*}' | awk '!seen[$0]++' | tr -dc '0-9,\n' | tr '\n' ' ')
+[ "$cands" = "128,8192 192,16384 256,0 " ] || fail "candidates tried: $cands (want the best, then ones differing in two knobs, then the next after the drop)"
+expect_contains keep.err "warning: candidate 1 (SLIDING_WINDOW=128,LM_HEAD_KEEPSET=8192) dropped by verification on the holdout prompts: a metric is infinite on the holdout prompts: ppl is infinite: keepset misses target tokens"
+[ "$(verify_lines $tr | grep -c '"LM_HEAD_KEEPSET":"8192"')" -eq 1 ] || fail "an infinite candidate was run again"
+eval "$("$TUNER" env out/keep/manifest.json)"
+[ "$SLIDING_WINDOW,$LM_HEAD_KEEPSET" = "192,16384" ] || fail "keepset: manifest $SLIDING_WINDOW,$LM_HEAD_KEEPSET, want 192,16384"
+unset SLIDING_WINDOW LM_HEAD_KEEPSET
+
+# kill -9 during the verification, then a resume: finished verification runs are kept and
+# the pairs go on where they stopped.
 write_space slowv.yaml <<'YAML'
 study: slowv
 engine: {command: [@ENGINE@], env: {SYNTH_SLOW_START: "0.15"}, timeout: 10}
 objective: {metric: tps, direction: maximize}
+baseline: {SLIDING_WINDOW: 512}
 parameters:
   SLIDING_WINDOW: {type: int, min: 128, max: 512, step: 128}
 strategy: grid
@@ -105,17 +191,19 @@ YAML
 export SYNTH_CALLS=$T/calls
 sweep_bg k1.err slowv.yaml
 tr=out/slowv/trials.jsonl
-stop_at $tr 7 30 KILL
+stop_at $tr 9 30 KILL
 n_before=$(wc -l <$tr)
-[ "$n_before" -lt 10 ] || fail "the study finished before it was killed"
+[ "$n_before" -lt 18 ] || fail "the study finished before it was killed"
 cp $tr before.jsonl
 "$TUNER" sweep slowv.yaml >/dev/null 2>k2.err || { cat k2.err; fail "resume of the verification"; }
 cmp -s before.jsonl <(head -n "$n_before" $tr) || fail "lines written before the kill changed"
-[ "$(verify_lines $tr | wc -l)" -eq 6 ] || fail "want 6 verification runs after the resume"
-cmp -s <(json_field id <$tr) <(seq 1 10) || fail "trial ids are not 1..10"
+[ "$(verify_lines $tr | wc -l)" -eq 12 ] || fail "want 2 candidates x 3 pairs = 12 verification runs after the resume"
+cmp -s <(json_field id <$tr) <(seq 1 18) || fail "trial ids are not 1..18"
+[ "$(verify_lines $tr | grep -o '"SLIDING_WINDOW":"[0-9]*"' | tr -dc '0-9\n' | awk 'NR % 2' | sort -u)" = 512 ] ||
+    fail "the pairs broke across the resume"
 held=$(grep -c ' holdout$' calls)
-[ "$held" -ge 6 ] && [ "$held" -le 7 ] || fail "the engine ran $held times on held-out prompts for 6 runs"
+[ "$held" -ge 12 ] && [ "$held" -le 13 ] || fail "the engine ran $held times on held-out prompts for 12 runs"
 # A rerun of the finished study runs nothing and writes the same pick.
 "$TUNER" sweep slowv.yaml >/dev/null 2>k3.err || { cat k3.err; fail "rerun"; }
-[ "$(wc -l <$tr)" -eq 10 ] || fail "rerun added trials"
+[ "$(wc -l <$tr)" -eq 18 ] || fail "rerun added trials"
 echo "ok"
