@@ -3,8 +3,10 @@
 # Idempotent: on a machine that has them all it does nothing and prints one line.
 set -euo pipefail
 
+# munge and slurm-*: the tuner's Slurm tests start a single-node cluster of their own
+# (tests/tuner/slurm_lib.sh).
 packages=(build-essential cmake git pkg-config libyaml-dev libcjson-dev libgsl-dev gnuplot-nox nodejs npm python3 python3-numpy
-          clang libomp-dev)
+          clang libomp-dev munge slurm-wlm slurmctld slurmd slurm-client)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -13,6 +13,7 @@
 #include "input.h"
 #include "journal.h"
 #include "runner.h"
+#include "slurm.h"
 #include "util.h"
 
 static const char *op_text(cmp_op op) {
@@ -211,6 +212,11 @@ cJSON *manifest_build(const space *sp, const trial_table *t, int best,
     cJSON_AddStringToObject(engine, "workdir", realpath(wd, real) ? real : wd);
     free(wd);
     if (sp->launcher) cJSON_AddStringToObject(engine, "launcher", sp->launcher);
+    if (sp->slurm) { /* the srun line each trial ran under (slurm.h) */
+        char *srun = slurm_srun_line(sp->slurm, sp->timeout_s);
+        cJSON_AddStringToObject(engine, "launcher", srun);
+        free(srun);
+    }
     /* One line a user can paste: the env, the folder, the command (all shell-quoted). */
     char *qdir = shell_single_quote(cJSON_GetObjectItem(engine, "workdir")->valuestring);
     char *qpath = shell_single_quote(info->study_dir);

@@ -539,6 +539,7 @@ static void md_write(FILE *f, const report_data *d) {
             xm, xm);
     md_verification(f, d);
     report_conditions_md(f, d);
+    report_nodes_md(f, d);
     fprintf(f, "## Feasible Pareto front\n\n");
     if (d->n_pareto == 0) {
         fprintf(f, "No feasible point.\n\n");

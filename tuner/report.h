@@ -76,4 +76,8 @@ void report_conditions_md(FILE *f, const report_data *d);
  * nothing otherwise. Returns 1, or 0 with err set. */
 int report_conditions_plot(const report_data *d, char *err, size_t errlen);
 
+/* The "Nodes" section of report.md (report_nodes.c): the runs grouped by the model of the
+ * node they ran on, and the points measured on several models side by side. */
+void report_nodes_md(FILE *f, const report_data *d);
+
 #endif

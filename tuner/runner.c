@@ -39,7 +39,9 @@
 #include <unistd.h>
 
 #include "input.h"
+#include "node.h"
 #include "proctree.h"
+#include "slurm.h"
 #include "util.h"
 
 /* TAIL_MAX: bytes of stdout kept to find the result line; POLL_MS: the loop's tick;
@@ -662,6 +664,10 @@ struct run_handle {
     double t0, deadline, exited_at; /* exited_at: when the engine was reaped (0 before) */
     run_result early;               /* a run that could not start (over from the outset) */
     int failed_to_start;
+    char *study;     /* copy of req->study */
+    char *job_name;  /* the Slurm job's name (slurm launcher), else NULL */
+    char *cancelled; /* the id of the Slurm job cancelled for this run, if any */
+    int cancel_done; /* its cancellation was asked for (once) */
 };
 
 /* The runs in flight (started engines), so that reaping adopted orphans never takes the
@@ -1023,6 +1029,16 @@ int runner_stop_recorded(const char *running_dir, double grace_s) {
 /* ---------------------------------------------------------------------------------------- */
 /* the run */
 
+/* Cancel the run's Slurm job (slurm launcher only; once): before its srun is signalled, so
+ * that the job ends on the cluster however srun takes the signal. */
+static void run_cancel_job(run_handle *h, const char *what) {
+    if (!h->job_name || h->cancel_done) return;
+    h->cancel_done = 1;
+    char *why = xasprintf("trial %ld %s", h->req.trial_id, what);
+    slurm_cancel(h->study, h->req.trial_id, why, 0, &h->cancelled);
+    free(why);
+}
+
 run_handle *runner_start(const space *sp, const int *levels, const run_request *req) {
     run_handle *h = xcalloc(1, sizeof *h);
     h->sp = sp;
@@ -1057,12 +1073,21 @@ run_handle *runner_start(const space *sp, const int *levels, const run_request *
         argv[i] = sp->argv[i];
     char *argv0 = runner_command_path(sp);
     argv[0] = argv0;
+    char **srun = NULL;
+    if (sp->slurm) {
+        h->study = xstrdup(req->study ? req->study : "study");
+        h->job_name = slurm_job_name(h->study, req->trial_id);
+        srun = slurm_srun_argv(sp->slurm, h->job_name, sp->timeout_s, argv);
+    }
 
     fflush(NULL);
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) die("fork: %s", strerror(errno));
-    if (pid == 0) child_exec(sp, levels, &h->req, parent, workdir, argv, out_pipe[1], err_pipe[1]);
+    if (pid == 0)
+        child_exec(sp, levels, &h->req, parent, workdir, srun ? srun : argv, out_pipe[1],
+                   err_pipe[1]);
+    slurm_argv_free(srun);
     setpgid(pid, pid); /* also in the parent: no window where a kill(-pid) could miss */
     h->c.pid = pid;
     proc_info pi;
@@ -1119,6 +1144,7 @@ int runner_step(run_handle *h) {
     }
     if (!c->exited && h->deadline > 0 && now_seconds() >= h->deadline) {
         h->timed_out = 1;
+        run_cancel_job(h, "timed out");
         h->stop_sig = run_stop(h, h->req.grace_s);
         h->over = 1;
         return 1;
@@ -1136,7 +1162,29 @@ int runner_step(run_handle *h) {
 }
 
 void runner_signal(run_handle *h, int sig) {
-    if (!h->failed_to_start) run_signal(h, sig);
+    if (h->failed_to_start) return;
+    if (sig == SIGTERM || sig == SIGKILL) run_cancel_job(h, "is stopped");
+    run_signal(h, sig);
+}
+
+/* Where the run ran: the node its Slurm job reported (and the job's ids), else this
+ * machine; nothing for a template launcher, which may have sent it anywhere. */
+static void run_where(const run_handle *h, run_result *out) {
+    if (h->job_name) {
+        slurm_job_info info;
+        slurm_job_info_read(h->req.log_path, &info);
+        out->slurm_name = xstrdup(h->job_name);
+        out->slurm_job = info.job ? info.job : (h->cancelled ? xstrdup(h->cancelled) : NULL);
+        out->slurm_step = info.step;
+        out->node_host = info.host;
+        out->node_model = info.model;
+        return;
+    }
+    if (h->sp->launcher) return;
+    const char *host, *model;
+    node_local(h->req.gpu, &host, &model);
+    out->node_host = xstrdup(host);
+    out->node_model = xstrdup(model);
 }
 
 run_outcome runner_finish(run_handle *h, run_result *out) {
@@ -1155,6 +1203,7 @@ run_outcome runner_finish(run_handle *h, run_result *out) {
         if (h->fds[k] >= 0) close(h->fds[k]);
     char *tail = h->pump.tail;
     size_t tail_len = h->pump.tail_len;
+    if (runner_interrupted()) run_cancel_job(h, "is stopped");
     run_stop(h, h->req.grace_s); /* leftovers of a finished engine go too */
     if (!c->exited) {
         waitpid(c->pid, &c->wstatus, 0);
@@ -1172,6 +1221,7 @@ run_outcome runner_finish(run_handle *h, run_result *out) {
     log_close(&h->pump);
     close(h->log_fd);
     tail[tail_len] = '\0';
+    run_where(h, out);
     out->wall_s = now_seconds() - h->t0;
     const space *sp = h->sp;
     const run_request *req = &h->req;
@@ -1183,8 +1233,12 @@ run_outcome runner_finish(run_handle *h, run_result *out) {
         if (WIFEXITED(c->wstatus)) out->exit_code = WEXITSTATUS(c->wstatus);
         if (WIFSIGNALED(c->wstatus)) out->term_signal = WTERMSIG(c->wstatus);
         if (h->timed_out) {
-            run_fail(out, xasprintf("timed out after %g s (process group stopped with %s)",
-                                    sp->timeout_s, h->stop_sig == SIGKILL ? "SIGKILL" : "SIGTERM"));
+            char *job =
+                h->cancelled ? xasprintf("Slurm job %s cancelled, ", h->cancelled) : xstrdup("");
+            run_fail(out,
+                     xasprintf("timed out after %g s (%sprocess group stopped with %s)",
+                               sp->timeout_s, job, h->stop_sig == SIGKILL ? "SIGKILL" : "SIGTERM"));
+            free(job);
         } else if (out->term_signal) {
             char *last = log_last_line(req->log_path);
             run_fail(out, xasprintf("killed by signal %d (%s)%s%s%s", out->term_signal,
@@ -1203,6 +1257,9 @@ run_outcome runner_finish(run_handle *h, run_result *out) {
     }
     free(tail);
     free(h->esc);
+    free(h->study);
+    free(h->job_name);
+    free(h->cancelled);
     free(h->running_path);
     free(h->log_path);
     free(h->result_path);
@@ -1228,5 +1285,28 @@ run_outcome runner_run(const space *sp, const int *levels, const run_request *re
 void run_result_free(run_result *r) {
     cJSON_Delete(r->metrics);
     free(r->reason);
+    free(r->node_host);
+    free(r->node_model);
+    free(r->slurm_name);
+    free(r->slurm_job);
+    free(r->slurm_step);
     memset(r, 0, sizeof *r);
+}
+
+void run_result_where_json(const run_result *r, cJSON *rec) {
+    if (r->node_host) {
+        cJSON *node = cJSON_AddObjectToObject(rec, "node");
+        cJSON_AddStringToObject(node, "host", r->node_host);
+        cJSON_AddStringToObject(node, "model", r->node_model ? r->node_model : "unknown");
+    }
+    if (r->slurm_name) {
+        cJSON *job = cJSON_AddObjectToObject(rec, "slurm");
+        cJSON_AddStringToObject(job, "name", r->slurm_name);
+        const char *ids[2] = {r->slurm_job, r->slurm_step}, *keys[2] = {"job", "step"};
+        for (int k = 0; k < 2; k++)
+            if (ids[k])
+                cJSON_AddStringToObject(job, keys[k], ids[k]);
+            else
+                cJSON_AddNullToObject(job, keys[k]);
+    }
 }

@@ -15,6 +15,9 @@
  * ends the sweep. The one exception is an interruption of the tuner itself (SIGINT or
  * SIGTERM, see runner_install_signals): the run's processes are stopped and the caller is
  * told so, so that the interrupted trial is not recorded and the study stays resumable.
+ *
+ * With the slurm launcher (slurm.h) the engine runs under srun as a job named after the
+ * study and the trial; a run that times out or is stopped gets its job cancelled first.
  */
 #ifndef RUNNER_H
 #define RUNNER_H
@@ -38,6 +41,7 @@ typedef struct {
     const char *gpu;         /* CUDA_VISIBLE_DEVICES for the engine, or NULL to inherit */
     const char *running_dir; /* NULL, or a folder where the run is recorded while it runs */
     long long log_limit;     /* bytes a log may keep (0: RUNNER_LOG_LIMIT_DEFAULT) */
+    const char *study;       /* the study's name: Slurm jobs are named after it (slurm.h) */
 } run_request;
 
 /* Logs: past the limit a log keeps its first and its last half, and a line in between
@@ -53,6 +57,12 @@ typedef struct {
     double wall_s;   /* from fork to reap */
     int exit_code;   /* -1 when killed by a signal or never started */
     int term_signal; /* the signal that ended the engine, 0 if none */
+    /* Where it ran (node.h): the tuner's machine, or the node the Slurm job reported; NULL
+     * when unknown (a template launcher, a Slurm job that never started). malloc'd. */
+    char *node_host, *node_model;
+    /* With the slurm launcher: the job's name, and its job and step ids (NULL when never
+     * learnt). malloc'd. */
+    char *slurm_name, *slurm_job, *slurm_step;
 } run_result;
 
 /* Processes of a run: the engine is the leader of a new process group and gets SIGKILL
@@ -99,6 +109,10 @@ int runner_step(run_handle *h);
 void runner_signal(run_handle *h, int sig);
 run_outcome runner_finish(run_handle *h, run_result *out);
 void run_result_free(run_result *r);
+
+/* Add where the run ran to its journal record: "node": {"host", "model"} when known, and
+ * with the slurm launcher "slurm": {"name", "job", "step"} (null where never learnt). */
+void run_result_where_json(const run_result *r, cJSON *rec);
 
 /* Turn an engine's JSON report into a verdict for the metrics the space needs (the
  * objective, every constraint metric, every metric with bounds): OK when all are finite

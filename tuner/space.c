@@ -13,6 +13,7 @@
  * space_yaml.c, the lattice helpers in space_lattice.c, the canonical JSON in space_json.c. */
 #include "space.h"
 #include "input.h"
+#include "slurm.h"
 #include "space_yaml.h"
 #include "util.h"
 
@@ -301,7 +302,9 @@ static void load_engine(loader *ld, const yaml_node_t *key_node, const yaml_node
     sp->timeout_s = 600;
     if ((v = ld_map_get(ld, n, "timeout", NULL)))
         sp->timeout_s = ld_duration(ld, v, "engine.timeout");
-    if ((v = ld_map_get(ld, n, "launcher", NULL))) {
+    if ((v = ld_map_get(ld, n, "launcher", NULL)) && v->type == YAML_MAPPING_NODE) {
+        space_load_slurm(ld, v); /* {slurm: {...}}: space_slurm.c */
+    } else if (v) {
         sp->launcher = xstrdup(ld_string(ld, v, "engine.launcher"));
         if (!strstr(sp->launcher, "{cmd}"))
             ld_fail(ld, v, "engine.launcher", "the template must contain {cmd}");
@@ -877,6 +880,7 @@ void space_free(space *sp) {
     }
     free(sp->env);
     free(sp->launcher);
+    slurm_launcher_free(sp->slurm);
     for (int i = 0; i < sp->n_regex; i++) {
         free(sp->regex[i].metric);
         free(sp->regex[i].pattern);

@@ -16,7 +16,9 @@
  *     workdir: .                     # optional, relative to the space file's folder
  *     env: {MAX_NEW_TOKENS: 512}     # fixed environment, values as strings
  *     timeout: 600                   # per trial, a duration (default 600 s)
- *     launcher: "srun -N1 {cmd}"     # optional wrapper template around the command
+ *     launcher: "srun -N1 {cmd}"     # optional wrapper template around the command, or
+ *                                    #   {slurm: {partition: P, gres: G, time: T, extra:
+ *                                    #   [...]}}: each trial a Slurm job (space_slurm.c)
  *     result:                        # optional; default "json": the TUNER_RESULT file or
  *       regex:                       #   the last JSON line of stdout. With regex: one
  *         tps: 'tok/s: ([0-9.]+)'    #   POSIX extended pattern per metric, compiled at
@@ -150,6 +152,8 @@ typedef struct {
     char *launcher;      /* NULL or a template containing {cmd} */
     metric_regex *regex; /* n_regex == 0: JSON results */
     int n_regex;
+    /* NULL, or the launcher's map form {slurm: {...}} (slurm.h) */
+    struct slurm_launcher *slurm;
 
     /* what to optimise */
     char *objective;

@@ -8,6 +8,7 @@
  * whose order carries meaning (command arguments, parameters, constraints, levels) keep the
  * file's order; maps whose order does not (env, regex) are sorted by key. */
 #include "space.h"
+#include "slurm.h"
 #include "util.h"
 
 #include <cjson/cJSON.h>
@@ -67,6 +68,8 @@ static cJSON *engine_json(const space *sp) {
     checked(cJSON_AddNumberToObject(e, "timeout_s", sp->timeout_s));
     if (sp->launcher)
         checked(cJSON_AddStringToObject(e, "launcher", sp->launcher));
+    else if (sp->slurm)
+        cJSON_AddItemToObject(e, "launcher", checked(slurm_launcher_json(sp->slurm)));
     else
         checked(cJSON_AddNullToObject(e, "launcher"));
     cJSON *result = checked(cJSON_AddObjectToObject(e, "result"));

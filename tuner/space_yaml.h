@@ -61,4 +61,8 @@ int ld_map_size(const yaml_node_t *map);
 yaml_node_t *ld_map_need(loader *ld, const yaml_node_t *map, const yaml_node_t *at,
                          const char *path, const char *key);
 
+/* engine.launcher in its map form {slurm: {...}} into ld->sp->slurm (space_slurm.c); call
+ * after engine.timeout is loaded. */
+void space_load_slurm(loader *ld, const yaml_node_t *n);
+
 #endif

@@ -33,6 +33,7 @@
 #include "noise.h"
 #include "progress.h"
 #include "runner.h"
+#include "slurm.h"
 #include "space.h"
 #include "strategy.h"
 #include "trials.h"
@@ -128,6 +129,7 @@ static cJSON *record_build(const sweep_state *s, const worker_slot *w, const run
     cJSON_AddStringToObject(rec, "started", w->started);
     cJSON_AddStringToObject(rec, "finished", finished);
     cJSON_AddNumberToObject(rec, "study_elapsed_s", study_elapsed);
+    run_result_where_json(r, rec); /* "node", and "slurm" for a Slurm job */
     return rec;
 }
 
@@ -214,7 +216,8 @@ static void start_run(sweep_state *s, int slot, const int *levels, const char *p
                        .result_path = result_path,
                        .grace_s = s->opt->grace_s,
                        .running_dir = s->running_dir,
-                       .log_limit = s->opt->log_limit};
+                       .log_limit = s->opt->log_limit,
+                       .study = s->study};
     char started[32];
     time_iso_utc(started, sizeof started);
     conditions_sample(&s->cond_start[slot], s->pool.slots[slot].gpu);
@@ -306,6 +309,11 @@ static void print_plan(const sweep_state *s, FILE *f) {
     fprintf(f, "engine:    ");
     for (int i = 0; i < sp->argc; i++)
         fprintf(f, " %s", sp->argv[i]);
+    if (sp->slurm) { /* each trial a Slurm job (slurm.h) */
+        char *srun = slurm_srun_line(sp->slurm, sp->timeout_s);
+        fprintf(f, "\nlauncher:   %s", srun);
+        free(srun);
+    }
     fprintf(f, "\nobjective:  %s %s\n", sp->maximize ? "maximize" : "minimize", sp->objective);
     for (int c = 0; c < sp->n_constraints; c++)
         fprintf(f, "constraint: %s\n", sp->constraints[c].text);
@@ -704,6 +712,13 @@ static int study_claim(sweep_state *s, const char *name, char *err, size_t errle
             char *running = xasprintf("%s/running", s->dir);
             runner_stop_recorded(running, opt->grace_s);
             free(running);
+            /* Slurm jobs a killed sweep left in the queue (slurm.h) go before anything runs. */
+            if (s->sp->slurm && slurm_cancel(s->study, -1, "left by an earlier sweep",
+                                             30 + opt->grace_s, NULL) < 0) {
+                snprintf(err, errlen, "cannot check the Slurm queue for jobs of study '%s'",
+                         s->study);
+                break;
+            }
             return 0;
         }
         study_unlock(s->lock_fd); /* another sweep took this name first: the next one */
