@@ -12,7 +12,8 @@
  *   levels ([int]), repeat (int, 0-based), status ("ok"|"infeasible"|"failed"),
  *   metrics (the engine's whole report, or null), reason (string|null), exit_code,
  *   signal, wall_s, started, finished (UTC ISO 8601), study_elapsed_s (wall time of the
- *   study at the end of this trial, summed over every session of it).
+ *   study at the end of this trial, summed over every session of it), node ({host, model}:
+ *   where it ran, node.h), slurm ({name, job, step}: its Slurm job, slurm.h).
  */
 #ifndef TRIALS_H
 #define TRIALS_H
