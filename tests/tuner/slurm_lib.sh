@@ -65,7 +65,7 @@ slurm_start() {
         command -v "$cmd" >/dev/null || fail "$cmd is missing: run scripts/setup.sh (Debian packages munge slurm-wlm)"
     done
     mkdir -p "$SLURM_DIR"/state "$SLURM_DIR"/spool "$SLURM_DIR"/munge
-    chmod 700 "$SLURM_DIR"/munge
+    chmod 755 "$SLURM_DIR"/munge
     head -c 1024 /dev/urandom >"$SLURM_DIR"/munge/munge.key
     chmod 600 "$SLURM_DIR"/munge/munge.key
     local sock=$SLURM_DIR/munge/sock
