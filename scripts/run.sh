@@ -2,8 +2,10 @@
 # run.sh: the main job. Installs what is missing, builds into build/, tunes our engine on the
 # shipped small model on the CPU (search_spaces/default.yaml: Bayesian search over the sliding
 # window, speculative tokens, centroid top-k and lm-head keepset, then the best candidates
-# re-run on held-out prompts), writes the report, and ends by printing the manifest path, the
-# chosen knobs, the measured and verified tps and ppl, and the report's path.
+# re-run on held-out prompts, each run paired with a run of the baseline), writes the report,
+# and ends by printing the manifest path, the chosen knobs, the measured and verified tps and
+# ppl, the answer (the speed-up over the baseline with its interval, or the baseline itself
+# when no setting was measurably faster), and the report's path.
 #
 # Every run is a fresh study, out/default-<UTC time>; the sweep's own progress goes to stderr.
 # Sized to finish within 15 minutes on 2 cores (the space file says how). Extra arguments go
@@ -46,10 +48,15 @@ fmt = lambda v: "inf" if v is None else f"{v:.6g}"
 print(f"manifest: {sys.argv[1]}")
 print("knobs:    " + " ".join(f"{k}={v}" for k, v in m["point"].items()))
 for block in ("measured", "verified"):
-    b = m[block]
+    b = m.get(block)
+    if not b:
+        continue
     med = b["median"]
     print(f"{block + ':':9} tps {fmt(med.get('tps'))}  ppl {fmt(med.get('ppl'))}"
           f"  ({b['runs']} run(s) on the {b['prompt_set']} prompts)")
+ver = m.get("verification", {})
+if ver.get("summary"):
+    print(f"answer:   {ver['summary']}")
 for w in m.get("warnings", []):
     print(f"warning:  {w}")
 EOF

@@ -15,6 +15,7 @@
 #include "runner.h"
 #include "slurm.h"
 #include "util.h"
+#include "verify.h"
 
 static const char *op_text(cmp_op op) {
     static const char *ops[] = {"<=", "<", ">=", ">"};
@@ -144,8 +145,11 @@ cJSON *manifest_build(const space *sp, const trial_table *t, int best,
         cJSON_AddItemToObject(su, "low", number_or_null(mv->speedup[1]));
         cJSON_AddItemToObject(su, "high", number_or_null(mv->speedup[2]));
         cJSON_AddNumberToObject(su, "confidence", sp->verify_confidence);
+        cJSON_AddNumberToObject(su, "confidence_each", verify_confidence_each(sp));
         cJSON_AddNumberToObject(su, "pairs", mv->pairs);
-        cJSON_AddStringToObject(su, "method", "t interval on the log-ratios of paired runs");
+        cJSON_AddStringToObject(su, "method",
+                                "t interval on the log-ratios of each candidate run to the "
+                                "baseline runs around it, Bonferroni over verify.top");
     }
     cJSON_AddNumberToObject(vinfo, "top", sp->verify_top);
     cJSON_AddNumberToObject(vinfo, "repeats", sp->verify_repeats);

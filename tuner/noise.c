@@ -53,8 +53,8 @@ int noise_runs_wanted(const space *sp, const trial_table *t, const resolved_cons
         if (k != i && observation_feasible(&t->points[k].obs, rc, sp->n_constraints) &&
             trials_better(t, t->points[k].objective, best))
             best = t->points[k].objective;
-    /* Promising: better than the best other feasible point, or within twice the noise. */
-    double margin = 2 * rel_noise * fabs(best);
+    /* Promising: better than the best other feasible point, or within one noise sd of it. */
+    double margin = rel_noise * fabs(best);
     int promising = isnan(best) ||
                     (sp->maximize ? p->objective >= best - margin : p->objective <= best + margin);
     if (!promising) return sp->repeats;

@@ -5,10 +5,11 @@
  * those runs (sd / mean) is the study's noise. The driver prints it, warns when it is over
  * NOISE_HIGH, hands it to the strategy (strategy_ops.set_noise), and uses it for how many
  * runs a promising point gets: on a noisy machine a point whose first runs put it near the
- * best feasible one (within twice the noise, or better) gets enough runs for its median's
+ * best feasible one (within one noise sd of it, or better) gets enough runs for its median's
  * relative standard error to reach NOISE_TARGET_SE, at most NOISE_MAX_EXTRA runs more than
- * `repeats`. Everything is a function of the trial table, so a resumed study rebuilds the
- * same noise and makes the same decisions.
+ * `repeats`. Only challengers of the best get them, so a noisy machine costs a few runs,
+ * not a multiple of the budget. Everything is a function of the trial table, so a resumed study
+ * rebuilds the same noise and makes the same decisions.
  */
 #ifndef NOISE_H
 #define NOISE_H
@@ -16,9 +17,9 @@
 #include "space.h"
 #include "trials.h"
 
-enum { NOISE_BASELINE_RUNS = 3, NOISE_MAX_EXTRA = 4 };
+enum { NOISE_BASELINE_RUNS = 3, NOISE_MAX_EXTRA = 2 };
 #define NOISE_HIGH      0.05
-#define NOISE_TARGET_SE 0.025
+#define NOISE_TARGET_SE 0.03
 
 /* Runs the baseline gets at the start: max(repeats, NOISE_BASELINE_RUNS). */
 int noise_baseline_runs(const space *sp);

@@ -10,14 +10,18 @@
  *
  * Paired runs (a space with a baseline). Verification runs one engine at a time, on the
  * prompt set `verify.prompt_set`, as pairs: the baseline, then a candidate, the baseline,
- * the next candidate, ...; each round takes the candidates in an order rotated by one, so
- * no candidate always follows the same one. A candidate's pair is its run and the baseline
- * run just before it (trial ids give the order, so a resumed study rebuilds the pairs from
- * its journal). Its speed-up is exp(mean of log(candidate / baseline)) over its pairs (for a
- * minimised objective, baseline / candidate), with a t interval at `verify.confidence`
- * (gsl_cdf_tdist_Pinv): log-ratios make a slow drift of the machine cancel within a pair
- * and make the noise of a rate symmetric, and with 3 to 10 pairs the t interval keeps its
- * coverage where a bootstrap has too few distinct resamples and comes out too narrow.
+ * the next candidate, ..., and a closing baseline run; each round takes the candidates in an
+ * order rotated by one, so no candidate always follows the same one. A candidate's pair is
+ * its run and the baseline runs just before and just after it (their geometric mean; the one
+ * before while the one after has not run); trial ids give the order, so a resumed study
+ * rebuilds the pairs from its journal. Its speed-up is exp(mean of log(candidate /
+ * baseline)) over its pairs (for a minimised objective, baseline / candidate), with a t
+ * interval (gsl_cdf_tdist_Pinv): log-ratios make the noise of a rate symmetric, the
+ * baseline on both sides cancels a drift of the machine that is linear over the three runs,
+ * and with 3 to 10 pairs the t interval keeps its coverage where a bootstrap has too few
+ * distinct resamples and comes out too narrow. Each interval is at 1 - (1 - confidence) /
+ * verify.top (Bonferroni): the answer is the best of several candidates, and the chance
+ * that any of them looks faster by luck must stay under 1 - confidence.
  *
  * Adaptive repeats. A candidate gets at least max(2, verify.repeats) pairs, then more until
  * the interval's half-width on the speed-up is under `verify.precision`, its upper end is
@@ -76,6 +80,8 @@ typedef struct {
 
 /* The t interval at `confidence` of exp(mean of the log-ratios r[0..n-1]). */
 verify_speedup verify_speedup_of(const double *log_ratios, int n, double confidence);
+/* The confidence of each candidate's interval: 1 - (1 - verify.confidence) / verify.top. */
+double verify_confidence_each(const space *sp);
 
 typedef struct {
     int winner;               /* index of the winning candidate in the plan, -1: none */

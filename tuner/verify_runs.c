@@ -11,6 +11,10 @@
 
 #include "util.h"
 
+double verify_confidence_each(const space *sp) {
+    return 1 - (1 - sp->verify_confidence) / sp->verify_top;
+}
+
 verify_speedup verify_speedup_of(const double *lr, int n, double confidence) {
     verify_speedup su = {.pairs = n, .estimate = NAN, .low = NAN, .high = NAN};
     if (n < 1) return su;
@@ -86,7 +90,12 @@ static void collect_runs(const space *sp, const trial_table *vt, const verify_pl
             c->why = cJSON_IsString(why) ? why->valuestring : "";
         }
         if (j == 0 || seq[j - 1].vi != vs->base_vi || vs->base_vi < 0) continue;
+        /* The baseline runs on both sides, when the next one has run: a drift that is linear
+         * over the three runs cancels, and the baseline's share of the noise halves. */
         double b = run_objective(sp, seq[j - 1].rec), x = run_objective(sp, seq[j].rec);
+        double after =
+            j + 1 < k && seq[j + 1].vi == vs->base_vi ? run_objective(sp, seq[j + 1].rec) : NAN;
+        if (isfinite(after) && isfinite(b)) b = sqrt(b * after);
         if (!isfinite(b) || !isfinite(x)) continue;
         c->lr = xrealloc(c->lr, (size_t)(c->n_pairs + 1) * sizeof *c->lr);
         c->lr[c->n_pairs++] = sp->maximize ? log(x / b) : log(b / x);
@@ -101,7 +110,7 @@ static void judge_phase(const space *sp, const trial_table *vt, verify_state *vs
     int min_pairs = sp->verify_repeats > 2 ? sp->verify_repeats : 2;
     int cap = sp->verify_max_repeats > min_pairs ? sp->verify_max_repeats : min_pairs;
     const point_stats *p = c->vi >= 0 ? &vt->points[c->vi] : NULL;
-    c->su = verify_speedup_of(c->lr, c->n_pairs, sp->verify_confidence);
+    c->su = verify_speedup_of(c->lr, c->n_pairs, verify_confidence_each(sp));
     c->phase = c->n_runs == 0 ? CAND_UNTRIED : CAND_MEASURING;
     if (c->why) {
         c->phase = CAND_DROPPED;
@@ -185,9 +194,12 @@ int verify_next(const space *sp, const trial_table *vt, const verify_plan *vp, i
     }
     free(list);
     size_t bytes = (size_t)sp->n_params * sizeof *levels;
-    int out = pick >= 0;
-    if (pick >= 0 && vp->paired && !vs.last_is_baseline)
-        memcpy(levels, sp->baseline, bytes); /* each candidate run follows a baseline run */
+    /* Every candidate run sits between two baseline runs: one before it, and the closing one
+     * after the last. */
+    int closing = pick < 0 && vp->paired && vt->n_runs > 0 && !vs.last_is_baseline;
+    int out = pick >= 0 || closing;
+    if (closing || (pick >= 0 && vp->paired && !vs.last_is_baseline))
+        memcpy(levels, sp->baseline, bytes);
     else if (pick >= 0)
         memcpy(levels, vp->points[pick], bytes);
     verify_state_free(&vs);

@@ -99,16 +99,17 @@ SYNTH_HOLDOUT_PPL_WHEN=always "$TUNER" sweep rel.yaml >/dev/null 2>rel.err || { 
 tr=out/rel/trials.jsonl
 [ "$(search_lines $tr | grep -c '"phase":"baseline"')" -eq 3 ] || fail "the baseline was not run 3 times for the noise"
 expect_contains rel.err "noise: tps of the baseline over 3 runs: relative sd 0.0 %"
-# baseline, 256, baseline, 320 | baseline, 320, baseline, 256 (the second round rotated)
+# baseline, 256, baseline, 320 | baseline, 320, baseline, 256 (the second round rotated) |
+# the closing baseline run
 [ "$(verify_lines $tr | grep -o '"SLIDING_WINDOW":"[0-9]*"' | tr -dc '0-9\n' | tr '\n' ' ')" = \
-    "512 256 512 320 512 320 512 256 " ] || fail "verification runs are not baseline/candidate pairs in rotated order"
+    "512 256 512 320 512 320 512 256 512 " ] || fail "verification runs are not baseline/candidate pairs in rotated order"
 w=$(eval "$("$TUNER" env out/rel/manifest.json)" && echo "$SLIDING_WINDOW")
 [ "$w" = 256 ] || fail "relative: manifest window $w, want 256"
 tr -d '\n\t ' <out/rel/manifest.json | qgrep '"constraints":\[{"text":"ppl<=1.05\*baseline","bound":2.625,"verified":2.615}\]' ||
     fail "verified bound not relative to the baseline's held-out ppl"
 expect_contains out/rel/manifest.json '"summary":	"1.50x [1.50, 1.50] over the baseline on the holdout prompts, 2 pairs"'
 expect_contains out/rel/manifest.json '"outcome":	"winner"'
-tr -d '\n\t ' <out/rel/manifest.json | qgrep '"speedup":{"estimate":1.5[0-9]*,"low":1.5[0-9]*,"high":1.5[0-9]*,"confidence":0.95,"pairs":2,' ||
+tr -d '\n\t ' <out/rel/manifest.json | qgrep '"speedup":{"estimate":1.5[0-9]*,"low":1.5[0-9]*,"high":1.5[0-9]*,"confidence":0.95,"confidence_each":0.975,"pairs":2,' ||
     fail "speed-up not recorded in the manifest"
 expect_contains rel.err "best: tps = "
 expect_contains rel.err "(1.50x [1.50, 1.50] over the baseline on the holdout prompts, 2 pairs;"
@@ -142,12 +143,33 @@ SYNTH_MIXED_NOISE=0.05 SYNTH_HOLDOUT_SLOW_WHEN=SLIDING_WINDOW=128 SYNTH_HOLDOUT_
 tr=out/noisy/trials.jsonl
 n=$(verify_lines $tr | grep -vc '"SLIDING_WINDOW":"512"' || true)
 [ "$n" -eq 6 ] || fail "the candidate got $n runs, want the cap of 6 (precision 0.001 is never reached)"
-[ "$(verify_lines $tr | grep -c '"SLIDING_WINDOW":"512"')" -eq 6 ] || fail "want one baseline run per candidate run"
+[ "$(verify_lines $tr | grep -c '"SLIDING_WINDOW":"512"')" -eq 7 ] ||
+    fail "want a baseline run before each candidate run and a closing one"
 # The answer is never slower than the baseline: a winner's interval lies above 1.
 if grep -q '"outcome":	"winner"' out/noisy/manifest.json; then
     low=$(tr -d '\n\t ' <out/noisy/manifest.json | grep -o '"speedup":{"estimate":[^}]*}' | head -1 | json_field low)
     awk -v l="$low" 'BEGIN { exit !(l > 1) }' || fail "a winner whose interval reaches below 1 ($low)"
 fi
+
+# Only the baseline meets the budget: it is the answer, without held-out runs.
+sed 's/^constraints: .*/constraints: [ppl <= 1.0 * baseline]/' rel.yaml >only.yaml
+rc=0
+"$TUNER" sweep only.yaml --study only >/dev/null 2>only.err || rc=$?
+[ "$rc" -eq 0 ] || { cat only.err; fail "only the baseline feasible: exit $rc, want 0"; }
+[ "$(verify_lines out/only/trials.jsonl | wc -l)" -eq 0 ] || fail "verification ran without candidates"
+expect_contains out/only/manifest.json '"summary":	"the baseline: no other point met every constraint in the search"'
+expect_contains out/only/manifest.json '"verified":	null'
+
+# A noisy machine: the noise is measured from the baseline's runs, warned about, and a point
+# that challenges the best gets more runs (repeats + 2).
+rc=0
+SYNTH_MIXED_NOISE=0.3 "$TUNER" sweep rel.yaml --study loud >/dev/null 2>loud.err || rc=$?
+[ "$rc" -eq 0 ] || { cat loud.err; fail "loud sweep: exit $rc"; }
+expect_contains loud.err "warning: the measurements are noisy (relative sd"
+most=$(search_lines out/loud/trials.jsonl | grep -v '"phase":"baseline"' | grep -o '"point":{[^}]*}' |
+    sort | uniq -c | sort -rn | head -1 | awk '{print $1}')
+[ "$most" -eq 3 ] || fail "no promising point got 3 runs on a noisy machine (at most $most)"
+tr -d '\n\t ' <out/loud/manifest.json | qgrep '"noise":0\.[0-9]' || fail "no noise in the manifest"
 
 # Dropped candidates: the keepset 8192 reports an infinite ppl on the held-out prompts. The
 # candidates differ in two knobs (diverse), and the ranking is followed down past the
@@ -193,17 +215,18 @@ sweep_bg k1.err slowv.yaml
 tr=out/slowv/trials.jsonl
 stop_at $tr 9 30 KILL
 n_before=$(wc -l <$tr)
-[ "$n_before" -lt 18 ] || fail "the study finished before it was killed"
+[ "$n_before" -lt 19 ] || fail "the study finished before it was killed"
 cp $tr before.jsonl
 "$TUNER" sweep slowv.yaml >/dev/null 2>k2.err || { cat k2.err; fail "resume of the verification"; }
 cmp -s before.jsonl <(head -n "$n_before" $tr) || fail "lines written before the kill changed"
-[ "$(verify_lines $tr | wc -l)" -eq 12 ] || fail "want 2 candidates x 3 pairs = 12 verification runs after the resume"
-cmp -s <(json_field id <$tr) <(seq 1 18) || fail "trial ids are not 1..18"
+[ "$(verify_lines $tr | wc -l)" -eq 13 ] ||
+    fail "want 2 candidates x 3 pairs and a closing baseline run = 13 verification runs after the resume"
+cmp -s <(json_field id <$tr) <(seq 1 19) || fail "trial ids are not 1..19"
 [ "$(verify_lines $tr | grep -o '"SLIDING_WINDOW":"[0-9]*"' | tr -dc '0-9\n' | awk 'NR % 2' | sort -u)" = 512 ] ||
     fail "the pairs broke across the resume"
 held=$(grep -c ' holdout$' calls)
-[ "$held" -ge 12 ] && [ "$held" -le 13 ] || fail "the engine ran $held times on held-out prompts for 12 runs"
+[ "$held" -ge 13 ] && [ "$held" -le 14 ] || fail "the engine ran $held times on held-out prompts for 13 runs"
 # A rerun of the finished study runs nothing and writes the same pick.
 "$TUNER" sweep slowv.yaml >/dev/null 2>k3.err || { cat k3.err; fail "rerun"; }
-[ "$(wc -l <$tr)" -eq 18 ] || fail "rerun added trials"
+[ "$(wc -l <$tr)" -eq 19 ] || fail "rerun added trials"
 echo "ok"
