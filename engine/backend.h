@@ -12,8 +12,8 @@
  *   - Weights are `tensor`s (model.h) in their file dtype; the backend reads them as they
  *     are (bf16 / f16 converted to fp32 inside the inner loop, fp32 accumulation). A linear
  *     layer may come as DT_Q8 / DT_Q4 (WEIGHT_DTYPE, HEAD_DTYPE: a quant.h matrix); the CPU
- *     backend multiplies those with quant_matmul, and the CUDA backend is never given one
- *     (knobs_check and decoder_new refuse the combination).
+ *     backend multiplies those with quant_matmul, the CUDA backend with matvec_q.cu (input
+ *     features a multiple of 128: decoder_new refuses a model whose layers are not).
  *   - A batch of n rows is always n consecutive positions of the one stream (prefill,
  *     teacher forcing, speculative verify); row t of a [n][dim] buffer starts at t * dim.
  *   - Ops may run asynchronously on a GPU; download and argmax synchronise.

@@ -17,6 +17,9 @@
 
 #include "decoder.h"
 #include "util.h"
+#ifdef ENGINE_WITH_CUDA
+#include "backend_cuda.h"
+#endif
 
 static decoder *fail(decoder *d, char *err, size_t errlen, const char *fmt, ...) PRINTF_LIKE(4, 5);
 static decoder *fail(decoder *d, char *err, size_t errlen, const char *fmt, ...) {
@@ -81,17 +84,18 @@ decoder *decoder_new(const model *m, const engine_options *opt, char *err, size_
     d->sliding_window = o.sliding_window ? o.sliding_window : c->sliding_window;
 
     const char *device = o.device && *o.device ? o.device : "cpu";
-    if (!strcmp(device, "cuda") && m->n_quant)
-        return fail(d, err, errlen,
-                    "ENGINE_DEVICE=cuda: the model's linear layers are %s (WEIGHT_DTYPE or a "
-                    "pre-quantized checkpoint), and the CUDA backend runs bf16 weights only; use "
-                    "ENGINE_DEVICE=cpu",
-                    quant_dtype_name(m->weight_dtype));
     if (!strcmp(device, "cpu")) {
         d->b = backend_cpu_new(o.n_threads);
     } else if (!strcmp(device, "cuda")) {
 #ifdef ENGINE_WITH_CUDA
         char why[256];
+        for (int i = 0; i < m->n_quant; i++)
+            if (!backend_cuda_takes_quant(&m->quant[i]))
+                return fail(d, err, errlen,
+                            "ENGINE_DEVICE=cuda: WEIGHT_DTYPE=%s needs every linear layer's input "
+                            "features to be a multiple of 128 on the GPU (a layer has %d); use "
+                            "WEIGHT_DTYPE=bf16 or ENGINE_DEVICE=cpu",
+                            quant_dtype_name(m->quant[i].dtype), m->quant[i].cols);
         d->b = backend_cuda_new(why, sizeof why);
         if (!d->b) return fail(d, err, errlen, "ENGINE_DEVICE=cuda: %s", why);
 #else

@@ -150,21 +150,6 @@ int knobs_from_env(knobs *k, char *err, size_t errlen) {
     return 0;
 }
 
-int knobs_check(const knobs *k, char *err, size_t errlen) {
-    if (strcmp(k->device, "cuda")) return 0;
-    const quant_dtype t[] = {k->weight_dtype, k->head_dtype};
-    const char *const name[] = {"WEIGHT_DTYPE", "HEAD_DTYPE"};
-    for (int i = 0; i < 2; i++)
-        if (t[i] != QUANT_BF16) {
-            snprintf(err, errlen,
-                     "%s=%s: the CUDA backend runs bf16 weights only; use ENGINE_DEVICE=cpu "
-                     "(or %s=bf16)",
-                     name[i], quant_dtype_name(t[i]), name[i]);
-            return -1;
-        }
-    return 0;
-}
-
 int knobs_weight_group(const knobs *k) {
     return k->weight_group ? k->weight_group : KNOBS_DEFAULT_WEIGHT_GROUP;
 }

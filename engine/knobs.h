@@ -59,11 +59,6 @@ int knobs_from_env(knobs *k, char *err, size_t errlen);
 int knobs_set(knobs *k, const char *name, const char *value, const char *origin, char *err,
               size_t errlen);
 
-/* The checks that need neither the model nor the device, only the knobs together: the CUDA
- * backend runs bf16 weights only, so ENGINE_DEVICE=cuda with WEIGHT_DTYPE or HEAD_DTYPE int8 /
- * int4 is refused here, before anything loads. Returns 0 or -1 with err. */
-int knobs_check(const knobs *k, char *err, size_t errlen);
-
 /* WEIGHT_GROUP as used when quantizing at load (the default when unset). */
 int knobs_weight_group(const knobs *k);
 

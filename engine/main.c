@@ -153,7 +153,7 @@ static int cli_parse(int argc, char **argv, cli *c, char *err, size_t errlen) {
         snprintf(err, errlen, "missing MODEL_DIR (see engine %s --help)", c->command);
         return -1;
     }
-    return knobs_check(&c->k, err, errlen);
+    return 0;
 }
 
 /* The files bench and ppl read, resolved from --prompts/--ppl, --data or MODEL_DIR/eval.

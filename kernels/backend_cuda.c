@@ -397,6 +397,7 @@ static void cu_destroy(backend *b) {
     cudaFree(st->d_partial);
     cudaFree(st->d_convert);
     cudaFree(st->d_gemm3);
+    cudaFree(st->d_dequant);
     cudaFree(st->d_mlp);
     cudaFree(st->d_argmax);
     cudaFreeHost(st->h_argmax);

@@ -14,7 +14,8 @@
  *   GEMMA_CUDA_ATTN=auto|split|cluster   attention as one kernel of thread block clusters for
  *                             short rings (cluster: sm_90+ only) or slices + merge (split);
  *                             auto (default): cluster where the GPU has clusters
- *   GEMMA_CUDA_GEMM=auto|own  bf16 products of more than 17 inputs (prefill chunks) on cuBLAS
+ *   GEMMA_CUDA_GEMM=auto|own  bf16 and int8 / int4 products of more than 17 inputs (prefill
+ *                             chunks) on cuBLAS
  *                             (auto, default) or every product on our kernels (own)
  * For debugging:
  *   GEMMA_CUDA_GRAPHS=0       every step eager, no CUDA-graph capture / replay
@@ -30,6 +31,7 @@
 #include <stdio.h>
 
 #include "backend.h"
+#include "quant.h"
 
 typedef struct {
     double bytes;        /* bytes moved by every op so far (weights, activations, KV) */
@@ -45,6 +47,9 @@ typedef struct {
 } backend_cuda_counters;
 
 void backend_cuda_stats(backend *b, backend_cuda_counters *c);
+/* 1 when the backend multiplies by q (int8 / int4 weights: kernels/matvec_q.h wants cols a
+ * multiple of 128 and group 32, 64 or 128), else 0: the decoder refuses such a model by name. */
+int backend_cuda_takes_quant(const quant_matrix *q);
 /* Zero the counters (bytes, calls, times, steps), e.g. after a prefill, to see decode alone. */
 void backend_cuda_reset_counters(backend *b);
 /* The per-family table (times only when GEMMA_CUDA_PROFILE=1). */

@@ -14,7 +14,15 @@
  * read once, and a prefill chunk's product is bound by reading them - and k_sum3 adds each
  * output's three products, so the result is fp32 x's to rounding, as our kernels' are. f16
  * weights stay on our kernels: a product of f16 x would take x rounded to f16 (a split is not
- * exact over fp32's exponent range), which moves a model's prefill logits far from the CPU's. */
+ * exact over fp32's exponent range), which moves a model's prefill logits far from the CPU's.
+ *
+ * Quantized weights (WEIGHT_DTYPE / HEAD_DTYPE int8 or int4: quant.h) run matvec_q.cu up to
+ * gemm_rows inputs, 9 from one read of the weights, so a verify row is its decode step's bits. A
+ * prefill chunk's product dequantizes the matrix into an fp32 scratch (q * s, exact) and
+ * multiplies in fp32 on cuBLAS (CUBLAS_COMPUTE_32F: no TF32), the same products to rounding: on
+ * an H100, E4B's int4 prefill 880 tokens/s on matvec_q (a 256-token chunk re-reads the weights
+ * 29 times, each pass bound by its instructions) against the figure in
+ * docs/bench/bench_precision_gpu.md this way. */
 #include <stdio.h>
 
 #include "backend_cuda_internal.h"
@@ -93,13 +101,51 @@ void *cuda_scratch(cuda_state *st, void **buf, size_t *cap, size_t bytes) {
 /* ---- one matrix product ------------------------------------------------------------------ */
 
 int cuda_matmul_own(const cuda_state *st, const tensor *w, int n) {
-    return !(w->dtype == DT_BF16 && n > st->gemm_rows);
+    return !((w->dtype == DT_BF16 || w->q) && n > st->gemm_rows);
+}
+
+int backend_cuda_takes_quant(const quant_matrix *q) {
+    return q->cols % 128 == 0 && (q->group == 32 || q->group == 64 || q->group == 128);
+}
+
+k_qmat cuda_qmat(cuda_state *st, const tensor *w) {
+    const char *dev = cuda_weight(st, w);
+    return (k_qmat){.dtype = w->q->dtype == QUANT_INT4 ? KQ_INT4 : KQ_INT8,
+                    .rows = w->rows,
+                    .cols = w->cols,
+                    .group = w->q->group,
+                    .q = dev,
+                    .scales = (const uint16_t *)(dev + (size_t)w->rows * w->q->row_bytes)};
 }
 
 void cuda_matmul_now(cuda_state *st, float *out, const tensor *w, const float *x, int n) {
+    const double bytes = (double)tensor_bytes(w) + 4.0 * n * w->cols + 4.0 * n * w->rows;
+    if (w->q && !cuda_matmul_own(st, w, n)) {
+        const k_qmat qm = cuda_qmat(st, w);
+        float *wf = cuda_scratch(st, (void **)&st->d_dequant, &st->cap_dequant,
+                                 sizeof(float) * w->rows * w->cols);
+        cuda_op_begin(st);
+        if (k_dequant_q(st->stream, &qm, wf)) die("CUDA: cannot dequantize a %d x %d matrix", w->rows, w->cols);
+        const float one = 1.0f, zero = 0.0f;
+        CUBLAS(cublasGemmEx(st->cublas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n, w->cols, &one, wf,
+                            CUDA_R_32F, w->cols, x, CUDA_R_32F, w->cols, &zero, out, CUDA_R_32F,
+                            w->rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        /* plus the fp32 weights written and read */
+        cuda_op_end(st, F_GEMM, bytes + 8.0 * w->rows * w->cols);
+        return;
+    }
+    if (w->q) {
+        const k_qmat qm = cuda_qmat(st, w);
+        cuda_op_begin(st);
+        if (k_matvec_q(st->stream, &qm, x, out, n))
+            die("CUDA: a %s product of %d x %d weights (group %d) that matvec_q cannot take",
+                quant_dtype_name(w->q->dtype), w->rows, w->cols, w->q->group);
+        /* the weights are read once a launch of up to K_MATVEC_Q_MAX_N inputs */
+        const int reads = (n + K_MATVEC_Q_MAX_N - 1) / K_MATVEC_Q_MAX_N;
+        cuda_op_end(st, F_MATVEC, bytes + (reads - 1) * (double)tensor_bytes(w));
+        return;
+    }
     const void *wd = cuda_weight(st, w);
-    const double bytes =
-        (double)w->rows * w->cols * dtype_size(w->dtype) + 4.0 * n * w->cols + 4.0 * n * w->rows;
     if (!cuda_matmul_own(st, w, n)) {
         const int parts = 3, nn = parts * n;
         const size_t nx = (size_t)n * w->cols;

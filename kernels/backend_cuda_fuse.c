@@ -10,7 +10,8 @@
  *   1. matrix products that read the same x (q, k and v; gate and up): the later ones are
  *      hoisted up to the first and all go out as one launch (k_matvec_multi); a
  *      gelu_mul(gate, up) of two of them, or of one and a vector already in memory (the
- *      per-layer input), joins that launch as its epilogue;
+ *      per-layer input), joins that launch as its epilogue; int8 / int4 matrices of one dtype
+ *      and group go out as one k_matvec_q_multi launch (no epilogue);
  *   2. rmsnorm(o) in place, x += o, then optionally rmsnorm(x) into xn - the end of every
  *      block and the start of the next: one pass (k_norm_add_norm);
  *   3. a run of in-place head norms, RoPEs and KV-ring writes over up to three tensors (the
@@ -172,7 +173,7 @@ static int next_live(const batch *bt, int j) {
 /* ---- the ops, alone ------------------------------------------------------------------------ */
 
 static double weight_bytes(const tensor *w) {
-    return w->data ? (double)w->rows * w->cols * dtype_size(w->dtype) : 0.0;
+    return (double)tensor_bytes(w);
 }
 
 static void run_single(backend *b, const qop *op) {
@@ -214,16 +215,39 @@ static void run_single(backend *b, const qop *op) {
 
 static int same_input(backend *b, const qop *x, const qop *y) {
     return y->kind == Q_MATMUL && y->a == x->a && y->n == x->n && y->w.cols == x->w.cols &&
-           y->w.dtype == x->w.dtype && cuda_matmul_own(cuda_st(b), &y->w, y->n);
+           y->w.dtype == x->w.dtype && (!x->w.q || y->w.q->group == x->w.q->group) &&
+           cuda_matmul_own(cuda_st(b), &y->w, y->n);
 }
+
+/* The quantized members of a group (int8 / int4 weights, one dtype and group): one
+ * k_matvec_q_multi launch, no epilogues. */
+static void run_quant_group(backend *b, batch *bt, const int *mem, int nm) {
+    k_qseg segs[K_MATVEC_Q_SEGS];
+    double bytes = 0;
+    const qop *q0 = &bt->q[mem[0]];
+    for (int k = 0; k < nm; k++) {
+        const qop *m = &bt->q[mem[k]];
+        segs[k] = (k_qseg){cuda_qmat(cuda_st(b), &m->w), m->out};
+        bytes += weight_bytes(&m->w) + 4.0 * m->n * (m->w.cols + m->w.rows);
+    }
+    cudaStream_t s = cuda_op_begin(cuda_st(b));
+    if (k_matvec_q_multi(s, segs, nm, q0->a, q0->n))
+        die("CUDA: %d quantized products of %d columns that matvec_q cannot take", nm, q0->w.cols);
+    cuda_op_end(cuda_st(b), F_MATVEC, bytes);
+    for (int j = 0; j < bt->nq; j++)
+        if (bt->taken[j]) bt->done[j] = 1;
+}
+
+_Static_assert(K_MATVEC_Q_SEGS <= K_MV_SEGS, "a group's members fit either launch");
 
 static int try_matvec_group(backend *b, batch *bt, int i) {
     const qop *q0 = &bt->q[i];
     if (q0->kind != Q_MATMUL || !cuda_matmul_own(cuda_st(b), &q0->w, q0->n)) return 0;
+    const int nseg = q0->w.q ? K_MATVEC_Q_SEGS : K_MV_SEGS;
     const span xs = span_of(q0->a, (size_t)q0->n * q0->w.cols);
     int mem[K_MV_SEGS], nm = 0;
     memset(bt->taken, 0, sizeof bt->taken);
-    for (int j = i; j < bt->nq && nm < K_MV_SEGS; j++) {
+    for (int j = i; j < bt->nq && nm < nseg; j++) {
         if (bt->done[j] || !same_input(b, q0, &bt->q[j])) continue;
         const span o = out_span(&bt->q[j]);
         int ok = !overlap(o, xs) && (j == i || can_hoist(bt, i, j));
@@ -234,6 +258,11 @@ static int try_matvec_group(backend *b, batch *bt, int i) {
         bt->taken[j] = 1;
     }
     if (!nm) return 0; /* the first product writes its own input: it runs alone */
+    if (q0->w.q) {
+        if (nm == 1) return 0;
+        run_quant_group(b, bt, mem, nm);
+        return 1;
+    }
     /* gelu_mul(out = g, gate = g, up) after a product g of the group: up is another product of
      * the group (a pair) or a vector no product of the group writes. */
     int epi[K_MV_SEGS], partner[K_MV_SEGS], gelu[K_MV_SEGS];

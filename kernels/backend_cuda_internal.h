@@ -21,6 +21,7 @@
 
 #include "backend.h"
 #include "kernels.h"
+#include "matvec_q.h"
 #include "util.h"
 
 /* A CUDA runtime call that must succeed: otherwise die naming the call and the error. */
@@ -103,7 +104,7 @@ typedef struct {
     cublasHandle_t cublas;
     int device;
     char device_name[256];
-    int gemm_rows; /* bf16 products of more inputs than this go to cuBLAS (GEMMA_CUDA_GEMM) */
+    int gemm_rows; /* bf16 and quantized products of more inputs go to cuBLAS (GEMMA_CUDA_GEMM) */
     int use_graphs;
     int profile;
 
@@ -123,6 +124,8 @@ typedef struct {
     size_t cap_convert;
     float *d_gemm3; /* a bf16 cuBLAS product's outputs of hi, mid and lo, cap_gemm3 bytes */
     size_t cap_gemm3;
+    float *d_dequant; /* a quantized matrix as fp32 for a cuBLAS product, cap_dequant bytes */
+    size_t cap_dequant;
     void *d_argmax; /* argmax scratch: 2 * K_ARGMAX_BLOCKS words + the result */
     int *h_argmax;  /* pinned result */
     float *d_head;  /* matmul_argmax: [n][rows] scores, then its argmax scratch; cap_head bytes */
@@ -173,6 +176,9 @@ const int *cuda_pos(cuda_state *st, int pos0, int *pos_arg);
 const void *cuda_weight(cuda_state *st, const tensor *w);
 /* The same stored transposed ([cols][rows]; 16-bit dtypes): mlp.cu's down. */
 const void *cuda_weight_t(cuda_state *st, const tensor *w);
+/* The device copy of a quantized weight (DT_Q8 / DT_Q4) as matvec_q.h reads it: its values,
+ * then its scales, in one block (backend_cuda_weights.c). */
+k_qmat cuda_qmat(cuda_state *st, const tensor *w);
 /* A device scratch buffer (*buf, *cap bytes) grown to at least `bytes`; never inside a capture
  * (the eager run of the same step has sized it already). Growing drops every captured step. */
 void *cuda_scratch(cuda_state *st, void **buf, size_t *cap, size_t bytes);

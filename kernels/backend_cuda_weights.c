@@ -3,7 +3,9 @@
  * data pointer and its layout (as it is, or transposed for mlp.cu's down): the model is shared
  * and read-only for decoders, so the backend never writes tensor.dev, and the host data of a
  * tensor must stay unchanged while the backend lives (true of mmapped models). An open-addressing
- * table; a copy is made and waited for outside captured steps only (backend_cuda.c's graphs). */
+ * table; a copy is made and waited for outside captured steps only (backend_cuda.c's graphs).
+ * A quantized matrix (DT_Q8 / DT_Q4: quant.h) is one device block, its packed values and then
+ * its bf16 scales, which is the layout matvec_q.h reads (cuda_qmat): the upload is two copies. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +58,13 @@ static void weight_copy(cudaStream_t s, void *dev, const void *host, size_t byte
  * buffer freed, all waited for as weight_copy is. */
 static void weight_upload(cudaStream_t s, void *dev, const tensor *w, size_t bytes,
                           int transposed) {
+    if (w->q) {
+        CHECK(!transposed);
+        const size_t qb = (size_t)w->q->rows * w->q->row_bytes;
+        weight_copy(s, dev, w->q->q, qb);
+        weight_copy(s, (char *)dev + qb, w->q->scales, bytes - qb);
+        return;
+    }
     if (!transposed) {
         weight_copy(s, dev, w->data, bytes);
         return;
@@ -73,7 +82,7 @@ static void weight_upload(cudaStream_t s, void *dev, const tensor *w, size_t byt
 const void *cuda_weights_get(cuda_weights *cw, cudaStream_t s, const tensor *w, int transposed,
                              int capturing, void (*drop)(void *), void *ctx) {
     CHECK(w && w->data);
-    const size_t bytes = (size_t)w->rows * (size_t)w->cols * dtype_size(w->dtype);
+    const size_t bytes = tensor_bytes(w);
     if (cw->cap) {
         for (size_t j = hash_ptr(w->data, transposed, cw->cap); cw->slots[j].host;
              j = (j + 1) & (cw->cap - 1))

@@ -163,14 +163,34 @@ __host__ __device__ constexpr int q_pow2_at_least(int n) {
     return n <= 1 ? 1 : 2 * q_pow2_at_least((n + 1) / 2);
 }
 
-/* y[t][r] for N inputs, B-bit weights, R rows a warp. gshift: log2(group). P: passes of x a tile
- * (shared memory: N * P * 9 * CW float4, q_pad's layout). sets: row sets a block takes in turn. */
+/* The matrices of one launch (k_matvec_q_multi): blocks block0 .. of segment i take its rows. */
+struct q_seg {
+    const uint4 *wq;
+    const uint16_t *sc;
+    float *y;
+    int rows, block0;
+};
+struct q_segs {
+    q_seg seg[K_MATVEC_Q_SEGS];
+    int n;
+};
+
+/* y[t][r] for N inputs, B-bit weights, R rows a warp, of the segment of L this block belongs to.
+ * gshift: log2(group). P: passes of x a tile (shared memory: N * P * 9 * CW float4, q_pad's
+ * layout). sets: row sets a block takes in turn. */
 template <int B, int R, int N, bool ST>
 __global__ void __launch_bounds__(256, B == 4 && R == 2 && N == 1 ? 3 : 1)
-    matvec_q_kernel(const uint4 *__restrict__ wq, const uint16_t *__restrict__ sc,
-                    const float *x, float *__restrict__ y, int rows, int cols,
-                    int gshift, int P, int sets) {
+    matvec_q_kernel(const __grid_constant__ q_segs L, const float *x, int cols, int gshift, int P,
+                    int sets) {
     static_assert(R * N <= 32, "a warp sums at most 32 values at once");
+    int si = 0;
+#pragma unroll
+    for (int i = 1; i < K_MATVEC_Q_SEGS; i++)
+        if (i < L.n && (int)blockIdx.x >= L.seg[i].block0) si = i;
+    const uint4 *const wq = L.seg[si].wq;
+    const uint16_t *const sc = L.seg[si].sc;
+    float *const y = L.seg[si].y;
+    const int rows = L.seg[si].rows, bx = (int)blockIdx.x - L.seg[si].block0;
     constexpr int CW = qfmt<B>::cw, VPW = qfmt<B>::vpw, XU = VPW / 4; /* float4 of x a word */
     constexpr int NV = q_pow2_at_least(R * N);
     extern __shared__ float4 xs[]; /* [N][P * 9 * CW] units, q_pad's layout */
@@ -197,7 +217,7 @@ __global__ void __launch_bounds__(256, B == 4 && R == 2 && N == 1 ? 3 : 1)
     uint4 wt[PR];                   /* the last pass's chunk of the lane's row of each pair */
     uint16_t st[PR];
     auto locate = [&](int set) {
-        const int row0 = ((int)blockIdx.x * sets + set) * wb * R + warp * R;
+        const int row0 = (bx * sets + set) * wb * R + warp * R;
 #pragma unroll
         for (int r = 0; r < R; r++) {
             const int row = row0 + r < rows ? row0 + r : rows - 1; /* dead rows read the last */
@@ -385,8 +405,7 @@ __global__ void __launch_bounds__(256, B == 4 && R == 2 && N == 1 ? 3 : 1)
     }
 }
 
-typedef void (*q_fn)(const uint4 *, const uint16_t *, const float *, float *, int, int, int, int,
-                     int);
+typedef void (*q_fn)(q_segs, const float *, int, int, int, int);
 
 /* The kernel for (B, R, N, ST); NULL where R * N > 32. */
 template <int B, int R, bool ST> static q_fn q_kernel_n(int n) {
@@ -473,32 +492,101 @@ static q_form q_form_for(int dtype, int rows, int cols, int n) {
     return f;
 }
 
-static int q_launch(cudaStream_t s, const k_qmat *w, const float *x, float *y, int n) {
-    const q_form f = q_form_for(w->dtype, w->rows, w->cols, n);
+/* One launch of up to K_MATVEC_Q_MAX_N inputs over the segments (same dtype, cols and group);
+ * segment i's outputs at its y + t0 * rows. The form follows the rows of all of them. */
+static int q_launch(cudaStream_t s, const k_qseg *segs, int n_segs, const float *x, int t0,
+                    int n) {
+    const k_qmat *w = &segs[0].w;
+    int total = 0;
+    for (int i = 0; i < n_segs; i++)
+        total += segs[i].w.rows;
+    const q_form f = q_form_for(w->dtype, total, w->cols, n);
     const q_fn kernel = w->dtype == KQ_INT4 ? q_kernel<4>(f.R, n, f.st) : q_kernel<8>(f.R, n, f.st);
     if (!kernel) return -1;
     const int cw = w->dtype == KQ_INT4 ? 32 : 16;
     const int gshift = w->group == 32 ? 5 : w->group == 64 ? 6 : 7;
     const int per_block = f.wb * f.R * f.sets;
-    const unsigned blocks = (unsigned)((w->rows + per_block - 1) / per_block);
+    q_segs L = {};
+    int blocks = 0;
+    for (int i = 0; i < n_segs; i++) {
+        const k_qmat *m = &segs[i].w;
+        L.seg[i] = {reinterpret_cast<const uint4 *>(m->q), m->scales,
+                    segs[i].y + (size_t)t0 * m->rows, m->rows, blocks};
+        blocks += (m->rows + per_block - 1) / per_block;
+    }
+    L.n = n_segs;
     const size_t smem = f.st ? (size_t)n * f.P * 9 * cw * 16 : 0;
-    k_launch_ex(kernel, dim3(blocks), dim3(32 * f.wb), 0, smem, s,
-                reinterpret_cast<const uint4 *>(w->q), w->scales, x, y, w->rows, w->cols, gshift,
-                f.P, f.sets);
+    k_launch_ex(kernel, dim3((unsigned)blocks), dim3(32 * f.wb), 0, smem, s, L,
+                x + (size_t)t0 * w->cols, w->cols, gshift, f.P, f.sets);
     K_CHECK_LAUNCH();
     return 0;
 }
 
-extern "C" int k_matvec_q(cudaStream_t s, const k_qmat *w, const float *x, float *y, int n) {
-    if (!w || !x || !y || n < 1 || (w->dtype != KQ_INT4 && w->dtype != KQ_INT8) ||
-        (w->group != 32 && w->group != 64 && w->group != 128) || w->rows < 1 || w->cols < 128 ||
-        w->cols % 128 || !w->q || !w->scales || ((uintptr_t)w->q & 15) || ((uintptr_t)x & 15) ||
-        ((uintptr_t)w->scales & 1) || ((uintptr_t)y & 3))
+static bool q_mat_ok(const k_qmat *w) {
+    return (w->dtype == KQ_INT4 || w->dtype == KQ_INT8) &&
+           (w->group == 32 || w->group == 64 || w->group == 128) && w->rows >= 1 &&
+           w->cols >= 128 && w->cols % 128 == 0 && w->q && w->scales &&
+           !((uintptr_t)w->q & 15) && !((uintptr_t)w->scales & 1);
+}
+
+extern "C" int k_matvec_q_multi(cudaStream_t s, const k_qseg *segs, int n_segs, const float *x,
+                                int n) {
+    if (!segs || n_segs < 1 || n_segs > K_MATVEC_Q_SEGS || !x || n < 1 || ((uintptr_t)x & 15))
         return -1;
+    for (int i = 0; i < n_segs; i++) {
+        const k_qmat *w = &segs[i].w;
+        if (!q_mat_ok(w) || !segs[i].y || ((uintptr_t)segs[i].y & 3) ||
+            w->dtype != segs[0].w.dtype || w->cols != segs[0].w.cols ||
+            w->group != segs[0].w.group)
+            return -1;
+    }
     for (int t0 = 0; t0 < n; t0 += K_MATVEC_Q_MAX_N) {
         const int m = n - t0 < K_MATVEC_Q_MAX_N ? n - t0 : K_MATVEC_Q_MAX_N;
-        if (q_launch(s, w, x + (size_t)t0 * w->cols, y + (size_t)t0 * w->rows, m)) return -1;
+        if (q_launch(s, segs, n_segs, x, t0, m)) return -1;
     }
+    return 0;
+}
+
+extern "C" int k_matvec_q(cudaStream_t s, const k_qmat *w, const float *x, float *y, int n) {
+    if (!w) return -1;
+    const k_qseg seg = {*w, y};
+    return k_matvec_q_multi(s, &seg, 1, x, n);
+}
+
+/* One 32-bit word of values a thread (8 int4 or 4 int8, columns in order: nibble / byte k is
+ * column 8i + k / 4i + k of word i), times its group's scale: q * s is exact in fp32. Written only
+ * after the wait: the previous product may still read the buffer. */
+__global__ void dequant_q_kernel(const uint32_t *__restrict__ q, const uint16_t *__restrict__ sc,
+                                 float *out, size_t words, int cols, int group, int bits) {
+    k_wait_prior();
+    const int vpw = 32 / bits, groups = cols / group;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < words;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const uint32_t w = __ldg(q + i);
+        const size_t e0 = i * vpw, r = e0 / cols;
+        const int c = (int)(e0 % cols);
+        const float s = __uint_as_float((uint32_t)__ldg(sc + r * groups + c / group) << 16);
+        float4 v[2];
+        float *f = reinterpret_cast<float *>(v);
+        for (int k = 0; k < vpw; k++)
+            f[k] = (float)(bits == 4 ? (int)((w >> (4 * k)) & 15u) - 8 : (int)(int8_t)(w >> (8 * k))) *
+                   s;
+        float4 *o = reinterpret_cast<float4 *>(out + e0);
+        o[0] = v[0];
+        if (bits == 4) o[1] = v[1];
+    }
+}
+
+extern "C" int k_dequant_q(cudaStream_t s, const k_qmat *w, float *out) {
+    if (!w || !out || (w->dtype != KQ_INT4 && w->dtype != KQ_INT8) || w->cols % 128 ||
+        (w->group != 32 && w->group != 64 && w->group != 128) || ((uintptr_t)out & 15) ||
+        ((uintptr_t)w->q & 3))
+        return -1;
+    const size_t words = (size_t)w->rows * w->cols / (32 / w->dtype);
+    const unsigned blocks = (unsigned)(words < 256u * 132 * 8 ? k_blocks(words, 256) : 132 * 8);
+    k_launch(dequant_q_kernel, dim3(blocks), dim3(256), s, (const uint32_t *)w->q, w->scales, out,
+             words, w->cols, w->group, (int)w->dtype);
+    K_CHECK_LAUNCH();
     return 0;
 }
 

@@ -44,6 +44,22 @@ typedef struct {
 #define K_MATVEC_Q_MAX_N 9
 int k_matvec_q(cudaStream_t s, const k_qmat *w, const float *x, float *y, int n);
 
+/* Up to K_MATVEC_Q_SEGS matrices that read the same x (q, k and v; gate and up) in one launch,
+ * blocks dealt to them in order: segment i's y is [n][its rows]. They must share dtype, cols and
+ * group. Each row's bits are those of its matrix launched alone. Returns 0, or -1 (nothing
+ * enqueued) as k_matvec_q does, or when the segments differ in dtype, cols or group. */
+#define K_MATVEC_Q_SEGS 4
+typedef struct {
+    k_qmat w;
+    float *y;
+} k_qseg;
+int k_matvec_q_multi(cudaStream_t s, const k_qseg *segs, int n_segs, const float *x, int n);
+
+/* out[r][c] = w[r][c] as fp32 (q * scale, exact): the weights of a prefill chunk's product, which
+ * cuBLAS then multiplies in fp32 (backend_cuda_core.c). out: rows * cols floats, 16-byte aligned.
+ * Returns -1 and enqueues nothing for a matrix outside the layout above. */
+int k_dequant_q(cudaStream_t s, const k_qmat *w, float *out);
+
 /* The form of the next launches, for benchmarks: rows_per_warp 1, 2 or 4, warps_per_block 1, 2,
  * 4 or 8, sets_per_block (row sets of warps_per_block x rows_per_warp rows a block takes one after
  * another) 1 .. 16, stage 1 (x staged in shared memory) or 2 (x read through L1); 0 for any: the

@@ -15,13 +15,15 @@
 #      fusion and graphs off
 #   3. the shipped small model models/gemma4-tiny, when it exists: logits GPU vs CPU, and
 #      `engine bench` on both devices must generate identical tokens (output_hash) and the
-#      same perplexity (to 1e-3 relative)
+#      same perplexity (to 1e-3 relative); in bf16, and with WEIGHT_DTYPE=int8 and int4
+#      (group 32; int4 also with HEAD_DTYPE=int4)
 #   4. compute-sanitizer memcheck, racecheck and synccheck over the op test (small shapes), and
 #      memcheck over a whole-model run (CUDA graphs included); SAN_TIMEOUT seconds each (default 600)
 #   5. speculative decoding on the GPU, on models/gemma4-tiny with its assistant: the drafter's
 #      device chain against its single steps and the CPU drafter (cuda_ops draft), lossless
 #      serving (`engine bench` output_hash equal for NUM_SPECULATIVE_TOKENS 0 and 1..8, plain,
-#      with a keepset, with a small window, with both, with MAX_MODEL_LEN=4096; SPEC_PROMPTS
+#      with a keepset, with a small window, with both, with MAX_MODEL_LEN=4096, with int8 and
+#      int4 weights, int4 with an int4 keepset head; SPEC_PROMPTS
 #      prompts x SPEC_NEW_TOKENS, default 3 x 128), and compute-sanitizer memcheck and
 #      racecheck over the head op and
 #      memcheck over a short speculative run (draft-chain graphs included)
@@ -87,22 +89,26 @@ TINY=models/gemma4-tiny
 if ! want 3; then
   :
 elif step "3. the shipped small model"; [[ -f $TINY/config.json && -f $TINY/eval/prompts_tune.jsonl ]]; then
-  run_logged tiny_logits "$CUDA_OPS" model "$TINY"
   tmp=$(mktemp -d)
   head -n 3 "$TINY/eval/prompts_tune.jsonl" >"$tmp/prompts.jsonl"
   head -n 6 "$TINY/eval/ppl_tune.jsonl" >"$tmp/ppl.jsonl"
-  for dev in cpu cuda; do
-    ENGINE_DEVICE=$dev MAX_NEW_TOKENS=96 WARMUP_NUM_PROMPTS=0 \
-      "$ENGINE" bench "$TINY" --prompts "$tmp/prompts.jsonl" --ppl "$tmp/ppl.jsonl" \
-      >"$LOG_DIR/tiny_bench_$dev.out" 2>"$LOG_DIR/tiny_bench_$dev.err" ||
-      { tail -n 5 "$LOG_DIR/tiny_bench_$dev.err" >&2; fail "engine bench on $dev"; continue; }
-    tail -n 1 "$LOG_DIR/tiny_bench_$dev.out"
-  done
-  if ! python3 - "$LOG_DIR/tiny_bench_cpu.out" "$LOG_DIR/tiny_bench_cuda.out" <<'PY'
+  for prec in bf16 int8 int4 int4_head; do
+    penv=()
+    [[ $prec != bf16 ]] && penv+=(WEIGHT_DTYPE=${prec%_head} WEIGHT_GROUP=32)
+    [[ $prec == *_head ]] && penv+=(HEAD_DTYPE=int4)
+    [[ $prec == *_head ]] || run_logged "tiny_logits_$prec" env "${penv[@]}" "$CUDA_OPS" model "$TINY"
+    for dev in cpu cuda; do
+      env "${penv[@]}" ENGINE_DEVICE=$dev MAX_NEW_TOKENS=96 WARMUP_NUM_PROMPTS=0 \
+        "$ENGINE" bench "$TINY" --prompts "$tmp/prompts.jsonl" --ppl "$tmp/ppl.jsonl" \
+        >"$LOG_DIR/tiny_bench_${prec}_$dev.out" 2>"$LOG_DIR/tiny_bench_${prec}_$dev.err" ||
+        { tail -n 5 "$LOG_DIR/tiny_bench_${prec}_$dev.err" >&2; fail "engine bench $prec on $dev"; continue; }
+      tail -n 1 "$LOG_DIR/tiny_bench_${prec}_$dev.out"
+    done
+    if ! python3 - "$LOG_DIR/tiny_bench_${prec}_cpu.out" "$LOG_DIR/tiny_bench_${prec}_cuda.out" "$prec" <<'PY'
 import json, sys
 cpu, gpu = (json.loads(open(p).read().strip().splitlines()[-1]) for p in sys.argv[1:3])
 ok = cpu["output_hash"] == gpu["output_hash"]
-print(f"greedy output: cpu {cpu['output_hash']} cuda {gpu['output_hash']}: "
+print(f"{sys.argv[3]}: greedy output: cpu {cpu['output_hash']} cuda {gpu['output_hash']}: "
       f"{'identical' if ok else 'DIFFERENT'}; tps cpu {cpu['tps']:.1f} cuda {gpu['tps']:.1f}")
 if cpu.get("ppl") is not None:
     rel = abs(cpu["ppl"] - gpu["ppl"]) / cpu["ppl"]
@@ -110,9 +116,10 @@ if cpu.get("ppl") is not None:
     ok = ok and rel <= 1e-3
 sys.exit(0 if ok else 1)
 PY
-  then
-    fail "small model: cpu and cuda engines disagree"
-  fi
+    then
+      fail "small model ($prec): cpu and cuda engines disagree"
+    fi
+  done
   rm -rf "$tmp"
 else
   echo "test_gpu: $TINY is not there yet: small-model checks skipped"
@@ -139,13 +146,17 @@ if ! want 5; then
   :
 elif step "5. speculative decoding on the GPU"; [[ -f $TINY/config.json && -d $TINY-assistant ]]; then
   run_logged spec_drafter "$CUDA_OPS" draft "$TINY"
+  run_logged spec_drafter_int4 env WEIGHT_DTYPE=int4 "$CUDA_OPS" draft "$TINY"
   tmp=$(mktemp -d)
   head -n "${SPEC_PROMPTS:-3}" "$TINY/eval/prompts_tune.jsonl" >"$tmp/prompts.jsonl"
   # lossless: every k serves the tokens of k = 0 (plain greedy on the same device); maxlen4096:
   # a cache longer than the cluster attention takes, so each request's horizon decides its
   # full layers' form (kernels/attention.cu k_attention_splits)
-  for cfg in plain keepset window keepset_window maxlen4096; do
+  for cfg in plain keepset window keepset_window maxlen4096 int8 int4 int4_keepset; do
     env_cfg=()
+    [[ $cfg == int8 ]] && env_cfg+=(WEIGHT_DTYPE=int8)
+    [[ $cfg == int4* ]] && env_cfg+=(WEIGHT_DTYPE=int4)
+    [[ $cfg == int4_keepset ]] && env_cfg+=(HEAD_DTYPE=int4)
     [[ $cfg == *keepset* ]] && env_cfg+=(LM_HEAD_KEEPSET=1024)
     [[ $cfg == *window* ]] && env_cfg+=(SLIDING_WINDOW=24)
     [[ $cfg == maxlen4096 ]] && env_cfg+=(MAX_MODEL_LEN=4096)
@@ -160,7 +171,7 @@ elif step "5. speculative decoding on the GPU"; [[ -f $TINY/config.json && -d $T
   if ! python3 - "$LOG_DIR" <<'PY' 2>&1 | tee "$LOG_DIR/spec_lossless.log"
 import json, sys
 ok = True
-for cfg in ["plain", "keepset", "window", "keepset_window", "maxlen4096"]:
+for cfg in ["plain", "keepset", "window", "keepset_window", "maxlen4096", "int8", "int4", "int4_keepset"]:
     runs = []
     for k in range(9):
         try:

@@ -16,38 +16,7 @@
 #include "backend_cpu_gemm.h"
 #include "util.h"
 #include "../test_util.h"
-
-/* A random tensor [rows, cols] of the given dtype; its exact values go to *ref. */
-static tensor rand_tensor(int rows, int cols, weight_dtype dt, double **ref) {
-    size_t n = (size_t)rows * cols;
-    tensor t = {.dtype = dt, .rows = rows, .cols = cols};
-    *ref = xmalloc(n * sizeof(double));
-    if (dt == DT_F32) {
-        float *d = rand_vec(n);
-        for (size_t i = 0; i < n; i++)
-            (*ref)[i] = d[i];
-        t.data = d;
-    } else {
-        uint16_t *d = xmalloc(n * 2);
-        for (size_t i = 0; i < n; i++) {
-            float v = rng_val();
-            d[i] = dt == DT_BF16 ? f32_to_bf16(v) : f32_to_f16(v);
-            (*ref)[i] = dt == DT_BF16 ? bf16_to_f32(d[i]) : f16_to_f32(d[i]);
-        }
-        t.data = d;
-    }
-    return t;
-}
-
-static void close_all(const float *got, const double *want, size_t n, double atol, double rtol,
-                      const char *what) {
-    for (size_t i = 0; i < n; i++)
-        if (!(fabs(got[i] - want[i]) <= atol + rtol * fabs(want[i]))) {
-            fprintf(stderr, "%s: element %zu: got %.9g want %.9g\n", what, i, got[i], want[i]);
-            failures++;
-            return;
-        }
-}
+#include "tensor_util.h"
 
 static void test_matmul(backend *b) {
     const weight_dtype dts[] = {DT_F32, DT_BF16, DT_F16};

@@ -1,8 +1,7 @@
 /* test_knobs.c: the engine's knobs (engine/knobs.c): defaults, the environment, flags that
  * override it, and every refusal (zero or negative values, non-numbers,
  * values above what the model allows), each with a message naming the knob and its origin; the
- * precision knobs (WEIGHT_DTYPE, WEIGHT_GROUP, HEAD_DTYPE: named values) and their refusal on
- * the CUDA backend, which knobs_check makes before anything loads. */
+ * precision knobs (WEIGHT_DTYPE, WEIGHT_GROUP, HEAD_DTYPE: named values). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,7 +149,6 @@ static void test_precision(void) {
     EXPECT(knobs_set(&k, "weight-group", "64", "flag --weight-group", err, sizeof err) == 0);
     EXPECT(knobs_set(&k, "head-dtype", "bf16", "flag --head-dtype", err, sizeof err) == 0);
     EXPECT(k.weight_dtype == QUANT_INT8 && k.weight_group == 64 && k.head_dtype == QUANT_BF16);
-    EXPECT(knobs_check(&k, err, sizeof err) == 0); /* cpu */
     env_clear();
     /* bad values name the knob, its origin and the allowed values */
     expect_env_error("WEIGHT_DTYPE", "int3", "bf16, int8, int4");
@@ -164,18 +162,6 @@ static void test_precision(void) {
     EXPECT(k.weight_group == 64);
     EXPECT(knobs_set(&k, "head-dtype", "int2", "flag --head-dtype", err, sizeof err) == -1);
     EXPECT(strstr(err, "flag --head-dtype") && strstr(err, "int2"), "%s", err);
-    /* the CUDA backend runs bf16 weights only: refused from the knobs alone */
-    EXPECT(knobs_set(&k, "device", "cuda", "flag --device", err, sizeof err) == 0);
-    EXPECT(knobs_check(&k, err, sizeof err) == -1);
-    EXPECT(strstr(err, "WEIGHT_DTYPE=int8") && strstr(err, "CUDA") &&
-               strstr(err, "ENGINE_DEVICE=cpu"),
-           "%s", err);
-    k.weight_dtype = QUANT_BF16;
-    k.head_dtype = QUANT_INT4;
-    EXPECT(knobs_check(&k, err, sizeof err) == -1);
-    EXPECT(strstr(err, "HEAD_DTYPE=int4") && strstr(err, "ENGINE_DEVICE=cpu"), "%s", err);
-    k.head_dtype = QUANT_BF16;
-    EXPECT(knobs_check(&k, err, sizeof err) == 0); /* bf16 with any group is fine on cuda */
 }
 
 int main(void) {

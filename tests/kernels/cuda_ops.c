@@ -13,7 +13,9 @@
  *   cuda_ops model DIR...       whole models: logits of a 72-token prefill and of 24 decode
  *                               steps (eager, captured, then replayed CUDA graphs, at moving
  *                               positions) GPU vs CPU, 24 greedy tokens identical, and the
- *                               last 5 steps re-run as one chunk bit for bit (verify == decode)
+ *                               last 5 steps re-run as one chunk bit for bit (verify == decode);
+ *                               WEIGHT_DTYPE / WEIGHT_GROUP in the environment (the engine's
+ *                               knobs) load the models' linear layers quantized
  *   cuda_ops model-rows DIR...  the same with the products of 2 .. 8 inputs in the rows kernel
  *                               at every size (matvec_rows.cu; the engine takes it from 1 MiB
  *                               of weights, which small models' matrices do not reach)
@@ -48,6 +50,7 @@
 
 #include "assistant.h"
 #include "backend.h"
+#include "backend_cpu_gemm.h"
 #include "backend_cuda.h"
 #include "decoder.h"
 #include "kernels.h"
@@ -190,6 +193,58 @@ static void test_matmul(backend *g, double rtol, double rtol16, const char *who)
                 /* w stays alive: the backend keys its device copy by the host pointer. */
             }
         }
+    gpu = save;
+}
+
+/* int8 / int4 weights (quant.h; on the GPU matvec_q.cu, and dequantized for cuBLAS past
+ * gemm_rows inputs), every group, decode (n = 1), verify passes and a prefill-sized n, against
+ * the CPU's quant_matmul: the same dequantized weights, so the usual dot-product tolerance. And
+ * where our kernel runs, each input's row of a product of n inputs must be the bits of the
+ * single-input product (verify == decode: speculation stays lossless). */
+static void test_matmul_quant(backend *g, int own_rows, const char *who) {
+    backend *save = gpu;
+    gpu = g;
+    const quant_dtype dts[] = {QUANT_INT8, QUANT_INT4};
+    const int groups[] = {32, 64, 128}, ns[] = {1, 2, 5, 9, 13, 64};
+    for (int di = 0; di < 2; di++)
+        for (int gi = 0; gi < 3; gi++)
+            for (int ni = 0; ni < 6; ni++) {
+                const int rows = small_shapes ? 8 + rng_int(40) : 100 + rng_int(900);
+                const int cols = 128 * (small_shapes ? 1 + rng_int(2) : 1 + rng_int(20));
+                const int n = small_shapes && ns[ni] > 9 ? 9 : ns[ni];
+                float *wf = rand_vec((size_t)rows * cols);
+                quant_matrix *qm = xcalloc(1, sizeof *qm); /* stays alive: keyed by address */
+                char err[256];
+                CHECK(!quant_from_f32(qm, "w", wf, rows, cols, dts[di], groups[gi], err,
+                                      sizeof err));
+                free(wf);
+                const tensor w = tensor_of_quant(qm);
+                pair x = pair_rand((size_t)n * cols), out = pair_new(NULL, (size_t)n * rows);
+                cpu->matmul(cpu, out.c, &w, x.c, n);
+                gpu->matmul(gpu, out.g, &w, x.g, n);
+                double *scale = dot_scale(&w, x.c, n);
+                char what[128];
+                snprintf(what, sizeof what, "matmul %s %s g%d n %d [%d x %d]", who,
+                         quant_dtype_name(dts[di]), groups[gi], n, rows, cols);
+                pair_check(&out, 1e-6, 1e-5, scale, what);
+                free(scale);
+                float *all = xmalloc((size_t)n * rows * sizeof(float)),
+                      *one = xmalloc((size_t)rows * sizeof(float));
+                gpu->download(gpu, all, out.g, (size_t)n * rows);
+                pair y1 = pair_new(NULL, (size_t)rows);
+                for (int t = 0; t < (n <= own_rows ? n : 0); t++) {
+                    gpu->matmul(gpu, y1.g, &w, x.g + (size_t)t * cols, 1);
+                    gpu->download(gpu, one, y1.g, (size_t)rows);
+                    EXPECT(!memcmp(one, all + (size_t)t * rows, (size_t)rows * sizeof(float)),
+                           "%s: input %d's row is not the bits of its single-input product",
+                           what, t);
+                }
+                pair_free(&y1);
+                free(all);
+                free(one);
+                pair_free(&x);
+                pair_free(&out);
+            }
     gpu = save;
 }
 
@@ -542,7 +597,9 @@ static int run_ops(void) {
     setenv("GEMMA_CUDA_GEMM", "own", 1); /* ops_backends */
     CHECK(cb);
     test_matmul(cb, 1e-5, 1e-5, "auto (n = 64: cuBLAS)");
+    test_matmul_quant(cb, 17, "auto (n = 64: cuBLAS)");
     cb->destroy(cb);
+    test_matmul_quant(gpu, 1 << 30, "own");
     test_first_use();
     test_rmsnorm();
     test_rope();

@@ -86,7 +86,12 @@ static void test_attention(const char *form) {
                  "attention (%s) %d rows, %d/%d heads, hd %d, len %d, window %d, pos %d, "
                  "horizon %d",
                  form, n_tok, H, KV, hd, len, window, pos0, horizon);
-        pair_check(&out, 1e-5, 1e-5, NULL, what);
+        /* A chunk of more than CPU_CHUNK_MIN rows runs the CPU's chunk kernel (its exp is a
+         * polynomial, its sums vectorised): the bounds test_backend_cpu_chunk holds it to against
+         * a double-precision reference, which grow with the head width as the scores' sums do. */
+        const int chunk = n_tok > CPU_CHUNK_MIN;
+        const double grow = chunk && hd > 16 ? sqrt(hd / 16.0) : 1.0;
+        pair_check(&out, 1e-5 * grow, chunk ? 1e-4 * grow : 1e-5, NULL, what);
         if (n_tok > 1 && n_tok <= 8) {
             const size_t row = (size_t)H * hd;
             float *chunk = xmalloc((size_t)n_tok * row * sizeof(float));

@@ -186,8 +186,7 @@ static void test_draft_head(void) {
 static void check_drafter(const char *dir) {
     char err[512], adir[1024];
     snprintf(adir, sizeof adir, "%s-assistant", dir);
-    model *m = model_load(dir, err, sizeof err);
-    if (!m) die("%s", err);
+    model *m = load_model_prec(dir);
     assistant *as = assistant_load(adir, err, sizeof err);
     if (!as) die("%s", err);
     const int V = model_vocab_size(m), N = 80, ROUNDS = 8;
@@ -271,10 +270,10 @@ static void check_lossless(const char *dir) {
     char err[512], adir[1024], path[1024];
     snprintf(adir, sizeof adir, "%s-assistant", dir);
     snprintf(path, sizeof path, "%s/eval/prompts_tune.jsonl", dir);
-    model *m = model_load(dir, err, sizeof err);
-    assistant *as = m ? assistant_load(adir, err, sizeof err) : NULL;
+    model *m = load_model_prec(dir);
+    assistant *as = assistant_load(adir, err, sizeof err);
     prompt_set ps;
-    if (!m || !as || prompt_set_load(path, &ps, err, sizeof err)) die("%s", err);
+    if (!as || prompt_set_load(path, &ps, err, sizeof err)) die("%s", err);
     const int V = model_vocab_size(m), NEW = 96, P = ps.n < 2 ? ps.n : 2;
     snprintf(path, sizeof path, "%s/keepset.txt", dir);
     keepset ks;

@@ -102,10 +102,21 @@ static void check_graph_drop(model *m, const char *dir) {
     decoder_free(dg);
 }
 
-static void check_model(const char *dir) {
+/* The precision the models are checked in: WEIGHT_DTYPE and WEIGHT_GROUP from the environment,
+ * as the engine reads them (bf16, group 32 when unset). */
+static model *load_model_prec(const char *dir) {
     char err[512];
-    model *m = model_load(dir, err, sizeof err);
+    quant_dtype dt = QUANT_BF16;
+    const char *v = getenv("WEIGHT_DTYPE"), *g = getenv("WEIGHT_GROUP");
+    if (v && *v && quant_dtype_parse("WEIGHT_DTYPE", v, &dt, err, sizeof err)) die("%s", err);
+    const int group = g && *g ? atoi(g) : 32;
+    model *m = model_load_prec(dir, dt, group, err, sizeof err);
     if (!m) die("%s", err);
+    return m;
+}
+
+static void check_model(const char *dir) {
+    model *m = load_model_prec(dir);
     const int V = model_vocab_size(m), N = 72, STEPS = 24, id_max = model_id_limit(m);
     decoder *dc, *dg;
     decoders_new(m, dir, 256, &dc, &dg);

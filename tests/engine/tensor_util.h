@@ -1,0 +1,51 @@
+/* tensor_util.h: random weight tensors with their exact values, and the elementwise comparison
+ * against a double-precision reference, for the CPU backend's op tests (test_backend_cpu,
+ * test_backend_cpu_chunk). Static inline: include it after the engine headers and
+ * ../test_util.h (its generator and failure counter). */
+#ifndef TENSOR_UTIL_H
+#define TENSOR_UTIL_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "backend.h"
+#include "util.h"
+
+/* A random tensor [rows, cols] of the given dtype; its exact fp32 values go to *ref. */
+static inline tensor rand_tensor(int rows, int cols, weight_dtype dt, double **ref) {
+    size_t n = (size_t)rows * cols;
+    tensor t = {.dtype = dt, .rows = rows, .cols = cols};
+    *ref = xmalloc(n * sizeof(double));
+    if (dt == DT_F32) {
+        float *d = rand_vec(n);
+        for (size_t i = 0; i < n; i++)
+            (*ref)[i] = d[i];
+        t.data = d;
+    } else {
+        uint16_t *d = xmalloc(n * 2);
+        for (size_t i = 0; i < n; i++) {
+            float v = rng_val();
+            d[i] = dt == DT_BF16 ? f32_to_bf16(v) : f32_to_f16(v);
+            (*ref)[i] = dt == DT_BF16 ? bf16_to_f32(d[i]) : f16_to_f32(d[i]);
+        }
+        t.data = d;
+    }
+    return t;
+}
+
+/* |got - want| within atol + rtol * |want| everywhere; the first miss is printed and counted. */
+static inline int close_all(const float *got, const double *want, size_t n, double atol,
+                            double rtol, const char *what) {
+    for (size_t i = 0; i < n; i++) {
+        double tol = atol + rtol * fabs(want[i]);
+        if (!(fabs(got[i] - want[i]) <= tol)) {
+            fprintf(stderr, "%s: element %zu: got %.9g want %.9g\n", what, i, got[i], want[i]);
+            failures++;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+#endif
