@@ -9,7 +9,11 @@
  *   - the greedy continuation of a prompt (40 tokens, past both windows): identical;
  *   - teacher-forced perplexity over the fixture's ppl.jsonl through ppl_score().
  * The fixtures store bf16 (a, b) and f16 (c, sharded, multimodal wrapper); fixture a is also
- * rewritten here with F32 tensors and checked against the same goldens.
+ * rewritten here with F32 tensors and checked against the same goldens, and loaded with
+ * WEIGHT_DTYPE int4 (groups 32, 64) and int8 (group 32) against golden_<dtype>_g<group>.json
+ * (tools/make_quant_golden.py: transformers on the same weights quantized and dequantized by
+ * the engine's rule), with the same tolerances: both sides compute in fp32 on the same
+ * dequantized values.
  *
  * Tolerances, and why. Both sides do fp32 math on the same bf16/f16 weights (the goldens are
  * computed in fp32 with the embedding scales rounded to the weight dtype, as a bf16 run does),
@@ -28,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dataset.h"
 #include "engine.h"
@@ -247,6 +252,33 @@ static void check_f32_copy(void) {
     free(tmp);
 }
 
+/* dir loaded with each precision it has a golden_<dtype>_g<group>.json for (at least one). */
+static void check_quantized(const char *dir) {
+    static const struct {
+        quant_dtype dtype;
+        int group;
+    } precs[] = {{QUANT_INT4, 32}, {QUANT_INT4, 64}, {QUANT_INT8, 32}};
+    int checked = 0;
+    for (size_t i = 0; i < sizeof precs / sizeof precs[0]; i++) {
+        char path[512], err[1024];
+        snprintf(path, sizeof path, "%s/golden_%s_g%d.json", dir, quant_dtype_name(precs[i].dtype),
+                 precs[i].group);
+        if (access(path, R_OK)) continue;
+        model *m = model_load_prec(dir, precs[i].dtype, precs[i].group, err, sizeof err);
+        if (!m) die("%s", err);
+        EXPECT(model_weight_dtype(m) == precs[i].dtype, "%s: loaded as %s", path,
+               quant_dtype_name(model_weight_dtype(m)));
+        cJSON *golden = test_read_json(path);
+        printf("WEIGHT_DTYPE=%s WEIGHT_GROUP=%d:\n", quant_dtype_name(precs[i].dtype),
+               precs[i].group);
+        check_case(dir, m, golden, cJSON_GetArrayItem(get(golden, "cases"), 0));
+        cJSON_Delete(golden);
+        model_free(m);
+        checked++;
+    }
+    EXPECT(checked == 3, "%s: %d of 3 quantized goldens found", dir, checked);
+}
+
 int main(void) {
     static const char *const fixtures[] = {"fixtures/a_ple_kvshare", "fixtures/b_keqv_untied",
                                            "fixtures/c_wrapped_f16"};
@@ -278,5 +310,6 @@ int main(void) {
         model_free(m);
     }
     check_f32_copy();
+    check_quantized("fixtures/a_ple_kvshare");
     return test_exit("test_golden");
 }
