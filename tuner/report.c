@@ -346,8 +346,8 @@ static void md_outcome(FILE *f, const report_data *d) {
     if (cJSON_IsString(sum))
         fprintf(f, "Answer: %s (%s).\n\n", sum->valuestring,
                 cJSON_IsString(jget(m, "verified", "prompt_set"))
-                    ? "each candidate run right after a baseline run; a t interval on the "
-                      "log-ratios of the pairs"
+                    ? "each candidate run between two baseline runs; a t interval on the "
+                      "log-ratios, Bonferroni over the candidates side by side"
                     : "no held-out runs");
     cJSON_ArrayForEach(item, jget(m, "warnings", NULL)) {
         if (cJSON_IsString(item)) fprintf(f, "- warning: %s\n", item->valuestring);

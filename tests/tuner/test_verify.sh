@@ -219,6 +219,8 @@ n_before=$(wc -l <$tr)
 cp $tr before.jsonl
 "$TUNER" sweep slowv.yaml >/dev/null 2>k2.err || { cat k2.err; fail "resume of the verification"; }
 cmp -s before.jsonl <(head -n "$n_before" $tr) || fail "lines written before the kill changed"
+# the noise is rebuilt from the journal's baseline runs (and handed to the strategy again)
+expect_contains k2.err "noise: tps of the baseline over 3 runs: relative sd 0.0 %"
 [ "$(verify_lines $tr | wc -l)" -eq 13 ] ||
     fail "want 2 candidates x 3 pairs and a closing baseline run = 13 verification runs after the resume"
 cmp -s <(json_field id <$tr) <(seq 1 19) || fail "trial ids are not 1..19"
