@@ -8,7 +8,8 @@
 # through SLURM_CONF. The daemons are stopped when the test exits, however it exits: every
 # job of the cluster is cancelled first, then the daemons get SIGTERM and, if they linger,
 # SIGKILL. If the cluster does not come up the test fails and prints the daemons' logs: it
-# never skips.
+# never skips. Should the test be killed with SIGKILL, a watcher started with the daemons stops
+# them once the test's shell is gone.
 #
 # Runs as root (CI) or as an ordinary user (the daemons then run as that user).
 
@@ -34,6 +35,7 @@ slurm_fail() {
 # slurm_stop: cancel every job, then stop the daemons (idempotent).
 slurm_stop() {
     local p i
+    [ -z "${SLURM_WATCHDOG:-}" ] || kill -KILL "$SLURM_WATCHDOG" 2>/dev/null || true
     if [ ${#SLURM_PIDS[@]} -gt 0 ] && [ -n "${SLURM_CONF:-}" ]; then
         timeout 10 scancel --user "$(id -u)" >/dev/null 2>&1 || true
         for ((i = 0; i < 50; i++)); do
@@ -52,6 +54,30 @@ slurm_stop() {
     SLURM_PIDS=()
 }
 trap 'slurm_stop; cleanup' EXIT
+# A signal ends the test through its EXIT trap too.
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# slurm_watchdog: should the test be killed outright (SIGKILL, where no trap runs), a watcher
+# cancels the jobs and stops the daemons once the test's shell is gone.
+# Only processes whose command line names this cluster's folder are signalled.
+slurm_watchdog() {
+    local test_pid=$$ pids="${SLURM_PIDS[*]}"
+    (
+        trap '' HUP INT TERM
+        while kill -0 "$test_pid" 2>/dev/null; do sleep 1; done
+        timeout 10 scancel --user "$(id -u)" || true
+        sleep 3
+        for sig in TERM KILL; do
+            for p in $pids; do
+                grep -qF "$SLURM_DIR" "/proc/$p/cmdline" 2>/dev/null && kill -"$sig" "$p"
+            done
+            sleep 2
+        done
+    ) </dev/null >/dev/null 2>&1 &
+    SLURM_WATCHDOG=$!
+}
 
 # free_port: a TCP port nobody listens on now.
 free_port() {
@@ -137,6 +163,7 @@ EOF
     done
     case "$state" in idle*) ;; *) slurm_fail "the Slurm node did not become idle in 30 s (state: '$state')" ;; esac
     SLURM_NODE=$node
+    slurm_watchdog
 }
 
 # slurm_ctld_log: the controller's log.
