@@ -1,0 +1,18 @@
+/* runner_result.h: reading a finished run's result, for runner.c (runner_result.c). */
+#ifndef RUNNER_RESULT_H
+#define RUNNER_RESULT_H
+
+#include "runner.h"
+
+/* Fill out->status, metrics and reason from a run that exited with status 0: the
+ * $TUNER_RESULT file, else the last JSON line of stdout_tail, else the space's regexes over
+ * the log. long_line: the length of the longest stdout line that started with '{' when it
+ * was longer than a result line may be (0 otherwise). */
+void runner_result_read(const space *sp, const run_request *req, const char *stdout_tail,
+                        unsigned long long long_line, run_result *out);
+
+/* The last non-empty line of the log (for the reasons of crashed trials), or NULL.
+ * Caller frees. */
+char *runner_log_last_line(const char *log_path);
+
+#endif
