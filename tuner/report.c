@@ -357,6 +357,30 @@ static void md_outcome(FILE *f, const report_data *d) {
     fputc('\n', f);
 }
 
+/* A candidate's speed-up as the manifest records it: "1.45x [0.86, 2.44], 6 pairs". */
+static void md_speedup(FILE *f, const report_data *d, const point_stats *vp) {
+    if (vp->baseline) {
+        fputs("(the baseline)", f);
+        return;
+    }
+    const cJSON *c;
+    cJSON_ArrayForEach(c, jget(jget(d->manifest, "verification", NULL), "candidates", NULL)) {
+        const cJSON *pt = jget(c, "point", NULL), *su = jget(c, "speedup", NULL);
+        if (!cJSON_IsString(pt) || strcmp(pt->valuestring, vp->key) != 0 || !su) continue;
+        double e = jnum(jget(su, "estimate", NULL)), lo = jnum(jget(su, "low", NULL)),
+               hi = jnum(jget(su, "high", NULL));
+        const cJSON *n = jget(su, "pairs", NULL);
+        if (isfinite(lo) && isfinite(hi))
+            fprintf(f, "%.2fx [%.2f, %.2f], %d pairs", e, lo, hi, n ? n->valueint : 0);
+        else if (isfinite(e))
+            fprintf(f, "%.2fx, %d pair", e, n ? n->valueint : 0);
+        else
+            fputs("-", f);
+        return;
+    }
+    fputs("-", f);
+}
+
 static void md_verification(FILE *f, const report_data *d) {
     const trial_table *vt = d->vt;
     const space *sp = d->sp;
@@ -367,17 +391,20 @@ static void md_verification(FILE *f, const report_data *d) {
     }
     const cJSON *set = cJSON_GetObjectItemCaseSensitive(vt->points[0].runs[0], "prompt_set");
     fprintf(f,
-            "The best candidates re-run on the `%s` prompts (%d runs of %d points); the manifest "
-            "keeps the fastest that still meets every constraint there.\n\n",
+            "The best candidates re-run on the `%s` prompts (%d runs of %d points), each run "
+            "between two runs of the baseline; the speed-up over the baseline is a t interval on "
+            "the log-ratios of those pairs (`manifest.json`, \"verification\"). The manifest "
+            "keeps the candidate with the largest speed-up whose interval lies above 1 and that "
+            "meets every constraint there, else the baseline.\n\n",
             cJSON_IsString(set) ? set->valuestring : "held-out", vt->n_runs, vt->n_points);
     fprintf(f, "| point | runs | measured %s | verified %s | gap |", sp->objective, sp->objective);
     for (int c = 0; c < sp->n_constraints; c++)
         fprintf(f, " measured %s | verified %s |", sp->constraints[c].metric,
                 sp->constraints[c].metric);
-    fputs(" verdict |\n|---|---|---|---|---|", f);
+    fputs(" speed-up over the baseline | verdict |\n|---|---|---|---|---|", f);
     for (int c = 0; c < sp->n_constraints; c++)
         fputs("---|---|", f);
-    fputs("---|\n", f);
+    fputs("---|---|\n", f);
     for (int v = 0; v < vt->n_points; v++) {
         const point_stats *vp = &vt->points[v];
         int p = trials_find(d->t, vp->levels);
@@ -402,7 +429,9 @@ static void md_verification(FILE *f, const report_data *d) {
             one.cons = &vp->cons[c];
             if (ok && !observation_feasible(&one, d->vrc + c, 1)) ok = 0;
         }
-        fprintf(f, " %s%s |\n",
+        fputc(' ', f);
+        md_speedup(f, d, vp);
+        fprintf(f, " | %s%s |\n",
                 vp->status == TRIAL_FAILED ? "failed"
                 : ok                       ? "meets the constraints"
                                            : "breaks a constraint",

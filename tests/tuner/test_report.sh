@@ -53,6 +53,8 @@ expect_contains $md "![tps against ppl](plot.png)"
 [ "$(md_section $md 'Measured against verified' | table_rows | wc -l)" -eq 3 ] ||
     fail "want 3 verification rows"
 md_section $md 'Measured against verified' | qgrep 'meets the constraints (chosen) |$'
+md_section $md 'Measured against verified' | qgrep '| (the baseline) | meets the constraints |$'
+md_section $md 'Measured against verified' | qgrep '| [0-9.]*x \[[0-9.]*, [0-9.]*\], 2 pairs | meets the constraints'
 # every point once; 8 crashed (W=256), 6 more garbage (S=8192)
 [ "$(md_section $md 'Every point' | table_rows | wc -l)" -eq 32 ] || fail "want 32 point rows"
 [ "$(md_section $md 'Every point' | table_rows | grep -c '| failed |')" -eq 14 ] || fail "want 14 failed rows"
