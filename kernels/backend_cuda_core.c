@@ -125,7 +125,8 @@ void cuda_matmul_now(cuda_state *st, float *out, const tensor *w, const float *x
         float *wf = cuda_scratch(st, (void **)&st->d_dequant, &st->cap_dequant,
                                  sizeof(float) * w->rows * w->cols);
         cuda_op_begin(st);
-        if (k_dequant_q(st->stream, &qm, wf)) die("CUDA: cannot dequantize a %d x %d matrix", w->rows, w->cols);
+        if (k_dequant_q(st->stream, &qm, wf))
+            die("CUDA: cannot dequantize a %d x %d matrix", w->rows, w->cols);
         const float one = 1.0f, zero = 0.0f;
         CUBLAS(cublasGemmEx(st->cublas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n, w->cols, &one, wf,
                             CUDA_R_32F, w->cols, x, CUDA_R_32F, w->cols, &zero, out, CUDA_R_32F,

@@ -66,8 +66,8 @@ __global__ void __launch_bounds__(DH_WARPS * 32)
 template <typename T, bool VEC>
 __global__ void __launch_bounds__(DH_WARPS * 32)
     draft_logits_kernel(int *id, int *work, float *logits, const T *__restrict__ head,
-                        const int *__restrict__ ordering, const float *x, int cols,
-                        int per, int top_k) {
+                        const int *__restrict__ ordering, const float *x, int cols, int per,
+                        int top_k) {
     k_wait_prior();
     __shared__ unsigned long long best[DH_WARPS];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;

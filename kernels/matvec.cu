@@ -73,8 +73,7 @@ static double mv_rows_min_bytes = 1024.0 * 1024.0;
 /* acc + the dot product of 16 bytes of weights (already fp32 in wf) with x[c .. c + V), four
  * products at a time. */
 template <int V>
-__device__ __forceinline__ float mv_dot16(const float *wf, const float *xp,
-                                          float acc) {
+__device__ __forceinline__ float mv_dot16(const float *wf, const float *xp, float acc) {
 #pragma unroll
     for (int q = 0; q < V / 4; q++)
         acc = mv_dot4(wf + 4 * q, k_ld_act(reinterpret_cast<const float4 *>(xp) + q), acc);

@@ -165,8 +165,7 @@ __device__ __forceinline__ void mma_finish(float (*part)[16][8 * NB], float (*pa
  * segment is a gate + up pair (the up matrix's loads exist only then). */
 template <bool PAIR, int U, int NB, int SPLIT>
 __global__ void __launch_bounds__(MMA_WARPS * 32, PAIR || NB > 1 ? 2 : 3)
-    matvec_mma_kernel(const __grid_constant__ mv_launch L, const float *x, int cols,
-                      int n) {
+    matvec_mma_kernel(const __grid_constant__ mv_launch L, const float *x, int cols, int n) {
     constexpr int F = 2, CAP = 8 * NB / SPLIT;
     __shared__ float part[MMA_WARPS][16][8 * NB], part_up[PAIR ? MMA_WARPS : 1][16][8 * NB];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;

@@ -494,8 +494,7 @@ static q_form q_form_for(int dtype, int rows, int cols, int n) {
 
 /* One launch of up to K_MATVEC_Q_MAX_N inputs over the segments (same dtype, cols and group);
  * segment i's outputs at its y + t0 * rows. The form follows the rows of all of them. */
-static int q_launch(cudaStream_t s, const k_qseg *segs, int n_segs, const float *x, int t0,
-                    int n) {
+static int q_launch(cudaStream_t s, const k_qseg *segs, int n_segs, const float *x, int t0, int n) {
     const k_qmat *w = &segs[0].w;
     int total = 0;
     for (int i = 0; i < n_segs; i++)
@@ -525,8 +524,8 @@ static int q_launch(cudaStream_t s, const k_qseg *segs, int n_segs, const float 
 static bool q_mat_ok(const k_qmat *w) {
     return (w->dtype == KQ_INT4 || w->dtype == KQ_INT8) &&
            (w->group == 32 || w->group == 64 || w->group == 128) && w->rows >= 1 &&
-           w->cols >= 128 && w->cols % 128 == 0 && w->q && w->scales &&
-           !((uintptr_t)w->q & 15) && !((uintptr_t)w->scales & 1);
+           w->cols >= 128 && w->cols % 128 == 0 && w->q && w->scales && !((uintptr_t)w->q & 15) &&
+           !((uintptr_t)w->scales & 1);
 }
 
 extern "C" int k_matvec_q_multi(cudaStream_t s, const k_qseg *segs, int n_segs, const float *x,
@@ -536,8 +535,7 @@ extern "C" int k_matvec_q_multi(cudaStream_t s, const k_qseg *segs, int n_segs, 
     for (int i = 0; i < n_segs; i++) {
         const k_qmat *w = &segs[i].w;
         if (!q_mat_ok(w) || !segs[i].y || ((uintptr_t)segs[i].y & 3) ||
-            w->dtype != segs[0].w.dtype || w->cols != segs[0].w.cols ||
-            w->group != segs[0].w.group)
+            w->dtype != segs[0].w.dtype || w->cols != segs[0].w.cols || w->group != segs[0].w.group)
             return -1;
     }
     for (int t0 = 0; t0 < n; t0 += K_MATVEC_Q_MAX_N) {
@@ -569,8 +567,9 @@ __global__ void dequant_q_kernel(const uint32_t *__restrict__ q, const uint16_t 
         float4 v[2];
         float *f = reinterpret_cast<float *>(v);
         for (int k = 0; k < vpw; k++)
-            f[k] = (float)(bits == 4 ? (int)((w >> (4 * k)) & 15u) - 8 : (int)(int8_t)(w >> (8 * k))) *
-                   s;
+            f[k] =
+                (float)(bits == 4 ? (int)((w >> (4 * k)) & 15u) - 8 : (int)(int8_t)(w >> (8 * k))) *
+                s;
         float4 *o = reinterpret_cast<float4 *>(out + e0);
         o[0] = v[0];
         if (bits == 4) o[1] = v[1];

@@ -44,8 +44,7 @@ typedef void (*mv_rows_fn)(const mv_launch, const float *, int, int);
  * NT). */
 template <typename T, int NL, int R, bool PAIR>
 __global__ void __launch_bounds__(MV_WARPS * 32)
-    matvec_rows_kernel(const __grid_constant__ mv_launch L, const float *x, int cols,
-                       int n) {
+    matvec_rows_kernel(const __grid_constant__ mv_launch L, const float *x, int cols, int n) {
     constexpr int NT = pow2_at_least(NL);
     const mv_seg &sg = L.seg[mv_seg_of(L, (int)blockIdx.x)];
     __shared__ float part[R][MV_WARPS][NT], part_up[R][MV_WARPS][NT];

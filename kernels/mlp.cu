@@ -87,9 +87,8 @@ __host__ __device__ constexpr int mlp_extra_warps(int nt) {
 template <int NL, int B>
 __global__ void __launch_bounds__(NL > 4 ? MLP_WIDE_THREADS : MLP_MAX_THREADS, 1)
     mlp_kernel(const uint4 *__restrict__ gate, const uint4 *__restrict__ up,
-               const uint4 *__restrict__ downt, const float *x,
-               float *h_out, float *u_out, float *partial,
-               int H, int I, int n, int t0, int p0, int S, int depth) {
+               const uint4 *__restrict__ downt, const float *x, float *h_out, float *u_out,
+               float *partial, int H, int I, int n, int t0, int p0, int S, int depth) {
     constexpr int NT = pow2_at_least(NL);
     extern __shared__ __align__(128) unsigned char ring[];
     const int row_bytes = 2 * H, CT = H / 8, CW = CT / 32;

@@ -93,10 +93,8 @@ __device__ __forceinline__ void mlpm_free_rows(uint64_t *empty, unsigned &st, un
  * floats), then the warps' sums of two batches, red[2][CW][2][8][B]. */
 __global__ void __launch_bounds__(MLPM_THREADS, 1)
     mlp_mma_kernel(const uint4 *__restrict__ gate, const uint4 *__restrict__ up,
-                   const uint4 *__restrict__ downt, const float *x,
-                   float *h_out, float *u_out,
-                   float *partial, int H, int I, int n, int t0, int p0, int nl, int S,
-                   int depth) {
+                   const uint4 *__restrict__ downt, const float *x, float *h_out, float *u_out,
+                   float *partial, int H, int I, int n, int t0, int p0, int nl, int S, int depth) {
     constexpr int B = MLPM_B;
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ __align__(16) uint4 zero16;

@@ -215,8 +215,8 @@ static void test_matmul_quant(backend *g, int own_rows, const char *who) {
                 float *wf = rand_vec((size_t)rows * cols);
                 quant_matrix *qm = xcalloc(1, sizeof *qm); /* stays alive: keyed by address */
                 char err[256];
-                CHECK(!quant_from_f32(qm, "w", wf, rows, cols, dts[di], groups[gi], err,
-                                      sizeof err));
+                CHECK(
+                    !quant_from_f32(qm, "w", wf, rows, cols, dts[di], groups[gi], err, sizeof err));
                 free(wf);
                 const tensor w = tensor_of_quant(qm);
                 pair x = pair_rand((size_t)n * cols), out = pair_new(NULL, (size_t)n * rows);
@@ -236,8 +236,8 @@ static void test_matmul_quant(backend *g, int own_rows, const char *who) {
                     gpu->matmul(gpu, y1.g, &w, x.g + (size_t)t * cols, 1);
                     gpu->download(gpu, one, y1.g, (size_t)rows);
                     EXPECT(!memcmp(one, all + (size_t)t * rows, (size_t)rows * sizeof(float)),
-                           "%s: input %d's row is not the bits of its single-input product",
-                           what, t);
+                           "%s: input %d's row is not the bits of its single-input product", what,
+                           t);
                 }
                 pair_free(&y1);
                 free(all);
