@@ -26,13 +26,7 @@ RES=${1:-$ROOT/build-gpu/bench-precision}
 WORK=${WORK_DIR:-/tmp/e4b-random}
 mkdir -p "$RES" "$WORK"
 RES=$(cd "$RES" && pwd)
-if [[ -n "${GPU_BIN_DIR:-}" ]]; then
-  BIN=$(cd "$GPU_BIN_DIR" && pwd)
-  PROFILE=$BIN/decode_profile ENGINE=$BIN/engine
-else
-  ./scripts/build.sh build-gpu -DWITH_CUDA=ON
-  PROFILE=$ROOT/build-gpu/bench/decode_profile ENGINE=$ROOT/build-gpu/engine/engine
-fi
+source bench/gpu_bins.sh
 COMMAND="bench/bench_precision_gpu.sh $*"
 
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$RES/gpu.txt"
