@@ -746,6 +746,15 @@ int sweep_main(const sweep_options *opt) {
         space_free(s->sp);
         return EXIT_ERROR;
     }
+    if (s->sp->slurm && opt->gpus) { /* this machine's GPU ids mean nothing on a node */
+        fprintf(stderr,
+                "%s: --gpus pins trials to this machine's GPUs, but the space %s runs them as "
+                "Slurm jobs (engine.launcher.slurm), whose GPUs Slurm picks: leave --gpus out "
+                "and give --workers N\n",
+                util_progname, opt->space_path);
+        space_free(s->sp);
+        return EXIT_USAGE;
+    }
     char *name = opt->study ? xstrdup(opt->study) : study_default_name(s->sp, opt->space_path);
     s->lock_fd = -1;
     const char *bad_name = space_study_name_problem(name);

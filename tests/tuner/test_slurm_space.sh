@@ -42,6 +42,11 @@ cat dry.out dry.err >dry.all
 expect_contains dry.all "launcher:   srun --job-name=tuner.STUDY.TRIAL --nodes=1 --ntasks=1 --partition=gpu --gres=gpu:1 --time=0-00:20:00 --exclusive --mem=4G {cmd}"
 space tmpl.yaml '"srun -N1 --gres=gpu:1 {cmd}"'
 "$TUNER" sweep tmpl.yaml --dry-run >/dev/null 2>dry.err || { cat dry.err; fail "dry run of a template launcher"; }
+# --gpus names this machine's GPUs: refused with the slurm launcher, where Slurm picks them.
+rc=0
+"$TUNER" sweep good.yaml --gpus 0,1 --dry-run >gpus.out 2>gpus.err || rc=$?
+[ $rc -eq 2 ] || { cat gpus.err; fail "--gpus with the slurm launcher: status $rc, want 2"; }
+expect_contains gpus.err "--gpus pins trials to this machine's GPUs, but the space good.yaml runs them as Slurm jobs"
 
 # Slurm commands that fail: a squeue that cannot reach the controller stops the sweep before
 # anything runs (the queue cannot be checked for jobs left by an earlier sweep).
