@@ -11,6 +11,9 @@
  * signal variance 0.01..100, noise variance 1e-6..1. The optimiser works on unbounded u
  * with theta = lo + (hi - lo) * sigmoid(u), so it can never leave the box, and the chain
  * rule d theta / d u = (theta - lo)(hi - theta) / (hi - lo) carries the gradient through.
+ * An optional log-normal prior on the noise (gp_set_noise_prior) adds -z^2/2 to the objective
+ * and -z / sd to its noise gradient, z = (log noise - mu) / sd. gp_fit_subset climbs on a copy
+ * holding only some of the observations, so a fit's cost stops growing with n.
  */
 #include "gp.h"
 
@@ -78,6 +81,8 @@ gp *gp_copy(const gp *g) {
     c->y_sd = g->y_sd;
     if (g->n) memcpy(c->y, g->y, (size_t)g->n * sizeof(double));
     gp_set_hyper(c, g->log_ls, g->log_sf2, g->log_noise);
+    c->prior_noise_var = g->prior_noise_var;
+    c->prior_noise_log_sd = g->prior_noise_log_sd;
     if (g->factored) {
         c->L = gsl_matrix_alloc((size_t)g->n, (size_t)g->n);
         c->alpha = gsl_vector_alloc((size_t)g->n);
@@ -281,7 +286,15 @@ double gp_log_marginal(gp *g, double *grad) {
 typedef struct {
     gp *g;
     const double *plo, *phi; /* [d+2] the box of each hyperparameter */
+    int prior;               /* 1: add the log-normal noise prior (standardised units) */
+    double prior_mu, prior_sd;
 } fit_ctx;
+
+void gp_set_noise_prior(gp *g, double noise_var, double log_sd) {
+    int on = isfinite(noise_var) && noise_var > 0.0 && isfinite(log_sd) && log_sd > 0.0;
+    g->prior_noise_var = on ? noise_var : 0.0;
+    g->prior_noise_log_sd = on ? log_sd : 0.0;
+}
 
 static double sigmoid(double u) {
     return 1.0 / (1.0 + exp(-u));
@@ -297,7 +310,13 @@ static double fit_apply(fit_ctx *c, const gsl_vector *u, double *grad_theta, dou
     int d = c->g->d;
     fit_theta(c, u, theta);
     gp_set_hyper(c->g, theta, theta[d], theta[d + 1]);
-    return log_marginal_quiet(c->g, grad_theta);
+    double lml = log_marginal_quiet(c->g, grad_theta);
+    if (c->prior && isfinite(lml)) {
+        double z = (theta[d + 1] - c->prior_mu) / c->prior_sd;
+        lml -= 0.5 * z * z;
+        if (grad_theta) grad_theta[d + 1] -= z / c->prior_sd;
+    }
+    return lml;
 }
 
 static double fit_f(const gsl_vector *u, void *params) {
@@ -365,12 +384,32 @@ static double fit_one_start(fit_ctx *c, const gsl_vector *u0, double *theta) {
 }
 
 double gp_fit(gp *g, int n_starts, uint64_t seed) {
+    return gp_fit_subset(g, NULL, g->n, n_starts, seed);
+}
+
+double gp_fit_subset(gp *g, const int *idx, int m, int n_starts, uint64_t seed) {
     int d = g->d, p = d + 2;
     if (n_starts < 1) n_starts = 1;
     if (g->n < 2) { /* nothing to learn from: keep the defaults */
         gp_factor(g);
         return g->n ? gp_log_marginal(g, NULL) : 0.0;
     }
+    /* The data the likelihood is taken on: all of it, or the subset (standardised values
+     * copied as they are, so the hyperparameters mean the same on both). */
+    gp *src = g;
+    if (idx && m < g->n && m >= 2) {
+        src = gp_copy(g);
+        for (int i = 0; i < m; i++) {
+            CHECK(idx[i] >= 0 && idx[i] < g->n);
+            memcpy(src->x + (size_t)i * d, g->x + (size_t)idx[i] * d, (size_t)d * sizeof(double));
+            src->y[i] = g->y[idx[i]];
+            src->w[i] = g->w[idx[i]];
+        }
+        src->n = m;
+        src->factored = 0;
+    }
+    int prior = g->prior_noise_var > 0.0;
+    double prior_mu = prior ? log(g->prior_noise_var) - 2.0 * log(g->y_sd) : 0.0;
     double plo[p], phi[p];
     for (int j = 0; j < d; j++) {
         plo[j] = LOG_LS_LO;
@@ -389,6 +428,7 @@ double gp_fit(gp *g, int n_starts, uint64_t seed) {
     for (int s = 0; s < n_starts; s++)
         for (int j = 0; j < p; j++) {
             double def = j < d ? log(0.3) : j == d ? 0.0 : log(1e-2);
+            if (j == d + 1 && prior) def = fmin(fmax(prior_mu, plo[j] + 0.01), phi[j] - 0.01);
             u0[s * p + j] =
                 s == 0 ? fit_u_of(def, plo[j], phi[j]) : 4.0 * gsl_rng_uniform(rng) - 2.0;
         }
@@ -402,8 +442,13 @@ double gp_fit(gp *g, int n_starts, uint64_t seed) {
     gsl_error_handler_t *old = gsl_set_error_handler_off();
 #pragma omp parallel for schedule(dynamic, 1)
     for (int s = 0; s < n_starts; s++) {
-        gp *work = gp_copy(g);
-        fit_ctx ctx = {.g = work, .plo = plo, .phi = phi};
+        gp *work = gp_copy(src);
+        fit_ctx ctx = {.g = work,
+                       .plo = plo,
+                       .phi = phi,
+                       .prior = prior,
+                       .prior_mu = prior_mu,
+                       .prior_sd = g->prior_noise_log_sd};
         gsl_vector_view u = gsl_vector_view_array(u0 + s * p, (size_t)p);
         lml[s] = fit_one_start(&ctx, &u.vector, theta + s * p);
         gp_free(work);
@@ -416,6 +461,7 @@ double gp_fit(gp *g, int n_starts, uint64_t seed) {
     if (isfinite(result))
         gp_set_hyper(g, theta + best * p, theta[best * p + d], theta[best * p + d + 1]);
     gp_factor(g);
+    if (src != g) gp_free(src);
     free(u0);
     free(theta);
     free(lml);

@@ -46,6 +46,9 @@ typedef struct {
     double log_sf2;   /* log signal variance (standardised units) */
     double log_noise; /* log noise variance of one run (standardised units) */
 
+    double prior_noise_var;    /* > 0: log-normal prior on the noise of one run (caller's units) */
+    double prior_noise_log_sd; /* its sd in log units */
+
     gsl_matrix *L;     /* [n][n] lower Cholesky factor of K + diag(noise / w) */
     gsl_vector *alpha; /* [n] (K + diag(noise / w))^-1 y */
     int factored;      /* L and alpha match the data and hyperparameters */
@@ -78,8 +81,21 @@ double gp_log_marginal(gp *g, double *grad);
 
 /* Fit the hyperparameters by maximising the log marginal likelihood from n_starts starts
  * (the first a fixed default, the others drawn from a generator seeded with seed), then
- * factor. Deterministic for a seed. Returns the best log marginal likelihood. */
+ * factor. Deterministic for a seed. Returns the best log marginal likelihood (plus the log
+ * noise prior, without its constant, when gp_set_noise_prior set one). */
 double gp_fit(gp *g, int n_starts, uint64_t seed);
+
+/* A prior on the noise variance of one run: log noise ~ N(log noise_var, log_sd^2), noise_var
+ * in the caller's units (e.g. (0.02 * mean tps)^2 for 2 % measured noise). gp_fit then
+ * maximises the log marginal likelihood plus this log prior (a MAP estimate), so that a
+ * known measurement noise is neither explained away as signal nor inflated to smooth over a
+ * real narrow feature. noise_var <= 0 or not finite removes the prior. */
+void gp_set_noise_prior(gp *g, double noise_var, double log_sd);
+
+/* gp_fit with the hyperparameters learnt from the observations idx[m] only (indices into the
+ * data), then the factor taken over all of them: the likelihood costs O(m^3) per evaluation
+ * instead of O(n^3). idx == NULL or m >= n: gp_fit. */
+double gp_fit_subset(gp *g, const int *idx, int m, int n_starts, uint64_t seed);
 
 /* Posterior of the latent f at m points xs[m][d]: mean[m] and var[m] (noise excluded), in
  * the caller's units. Uses the last factorisation (gp_factor, gp_fit, gp_log_marginal,

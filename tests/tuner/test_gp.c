@@ -263,7 +263,50 @@ static void test_threads_copy_believer(void) {
     gp_free(g);
 }
 
+/* The noise prior: on a noisy constant the free fit learns sd ~0.2; a tight prior at sd 0.05
+ * pulls the fitted noise to it. A fit on a subset of the data still conditions on all of it. */
+static void test_noise_prior_and_subset(void) {
+    int cat[1] = {0};
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 3);
+    enum { M = 60 };
+    double xq[M], yq[M];
+    for (int i = 0; i < M; i++) {
+        xq[i] = gsl_rng_uniform(rng);
+        yq[i] = 5.0 + 0.2 * gsl_ran_gaussian(rng, 1.0);
+    }
+    gp *q = gp_create(1, cat);
+    gp_set_data(q, xq, yq, NULL, M);
+    gp_set_noise_prior(q, 0.05 * 0.05, 0.05);
+    gp_fit(q, 3, 9);
+    double noise = gp_noise_var(q);
+    EXPECT(noise > 0.0015 && noise < 0.004);
+    gp_set_noise_prior(q, -1.0, 1.0); /* removed */
+    EXPECT(q->prior_noise_var == 0.0);
+    gp_free(q);
+
+    gp *g = gp_create(1, cat);
+    enum { N = 40 };
+    double x[N], y[N];
+    int idx[N / 2];
+    for (int i = 0; i < N; i++) {
+        x[i] = i / (N - 1.0);
+        y[i] = sin(6.0 * x[i]);
+    }
+    for (int i = 0; i < N / 2; i++)
+        idx[i] = 2 * i;
+    gp_set_data(g, x, y, NULL, N);
+    gp_fit_subset(g, idx, N / 2, 2, 1);
+    EXPECT(g->n == N && g->factored);
+    double mean, var;
+    gp_predict(g, &x[1], 1, &mean, &var); /* a point left out of the likelihood */
+    EXPECT_NEAR(mean, y[1], 1e-2);
+    gp_free(g);
+    gsl_rng_free(rng);
+}
+
 int main(void) {
+    test_noise_prior_and_subset();
     test_kernel();
     test_posterior_1d();
     test_posterior_categorical();
