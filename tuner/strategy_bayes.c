@@ -5,8 +5,8 @@
  * 1. Initial design. Until max(5, 2d) points are observed, walk a Sobol sequence (GSL's
  *    gsl_qrng_sobol; Halton beyond its 40 dimensions), shifted by a seed-dependent random
  *    offset modulo 1 (a Cranley-Patterson rotation, so seeds differ), map each point onto
- *    the lattice (level floor(u * n_levels)) and propose the first one not observed or
- *    pending.
+ *    the lattice (level floor(u * n_levels)) and propose the first one not observed, pending
+ *    or condemned (below).
  * 2. Surrogates (gp.h), refitted from scratch on the observations (so the proposal depends
  *    only on the journal, never on this process's history): one GP for the objective
  *    (points with status OK; a minimised objective is negated; failed trials enter at the
@@ -19,23 +19,39 @@
  *    i.e. clearly on the wrong side of the bound, by as much as the data vary, without the
  *    unbounded values that would wreck the standardisation. A space with no constraint but
  *    with failed trials gets one pseudo-constraint instead (g = +1 failed, -1 not), so the
- *    search learns to stay away from what crashes.
+ *    search learns to stay away from what crashes. When the driver measured the noise
+ *    (set_noise: relative sd r of one run), the objective GP gets a log-normal prior on its
+ *    noise variance centred at (r * mean |objective|)^2, so a real narrow feature is not
+ *    explained away as noise nor noise fitted as signal. Past 64 observations the
+ *    hyperparameters are learnt on 64 of them (the 32 best, or nearest the bound, and an
+ *    even spread of the rest) and the GP conditions on all: the cost of a fit stops growing.
  * 3. Pending points (parallel workers): Kriging believer. Each GP is conditioned, with its
  *    hyperparameters kept, on the pending points at their posterior means. That collapses
  *    the variance there and nearby, so the next worker's expected improvement moves away
  *    from what is already running; pending points are also excluded outright.
- * 4. Candidates: every lattice point when the lattice has at most 200,000 points; otherwise
- *    20,000 shifted Sobol points mapped onto the lattice plus the neighbours (one and two
- *    levels along each axis, and one level along each pair of axes) of the ten best
- *    observed points. Observed and pending points are never candidates.
+ * 4. Candidates: every lattice point when the lattice has at most 8,192 points; otherwise
+ *    8,192 Sobol points mapped onto the lattice (rotated afresh for each number of
+ *    observations, so successive proposals see different parts of it) plus the neighbours
+ *    (one and two levels along each axis, and one level along each pair of axes) of the ten
+ *    best observed points. Observed and pending points are never candidates. Every third
+ *    proposal after the initial design is a local step: the candidates are then only the
+ *    unmeasured lattice neighbours of the five best measured-feasible points (by posterior
+ *    mean; one step along each ordinal knob, a step being 1/16 of its range for knobs of more
+ *    than 32 levels, and every other level of each categorical one), so the region that
+ *    decides the pick is measured, not only modelled.
  * 5. Score (acquisition.h): log EI of the objective over the incumbent (the current
  *    pick, see rank() below; before there is one, the best posterior mean among observed
  *    points that measured feasible) plus the log probability that every constraint is met
  *    on a re-measurement; while no observed point is feasible, that log probability
  *    alone. Both use the same rule as the pick, so the search improves what would be
- *    reported rather than points the pick would reject as too close to the bound. Scores go into an
- * array in parallel (OpenMP); the argmax is taken serially with the lowest candidate index winning
- * ties, so the thread count never changes a proposal.
+ *    reported rather than points the pick would reject as too close to the bound. Scores go
+ *    into an array in parallel (OpenMP); the argmax is taken serially with the lowest
+ *    candidate index winning ties, so the thread count never changes a proposal.
+ * 6. Hard evidence: a level of a knob measured infinite (TRIAL_INFEASIBLE) at two or more
+ *    settings, never finite, and not explained by another such level (dead_levels) is
+ *    condemned: no point with it is proposed while any other point is left. An infinite
+ *    perplexity from a keepset that misses a target is a fact about the keepset, not a noisy
+ *    figure for the GP to smooth over.
  *
  * Inputs of the GPs: int parameters at space_param_unit (their position in [0,1], log-
  * scaled where the space asks); categorical parameters as their level index, compared by
@@ -64,12 +80,17 @@
 #include "util.h"
 #include "visited.h"
 
-#define BAYES_LATTICE_MAX       200000L /* candidates = whole lattice up to this many points */
-#define BAYES_SOBOL_CANDIDATES  20000
+#define BAYES_LATTICE_MAX       8192L  /* candidates = whole lattice up to this many points */
+#define BAYES_SOBOL_CANDIDATES  8192   /* otherwise this many Sobol points, plus neighbours */
 #define BAYES_NEIGHBOUR_SOURCES 10     /* best observed points whose neighbours are candidates */
 #define BAYES_FIT_STARTS        3      /* hyperparameter fits: default start + 2 random */
+#define BAYES_FIT_SUBSET        64     /* hyperparameters learnt on at most this many points */
 #define BAYES_PICK_PF           0.95   /* rank(): minimum probability of feasibility */
 #define BAYES_INIT_WALK         100000 /* Sobol draws tried for one initial-design point */
+#define BAYES_DEAD_MIN          2      /* unexplained infinite results that condemn a level */
+#define BAYES_LOCAL_EVERY       3      /* every third proposal after the design is a local one */
+#define BAYES_LOCAL_SOURCES     5      /* near-best points whose neighbours a local step tries */
+#define BAYES_NOISE_LOG_SD      1.0    /* sd of log noise variance around the measured noise */
 
 /* The surrogates fitted on one set of observations. */
 typedef struct {
@@ -88,9 +109,10 @@ struct strategy {
     int *categorical; /* [d] */
     long n_points;    /* lattice size (saturated) */
     int lattice;      /* 1: candidates are the whole lattice */
-    double *lat_x;    /* [n_points][d] GP inputs of every lattice point (lattice mode) */
     double *shift;    /* [d] Cranley-Patterson rotation of the Sobol sequences */
     int n_init;       /* initial-design size */
+    int *level_off;   /* [d + 1] offset of each parameter's levels in a per-level array */
+    double rel_noise; /* measured relative sd of one objective run; 0: not measured */
 
     uint64_t memo_key; /* hash of the observations the memoised models were fitted on */
     int memo_valid;
@@ -113,14 +135,7 @@ static void point_features(const strategy *s, const int *levels, double *x) {
     }
 }
 
-/* Mixed-radix index of a point (first parameter slowest); lattice mode only. */
-static long point_index(const strategy *s, const int *levels) {
-    long idx = 0;
-    for (int j = 0; j < s->d; j++)
-        idx = idx * s->sp->params[j].n_levels + levels[j];
-    return idx;
-}
-
+/* The point of mixed-radix index idx (first parameter slowest); lattice mode only. */
 static void index_point(const strategy *s, long idx, int *levels) {
     for (int j = s->d - 1; j >= 0; j--) {
         int n = s->sp->params[j].n_levels;
@@ -134,12 +149,12 @@ static gsl_qrng *qrng_new(int d) {
     return gsl_qrng_alloc(d <= 40 ? gsl_qrng_sobol : gsl_qrng_halton, (unsigned)d);
 }
 
-/* The next rotated quasi-random point mapped onto the lattice. */
-static void qrng_point(const strategy *s, gsl_qrng *q, int *levels) {
+/* The next quasi-random point, rotated by shift[d], mapped onto the lattice. */
+static void qrng_point(const strategy *s, const double *shift, gsl_qrng *q, int *levels) {
     double u[s->d];
     gsl_qrng_get(q, u);
     for (int j = 0; j < s->d; j++) {
-        double v = u[j] + s->shift[j];
+        double v = u[j] + shift[j];
         v -= floor(v);
         int n = s->sp->params[j].n_levels;
         int l = (int)(v * n);
@@ -159,6 +174,10 @@ static strategy *bayes_create(const space *sp, uint64_t seed) {
     for (int j = 0; j < s->d; j++)
         s->categorical[j] = sp->params[j].kind == PARAM_CATEGORICAL;
     s->n_points = space_n_points(sp);
+    s->level_off = xmalloc((size_t)(s->d + 1) * sizeof(int));
+    s->level_off[0] = 0;
+    for (int j = 0; j < s->d; j++)
+        s->level_off[j + 1] = s->level_off[j] + sp->params[j].n_levels;
     s->n_init = 2 * s->d > 5 ? 2 * s->d : 5;
     if (s->n_init > s->n_points) s->n_init = (int)s->n_points;
 
@@ -170,14 +189,6 @@ static strategy *bayes_create(const space *sp, uint64_t seed) {
     gsl_rng_free(rng);
 
     s->lattice = s->n_points <= BAYES_LATTICE_MAX;
-    if (s->lattice) {
-        s->lat_x = xmalloc((size_t)s->n_points * (size_t)s->d * sizeof(double));
-        int levels[s->d];
-        for (long i = 0; i < s->n_points; i++) {
-            index_point(s, i, levels);
-            point_features(s, levels, s->lat_x + i * s->d);
-        }
-    }
     return s;
 }
 
@@ -193,8 +204,8 @@ static void bayes_destroy(strategy *s) {
     if (!s) return;
     if (s->memo_valid) models_free(&s->memo);
     free(s->categorical);
+    free(s->level_off);
     free(s->shift);
-    free(s->lat_x);
     free(s);
 }
 
@@ -208,8 +219,9 @@ static double constraint_g(const resolved_constraint *rc, double value) {
 }
 
 static uint64_t observations_key(const observation *obs, int n_obs, const resolved_constraint *rc,
-                                 int n_rc, int d) {
+                                 int n_rc, int d, double rel_noise) {
     uint64_t h = fnv(1469598103934665603ULL, &n_obs, sizeof n_obs);
+    h = fnv(h, &rel_noise, sizeof rel_noise);
     h = fnv(h, &n_rc, sizeof n_rc);
     for (int c = 0; c < n_rc; c++) {
         h = fnv(h, &rc[c].bound, sizeof(double));
@@ -224,6 +236,45 @@ static uint64_t observations_key(const observation *obs, int n_obs, const resolv
         if (n_rc) h = fnv(h, o->cons, (size_t)n_rc * sizeof(double));
     }
     return h;
+}
+
+/* Fit m's hyperparameters. Past BAYES_FIT_SUBSET observations they are learnt on a subset:
+ * the half with the smallest key (the caller's "most telling": the best objective values, the
+ * constraint values nearest the bound; ties by index) and an even spread of the rest in journal
+ * order, so a proposal's cost stops growing as n^3 while the region that decides the pick stays
+ * in the fit. */
+static void fit_model(gp *m, const double *key, int n, uint64_t seed) {
+    if (n <= BAYES_FIT_SUBSET) {
+        gp_fit(m, BAYES_FIT_STARTS, seed);
+        return;
+    }
+    int *order = xmalloc((size_t)n * sizeof(int)), *idx = xmalloc(BAYES_FIT_SUBSET * sizeof(int));
+    unsigned char *in = xcalloc((size_t)n, 1);
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    for (int i = 1; i < n; i++) { /* insertion sort: stable, n is a few hundred */
+        int v = order[i], k = i;
+        for (; k > 0 && key[order[k - 1]] > key[v]; k--)
+            order[k] = order[k - 1];
+        order[k] = v;
+    }
+    int half = BAYES_FIT_SUBSET / 2, m_idx = 0;
+    for (int i = 0; i < half; i++)
+        in[order[i]] = 1;
+    int rest = n - half, want = BAYES_FIT_SUBSET - half, seen = 0;
+    for (int i = 0; i < n; i++) {
+        if (in[i]) {
+            idx[m_idx++] = i;
+            continue;
+        }
+        /* the seen-th of the rest is taken when it crosses the next multiple of rest/want */
+        if ((long)(seen + 1) * want / rest > (long)seen * want / rest) idx[m_idx++] = i;
+        seen++;
+    }
+    gp_fit_subset(m, idx, m_idx, BAYES_FIT_STARTS, seed);
+    free(order);
+    free(idx);
+    free(in);
 }
 
 /* Fit one GP on g values with pessimistic imputation of the missing ones. */
@@ -242,7 +293,11 @@ static gp *fit_constraint(const strategy *s, const double *x, double *g, const d
         if (!isfinite(g[i])) g[i] = imputed;
     gp *m = gp_create(s->d, s->categorical);
     gp_set_data(m, x, g, w, n);
-    gp_fit(m, BAYES_FIT_STARTS, seed);
+    double *key = xmalloc((size_t)(n ? n : 1) * sizeof(double));
+    for (int i = 0; i < n; i++)
+        key[i] = fabs(g[i]);
+    fit_model(m, key, n, seed);
+    free(key);
     return m;
 }
 
@@ -285,7 +340,18 @@ static void models_fit(const strategy *s, const observation *obs, int n_obs,
         }
         m->obj = gp_create(d, s->categorical);
         gp_set_data(m->obj, xo, y, w, n_y);
-        gp_fit(m->obj, BAYES_FIT_STARTS, seed);
+        if (s->rel_noise > 0.0) { /* the measured noise, at the mean level of the objective */
+            double level = 0.0;
+            for (int i = 0; i < n_ok; i++)
+                level += fabs(y[i]) / n_ok;
+            double sd = s->rel_noise * level;
+            gp_set_noise_prior(m->obj, sd * sd, BAYES_NOISE_LOG_SD);
+        }
+        double *key = xmalloc((size_t)n_y * sizeof(double));
+        for (int i = 0; i < n_y; i++)
+            key[i] = -y[i];
+        fit_model(m->obj, key, n_y, seed);
+        free(key);
     }
 
     /* Constraints (or the failure pseudo-constraint). */
@@ -332,7 +398,7 @@ static void models_fit(const strategy *s, const observation *obs, int n_obs,
 /* The memoised surrogates for these observations (fitted now when the memo is stale). */
 static const bayes_models *models_get(strategy *s, const observation *obs, int n_obs,
                                       const resolved_constraint *rc, int n_rc) {
-    uint64_t key = observations_key(obs, n_obs, rc, n_rc, s->d);
+    uint64_t key = observations_key(obs, n_obs, rc, n_rc, s->d, s->rel_noise);
     if (s->memo_valid && s->memo_key == key) return &s->memo;
     if (s->memo_valid) models_free(&s->memo);
     models_fit(s, obs, n_obs, rc, n_rc, &s->memo);
@@ -359,64 +425,185 @@ static void models_log_pf(const bayes_models *m, const double *xs, int n, int no
     free(var);
 }
 
+/* ---- hard evidence: levels that always give an infinite metric ---- */
+
+/* dead[level_off[j] + l] = 1 when level l of parameter j is condemned: at least BAYES_DEAD_MIN
+ * observations there, every one of them infinite (TRIAL_INFEASIBLE: the engine reported a
+ * metric as null or infinite), and at least BAYES_DEAD_MIN of them not explained by a level
+ * condemned before it. Levels are judged in order of their count of infinite results (ties:
+ * categorical knobs first, then parameter and level order), so a knob that only met a bad
+ * keepset twice is not condemned along with it. Failed trials are no evidence here (a crash
+ * may be transient). */
+static void dead_levels(const strategy *s, const observation *obs, int n_obs, unsigned char *dead) {
+    int d = s->d, n_lv = s->level_off[d];
+    int *all = xcalloc((size_t)n_lv, sizeof(int)), *inf = xcalloc((size_t)n_lv, sizeof(int));
+    int *param = xmalloc((size_t)n_lv * sizeof(int));
+    for (int j = 0; j < d; j++)
+        for (int k = s->level_off[j]; k < s->level_off[j + 1]; k++)
+            param[k] = j;
+    memset(dead, 0, (size_t)n_lv);
+    for (int i = 0; i < n_obs; i++)
+        for (int j = 0; j < d; j++) {
+            int k = s->level_off[j] + obs[i].levels[j];
+            all[k]++;
+            inf[k] += obs[i].status == TRIAL_INFEASIBLE;
+        }
+    for (;;) {
+        int next = -1; /* the strongest candidate not judged yet */
+        for (int k = 0; k < n_lv; k++) {
+            if (all[k] < BAYES_DEAD_MIN || inf[k] != all[k]) continue;
+            if (next < 0 || inf[k] > inf[next] ||
+                (inf[k] == inf[next] && s->categorical[param[k]] > s->categorical[param[next]]))
+                next = k;
+        }
+        if (next < 0) break;
+        int j = param[next], l = next - s->level_off[j], unexplained = 0;
+        for (int i = 0; i < n_obs; i++) {
+            if (obs[i].levels[j] != l) continue;
+            int explained = 0;
+            for (int q = 0; q < d && !explained; q++)
+                explained = q != j && dead[s->level_off[q] + obs[i].levels[q]];
+            unexplained += !explained;
+        }
+        dead[next] = unexplained >= BAYES_DEAD_MIN;
+        all[next] = -1; /* judged */
+    }
+    free(all);
+    free(inf);
+    free(param);
+}
+
+static int point_dead(const strategy *s, const unsigned char *dead, const int *levels) {
+    for (int j = 0; j < s->d; j++)
+        if (dead[s->level_off[j] + levels[j]]) return 1;
+    return 0;
+}
+
 /* ---- proposing ---- */
 
-/* Candidate set outside lattice mode: rotated Sobol points plus neighbours of the best
- * observed points, without observed/pending ones (excl) and without duplicates. */
-static visited_set candidates_sampled(const strategy *s, const bayes_models *m,
-                                      const observation *obs, int n_obs, const visited_set *excl) {
+/* Add to cand the lattice neighbours of lv that are not in excl: one and two levels along each
+ * axis and one level along each pair of axes (local = 0), or for a local step one level along
+ * each ordinal axis and every other level of each categorical one (local = 1). */
+static void add_neighbours(const strategy *s, const int *src, const visited_set *excl,
+                           visited_set *cand, int local) {
+    int d = s->d, lv[d];
+    for (int j = 0; j < d; j++) {
+        int n_j = s->sp->params[j].n_levels;
+        int lo = local && s->categorical[j] ? -n_j : local ? -1 : -2;
+        int unit = local && !s->categorical[j] && n_j / 16 > 1 ? n_j / 16 : 1;
+        for (int step = lo; step <= -lo; step++) {
+            memcpy(lv, src, sizeof lv);
+            lv[j] += step * unit;
+            if (step && lv[j] >= 0 && lv[j] < n_j && !visited_has(excl, lv)) visited_add(cand, lv);
+        }
+        for (int k = j + 1; k < d && !local; k++)
+            for (int sj = -1; sj <= 1; sj += 2)
+                for (int sk = -1; sk <= 1; sk += 2) {
+                    memcpy(lv, src, sizeof lv);
+                    lv[j] += sj;
+                    lv[k] += sk;
+                    if (lv[j] >= 0 && lv[j] < n_j && lv[k] >= 0 &&
+                        lv[k] < s->sp->params[k].n_levels && !visited_has(excl, lv))
+                        visited_add(cand, lv);
+                }
+    }
+}
+
+/* Observed OK points ordered by posterior mean of the objective, best first (ties by index),
+ * into order[]; with feasible_only, only points that measured feasible. Returns the count. */
+static int best_observed(const strategy *s, const bayes_models *m, const observation *obs,
+                         int n_obs, const resolved_constraint *rc, int n_rc, int feasible_only,
+                         int max, double within, int *order) {
+    if (!m->obj || !n_obs) return 0;
     int d = s->d;
-    visited_set cand;
-    visited_init(&cand, d, (size_t)BAYES_SOBOL_CANDIDATES + 64 * (size_t)d * (size_t)d);
-    int lv[d];
+    double *x = xmalloc((size_t)n_obs * (size_t)d * sizeof(double));
+    double *mean = xmalloc((size_t)n_obs * sizeof(double)),
+           *var = xmalloc((size_t)n_obs * sizeof(double));
+    for (int i = 0; i < n_obs; i++)
+        point_features(s, obs[i].levels, x + (size_t)i * d);
+    gp_predict(m->obj, x, n_obs, mean, var);
+    unsigned char *used = xcalloc((size_t)n_obs, 1);
+    int n = 0;
+    for (; n < max; n++) {
+        int bi = -1;
+        for (int i = 0; i < n_obs; i++)
+            if (!used[i] && obs[i].status == TRIAL_OK &&
+                (!feasible_only || observation_feasible(&obs[i], rc, n_rc)) &&
+                (bi < 0 || mean[i] > mean[bi]))
+                bi = i;
+        if (bi < 0 || (n && mean[bi] < mean[order[0]] - within)) break;
+        used[bi] = 1;
+        order[n] = bi;
+    }
+    free(used);
+    free(x);
+    free(mean);
+    free(var);
+    return n;
+}
+
+/* Candidate set outside lattice mode: Sobol points (rotated afresh for each number of
+ * observations, so successive proposals look at different parts of the lattice) plus the
+ * neighbours of the best observed points, without observed/pending ones (excl). */
+static void candidates_sampled(const strategy *s, const bayes_models *m, const observation *obs,
+                               int n_obs, const visited_set *excl, visited_set *cand) {
+    int d = s->d, lv[d];
+    double shift[d];
+    for (int j = 0; j < d; j++) { /* an additive recurrence on the rotation (golden ratios) */
+        double v = s->shift[j] + (double)n_obs * (0.6180339887498949 + 0.1 * j);
+        shift[j] = v - floor(v);
+    }
     gsl_qrng *q = qrng_new(d);
     for (int i = 0; i < BAYES_SOBOL_CANDIDATES; i++) {
-        qrng_point(s, q, lv);
-        if (!visited_has(excl, lv)) visited_add(&cand, lv);
+        qrng_point(s, shift, q, lv);
+        if (!visited_has(excl, lv)) visited_add(cand, lv);
     }
     gsl_qrng_free(q);
+    int order[BAYES_NEIGHBOUR_SOURCES];
+    int n = best_observed(s, m, obs, n_obs, NULL, 0, 0, BAYES_NEIGHBOUR_SOURCES, INFINITY, order);
+    for (int t = 0; t < n; t++)
+        add_neighbours(s, obs[order[t]].levels, excl, cand, 0);
+}
 
-    /* The best observed points by posterior mean (OK ones; ties by index). */
-    if (m->obj && n_obs) {
-        double *x = xmalloc((size_t)n_obs * (size_t)d * sizeof(double));
-        double *mean = xmalloc((size_t)n_obs * sizeof(double)),
-               *var = xmalloc((size_t)n_obs * sizeof(double));
-        for (int i = 0; i < n_obs; i++)
-            point_features(s, obs[i].levels, x + (size_t)i * d);
-        gp_predict(m->obj, x, n_obs, mean, var);
-        int used[n_obs];
-        memset(used, 0, sizeof used);
-        for (int t = 0; t < BAYES_NEIGHBOUR_SOURCES; t++) {
-            int bi = -1;
-            for (int i = 0; i < n_obs; i++)
-                if (!used[i] && obs[i].status == TRIAL_OK && (bi < 0 || mean[i] > mean[bi])) bi = i;
-            if (bi < 0) break;
-            used[bi] = 1;
-            for (int j = 0; j < d; j++) {
-                for (int step = -2; step <= 2; step++) {
-                    memcpy(lv, obs[bi].levels, sizeof lv);
-                    lv[j] += step;
-                    if (step && lv[j] >= 0 && lv[j] < s->sp->params[j].n_levels &&
-                        !visited_has(excl, lv))
-                        visited_add(&cand, lv);
-                }
-                for (int k = j + 1; k < d; k++)
-                    for (int sj = -1; sj <= 1; sj += 2)
-                        for (int sk = -1; sk <= 1; sk += 2) {
-                            memcpy(lv, obs[bi].levels, sizeof lv);
-                            lv[j] += sj;
-                            lv[k] += sk;
-                            if (lv[j] >= 0 && lv[j] < s->sp->params[j].n_levels && lv[k] >= 0 &&
-                                lv[k] < s->sp->params[k].n_levels && !visited_has(excl, lv))
-                                visited_add(&cand, lv);
-                        }
+/* Acquisition scores of n points xs[n][d] into score[n] (see the top of the file, 5). */
+static void score_points(const bayes_models *m, const double *xs, long n, double *score) {
+    models_log_pf(m, xs, (int)n, 1, score);
+    if (!m->feasible_known || !m->obj || !n) return;
+    double *mean = xmalloc((size_t)n * sizeof(double)), *var = xmalloc((size_t)n * sizeof(double));
+    gp_predict(m->obj, xs, (int)n, mean, var);
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; i++)
+        score[i] += acq_log_ei(mean[i], sqrt(var[i]), m->best);
+    free(mean);
+    free(var);
+}
+
+/* The best-scoring point of cand not condemned by dead (lowest index wins ties), into levels;
+ * when every one is condemned, the best of them. Returns 0 when cand is empty. */
+static int argmax_points(const strategy *s, const bayes_models *m, const visited_set *cand,
+                         const unsigned char *dead, int *levels) {
+    int d = s->d;
+    long n = (long)cand->count;
+    if (!n) return 0;
+    double *xs = xmalloc((size_t)n * (size_t)d * sizeof(double));
+    double *score = xmalloc((size_t)n * sizeof(double));
+    for (long i = 0; i < n; i++)
+        point_features(s, visited_point(cand, (size_t)i), xs + i * d);
+    score_points(m, xs, n, score);
+    long best = -1;
+    for (int allow_dead = 0; allow_dead <= 1 && best < 0; allow_dead++)
+        for (long i = 0; i < n; i++) {
+            if (!allow_dead && point_dead(s, dead, visited_point(cand, (size_t)i))) continue;
+            double sc = isnan(score[i]) ? -INFINITY : score[i];
+            if (best < 0 || sc > score[best]) {
+                best = i;
+                score[i] = sc;
             }
         }
-        free(x);
-        free(mean);
-        free(var);
-    }
-    return cand;
+    memcpy(levels, visited_point(cand, (size_t)best), (size_t)d * sizeof(int));
+    free(xs);
+    free(score);
+    return 1;
 }
 
 static int bayes_propose(strategy *s, const observation *obs, int n_obs,
@@ -429,27 +616,25 @@ static int bayes_propose(strategy *s, const observation *obs, int n_obs,
         visited_free(&excl);
         return 0; /* every lattice point is observed or running */
     }
+    unsigned char *dead = xcalloc((size_t)s->level_off[d], 1);
+    dead_levels(s, obs, n_obs, dead);
+    int found = 0;
 
     /* 1. Initial design. */
     if (n_obs < s->n_init) {
         gsl_qrng *q = qrng_new(d);
-        int found = 0;
         for (int t = 0; t < BAYES_INIT_WALK && !found; t++) {
-            qrng_point(s, q, levels);
-            found = !visited_has(&excl, levels);
+            qrng_point(s, s->shift, q, levels);
+            found = !visited_has(&excl, levels) && !point_dead(s, dead, levels);
         }
         gsl_qrng_free(q);
-        if (found) {
-            visited_free(&excl);
-            return 1;
-        }
     }
 
     /* 2. Surrogates on the observations; 3. the believer on the pending points. */
-    const bayes_models *fit = models_get(s, obs, n_obs, rc, n_rc);
-    bayes_models bel = *fit; /* shallow: replaced member by member below when pending */
-    gp *bel_con[fit->n_con ? fit->n_con : 1];
-    if (n_pending) {
+    const bayes_models *fit = found ? NULL : models_get(s, obs, n_obs, rc, n_rc);
+    bayes_models bel = fit ? *fit : (bayes_models){0}; /* shallow: replaced below when pending */
+    gp *bel_con[fit && fit->n_con ? fit->n_con : 1];
+    if (fit && n_pending) {
         double *xp = xmalloc((size_t)n_pending * (size_t)d * sizeof(double));
         double *mean = xmalloc((size_t)n_pending * sizeof(double)),
                *var = xmalloc((size_t)n_pending * sizeof(double));
@@ -471,69 +656,54 @@ static int bayes_propose(strategy *s, const observation *obs, int n_obs,
         free(var);
     }
 
-    /* 4. Candidates. */
-    visited_set cand = {0};
-    const double *xs;
-    double *xs_own = NULL;
-    long n_cand;
-    if (s->lattice) {
-        xs = s->lat_x;
-        n_cand = s->n_points;
-    } else {
-        cand = candidates_sampled(s, &bel, obs, n_obs, &excl);
-        n_cand = (long)cand.count;
-        xs_own = xmalloc((size_t)(n_cand ? n_cand : 1) * (size_t)d * sizeof(double));
-        for (long i = 0; i < n_cand; i++)
-            point_features(s, visited_point(&cand, (size_t)i), xs_own + i * d);
-        xs = xs_own;
+    /* 4a. A local step: the unmeasured neighbours of the near-best points. */
+    int n_after = n_obs + n_pending - s->n_init;
+    if (!found && bel.feasible_known && BAYES_LOCAL_EVERY > 0 &&
+        n_after % BAYES_LOCAL_EVERY == BAYES_LOCAL_EVERY - 1) {
+        visited_set cand;
+        visited_init(&cand, d, 64);
+        int order[BAYES_LOCAL_SOURCES];
+        int n =
+            best_observed(s, &bel, obs, n_obs, rc, n_rc, 1, BAYES_LOCAL_SOURCES, INFINITY, order);
+        for (int t = 0; t < n; t++)
+            add_neighbours(s, obs[order[t]].levels, &excl, &cand, 1);
+        /* a local step never spends a run on a condemned level */
+        visited_set live;
+        visited_init(&live, d, cand.count + 1);
+        for (size_t i = 0; i < cand.count; i++)
+            if (!point_dead(s, dead, visited_point(&cand, i)))
+                visited_add(&live, visited_point(&cand, i));
+        found = argmax_points(s, &bel, &live, dead, levels);
+        visited_free(&live);
+        visited_free(&cand);
     }
 
-    /* 5. Scores, then the serial argmax (lowest index wins ties). */
-    double *score = xmalloc((size_t)(n_cand ? n_cand : 1) * sizeof(double));
-    models_log_pf(&bel, xs, (int)n_cand, 1, score);
-    if (bel.feasible_known && bel.obj) {
-        double *mean = xmalloc((size_t)n_cand * sizeof(double)),
-               *var = xmalloc((size_t)n_cand * sizeof(double));
-        gp_predict(bel.obj, xs, (int)n_cand, mean, var);
-#pragma omp parallel for schedule(static)
-        for (long i = 0; i < n_cand; i++)
-            score[i] += acq_log_ei(mean[i], sqrt(var[i]), bel.best);
-        free(mean);
-        free(var);
-    }
-    unsigned char *taken = NULL; /* lattice mode: [n_points] 1 where observed or pending */
-    if (s->lattice) {
-        taken = xcalloc((size_t)s->n_points, 1);
-        for (size_t i = 0; i < excl.count; i++)
-            taken[point_index(s, visited_point(&excl, i))] = 1;
-    }
-    long best_i = -1;
-    for (long i = 0; i < n_cand; i++) {
-        if (taken && taken[i]) continue;
-        double sc = isnan(score[i]) ? -INFINITY : score[i];
-        if (best_i < 0 || sc > score[best_i]) {
-            best_i = i;
-            score[i] = sc;
+    /* 4b. A global step: every lattice point, or a sample of them. */
+    if (!found) {
+        visited_set cand;
+        if (s->lattice) {
+            visited_init(&cand, d, (size_t)s->n_points);
+            int lv[d];
+            for (long i = 0; i < s->n_points; i++) {
+                index_point(s, i, lv);
+                if (!visited_has(&excl, lv)) visited_add(&cand, lv);
+            }
+        } else {
+            visited_init(&cand, d, (size_t)BAYES_SOBOL_CANDIDATES + 64 * (size_t)d * (size_t)d);
+            candidates_sampled(s, &bel, obs, n_obs, &excl, &cand);
         }
+        found = argmax_points(s, &bel, &cand, dead, levels);
+        visited_free(&cand);
     }
-    if (best_i >= 0) {
-        if (s->lattice)
-            index_point(s, best_i, levels);
-        else
-            memcpy(levels, visited_point(&cand, (size_t)best_i), (size_t)d * sizeof(int));
-    }
-    free(taken);
 
-    free(score);
-    free(xs_own);
-    if (!s->lattice) visited_free(&cand);
-    if (n_pending) {
+    if (fit && n_pending) {
         if (fit->obj) gp_free(bel.obj);
         for (int c = 0; c < fit->n_con; c++)
             gp_free(bel_con[c]);
     }
+    free(dead);
     visited_free(&excl);
-    return best_i >= 0;
+    return found;
 }
 
 /* ---- the pick ---- */
@@ -581,10 +751,16 @@ static int bayes_rank(strategy *s, const observation *obs, int n_obs, const reso
     return n;
 }
 
+/* The driver's measured noise: the objective GP's noise prior (models_fit). */
+static void bayes_set_noise(strategy *s, double rel_noise) {
+    s->rel_noise = isfinite(rel_noise) && rel_noise > 0.0 ? rel_noise : 0.0;
+}
+
 const strategy_ops bayes_ops = {
     .name = "bayes",
     .create = bayes_create,
     .propose = bayes_propose,
     .rank = bayes_rank,
     .destroy = bayes_destroy,
+    .set_noise = bayes_set_noise,
 };

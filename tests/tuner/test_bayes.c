@@ -7,7 +7,9 @@
  * proposal is ever observed or pending, and parallel workers (pending points) get
  * different points; a small lattice is exhausted exactly; a small constrained problem with
  * crashes is solved within 40 evaluations and rank() returns only feasible points, best
- * first; minimisation; the sampled-candidate mode for lattices over 200,000 points.
+ * first; minimisation; the sampled-candidate mode for large lattices; a categorical level
+ * measured infinite at two settings is not proposed again; the measured noise keeps
+ * proposals reproducible.
  */
 #include <math.h>
 #include <stdio.h>
@@ -343,7 +345,7 @@ static void test_minimise(void) {
     history_free(&h);
 }
 
-/* Over 200,000 points: sampled candidates. 5 x 100 levels = 10^10 points. */
+/* Over 8192 points: sampled candidates. 5 x 100 levels = 10^10 points. */
 static outcome problem_big(const int *lv) {
     double f = 0.0;
     for (int j = 0; j < 5; j++)
@@ -429,7 +431,68 @@ static void test_failures_avoided(void) {
     history_free(&h);
 }
 
+/* A categorical level whose metric is always infinite (a keepset that misses a target) and
+ * the most attractive objective: once it has been measured infinite at two settings, nothing
+ * else to blame, it is never proposed again. */
+static outcome problem_inf(const int *lv) {
+    if (lv[2] == 2) return (outcome){TRIAL_INFEASIBLE, NAN, INFINITY};
+    return (outcome){TRIAL_OK, (double)(lv[0] + lv[1]) + 5.0 * lv[2], (double)lv[0]};
+}
+
+static void test_infinite_level_condemned(void) {
+    test_space t;
+    space_init(&t, 1);
+    add_int(&t, "X", 0, 20, 1);
+    add_int(&t, "Y", 0, 20, 1);
+    add_cat(&t, "K", 3);
+    add_le(&t, 15.5);
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        enum { N = 40 };
+        int seq[N * 3];
+        history h;
+        history_init(&h, 3, N);
+        run_sequence(&t, problem_inf, seed, N, 0, seq, &h);
+        int n_inf = 0, after = 0;
+        for (int i = 0; i < h.n; i++) {
+            if (seq[i * 3 + 2] != 2) continue;
+            after += n_inf >= 2;
+            n_inf++;
+        }
+        EXPECT(after == 0);
+        history_free(&h);
+    }
+}
+
+/* The measured noise enters the model, and proposals stay a function of the seed, the
+ * observations and that noise: a fresh strategy per proposal (a resume) repeats them. */
+static void test_noise_deterministic(void) {
+    test_space t;
+    problem_a_space(&t);
+    enum { N = 16 };
+    int seq[2][N * 3];
+    for (int fresh = 0; fresh <= 1; fresh++) {
+        history h;
+        history_init(&h, 3, N);
+        strategy *s = NULL;
+        for (int k = 0; k < N; k++) {
+            if (!s) s = bayes_ops.create(&t.sp, 4);
+            bayes_ops.set_noise(s, 0.03);
+            CHECK(bayes_ops.propose(s, h.obs, h.n, t.rc, t.n_rc, NULL, 0, seq[fresh] + k * 3));
+            history_add(&h, seq[fresh] + k * 3, problem_a);
+            if (fresh) {
+                bayes_ops.destroy(s);
+                s = NULL;
+            }
+        }
+        if (s) bayes_ops.destroy(s);
+        history_free(&h);
+    }
+    EXPECT(memcmp(seq[0], seq[1], sizeof seq[0]) == 0);
+}
+
 int main(void) {
+    test_infinite_level_condemned();
+    test_noise_deterministic();
     test_determinism();
     test_finds_constrained_optimum();
     test_pending();
