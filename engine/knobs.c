@@ -209,9 +209,9 @@ void knobs_print_help(void) {
     fprintf(stderr, "  --%-24s %-24s %s\n", "device", "ENGINE_DEVICE",
             "cpu or cuda: where the model runs (default cpu)");
     fprintf(stderr, "  --%-24s %-24s %s\n", "weight-dtype", "WEIGHT_DTYPE",
-            "bf16, int8 or int4: q/k/v/o/gate/up/down (default bf16: as stored; cpu only)");
+            "bf16, int8 or int4: q/k/v/o/gate/up/down (default bf16: as stored)");
     fprintf(stderr, "  --%-24s %-24s %s\n", "weight-group", "WEIGHT_GROUP",
             "32, 64 or 128: input columns per scale when quantizing (default 32)");
     fprintf(stderr, "  --%-24s %-24s %s\n", "head-dtype", "HEAD_DTYPE",
-            "bf16, int8 or int4: the lm-head rows kept (default bf16; cpu only)");
+            "bf16, int8 or int4: the lm-head rows kept (default bf16)");
 }
