@@ -19,9 +19,9 @@ table=$(OMP_WAIT_POLICY=passive "$build/bench/bench_verify" "${args[@]}") || rc=
 secs=$(($(date +%s) - t0))
 cpu=$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1)
 load=$(cut -d' ' -f1-3 /proc/loadavg)
-out=docs/bench/bench_verify.md
-mkdir -p "$(dirname "$out")"
-cat >"$out" <<DOC
+page=docs/bench/bench_verify.md
+mkdir -p "$(dirname "$page")"
+cat >"$page" <<DOC
 # Verification benchmark: never slower than the baseline on a noisy machine
 
 Written by \`bench/bench_verify.sh\` (do not edit by hand) at commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown).
@@ -51,5 +51,5 @@ Target: 0 of 20 answers truly slower than the baseline, in both scenarios.
 
 $table
 DOC
-echo "bench_verify.sh: wrote $out"
+echo "bench_verify.sh: wrote $page"
 exit $rc

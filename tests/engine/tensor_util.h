@@ -34,6 +34,20 @@ static inline tensor rand_tensor(int rows, int cols, weight_dtype dt, double **r
     return t;
 }
 
+/* want[t][r] = sum_c w[r][c] x[t][c] in double: the reference of a matmul of n inputs, w being
+ * rand_tensor's exact values [rows][cols] and x [n][cols]. Caller frees. */
+static inline double *ref_matmul(const double *w, const float *x, int n, int rows, int cols) {
+    double *want = xmalloc((size_t)n * rows * sizeof(double));
+    for (int t = 0; t < n; t++)
+        for (int r = 0; r < rows; r++) {
+            double s = 0;
+            for (int c = 0; c < cols; c++)
+                s += w[(size_t)r * cols + c] * x[(size_t)t * cols + c];
+            want[(size_t)t * rows + r] = s;
+        }
+    return want;
+}
+
 /* |got - want| within atol + rtol * |want| everywhere; the first miss is printed and counted. */
 static inline int close_all(const float *got, const double *want, size_t n, double atol,
                             double rtol, const char *what) {

@@ -29,14 +29,7 @@ static void test_matmul(backend *b) {
             float *x = rand_vec((size_t)n * cols);
             float *out = b->alloc(b, (size_t)n * rows), *part = b->alloc(b, (size_t)n * rows);
             b->matmul(b, out, &w, x, n);
-            double *want = xmalloc((size_t)n * rows * sizeof(double));
-            for (int t = 0; t < n; t++)
-                for (int r = 0; r < rows; r++) {
-                    double s = 0;
-                    for (int c = 0; c < cols; c++)
-                        s += wr[(size_t)r * cols + c] * x[(size_t)t * cols + c];
-                    want[(size_t)t * rows + r] = s;
-                }
+            double *want = ref_matmul(wr, x, n, rows, cols);
             char what[96];
             snprintf(what, sizeof what, "matmul dtype %d n %d rows %d cols %d", (int)dts[di], n,
                      rows, cols);

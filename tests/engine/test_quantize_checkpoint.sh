@@ -44,12 +44,12 @@ trap 'rm -rf "$tmp"' EXIT
 # The shipped model.
 for spec in "4 32" "8 128"; do
     set -- $spec
-    out="$tmp/tiny_int$1_g$2"
-    "$PY" "$TOOL" "$MODEL" "$out" --bits "$1" --group "$2" || fail "the tool failed on $MODEL"
-    "$CHECK" "$MODEL" "$out" "$1" "$2" || fail "int$1 group $2 of $MODEL differs from quant.c"
-    "$LOGITS" "$MODEL" "$out" "$1" "$2" ||
+    ckpt="$tmp/tiny_int$1_g$2"
+    "$PY" "$TOOL" "$MODEL" "$ckpt" --bits "$1" --group "$2" || fail "the tool failed on $MODEL"
+    "$CHECK" "$MODEL" "$ckpt" "$1" "$2" || fail "int$1 group $2 of $MODEL differs from quant.c"
+    "$LOGITS" "$MODEL" "$ckpt" "$1" "$2" ||
         fail "the engine's logits from the int$1 group $2 checkpoint differ from WEIGHT_DTYPE at load"
-    [ -f "$out/tokenizer.json" ] && [ -f "$out/generation_config.json" ] ||
+    [ -f "$ckpt/tokenizer.json" ] && [ -f "$ckpt/generation_config.json" ] ||
         fail "the tool did not copy the model's other files"
 done
 
@@ -90,10 +90,10 @@ json.dump({"model_type": "gemma4_text"}, open(sys.argv[2] + "/config.json", "w")
 EOF
 for b in 4 8; do
     for g in 32 64 128; do
-        out="$tmp/syn_int${b}_g$g"
-        "$PY" "$TOOL" "$syn" "$out" --bits "$b" --group "$g" >/dev/null ||
+        ckpt="$tmp/syn_int${b}_g$g"
+        "$PY" "$TOOL" "$syn" "$ckpt" --bits "$b" --group "$g" >/dev/null ||
             fail "the tool failed on the synthetic layer"
-        "$CHECK" "$syn" "$out" "$b" "$g" || fail "int$b group $g of the synthetic layer differs"
+        "$CHECK" "$syn" "$ckpt" "$b" "$g" || fail "int$b group $g of the synthetic layer differs"
     done
 done
 
