@@ -105,7 +105,7 @@ int cuda_matmul_own(const cuda_state *st, const tensor *w, int n) {
 }
 
 int backend_cuda_takes_quant(const quant_matrix *q) {
-    return q->cols % 128 == 0 && (q->group == 32 || q->group == 64 || q->group == 128);
+    return k_matvec_q_shape_ok(q->dtype == QUANT_INT4 ? KQ_INT4 : KQ_INT8, q->cols, q->group);
 }
 
 k_qmat cuda_qmat(cuda_state *st, const tensor *w) {
@@ -118,25 +118,22 @@ k_qmat cuda_qmat(cuda_state *st, const tensor *w) {
                     .scales = (const uint16_t *)(dev + (size_t)w->rows * w->q->row_bytes)};
 }
 
-void cuda_matmul_now(cuda_state *st, float *out, const tensor *w, const float *x, int n) {
-    const double bytes = (double)tensor_bytes(w) + 4.0 * n * w->cols + 4.0 * n * w->rows;
-    if (w->q && !cuda_matmul_own(st, w, n)) {
-        const k_qmat qm = cuda_qmat(st, w);
-        float *wf = cuda_scratch(st, (void **)&st->d_dequant, &st->cap_dequant,
-                                 sizeof(float) * w->rows * w->cols);
-        cuda_op_begin(st);
-        if (k_dequant_q(st->stream, &qm, wf))
-            die("CUDA: cannot dequantize a %d x %d matrix", w->rows, w->cols);
-        const float one = 1.0f, zero = 0.0f;
-        CUBLAS(cublasGemmEx(st->cublas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n, w->cols, &one, wf,
-                            CUDA_R_32F, w->cols, x, CUDA_R_32F, w->cols, &zero, out, CUDA_R_32F,
-                            w->rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-        /* plus the fp32 weights written and read */
-        cuda_op_end(st, F_GEMM, bytes + 8.0 * w->rows * w->cols);
-        return;
-    }
-    if (w->q) {
-        const k_qmat qm = cuda_qmat(st, w);
+/* y[nn][rows] = x[nn][cols] . w[rows][cols]^T on cuBLAS, accumulated and stored in fp32. Row-major
+ * y is, column-major, y^T (rows x nn) = op(A) B with A = w viewed as cols x rows. */
+static void cublas_product(cuda_state *st, float *y, const void *w, cudaDataType wt, const void *x,
+                           cudaDataType xt, int rows, int cols, int nn) {
+    const float one = 1.0f, zero = 0.0f;
+    CUBLAS(cublasGemmEx(st->cublas, CUBLAS_OP_T, CUBLAS_OP_N, rows, nn, cols, &one, w, wt, cols, x,
+                        xt, cols, &zero, y, CUDA_R_32F, rows, CUBLAS_COMPUTE_32F,
+                        CUBLAS_GEMM_DEFAULT));
+}
+
+/* A product of int8 / int4 weights: matvec_q.cu up to gemm_rows inputs, else the matrix
+ * dequantized into an fp32 scratch for cuBLAS. bytes: weights, x and out once. */
+static void matmul_quant(cuda_state *st, float *out, const tensor *w, const float *x, int n,
+                         double bytes) {
+    const k_qmat qm = cuda_qmat(st, w);
+    if (cuda_matmul_own(st, w, n)) {
         cuda_op_begin(st);
         if (k_matvec_q(st->stream, &qm, x, out, n))
             die("CUDA: a %s product of %d x %d weights (group %d) that matvec_q cannot take",
@@ -144,6 +141,22 @@ void cuda_matmul_now(cuda_state *st, float *out, const tensor *w, const float *x
         /* the weights are read once a launch of up to K_MATVEC_Q_MAX_N inputs */
         const int reads = (n + K_MATVEC_Q_MAX_N - 1) / K_MATVEC_Q_MAX_N;
         cuda_op_end(st, F_MATVEC, bytes + (reads - 1) * (double)tensor_bytes(w));
+        return;
+    }
+    float *wf = cuda_scratch(st, (void **)&st->d_dequant, &st->cap_dequant,
+                             sizeof(float) * w->rows * w->cols);
+    cuda_op_begin(st);
+    if (k_dequant_q(st->stream, &qm, wf))
+        die("CUDA: cannot dequantize a %d x %d matrix", w->rows, w->cols);
+    cublas_product(st, out, wf, CUDA_R_32F, x, CUDA_R_32F, w->rows, w->cols, n);
+    /* plus the fp32 weights written and read */
+    cuda_op_end(st, F_GEMM, bytes + 8.0 * w->rows * w->cols);
+}
+
+void cuda_matmul_now(cuda_state *st, float *out, const tensor *w, const float *x, int n) {
+    const double bytes = (double)tensor_bytes(w) + 4.0 * n * w->cols + 4.0 * n * w->rows;
+    if (w->q) {
+        matmul_quant(st, out, w, x, n, bytes);
         return;
     }
     const void *wd = cuda_weight(st, w);
@@ -155,12 +168,7 @@ void cuda_matmul_now(cuda_state *st, float *out, const tensor *w, const float *x
                                 sizeof(float) * parts * n * w->rows);
         cuda_op_begin(st);
         k_split3_bf16(st->stream, xh, x, nx);
-        const float one = 1.0f, zero = 0.0f;
-        /* Row-major y[nn][rows] = xh[nn][cols] . w[rows][cols]^T is, column-major,
-         * y^T (rows x nn) = w^T^T ... : C = op(A) B with A = w viewed as cols x rows. */
-        CUBLAS(cublasGemmEx(st->cublas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, nn, w->cols, &one, wd,
-                            CUDA_R_16BF, w->cols, xh, CUDA_R_16BF, w->cols, &zero, y, CUDA_R_32F,
-                            w->rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        cublas_product(st, y, wd, CUDA_R_16BF, xh, CUDA_R_16BF, w->rows, w->cols, nn);
         k_sum3(st->stream, out, y, (size_t)n * w->rows);
         /* plus the parts written and read (2 bytes each), and y written and read (4 bytes each) */
         cuda_op_end(st, F_GEMM, bytes + 4.0 * nn * w->cols + 8.0 * nn * w->rows);

@@ -521,11 +521,14 @@ static int q_launch(cudaStream_t s, const k_qseg *segs, int n_segs, const float 
     return 0;
 }
 
+extern "C" int k_matvec_q_shape_ok(int dtype, int cols, int group) {
+    return (dtype == KQ_INT4 || dtype == KQ_INT8) && (group == 32 || group == 64 || group == 128) &&
+           cols >= 128 && cols % 128 == 0;
+}
+
 static bool q_mat_ok(const k_qmat *w) {
-    return (w->dtype == KQ_INT4 || w->dtype == KQ_INT8) &&
-           (w->group == 32 || w->group == 64 || w->group == 128) && w->rows >= 1 &&
-           w->cols >= 128 && w->cols % 128 == 0 && w->q && w->scales && !((uintptr_t)w->q & 15) &&
-           !((uintptr_t)w->scales & 1);
+    return k_matvec_q_shape_ok(w->dtype, w->cols, w->group) && w->rows >= 1 && w->q && w->scales &&
+           !((uintptr_t)w->q & 15) && !((uintptr_t)w->scales & 1);
 }
 
 extern "C" int k_matvec_q_multi(cudaStream_t s, const k_qseg *segs, int n_segs, const float *x,
@@ -577,12 +580,13 @@ __global__ void dequant_q_kernel(const uint32_t *__restrict__ q, const uint16_t 
 }
 
 extern "C" int k_dequant_q(cudaStream_t s, const k_qmat *w, float *out) {
-    if (!w || !out || (w->dtype != KQ_INT4 && w->dtype != KQ_INT8) || w->cols % 128 ||
-        (w->group != 32 && w->group != 64 && w->group != 128) || ((uintptr_t)out & 15) ||
+    if (!w || !out || !k_matvec_q_shape_ok(w->dtype, w->cols, w->group) || ((uintptr_t)out & 15) ||
         ((uintptr_t)w->q & 3))
         return -1;
     const size_t words = (size_t)w->rows * w->cols / (32 / w->dtype);
-    const unsigned blocks = (unsigned)(words < 256u * 132 * 8 ? k_blocks(words, 256) : 132 * 8);
+    const unsigned most =
+        8u * (unsigned)q_sms(); /* a grid-stride loop: 8 blocks a multiprocessor */
+    const unsigned blocks = words < 256u * most ? k_blocks(words, 256) : most;
     k_launch(dequant_q_kernel, dim3(blocks), dim3(256), s, (const uint32_t *)w->q, w->scales, out,
              words, w->cols, w->group, (int)w->dtype);
     K_CHECK_LAUNCH();

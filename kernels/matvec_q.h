@@ -44,6 +44,10 @@ typedef struct {
 #define K_MATVEC_Q_MAX_N 9
 int k_matvec_q(cudaStream_t s, const k_qmat *w, const float *x, float *y, int n);
 
+/* 1 when a matrix of this dtype (KQ_INT4 / KQ_INT8), cols and group is one the layout above
+ * allows (cols a multiple of 128, group 32, 64 or 128), else 0. */
+int k_matvec_q_shape_ok(int dtype, int cols, int group);
+
 /* Up to K_MATVEC_Q_SEGS matrices that read the same x (q, k and v; gate and up) in one launch,
  * blocks dealt to them in order: segment i's y is [n][its rows]. They must share dtype, cols and
  * group. Each row's bits are those of its matrix launched alone. Returns 0, or -1 (nothing
