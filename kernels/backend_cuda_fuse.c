@@ -219,6 +219,12 @@ static int same_input(backend *b, const qop *x, const qop *y) {
            cuda_matmul_own(cuda_st(b), &y->w, y->n);
 }
 
+/* The ops a fused launch took (bt->taken) have run. */
+static void mark_taken_done(batch *bt) {
+    for (int j = 0; j < bt->nq; j++)
+        if (bt->taken[j]) bt->done[j] = 1;
+}
+
 /* The quantized members of a group (int8 / int4 weights, one dtype and group): one
  * k_matvec_q_multi launch, no epilogues. */
 static void run_quant_group(backend *b, batch *bt, const int *mem, int nm) {
@@ -234,8 +240,7 @@ static void run_quant_group(backend *b, batch *bt, const int *mem, int nm) {
     if (k_matvec_q_multi(s, segs, nm, q0->a, q0->n))
         die("CUDA: %d quantized products of %d columns that matvec_q cannot take", nm, q0->w.cols);
     cuda_op_end(cuda_st(b), F_MATVEC, bytes);
-    for (int j = 0; j < bt->nq; j++)
-        if (bt->taken[j]) bt->done[j] = 1;
+    mark_taken_done(bt);
 }
 
 _Static_assert(K_MATVEC_Q_SEGS <= K_MV_SEGS, "a group's members fit either launch");
@@ -335,8 +340,7 @@ static int try_matvec_group(backend *b, batch *bt, int i) {
     cudaStream_t s = cuda_op_begin(cuda_st(b));
     k_matvec_multi(s, segs, ns, (int)q0->w.dtype, q0->a, q0->w.cols, q0->n);
     cuda_op_end(cuda_st(b), F_MATVEC, bytes);
-    for (int j = 0; j < bt->nq; j++)
-        if (bt->taken[j]) bt->done[j] = 1;
+    mark_taken_done(bt);
     return 1;
 }
 
