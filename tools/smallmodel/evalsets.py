@@ -22,6 +22,15 @@ CTX_MIN, CTX_MAX = 640, 896
 TARGET_LEN = 128
 
 
+def window_response(rows, native):
+    """From a window sweep of one record set: the ppl at the native window, at 256 and at 128;
+    ppl(128) / ppl(native); and whether ppl rises strictly native -> 256 -> 128 (how the
+    records of models with a native window of 512 are summarised)."""
+    by = {r["window"]: r["ppl"] for r in rows}
+    chain = (by[native], by[256], by[128])
+    return chain, chain[2] / chain[0], chain[0] < chain[1] < chain[2]
+
+
 def window_range(native):
     """The tuning range of SLIDING_WINDOW for a model of this native window, largest first:
     native/4 .. native in steps of native/8 (search_spaces/default.yaml uses the same)."""
