@@ -9,8 +9,15 @@
  * Error handling: the first problem ends the load. ld_fail() formats the message into the
  * caller's buffer and longjmps back to space_load, which frees the partly built space; every
  * allocation is therefore attached to the space (or the YAML document) as soon as it is made,
- * and temporaries live in fixed stack buffers. The typed node access (ld_*) lives in
- * space_yaml.c, the lattice helpers in space_lattice.c, the canonical JSON in space_json.c. */
+ * and temporaries live in fixed stack buffers.
+ *
+ * This file holds the whole-file walk (load_root, space_load, space_free) and the sections
+ * that say what to optimise and how to search: objective, constraints, bounds, strategy,
+ * budget, repeats, verify, allow_env, with the environment-name rules they share. The
+ * other sections and helpers live in their own files: the engine section in space_engine.c,
+ * the parameters and the baseline in space_params.c, the Slurm launcher in space_slurm.c,
+ * the typed node access (ld_*) in space_yaml.c, the lattice helpers in space_lattice.c, the
+ * canonical JSON in space_json.c. */
 #include "space.h"
 #include "input.h"
 #include "slurm.h"
@@ -19,15 +26,12 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
-/* Int parameters are kept within +-2^53 so that every level is exact as a JSON number. */
-#define INT_PARAM_LIMIT 9007199254740992L
 /* GSL's Sobol generator supports at most this many dimensions. */
 #define SOBOL_MAX_DIM 40
 
@@ -64,8 +68,7 @@ static bool env_allowed(const space *sp, const char *name) {
     return false;
 }
 
-/* Refuse a knob or engine.env name the tuner sets, or a risky one not in allow_env. */
-static void check_env_name(loader *ld, const yaml_node_t *at, const char *key, const char *name) {
+void space_check_env_name(loader *ld, const yaml_node_t *at, const char *key, const char *name) {
     if (space_env_reserved(name))
         ld_fail(ld, at, key, "%s is set by the tuner for every run and cannot be used here", name);
     if (space_env_risky(name) && !env_allowed(ld->sp, name))
@@ -136,180 +139,6 @@ static void load_allow_env(loader *ld, const yaml_node_t *n) {
         if (env_allowed(sp, name)) ld_fail(ld, item, key, "%s is listed twice", name);
         sp->allow_env[sp->n_allow_env++] = xstrdup(name);
     }
-}
-
-/* ---------------------------------------------------------------- engine */
-
-/* What makes a result pattern unsafe to compile, or NULL. glibc's regcomp copies a repeated
- * subexpression once per repetition, so stacked or nested repetitions grow it without bound
- * (the fuzzer found '+' repeated 100 times taking over 2 GB). Refused: over 1000 characters, two
- * repetition operators in a row (undefined in POSIX ERE), a count over 255 (POSIX's RE_DUP_MAX
- * floor), and counts whose product over the pattern exceeds 10000. */
-static const char *regex_problem(const char *p) {
-    if (strlen(p) > 1000) return "is longer than 1000 characters";
-    double product = 1;
-    int prev_rep = 0; /* the last token was a repetition operator */
-    for (size_t i = 0; p[i]; i++) {
-        const char c = p[i];
-        if (c == '\\' && p[i + 1]) {
-            i++;
-            prev_rep = 0;
-        } else if (c == '[') { /* a bracket expression: skip to its ']' */
-            size_t j = i + 1;
-            if (p[j] == '^') j++;
-            if (p[j] == ']') j++;
-            while (p[j] && p[j] != ']') {
-                if (p[j] == '[' && (p[j + 1] == ':' || p[j + 1] == '.' || p[j + 1] == '=')) {
-                    const char close = p[j + 1];
-                    j += 2;
-                    while (p[j] && !(p[j] == close && p[j + 1] == ']'))
-                        j++;
-                    if (p[j]) j++;
-                }
-                if (p[j]) j++;
-            }
-            i = p[j] ? j : j - 1;
-            prev_rep = 0;
-        } else if (c == '*' || c == '+' || c == '?' || c == '{') {
-            if (prev_rep) return "has two repetition operators in a row";
-            if (c == '{') {
-                char *end = NULL;
-                const long lo = strtol(p + i + 1, &end, 10);
-                long hi = lo;
-                if (end && *end == ',') hi = end[1] == '}' ? lo : strtol(end + 1, &end, 10);
-                if (lo > 255 || hi > 255) return "has a repetition count over 255";
-                product *= hi > 1 ? (double)hi : 1;
-                if (product > 10000) return "has repetition counts whose product exceeds 10000";
-                while (p[i] && p[i] != '}')
-                    i++;
-                if (!p[i]) break;
-            }
-            prev_rep = 1;
-        } else {
-            prev_rep = 0;
-        }
-    }
-    return NULL;
-}
-
-static void add_regex(loader *ld, const yaml_node_t *key_node, const yaml_node_t *val) {
-    space *sp = ld->sp;
-    char key[256];
-    ld_keyf(key, sizeof key, "engine.result.regex.%s", ld_text(key_node));
-    if (!ld_is_identifier(ld_text(key_node)))
-        ld_fail(ld, key_node, key, "metric names are letters, digits and '_'");
-    const char *pattern = ld_string(ld, val, key);
-    const char *unsafe = regex_problem(pattern);
-    if (unsafe) ld_fail(ld, val, key, "regular expression '%.80s' %s", pattern, unsafe);
-    sp->regex = xrealloc(sp->regex, (size_t)(sp->n_regex + 1) * sizeof *sp->regex);
-    metric_regex *r = &sp->regex[sp->n_regex];
-    int rc = regcomp(&r->re, pattern, REG_EXTENDED);
-    if (rc != 0) {
-        char why[256];
-        regerror(rc, &r->re, why, sizeof why); /* a failed regcomp holds nothing to free */
-        ld_fail(ld, val, key, "bad regular expression '%s': %s", pattern, why);
-    }
-    r->metric = xstrdup(ld_text(key_node));
-    r->pattern = xstrdup(pattern);
-    sp->n_regex++; /* owned by the space from here on, including the compiled form */
-    if (r->re.re_nsub < 1)
-        ld_fail(ld, val, key, "the pattern '%s' needs a capture group ( ) around the value",
-                pattern);
-}
-
-static void load_result(loader *ld, const yaml_node_t *key_node, const yaml_node_t *n) {
-    if (n->type == YAML_SCALAR_NODE && !ld_is_null(n)) {
-        if (strcmp(ld_text(n), "json") != 0)
-            ld_fail(ld, n, "engine.result", "expected 'json' or a map {regex: {metric: pattern}}");
-        return;
-    }
-    ld_expect(ld, n, "engine.result", YAML_MAPPING_NODE, "'json' or a map {regex: ...}");
-    static const char *const known[] = {"regex", NULL};
-    ld_map_check(ld, n, "engine.result", known);
-    yaml_node_t *re = ld_map_need(ld, n, key_node, "engine.result", "regex");
-    ld_expect(ld, re, "engine.result.regex", YAML_MAPPING_NODE, "a map {metric: pattern}");
-    if (ld_map_size(re) == 0) ld_fail(ld, re, "engine.result.regex", "no metric patterns given");
-    ld_map_check(ld, re, "engine.result.regex", NULL);
-    for (yaml_node_pair_t *p = re->data.mapping.pairs.start; p < re->data.mapping.pairs.top; p++)
-        add_regex(ld, ld_node(ld, p->key), ld_node(ld, p->value));
-}
-
-static void load_command(loader *ld, const yaml_node_t *n) {
-    space *sp = ld->sp;
-    const char *key = "engine.command";
-    if (n->type == YAML_SCALAR_NODE && !ld_is_null(n)) {
-        /* One string: split on whitespace, no shell quoting (use a list for that). */
-        const char *s = ld_string(ld, n, key);
-        sp->argv = xcalloc(strlen(s) / 2 + 2, sizeof *sp->argv);
-        for (;;) {
-            while (isspace((unsigned char)*s))
-                s++;
-            if (!*s) break;
-            const char *e = s;
-            while (*e && !isspace((unsigned char)*e))
-                e++;
-            char *word = xmalloc((size_t)(e - s) + 1);
-            memcpy(word, s, (size_t)(e - s));
-            word[e - s] = '\0';
-            sp->argv[sp->argc++] = word;
-            s = e;
-        }
-    } else {
-        ld_expect(ld, n, key, YAML_SEQUENCE_NODE, "a list of arguments or a string");
-        int count = (int)(n->data.sequence.items.top - n->data.sequence.items.start);
-        sp->argv = xcalloc((size_t)count + 1, sizeof *sp->argv);
-        for (int i = 0; i < count; i++) {
-            char k[64];
-            ld_keyf(k, sizeof k, "engine.command[%d]", i);
-            const char *arg = ld_string(ld, ld_node(ld, n->data.sequence.items.start[i]), k);
-            sp->argv[sp->argc++] = xstrdup(arg);
-        }
-    }
-    if (sp->argc == 0 || !sp->argv[0][0]) ld_fail(ld, n, key, "the command is empty");
-}
-
-static void load_engine(loader *ld, const yaml_node_t *key_node, const yaml_node_t *n) {
-    space *sp = ld->sp;
-    static const char *const known[] = {"command",  "workdir", "env", "timeout",
-                                        "launcher", "result",  NULL};
-    ld_expect(ld, n, "engine", YAML_MAPPING_NODE, "a map");
-    ld_map_check(ld, n, "engine", known);
-    yaml_node_t *k, *v;
-
-    load_command(ld, ld_map_need(ld, n, key_node, "engine", "command"));
-    if ((v = ld_map_get(ld, n, "workdir", NULL))) {
-        sp->workdir = xstrdup(ld_string(ld, v, "engine.workdir"));
-        if (!sp->workdir[0]) ld_fail(ld, v, "engine.workdir", "empty path");
-    }
-    if ((v = ld_map_get(ld, n, "env", NULL))) {
-        ld_expect(ld, v, "engine.env", YAML_MAPPING_NODE, "a map {NAME: value}");
-        ld_map_check(ld, v, "engine.env", NULL);
-        sp->env = xcalloc((size_t)ld_map_size(v) + 1, sizeof *sp->env);
-        for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top;
-             p++) {
-            yaml_node_t *ek = ld_node(ld, p->key);
-            char key[256];
-            ld_keyf(key, sizeof key, "engine.env.%s", ld_text(ek));
-            if (!ld_is_identifier(ld_text(ek)))
-                ld_fail(ld, ek, key, "not a valid environment variable name");
-            check_env_name(ld, ek, key, ld_text(ek));
-            const char *val = ld_string(ld, ld_node(ld, p->value), key);
-            sp->env[sp->n_env].key = xstrdup(ld_text(ek));
-            sp->env[sp->n_env].value = xstrdup(val);
-            sp->n_env++;
-        }
-    }
-    sp->timeout_s = 600;
-    if ((v = ld_map_get(ld, n, "timeout", NULL)))
-        sp->timeout_s = ld_duration(ld, v, "engine.timeout");
-    if ((v = ld_map_get(ld, n, "launcher", NULL)) && v->type == YAML_MAPPING_NODE) {
-        space_load_slurm(ld, v); /* {slurm: {...}}: space_slurm.c */
-    } else if (v) {
-        sp->launcher = xstrdup(ld_string(ld, v, "engine.launcher"));
-        if (!strstr(sp->launcher, "{cmd}"))
-            ld_fail(ld, v, "engine.launcher", "the template must contain {cmd}");
-    }
-    if ((v = ld_map_get(ld, n, "result", &k))) load_result(ld, k, v);
 }
 
 /* ---------------------------------------------------------------- objective, strategy, budget */
@@ -459,161 +288,7 @@ static void load_verify(loader *ld, const yaml_node_t *n) {
     load_verify_pairs(ld, n);
 }
 
-/* ---------------------------------------------------------------- parameters */
-
-static void load_int_param(loader *ld, param_def *p, const yaml_node_t *key_node,
-                           const yaml_node_t *n, const char *path) {
-    char key[256];
-    static const char *const known[] = {"type", "min", "max", "step", "default", "log", NULL};
-    ld_map_check(ld, n, path, known);
-    yaml_node_t *vmin = ld_map_need(ld, n, key_node, path, "min");
-    yaml_node_t *vmax = ld_map_need(ld, n, key_node, path, "max");
-    yaml_node_t *v;
-    ld_keyf(key, sizeof key, "%s.min", path);
-    p->min = ld_long(ld, vmin, key);
-    if (p->min < -INT_PARAM_LIMIT || p->min > INT_PARAM_LIMIT)
-        ld_fail(ld, vmin, key, "out of range (|value| <= 2^53)");
-    ld_keyf(key, sizeof key, "%s.max", path);
-    p->max = ld_long(ld, vmax, key);
-    if (p->max < -INT_PARAM_LIMIT || p->max > INT_PARAM_LIMIT)
-        ld_fail(ld, vmax, key, "out of range (|value| <= 2^53)");
-    if (p->min > p->max) ld_fail(ld, vmax, key, "empty range: min %ld > max %ld", p->min, p->max);
-    p->step = 1;
-    if ((v = ld_map_get(ld, n, "step", NULL))) {
-        ld_keyf(key, sizeof key, "%s.step", path);
-        p->step = ld_long(ld, v, key);
-        if (p->step <= 0) ld_fail(ld, v, key, "step must be > 0, got %ld", p->step);
-    }
-    if ((p->max - p->min) % p->step != 0) {
-        ld_keyf(key, sizeof key, "%s.max", path);
-        ld_fail(ld, vmax, key, "max %ld is not on the lattice min + k*step (min %ld, step %ld)",
-                p->max, p->min, p->step);
-    }
-    long levels = (p->max - p->min) / p->step + 1;
-    if (levels > INT_MAX) ld_fail(ld, n, path, "%ld levels is too many", levels);
-    p->n_levels = (int)levels;
-    if ((v = ld_map_get(ld, n, "log", NULL))) {
-        ld_keyf(key, sizeof key, "%s.log", path);
-        p->log_scale = ld_bool(ld, v, key);
-        if (p->log_scale && p->min <= 0)
-            ld_fail(ld, v, key, "a log scale needs min > 0 (min is %ld)", p->min);
-    }
-    if ((v = ld_map_get(ld, n, "default", NULL))) {
-        ld_keyf(key, sizeof key, "%s.default", path);
-        long d = ld_long(ld, v, key);
-        if (d < p->min || d > p->max)
-            ld_fail(ld, v, key, "default %ld is outside [%ld, %ld]", d, p->min, p->max);
-        if ((d - p->min) % p->step != 0)
-            ld_fail(ld, v, key,
-                    "default %ld is not on the lattice min + k*step (min %ld, step %ld)", d, p->min,
-                    p->step);
-        p->default_level = (int)((d - p->min) / p->step);
-    }
-}
-
-static void load_categorical_param(loader *ld, param_def *p, const yaml_node_t *key_node,
-                                   const yaml_node_t *n, const char *path) {
-    char key[256];
-    static const char *const known[] = {"type", "values", "default", NULL};
-    ld_map_check(ld, n, path, known);
-    yaml_node_t *vals = ld_map_need(ld, n, key_node, path, "values");
-    ld_keyf(key, sizeof key, "%s.values", path);
-    ld_expect(ld, vals, key, YAML_SEQUENCE_NODE, "a list of values");
-    int count = (int)(vals->data.sequence.items.top - vals->data.sequence.items.start);
-    if (count == 0) ld_fail(ld, vals, key, "empty list of values");
-    p->values = xcalloc((size_t)count, sizeof *p->values);
-    for (int i = 0; i < count; i++) {
-        yaml_node_t *item = ld_node(ld, vals->data.sequence.items.start[i]);
-        ld_keyf(key, sizeof key, "%s.values[%d]", path, i);
-        const char *s = ld_string(ld, item, key);
-        /* Values appear in point keys "K=V,K=V": keep those unambiguous. */
-        for (const char *c = s; *c; c++)
-            if (*c == ',' || *c == '=' || iscntrl((unsigned char)*c))
-                ld_fail(ld, item, key, "value '%s' may not contain ',', '=' or control characters",
-                        s);
-        for (int j = 0; j < p->n_levels; j++)
-            if (!strcmp(p->values[j], s)) ld_fail(ld, item, key, "duplicate value '%s'", s);
-        p->values[p->n_levels++] = xstrdup(s);
-    }
-    yaml_node_t *v;
-    if ((v = ld_map_get(ld, n, "default", NULL))) {
-        ld_keyf(key, sizeof key, "%s.default", path);
-        const char *d = ld_string(ld, v, key);
-        p->default_level = space_param_find(p, d);
-        if (p->default_level < 0) ld_fail(ld, v, key, "default '%s' is not one of the values", d);
-    }
-}
-
-static void load_parameters(loader *ld, const yaml_node_t *n) {
-    space *sp = ld->sp;
-    ld_expect(ld, n, "parameters", YAML_MAPPING_NODE, "a map {NAME: {type: ...}}");
-    if (ld_map_size(n) == 0) ld_fail(ld, n, "parameters", "no parameters given");
-    ld_map_check(ld, n, "parameters", NULL); /* also rejects duplicate parameter names */
-    sp->params = xcalloc((size_t)ld_map_size(n), sizeof *sp->params);
-    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
-        yaml_node_t *k = ld_node(ld, pr->key), *v = ld_node(ld, pr->value);
-        char path[256], key[256];
-        ld_keyf(path, sizeof path, "parameters.%s", ld_text(k));
-        if (!ld_is_identifier(ld_text(k)))
-            ld_fail(ld, k, path, "not a valid environment variable name");
-        check_env_name(ld, k, path, ld_text(k));
-        param_def *p = &sp->params[sp->n_params++];
-        p->name = xstrdup(ld_text(k));
-        p->default_level = -1;
-        p->line = ld_line(k);
-        ld_expect(ld, v, path, YAML_MAPPING_NODE, "a map {type: int|categorical, ...}");
-        yaml_node_t *t = ld_map_get(ld, v, "type", NULL);
-        ld_keyf(key, sizeof key, "%s.type", path);
-        if (!t) ld_fail(ld, k, key, "missing (required: int or categorical)");
-        const char *type = ld_string(ld, t, key);
-        if (!strcmp(type, "int")) {
-            p->kind = PARAM_INT;
-            load_int_param(ld, p, k, v, path);
-        } else if (!strcmp(type, "categorical")) {
-            p->kind = PARAM_CATEGORICAL;
-            load_categorical_param(ld, p, k, v, path);
-        } else {
-            ld_fail(ld, t, key, "expected int or categorical, got '%s'", type);
-        }
-    }
-}
-
-/* ---------------------------------------------------------------- baseline, constraints */
-
-static int param_index(const space *sp, const char *name) {
-    for (int i = 0; i < sp->n_params; i++)
-        if (!strcmp(sp->params[i].name, name)) return i;
-    return -1;
-}
-
-static void load_baseline(loader *ld, const yaml_node_t *key_node, const yaml_node_t *n) {
-    space *sp = ld->sp;
-    ld_expect(ld, n, "baseline", YAML_MAPPING_NODE, "a map {PARAMETER: value}");
-    ld_map_check(ld, n, "baseline", NULL);
-    sp->baseline = xcalloc((size_t)sp->n_params, sizeof *sp->baseline);
-    for (int i = 0; i < sp->n_params; i++)
-        sp->baseline[i] = -1;
-    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
-        yaml_node_t *k = ld_node(ld, pr->key), *v = ld_node(ld, pr->value);
-        char key[256];
-        ld_keyf(key, sizeof key, "baseline.%s", ld_text(k));
-        int i = param_index(sp, ld_text(k));
-        if (i < 0) ld_fail(ld, k, key, "unknown parameter '%s'", ld_text(k));
-        const char *val = ld_string(ld, v, key);
-        sp->baseline[i] = space_param_find(&sp->params[i], val);
-        if (sp->baseline[i] < 0)
-            ld_fail(ld, v, key, "value '%s' is not a level of parameter %s", val,
-                    sp->params[i].name);
-    }
-    for (int i = 0; i < sp->n_params; i++) {
-        if (sp->baseline[i] >= 0) continue;
-        if (sp->params[i].default_level < 0)
-            ld_fail(ld, key_node, "baseline",
-                    "parameter %s is not named and has no default (line %d) to fall back on",
-                    sp->params[i].name, sp->params[i].line);
-        sp->baseline[i] = sp->params[i].default_level;
-    }
-}
+/* ---------------------------------------------------------------- constraints */
 
 /* Parse "metric op rhs" (rhs: a number, "baseline", or "F * baseline"). Returns NULL on
  * success or a description of what is wrong. */
@@ -748,14 +423,14 @@ static void load_root(loader *ld, const yaml_node_t *root) {
     if ((v = ld_map_get(ld, root, "allow_env", NULL))) load_allow_env(ld, v);
     v = ld_map_get(ld, root, "engine", &k);
     if (!v) ld_fail(ld, root, "engine", "missing (required)");
-    load_engine(ld, k, v);
+    space_load_engine(ld, k, v);
     v = ld_map_get(ld, root, "objective", &k);
     if (!v) ld_fail(ld, root, "objective", "missing (required)");
     load_objective(ld, k, v);
     v = ld_map_get(ld, root, "parameters", &k);
     if (!v) ld_fail(ld, root, "parameters", "missing (required)");
-    load_parameters(ld, v);
-    if ((v = ld_map_get(ld, root, "baseline", &k))) load_baseline(ld, k, v);
+    space_load_parameters(ld, v);
+    if ((v = ld_map_get(ld, root, "baseline", &k))) space_load_baseline(ld, k, v);
     if ((v = ld_map_get(ld, root, "constraints", &k)))
         load_constraints(ld, v, sp->baseline != NULL);
     if ((v = ld_map_get(ld, root, "strategy", &k))) load_strategy(ld, v);

@@ -1,4 +1,5 @@
-/* space_yaml.h: the space loader's view of a libyaml document (used by space.c only).
+/* space_yaml.h: the space loader's view of a libyaml document, shared by the files of the
+ * loader (space.c and the section readers space_engine.c, space_params.c, space_slurm.c).
  *
  * Typed access to YAML nodes that ends the load on the first problem: every ld_ function
  * that takes the loader either returns a valid value or calls ld_fail, which writes
@@ -61,8 +62,20 @@ int ld_map_size(const yaml_node_t *map);
 yaml_node_t *ld_map_need(loader *ld, const yaml_node_t *map, const yaml_node_t *at,
                          const char *path, const char *key);
 
+/* Refuse a knob or engine.env name the tuner sets, or a risky one not in allow_env (space.c;
+ * allow_env must be loaded first). */
+void space_check_env_name(loader *ld, const yaml_node_t *at, const char *key, const char *name);
+
+/* The section readers of the other loader files; each fills its part of ld->sp. */
+/* engine: command, workdir, env, timeout, launcher, result (space_engine.c). */
+void space_load_engine(loader *ld, const yaml_node_t *key_node, const yaml_node_t *n);
 /* engine.launcher in its map form {slurm: {...}} into ld->sp->slurm (space_slurm.c); call
  * after engine.timeout is loaded. */
 void space_load_slurm(loader *ld, const yaml_node_t *n);
+/* parameters: the knobs and their lattices (space_params.c). */
+void space_load_parameters(loader *ld, const yaml_node_t *n);
+/* baseline: a level of every knob, named or its default; call after the parameters
+ * (space_params.c). */
+void space_load_baseline(loader *ld, const yaml_node_t *key_node, const yaml_node_t *n);
 
 #endif
