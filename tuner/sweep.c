@@ -10,71 +10,35 @@
  * baseline alone first, then unfinished repeats, the warm-start queue, the strategy's
  * proposal given the points in flight; once the search is over and nothing of it is in
  * flight, the verification plan), then wait for runs to end and journal each one whole
- * (collect_run). Beyond the tables, the only state is what is in flight (the worker pool)
- * and the next trial id; both are empty again when a session starts. With one worker the
- * order of runs is exactly that of the one-at-a-time loop.
+ * (sweep_collect_run). Beyond the tables, the only state is what is in flight (the worker
+ * pool) and the next trial id; both are empty again when a session starts. With one worker
+ * the order of runs is exactly that of the one-at-a-time loop.
+ *
+ * The session's state is sweep_state (sweep_state.h). This file claims the study, runs the
+ * loop and ends the session; one run's start and record are in sweep_run.c, the plan and
+ * --dry-run in sweep_plan.c.
  */
 #include "sweep.h"
 
-#include <errno.h>
-#include <inttypes.h>
 #include <math.h>
-#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "answer.h"
-#include "conditions.h"
-#include "input.h"
 #include "journal.h"
-#include "manifest.h"
 #include "noise.h"
 #include "progress.h"
 #include "runner.h"
 #include "slurm.h"
 #include "space.h"
 #include "strategy.h"
+#include "sweep_state.h"
 #include "trials.h"
 #include "util.h"
 #include "verify.h"
 #include "warmstart.h"
 #include "workers.h"
-
-enum { ERR_LEN = 2048 };
-
-/* Everything one session works with. */
-typedef struct {
-    const sweep_options *opt;
-    space *sp;
-    const strategy_ops *ops;
-    strategy *strat;
-    char *study;       /* the study's name */
-    char *dir;         /* out/<study> */
-    char *running_dir; /* out/<study>/running: the runs in flight (runner.h) */
-    int lock_fd;       /* the study's lock (journal.h: study_lock), -1 when none */
-    int runs_started;  /* runs this session started */
-    journal *j;
-    trial_table *t;          /* tuning phases (baseline, warm, search) */
-    trial_table *vt;         /* verification runs (phase verify) */
-    resolved_constraint *rc; /* [n_constraints + 1] */
-    progress prog;
-    double session_t0;
-    double elapsed_base; /* study wall time of earlier sessions */
-    worker_pool pool;    /* the runs in flight */
-    long next_id;        /* the id the next run gets (ids are allocated at start) */
-    warm_queue warm;     /* --warm-start points, measured first (n == 0: none) */
-    const char *stop;    /* why the search ended (NULL while it goes on) */
-    int search_over;     /* the search is over and nothing of it is in flight */
-    verify_plan plan;    /* made when the search is over */
-    int plan_made;
-    double noise;           /* relative sd of the baseline's objective (noise.h), NAN: none */
-    int noise_given;        /* measured and handed to the strategy */
-    conditions *cond_start; /* [pool.n] each slot's conditions at the start of its run */
-    conditions cond_ref;    /* at the start of this session's first run */
-    int cond_ref_set, drift_warned;
-} sweep_state;
 
 /* ---------------------------------------------------------------------------------------- */
 /* helpers over the table */
@@ -91,315 +55,6 @@ static const char *best_text(sweep_state *s, char *buf, size_t n) {
     snprintf(buf, n, "%s %.6g at %s", s->sp->objective, s->t->points[b].objective,
              s->t->points[b].key);
     return buf;
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* one run */
-
-static cJSON *record_build(const sweep_state *s, const worker_slot *w, const run_result *r,
-                           const char *finished, double study_elapsed) {
-    const space *sp = s->sp;
-    const int *levels = w->levels;
-    cJSON *rec = cJSON_CreateObject();
-    cJSON_AddNumberToObject(rec, "id", (double)w->id);
-    cJSON_AddStringToObject(rec, "phase", w->phase);
-    cJSON_AddStringToObject(rec, "prompt_set", w->prompt_set);
-    if (w->gpu) cJSON_AddStringToObject(rec, "gpu", w->gpu);
-    cJSON *point = cJSON_AddObjectToObject(rec, "point");
-    cJSON *lv = cJSON_AddArrayToObject(rec, "levels");
-    char buf[256];
-    for (int i = 0; i < sp->n_params; i++) {
-        space_param_value(&sp->params[i], levels[i], buf, sizeof buf);
-        cJSON_AddStringToObject(point, sp->params[i].name, buf);
-        cJSON_AddItemToArray(lv, cJSON_CreateNumber(levels[i]));
-    }
-    cJSON_AddNumberToObject(rec, "repeat", w->repeat);
-    cJSON_AddStringToObject(rec, "status", trial_status_name(r->status));
-    if (r->metrics)
-        cJSON_AddItemToObject(rec, "metrics", cJSON_Duplicate(r->metrics, 1));
-    else
-        cJSON_AddNullToObject(rec, "metrics");
-    if (r->reason)
-        cJSON_AddStringToObject(rec, "reason", r->reason);
-    else
-        cJSON_AddNullToObject(rec, "reason");
-    cJSON_AddNumberToObject(rec, "exit_code", r->exit_code);
-    cJSON_AddNumberToObject(rec, "signal", r->term_signal);
-    cJSON_AddNumberToObject(rec, "wall_s", r->wall_s);
-    cJSON_AddStringToObject(rec, "started", w->started);
-    cJSON_AddStringToObject(rec, "finished", finished);
-    cJSON_AddNumberToObject(rec, "study_elapsed_s", study_elapsed);
-    run_result_where_json(r, rec); /* "node", and "slurm" for a Slurm job */
-    return rec;
-}
-
-/* s as one shell word: as it is when it is plain, else single-quoted. Caller frees. */
-static char *shell_word(const char *s) {
-    return s[0] && strspn(
-                       s,
-                       "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-+=:,") ==
-                       strlen(s)
-               ? xstrdup(s)
-               : shell_single_quote(s);
-}
-
-/* The message that ends an interrupted session. */
-static int interrupted_exit(sweep_state *s, int sig, int during_trial) {
-    progress_end(&s->prog);
-    char *space_arg = shell_word(s->opt->space_path), *out_arg = shell_word(s->opt->out_dir);
-    fprintf(stderr,
-            "%s: interrupted by %s%s; %d trials of study '%s' are safe in %s.\n"
-            "resume with: tuner sweep %s --study %s%s%s\n",
-            util_progname,
-            sig == SIGINT    ? "SIGINT"
-            : sig == SIGTERM ? "SIGTERM"
-                             : "a signal",
-            during_trial > 1    ? " (the running trials were stopped and will be run again)"
-            : during_trial == 1 ? " (the running trial was stopped and will be run again)"
-                                : "",
-            s->t->n_runs, s->study, s->j->trials_path, space_arg, s->study,
-            strcmp(s->opt->out_dir, "out") ? " --out " : "",
-            strcmp(s->opt->out_dir, "out") ? out_arg : "");
-    free(space_arg);
-    free(out_arg);
-    return 128 + sig;
-}
-
-/* The metrics the space uses (objective, then each distinct constraint metric) as
- * " tps=312.4 ppl=2.38" into buf, for the per-trial log line. */
-static void figures_text(const space *sp, const cJSON *metrics, char *buf, size_t n) {
-    size_t off = 0;
-    buf[0] = '\0';
-    for (int c = -1; metrics && c < sp->n_constraints && off < n; c++) {
-        const char *name = c < 0 ? sp->objective : sp->constraints[c].metric;
-        int seen = c >= 0 && strcmp(name, sp->objective) == 0;
-        for (int k = 0; k < c && !seen; k++)
-            seen = strcmp(name, sp->constraints[k].metric) == 0;
-        if (seen) continue;
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(metrics, name);
-        if (cJSON_IsNumber(v))
-            off += (size_t)snprintf(buf + off, n - off, " %s=%.6g", name, v->valuedouble);
-        else if (cJSON_IsNull(v))
-            off += (size_t)snprintf(buf + off, n - off, " %s=inf", name);
-    }
-}
-
-/* Start the next run of the point `levels` in free slot `slot`: its id is allocated now,
- * its repeat number counts the runs finished and in flight of its phase's table. */
-static void start_run(sweep_state *s, int slot, const int *levels, const char *phase) {
-    int verify = strcmp(phase, "verify") == 0;
-    const trial_table *t = verify ? s->vt : s->t;
-    int idx = trials_find(t, levels);
-    /* The lowest repeat number no finished run and no run in flight of this point has (a
-     * resumed study may lack a middle one, e.g. the one a killed sweep was running). */
-    int repeat = 0;
-    for (int taken = 1; taken;) {
-        taken = 0;
-        for (int r = 0; idx >= 0 && r < t->points[idx].n_runs && !taken; r++) {
-            const cJSON *rep = cJSON_GetObjectItemCaseSensitive(t->points[idx].runs[r], "repeat");
-            taken = cJSON_IsNumber(rep) && rep->valuedouble == repeat;
-        }
-        for (int i = 0; i < s->pool.n && !taken; i++) {
-            const worker_slot *w = &s->pool.slots[i];
-            taken = w->h && (strcmp(w->phase, "verify") == 0) == verify &&
-                    !memcmp(w->levels, levels, (size_t)s->sp->n_params * sizeof *levels) &&
-                    w->repeat == repeat;
-        }
-        repeat += taken;
-    }
-    long id = s->next_id++;
-    char *log_path = xasprintf("%s/logs/%ld.log", s->dir, id);
-    char *result_path = xasprintf("%s/logs/%ld.result.json", s->dir, id);
-    run_request req = {.prompt_set = verify ? s->sp->verify_prompt_set : "tune",
-                       .trial_id = id,
-                       .log_path = log_path,
-                       .result_path = result_path,
-                       .grace_s = s->opt->grace_s,
-                       .running_dir = s->running_dir,
-                       .log_limit = s->opt->log_limit,
-                       .study = s->study};
-    char started[32];
-    time_iso_utc(started, sizeof started);
-    conditions_sample(&s->cond_start[slot], s->pool.slots[slot].gpu);
-    if (!s->cond_ref_set) s->cond_ref = s->cond_start[slot];
-    s->cond_ref_set = 1;
-    workers_start(&s->pool, slot, s->sp, levels, phase, &req, repeat, started);
-    free(log_path);
-    free(result_path);
-}
-
-/* Journal the ended run of slot `slot` and add it to the tables. Returns 0 to go on, else
- * an exit status (interrupted, or the journal cannot be written). */
-static int collect_run(sweep_state *s, int slot) {
-    const space *sp = s->sp;
-    worker_slot *w = &s->pool.slots[slot];
-    run_result r;
-    run_outcome oc = workers_collect(&s->pool, slot, &r);
-    if (oc == RUN_INTERRUPTED) {
-        run_result_free(&r);
-        int n = 1 + s->pool.n_running;
-        workers_stop_all(&s->pool);
-        return interrupted_exit(s, runner_interrupted(), n);
-    }
-    char finished[32];
-    time_iso_utc(finished, sizeof finished);
-    double elapsed = s->elapsed_base + now_seconds() - s->session_t0;
-    cJSON *rec = record_build(s, w, &r, finished, elapsed);
-    conditions end;
-    conditions_sample(&end, w->gpu);
-    cJSON_AddItemToObject(rec, "conditions", conditions_json(&s->cond_start[slot], &end));
-    char err[ERR_LEN];
-    if (!journal_append(s->j, rec, err, sizeof err)) {
-        cJSON_Delete(rec);
-        run_result_free(&r);
-        workers_stop_all(&s->pool);
-        progress_end(&s->prog);
-        fprintf(stderr, "%s: %s\n", util_progname, err);
-        return EXIT_ERROR;
-    }
-    cJSON_Delete(rec);
-    const cJSON *kept = s->j->records[s->j->n_records - 1];
-    char where[64];
-    snprintf(where, sizeof where, "trial %ld", w->id);
-    if (trials_add(s->t, kept, where, err, sizeof err) == TRIALS_BAD ||
-        trials_add(s->vt, kept, where, err, sizeof err) == TRIALS_BAD)
-        die("%s", err);
-
-    char *key = space_point_key(sp, w->levels);
-    char figures[256], gpu[64] = "";
-    figures_text(sp, r.metrics, figures, sizeof figures);
-    if (w->gpu) snprintf(gpu, sizeof gpu, " on GPU %s", w->gpu);
-    int verify = strcmp(w->phase, "verify") == 0;
-    int of = verify                              ? sp->verify_max_repeats
-             : strcmp(w->phase, "baseline") == 0 ? noise_baseline_runs(sp)
-                                                 : sp->repeats;
-    char rep[32];
-    snprintf(rep, sizeof rep, w->repeat < of ? "%d/%d" : "%d", w->repeat + 1, of);
-    progress_log(&s->prog, "trial %ld [%s] %s repeat %s%s: %s%s%s%s (%.1f s)", w->id, w->phase, key,
-                 rep, gpu, trial_status_name(r.status), figures, r.reason ? ": " : "",
-                 r.reason ? r.reason : "", r.wall_s);
-    free(key);
-    char drift[512];
-    int kinds = conditions_drift(&s->cond_ref, &end, s->drift_warned, drift, sizeof drift);
-    if (kinds) progress_log(&s->prog, "%s: warning: %s", util_progname, drift);
-    s->drift_warned |= kinds;
-    run_result_free(&r);
-    return 0;
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* the plan */
-
-static long planned_points(const space *sp) {
-    long n = space_n_points(sp);
-    if (sp->max_evaluations > 0 && sp->max_evaluations < n) n = sp->max_evaluations;
-    return n;
-}
-
-/* Runs planned for the whole study: the search, then the verification of the candidates. */
-static long planned_runs(const space *sp) {
-    long n = planned_points(sp), top = sp->verify_top < n ? sp->verify_top : n;
-    return n * sp->repeats + (sp->baseline ? noise_baseline_runs(sp) - sp->repeats : 0) +
-           top * sp->verify_repeats * (sp->baseline ? 2 : 1);
-}
-
-static void print_plan(const sweep_state *s, FILE *f) {
-    const space *sp = s->sp;
-    fprintf(f, "study:      %s (%s)\n", s->study, s->dir);
-    fprintf(f, "engine:    ");
-    for (int i = 0; i < sp->argc; i++)
-        fprintf(f, " %s", sp->argv[i]);
-    if (sp->slurm) { /* each trial a Slurm job (slurm.h) */
-        char *srun = slurm_srun_line(sp->slurm, sp->timeout_s);
-        fprintf(f, "\nlauncher:   %s", srun);
-        free(srun);
-    }
-    fprintf(f, "\nobjective:  %s %s\n", sp->maximize ? "maximize" : "minimize", sp->objective);
-    for (int c = 0; c < sp->n_constraints; c++)
-        fprintf(f, "constraint: %s\n", sp->constraints[c].text);
-    fprintf(f, "space:      %d knobs, %ld points; strategy %s; repeats %d\n", sp->n_params,
-            space_n_points(sp), sp->strategy, sp->repeats);
-    fprintf(f, "workers:    %d", s->pool.n);
-    for (int i = 0; i < s->pool.n && s->opt->gpus; i++)
-        fprintf(f, "%s%s", i ? "," : " (GPUs ", s->opt->gpus[i]);
-    fprintf(f, "%s\n", s->opt->gpus ? ")" : "");
-    fprintf(f,
-            "verify:     top %d (up to %d down the ranking), %d to %d %s each on the %s prompts, "
-            "confidence %g, precision %g, tolerance %g\n",
-            sp->verify_top, sp->verify_max_candidates, sp->verify_repeats, sp->verify_max_repeats,
-            sp->baseline ? "pairs with the baseline" : "runs", sp->verify_prompt_set,
-            sp->verify_confidence, sp->verify_precision, sp->verify_tolerance);
-    if (s->warm.n > 0) {
-        char *key = space_point_key(sp, s->warm.points[0]);
-        fprintf(f, "warm start: %d points from %s, first %s\n", s->warm.n, s->warm.source, key);
-        free(key);
-    }
-    fprintf(f, "budget:     ");
-    if (sp->max_evaluations > 0)
-        fprintf(f, "%ld evaluations", sp->max_evaluations);
-    else
-        fprintf(f, "no evaluation limit");
-    if (sp->max_wall_s > 0)
-        fprintf(f, ", %g s of wall time\n", sp->max_wall_s);
-    else
-        fprintf(f, ", no wall-time limit\n");
-    if (sp->baseline) {
-        char *key = space_point_key(sp, sp->baseline);
-        fprintf(f, "baseline:   %s (measured first)\n", key);
-        free(key);
-    }
-}
-
-/* --dry-run: the plan and the first proposals of the strategy on an empty study. */
-static int dry_run(sweep_state *s) {
-    const space *sp = s->sp;
-    print_plan(s, stdout);
-    if (study_exists(s->opt->out_dir, s->study)) {
-        char *tp = xasprintf("%s/trials.jsonl", s->dir);
-        cJSON **recs;
-        int n;
-        char err[ERR_LEN];
-        char *hp = xasprintf("%s/space.hash", s->dir), want[32];
-        char *stored = input_read(hp, INPUT_MAX_SMALL, NULL, err, sizeof err);
-        snprintf(want, sizeof want, "%016" PRIx64, sp->hash);
-        if (stored && strncmp(stored, want, 16) != 0)
-            printf("resume:     refused: the space changed since the study began (pass --new)\n");
-        else if (journal_load(tp, 0, &recs, &n, err, sizeof err)) {
-            printf("resume:     %d trials already in %s\n", n, tp);
-            for (int i = 0; i < n; i++)
-                cJSON_Delete(recs[i]);
-            free(recs);
-        }
-        free(stored);
-        free(hp);
-        free(tp);
-    }
-    int max = 10;
-    int **pending = xcalloc((size_t)max, sizeof *pending);
-    int n_pending = 0;
-    resolved_constraint *rc = s->rc;
-    for (int c = 0; c < sp->n_constraints; c++) {
-        rc[c].def = &sp->constraints[c];
-        rc[c].bound = sp->constraints[c].relative ? NAN : sp->constraints[c].value;
-    }
-    printf("first proposals on an empty study:\n");
-    while (n_pending < max) {
-        int *lv = xmalloc((size_t)sp->n_params * sizeof *lv);
-        if (!s->ops->propose(s->strat, NULL, 0, rc, sp->n_constraints, (const int *const *)pending,
-                             n_pending, lv)) {
-            free(lv);
-            break;
-        }
-        char *key = space_point_key(sp, lv);
-        printf("  %2d. %s\n", n_pending + 1, key);
-        free(key);
-        pending[n_pending++] = lv;
-    }
-    for (int i = 0; i < n_pending; i++)
-        free(pending[i]);
-    free(pending);
-    printf("dry run: nothing was run and nothing was written\n");
-    return EXIT_OK;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -611,7 +266,7 @@ static int sweep_loop(sweep_state *s) {
         if (runner_interrupted()) {
             int n = s->pool.n_running;
             workers_stop_all(&s->pool);
-            rc = interrupted_exit(s, runner_interrupted(), n);
+            rc = sweep_interrupted_exit(s, runner_interrupted(), n);
             break;
         }
         /* Fill the free slots. */
@@ -629,7 +284,7 @@ static int sweep_loop(sweep_state *s) {
                 break;
             }
             s->runs_started++;
-            start_run(s, slot, levels, phase);
+            sweep_start_run(s, slot, levels, phase);
             progress_update(&s->prog, s->t->n_runs + s->vt->n_runs, s->pool.n_running,
                             best_text(s, best, sizeof best));
         }
@@ -646,7 +301,7 @@ static int sweep_loop(sweep_state *s) {
          * new is proposed, so the strategy sees them as observations, not pending). */
         for (int ended = workers_wait(&s->pool, 20); ended >= 0 && rc == 0;
              ended = workers_ended(&s->pool))
-            rc = collect_run(s, ended);
+            rc = sweep_collect_run(s, ended);
         if (rc != 0) break;
     }
     free(levels);
@@ -782,7 +437,7 @@ int sweep_main(const sweep_options *opt) {
         goto done;
     }
     if (opt->dry_run) {
-        rc = dry_run(s);
+        rc = sweep_dry_run(s);
         goto done;
     }
 
@@ -841,7 +496,7 @@ int sweep_main(const sweep_options *opt) {
                 util_progname, s->study, s->t->n_runs, s->t->n_points);
     else
         fprintf(stderr, "%s: study '%s' in %s\n", util_progname, s->study, s->dir);
-    progress_init(&s->prog, stderr, planned_runs(s->sp), s->t->n_runs + s->vt->n_runs,
+    progress_init(&s->prog, stderr, sweep_planned_runs(s->sp), s->t->n_runs + s->vt->n_runs,
                   s->elapsed_base, s->pool.n);
     rc = sweep_loop(s);
 

@@ -3,9 +3,9 @@
  * A pool of N slots; each slot runs at most one engine (one trial) at a time, pinned to
  * its own GPU when a list was given (slot i gets gpus[i], via CUDA_VISIBLE_DEVICES). The
  * pool only starts, watches and reaps runs: which point a free slot runs next, and what
- * happens to a finished run (journal, tables), is the sweep's business (sweep.c). All
- * runs are watched from the one tuner process with one poll() over all their pipes, so
- * the journal has a single writer however many trials are in flight.
+ * happens to a finished run (journal, tables), is the sweep's business (sweep.c,
+ * sweep_run.c). All runs are watched from the one tuner process with one poll() over all
+ * their pipes, so the journal has a single writer however many trials are in flight.
  */
 #ifndef WORKERS_H
 #define WORKERS_H
