@@ -66,7 +66,13 @@
  * The fitted surrogates are memoised under a hash of the observations, so rank() after
  * propose() (or the reverse) on the same journal does not fit twice; a memo hit returns
  * exactly what a fresh fit would.
+ *
+ * Files: this one decides where to look (1, 3, 4, 6) and makes the pick; the surrogates
+ * (2, the memo, and the scores of 5) are in strategy_bayes_models.c; the state both share
+ * is in strategy_bayes.h.
  */
+#include "strategy_bayes.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,66 +80,19 @@
 #include <gsl/gsl_qrng.h>
 #include <gsl/gsl_rng.h>
 
-#include "acquisition.h"
 #include "gp.h"
-#include "strategy.h"
 #include "util.h"
 #include "visited.h"
 
 #define BAYES_LATTICE_MAX       8192L  /* candidates = whole lattice up to this many points */
 #define BAYES_SOBOL_CANDIDATES  8192   /* otherwise this many Sobol points, plus neighbours */
 #define BAYES_NEIGHBOUR_SOURCES 10     /* best observed points whose neighbours are candidates */
-#define BAYES_FIT_STARTS        3      /* hyperparameter fits: default start + 2 random */
-#define BAYES_FIT_SUBSET        64     /* hyperparameters learnt on at most this many points */
-#define BAYES_PICK_PF           0.95   /* rank(): minimum probability of feasibility */
 #define BAYES_INIT_WALK         100000 /* Sobol draws tried for one initial-design point */
 #define BAYES_DEAD_MIN          2      /* unexplained infinite results that condemn a level */
 #define BAYES_LOCAL_EVERY       3      /* every third proposal after the design is a local one */
 #define BAYES_LOCAL_SOURCES     5      /* near-best points whose neighbours a local step tries */
-#define BAYES_NOISE_LOG_SD      1.0    /* sd of log noise variance around the measured noise */
-
-/* The surrogates fitted on one set of observations. */
-typedef struct {
-    gp *obj;  /* objective (maximised: sign applied), NULL without an OK observation */
-    gp **con; /* [n_con] constraint GPs on g <= 0 */
-    int n_con;
-    double sign; /* +1 maximise, -1 minimise */
-    double best; /* incumbent: best posterior mean (signed) among measured-feasible points */
-    int feasible_known;
-} bayes_models;
-
-struct strategy {
-    const space *sp;
-    uint64_t seed;
-    int d;
-    int *categorical; /* [d] */
-    long n_points;    /* lattice size (saturated) */
-    int lattice;      /* 1: candidates are the whole lattice */
-    double *shift;    /* [d] Cranley-Patterson rotation of the Sobol sequences */
-    int n_init;       /* initial-design size */
-    int *level_off;   /* [d + 1] offset of each parameter's levels in a per-level array */
-    double rel_noise; /* measured relative sd of one objective run; 0: not measured */
-
-    uint64_t memo_key; /* hash of the observations the memoised models were fitted on */
-    int memo_valid;
-    bayes_models memo;
-};
 
 /* ---- small helpers ---- */
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 1099511628211ULL;
-    return h;
-}
-
-static void point_features(const strategy *s, const int *levels, double *x) {
-    for (int j = 0; j < s->d; j++) {
-        const param_def *p = &s->sp->params[j];
-        x[j] = s->categorical[j] ? (double)levels[j] : space_param_unit(p, levels[j]);
-    }
-}
 
 /* The point of mixed-radix index idx (first parameter slowest); lattice mode only. */
 static void index_point(const strategy *s, long idx, int *levels) {
@@ -192,237 +151,13 @@ static strategy *bayes_create(const space *sp, uint64_t seed) {
     return s;
 }
 
-static void models_free(bayes_models *m) {
-    gp_free(m->obj);
-    for (int c = 0; c < m->n_con; c++)
-        gp_free(m->con[c]);
-    free(m->con);
-    memset(m, 0, sizeof *m);
-}
-
 static void bayes_destroy(strategy *s) {
     if (!s) return;
-    if (s->memo_valid) models_free(&s->memo);
+    if (s->memo_valid) bayes_models_free(&s->memo);
     free(s->categorical);
     free(s->level_off);
     free(s->shift);
     free(s);
-}
-
-/* ---- fitting the surrogates ---- */
-
-/* g <= 0 form of constraint c at one observation; NAN when not finite. */
-static double constraint_g(const resolved_constraint *rc, double value) {
-    if (!isfinite(value)) return NAN;
-    int upper = rc->def->op == OP_LE || rc->def->op == OP_LT;
-    return upper ? value - rc->bound : rc->bound - value;
-}
-
-static uint64_t observations_key(const observation *obs, int n_obs, const resolved_constraint *rc,
-                                 int n_rc, int d, double rel_noise) {
-    uint64_t h = fnv(1469598103934665603ULL, &n_obs, sizeof n_obs);
-    h = fnv(h, &rel_noise, sizeof rel_noise);
-    h = fnv(h, &n_rc, sizeof n_rc);
-    for (int c = 0; c < n_rc; c++) {
-        h = fnv(h, &rc[c].bound, sizeof(double));
-        h = fnv(h, &rc[c].def->op, sizeof(rc[c].def->op));
-    }
-    for (int i = 0; i < n_obs; i++) {
-        const observation *o = &obs[i];
-        h = fnv(h, o->levels, (size_t)d * sizeof(int));
-        h = fnv(h, &o->status, sizeof o->status);
-        h = fnv(h, &o->objective, sizeof(double));
-        h = fnv(h, &o->n_runs, sizeof(int));
-        if (n_rc) h = fnv(h, o->cons, (size_t)n_rc * sizeof(double));
-    }
-    return h;
-}
-
-/* Fit m's hyperparameters. Past BAYES_FIT_SUBSET observations they are learnt on a subset:
- * the half with the smallest key (the caller's "most telling": the best objective values, the
- * constraint values nearest the bound; ties by index) and an even spread of the rest in journal
- * order, so a proposal's cost stops growing as n^3 while the region that decides the pick stays
- * in the fit. */
-static void fit_model(gp *m, const double *key, int n, uint64_t seed) {
-    if (n <= BAYES_FIT_SUBSET) {
-        gp_fit(m, BAYES_FIT_STARTS, seed);
-        return;
-    }
-    int *order = xmalloc((size_t)n * sizeof(int)), *idx = xmalloc(BAYES_FIT_SUBSET * sizeof(int));
-    unsigned char *in = xcalloc((size_t)n, 1);
-    for (int i = 0; i < n; i++)
-        order[i] = i;
-    for (int i = 1; i < n; i++) { /* insertion sort: stable, n is a few hundred */
-        int v = order[i], k = i;
-        for (; k > 0 && key[order[k - 1]] > key[v]; k--)
-            order[k] = order[k - 1];
-        order[k] = v;
-    }
-    int half = BAYES_FIT_SUBSET / 2, m_idx = 0;
-    for (int i = 0; i < half; i++)
-        in[order[i]] = 1;
-    int rest = n - half, want = BAYES_FIT_SUBSET - half, seen = 0;
-    for (int i = 0; i < n; i++) {
-        if (in[i]) {
-            idx[m_idx++] = i;
-            continue;
-        }
-        /* the seen-th of the rest is taken when it crosses the next multiple of rest/want */
-        if ((long)(seen + 1) * want / rest > (long)seen * want / rest) idx[m_idx++] = i;
-        seen++;
-    }
-    gp_fit_subset(m, idx, m_idx, BAYES_FIT_STARTS, seed);
-    free(order);
-    free(idx);
-    free(in);
-}
-
-/* Fit one GP on g values with pessimistic imputation of the missing ones. */
-static gp *fit_constraint(const strategy *s, const double *x, double *g, const double *w, int n,
-                          double bound, uint64_t seed) {
-    double lo = INFINITY, hi = -INFINITY;
-    for (int i = 0; i < n; i++)
-        if (isfinite(g[i])) {
-            lo = fmin(lo, g[i]);
-            hi = fmax(hi, g[i]);
-        }
-    if (!isfinite(lo)) lo = hi = 0.0;
-    double spread = fmax(fmax(hi - lo, 0.1 * fabs(bound)), 1e-6);
-    double imputed = fmax(hi, 0.0) + spread;
-    for (int i = 0; i < n; i++)
-        if (!isfinite(g[i])) g[i] = imputed;
-    gp *m = gp_create(s->d, s->categorical);
-    gp_set_data(m, x, g, w, n);
-    double *key = xmalloc((size_t)(n ? n : 1) * sizeof(double));
-    for (int i = 0; i < n; i++)
-        key[i] = fabs(g[i]);
-    fit_model(m, key, n, seed);
-    free(key);
-    return m;
-}
-
-static void models_log_pf(const bayes_models *m, const double *xs, int n, int noisy, double *lpf);
-
-static void models_fit(const strategy *s, const observation *obs, int n_obs,
-                       const resolved_constraint *rc, int n_rc, bayes_models *m) {
-    int d = s->d;
-    memset(m, 0, sizeof *m);
-    m->sign = s->sp->maximize ? 1.0 : -1.0;
-    double *x = xmalloc((size_t)(n_obs ? n_obs : 1) * (size_t)d * sizeof(double));
-    double *y = xmalloc((size_t)(n_obs ? n_obs : 1) * sizeof(double));
-    double *w = xmalloc((size_t)(n_obs ? n_obs : 1) * sizeof(double));
-    double *xo = xmalloc((size_t)(n_obs ? n_obs : 1) * (size_t)d * sizeof(double));
-    uint64_t seed = s->seed ^ ((uint64_t)n_obs * 0x9E3779B97F4A7C15ULL);
-
-    /* Objective: the OK observations. */
-    int n_ok = 0, any_failed = 0;
-    for (int i = 0; i < n_obs; i++) {
-        point_features(s, obs[i].levels, x + (size_t)i * d);
-        if (obs[i].status == TRIAL_FAILED) any_failed = 1;
-        if (obs[i].status != TRIAL_OK || !isfinite(obs[i].objective)) continue;
-        memcpy(xo + (size_t)n_ok * d, x + (size_t)i * d, (size_t)d * sizeof(double));
-        y[n_ok] = m->sign * obs[i].objective;
-        w[n_ok] = obs[i].n_runs > 1 ? obs[i].n_runs : 1;
-        n_ok++;
-    }
-    /* Failed trials join the objective at the worst value seen (after the OK points, so
-     * indices below n_ok stay the OK ones): no expected improvement where things crash. */
-    int n_y = n_ok;
-    if (n_ok) {
-        double worst = y[0];
-        for (int i = 1; i < n_ok; i++)
-            worst = fmin(worst, y[i]);
-        for (int i = 0; i < n_obs; i++) {
-            if (obs[i].status != TRIAL_FAILED) continue;
-            memcpy(xo + (size_t)n_y * d, x + (size_t)i * d, (size_t)d * sizeof(double));
-            y[n_y] = worst;
-            w[n_y++] = 1;
-        }
-        m->obj = gp_create(d, s->categorical);
-        gp_set_data(m->obj, xo, y, w, n_y);
-        if (s->rel_noise > 0.0) { /* the measured noise, at the mean level of the objective */
-            double level = 0.0;
-            for (int i = 0; i < n_ok; i++)
-                level += fabs(y[i]) / n_ok;
-            double sd = s->rel_noise * level;
-            gp_set_noise_prior(m->obj, sd * sd, BAYES_NOISE_LOG_SD);
-        }
-        double *key = xmalloc((size_t)n_y * sizeof(double));
-        for (int i = 0; i < n_y; i++)
-            key[i] = -y[i];
-        fit_model(m->obj, key, n_y, seed);
-        free(key);
-    }
-
-    /* Constraints (or the failure pseudo-constraint). */
-    for (int i = 0; i < n_obs; i++)
-        w[i] = obs[i].n_runs > 1 ? obs[i].n_runs : 1;
-    m->n_con = n_rc ? n_rc : (any_failed ? 1 : 0);
-    m->con = m->n_con ? xcalloc((size_t)m->n_con, sizeof(gp *)) : NULL;
-    for (int c = 0; c < m->n_con; c++) {
-        for (int i = 0; i < n_obs; i++)
-            y[i] = n_rc ? constraint_g(&rc[c], obs[i].status == TRIAL_FAILED ? NAN : obs[i].cons[c])
-                        : (obs[i].status == TRIAL_FAILED ? 1.0 : -1.0);
-        m->con[c] = fit_constraint(s, x, y, w, n_obs, n_rc ? rc[c].bound : 1.0,
-                                   seed + 7919ULL * (uint64_t)(c + 1));
-    }
-
-    /* Incumbent: the current pick (rank's rule: best posterior mean among OK points with
-     * P(feasible on re-measurement) >= 0.95), so that expected improvement is improvement
-     * of what would be reported; while there is no such point, the best posterior mean
-     * among the points that measured feasible. */
-    m->best = -INFINITY;
-    if (m->obj) {
-        double mean[n_ok], var[n_ok], lpf[n_ok];
-        gp_predict(m->obj, xo, n_ok, mean, var);
-        models_log_pf(m, xo, n_ok, 1, lpf);
-        double best_pick = -INFINITY;
-        int k = 0;
-        for (int i = 0; i < n_obs; i++) {
-            if (obs[i].status != TRIAL_OK || !isfinite(obs[i].objective)) continue;
-            if (observation_feasible(&obs[i], rc, n_rc)) {
-                m->feasible_known = 1;
-                m->best = fmax(m->best, mean[k]);
-            }
-            if (lpf[k] >= log(BAYES_PICK_PF)) best_pick = fmax(best_pick, mean[k]);
-            k++;
-        }
-        if (isfinite(best_pick)) m->best = best_pick;
-    }
-    free(x);
-    free(y);
-    free(w);
-    free(xo);
-}
-
-/* The memoised surrogates for these observations (fitted now when the memo is stale). */
-static const bayes_models *models_get(strategy *s, const observation *obs, int n_obs,
-                                      const resolved_constraint *rc, int n_rc) {
-    uint64_t key = observations_key(obs, n_obs, rc, n_rc, s->d, s->rel_noise);
-    if (s->memo_valid && s->memo_key == key) return &s->memo;
-    if (s->memo_valid) models_free(&s->memo);
-    models_fit(s, obs, n_obs, rc, n_rc, &s->memo);
-    s->memo_key = key;
-    s->memo_valid = 1;
-    return &s->memo;
-}
-
-/* Log probability that every constraint is met, at m points, into lpf[m]: by the true
- * value (latent f), or with noisy = 1 by one new measurement (f plus the learnt noise). */
-static void models_log_pf(const bayes_models *m, const double *xs, int n, int noisy, double *lpf) {
-    for (int i = 0; i < n; i++)
-        lpf[i] = 0.0;
-    if (!m->n_con || !n) return;
-    double *mean = xmalloc((size_t)n * sizeof(double)), *var = xmalloc((size_t)n * sizeof(double));
-    for (int c = 0; c < m->n_con; c++) {
-        gp_predict(m->con[c], xs, n, mean, var);
-        double noise = noisy ? gp_noise_var(m->con[c]) : 0.0;
-#pragma omp parallel for schedule(static)
-        for (int i = 0; i < n; i++)
-            lpf[i] += acq_log_pf(mean[i], sqrt(var[i] + noise));
-    }
-    free(mean);
-    free(var);
 }
 
 /* ---- hard evidence: levels that always give an infinite metric ---- */
@@ -520,7 +255,7 @@ static int best_observed(const strategy *s, const bayes_models *m, const observa
     double *mean = xmalloc((size_t)n_obs * sizeof(double)),
            *var = xmalloc((size_t)n_obs * sizeof(double));
     for (int i = 0; i < n_obs; i++)
-        point_features(s, obs[i].levels, x + (size_t)i * d);
+        bayes_point_features(s, obs[i].levels, x + (size_t)i * d);
     gp_predict(m->obj, x, n_obs, mean, var);
     unsigned char *used = xcalloc((size_t)n_obs, 1);
     int n = 0;
@@ -565,19 +300,6 @@ static void candidates_sampled(const strategy *s, const bayes_models *m, const o
         add_neighbours(s, obs[order[t]].levels, excl, cand, 0);
 }
 
-/* Acquisition scores of n points xs[n][d] into score[n] (see the top of the file, 5). */
-static void score_points(const bayes_models *m, const double *xs, long n, double *score) {
-    models_log_pf(m, xs, (int)n, 1, score);
-    if (!m->feasible_known || !m->obj || !n) return;
-    double *mean = xmalloc((size_t)n * sizeof(double)), *var = xmalloc((size_t)n * sizeof(double));
-    gp_predict(m->obj, xs, (int)n, mean, var);
-#pragma omp parallel for schedule(static)
-    for (long i = 0; i < n; i++)
-        score[i] += acq_log_ei(mean[i], sqrt(var[i]), m->best);
-    free(mean);
-    free(var);
-}
-
 /* The best-scoring point of cand not condemned by dead (lowest index wins ties), into levels;
  * when every one is condemned, the best of them. Returns 0 when cand is empty. */
 static int argmax_points(const strategy *s, const bayes_models *m, const visited_set *cand,
@@ -588,8 +310,8 @@ static int argmax_points(const strategy *s, const bayes_models *m, const visited
     double *xs = xmalloc((size_t)n * (size_t)d * sizeof(double));
     double *score = xmalloc((size_t)n * sizeof(double));
     for (long i = 0; i < n; i++)
-        point_features(s, visited_point(cand, (size_t)i), xs + i * d);
-    score_points(m, xs, n, score);
+        bayes_point_features(s, visited_point(cand, (size_t)i), xs + i * d);
+    bayes_models_score(m, xs, n, score);
     long best = -1;
     for (int allow_dead = 0; allow_dead <= 1 && best < 0; allow_dead++)
         for (long i = 0; i < n; i++) {
@@ -631,7 +353,7 @@ static int bayes_propose(strategy *s, const observation *obs, int n_obs,
     }
 
     /* 2. Surrogates on the observations; 3. the believer on the pending points. */
-    const bayes_models *fit = found ? NULL : models_get(s, obs, n_obs, rc, n_rc);
+    const bayes_models *fit = found ? NULL : bayes_models_get(s, obs, n_obs, rc, n_rc);
     bayes_models bel = fit ? *fit : (bayes_models){0}; /* shallow: replaced below when pending */
     gp *bel_con[fit && fit->n_con ? fit->n_con : 1];
     if (fit && n_pending) {
@@ -639,7 +361,7 @@ static int bayes_propose(strategy *s, const observation *obs, int n_obs,
         double *mean = xmalloc((size_t)n_pending * sizeof(double)),
                *var = xmalloc((size_t)n_pending * sizeof(double));
         for (int i = 0; i < n_pending; i++)
-            point_features(s, pending[i], xp + (size_t)i * d);
+            bayes_point_features(s, pending[i], xp + (size_t)i * d);
         if (fit->obj) {
             bel.obj = gp_copy(fit->obj);
             gp_predict(fit->obj, xp, n_pending, mean, var);
@@ -723,16 +445,16 @@ static int bayes_rank(strategy *s, const observation *obs, int n_obs, const reso
                       int n_rc, int *order) {
     int d = s->d;
     if (n_obs == 0) return 0;
-    const bayes_models *m = models_get(s, obs, n_obs, rc, n_rc);
+    const bayes_models *m = bayes_models_get(s, obs, n_obs, rc, n_rc);
     if (!m->obj) return 0;
     double *x = xmalloc((size_t)n_obs * (size_t)d * sizeof(double));
     double *mean = xmalloc((size_t)n_obs * sizeof(double)),
            *var = xmalloc((size_t)n_obs * sizeof(double)),
            *lpf = xmalloc((size_t)n_obs * sizeof(double));
     for (int i = 0; i < n_obs; i++)
-        point_features(s, obs[i].levels, x + (size_t)i * d);
+        bayes_point_features(s, obs[i].levels, x + (size_t)i * d);
     gp_predict(m->obj, x, n_obs, mean, var);
-    models_log_pf(m, x, n_obs, 1, lpf);
+    bayes_models_log_pf(m, x, n_obs, 1, lpf);
     ranked *r = xmalloc((size_t)n_obs * sizeof(ranked));
     int n = 0;
     for (int i = 0; i < n_obs; i++) {
@@ -751,7 +473,7 @@ static int bayes_rank(strategy *s, const observation *obs, int n_obs, const reso
     return n;
 }
 
-/* The driver's measured noise: the objective GP's noise prior (models_fit). */
+/* The driver's measured noise: the objective GP's noise prior (strategy_bayes_models.c). */
 static void bayes_set_noise(strategy *s, double rel_noise) {
     s->rel_noise = isfinite(rel_noise) && rel_noise > 0.0 ? rel_noise : 0.0;
 }
