@@ -18,7 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runner.h"
 #include "util.h"
 
 /* TAIL_MAX: bytes of stdout kept to find the result line. */

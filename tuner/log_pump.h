@@ -9,6 +9,10 @@
 
 #include <stddef.h>
 
+/* A result line on stdout may be this long (the $TUNER_RESULT file may be longer); the pump
+ * notes the longest '{' line over it so that the result reader can say so. */
+#define RUNNER_RESULT_LINE_MAX (1 << 20)
+
 /* Copies the engine's output into the log, keeping the last bytes of stdout in `tail`.
  * Past its limit the log keeps its first head_max bytes and its last tail_max bytes:
  * output goes on being appended after the head, and whenever the part after the head has

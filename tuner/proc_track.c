@@ -11,7 +11,7 @@
  *
  * This is kept apart from runner.c because it is state of the whole tuner, not of one run:
  * the list of runs in flight, the strays, and the records in running_dir that let a later
- * sweep stop what a killed tuner left behind (runner_stop_recorded).
+ * sweep stop what a killed tuner left behind (track_stop_recorded).
  */
 #include "proc_track.h"
 
@@ -27,7 +27,6 @@
 
 #include "input.h"
 #include "proctree.h"
-#include "runner.h"
 #include "util.h"
 
 /* The runs in flight (started engines), so that reaping adopted orphans never takes the
@@ -300,7 +299,7 @@ int track_stop(tracked_run *t, double grace_s) {
     return SIGKILL;
 }
 
-void runner_cleanup(double grace_s) {
+void track_cleanup(double grace_s) {
     track_scan(1);
     /* Our children now: whatever is left of runs that are over (no run is in flight). */
     proc_info *ps;
@@ -368,7 +367,7 @@ void track_grace(double grace_s) {
     stray_grace_s = grace_s;
 }
 
-int runner_stop_recorded(const char *running_dir, double grace_s) {
+int track_stop_recorded(const char *running_dir, double grace_s) {
     DIR *d = opendir(running_dir);
     if (!d) return 0;
     int n_runs = 0;

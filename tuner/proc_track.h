@@ -3,8 +3,8 @@
  * For runner.c: the run handle embeds one tracked_run; track_begin puts it on the list of
  * runs in flight once the engine is forked, track_end takes it off once the engine is
  * reaped. In between, track_scan gives each process that left the engine's group to its
- * run, and track_stop ends them all. runner_cleanup and runner_stop_recorded (runner.h)
- * live here too.
+ * run, and track_stop ends them all. For the sweep: track_stop_recorded and
+ * track_cleanup.
  */
 #ifndef PROC_TRACK_H
 #define PROC_TRACK_H
@@ -56,5 +56,14 @@ void track_signal(tracked_run *t, int sig);
 /* Stop every process of the run: SIGTERM, then SIGKILL after grace_s; reap what is ours.
  * Returns the signal that finally ended it (SIGTERM or SIGKILL), 0 if all was gone. */
 int track_stop(tracked_run *t, double grace_s);
+
+/* Stop the processes that runs recorded in running_dir left alive (a tuner killed while
+ * they ran): SIGTERM, then SIGKILL after grace_s; each is reported on stderr. The records
+ * are removed. Returns how many runs had processes left. */
+int track_stop_recorded(const char *running_dir, double grace_s);
+
+/* Stop every process adopted from runs that are over and not stopped yet (call when no
+ * run is in flight any more, e.g. at the end of a sweep). */
+void track_cleanup(double grace_s);
 
 #endif

@@ -14,7 +14,7 @@
  *
  * Every process of a run is followed, not only its process group, and stopped when the run
  * ends: proc_track.c, which also stops what runs of a killed tuner left behind
- * (runner_stop_recorded) and what is left at the end of a sweep (runner_cleanup).
+ * (track_stop_recorded) and what is left at the end of a sweep (track_cleanup).
  */
 #include "runner.h"
 

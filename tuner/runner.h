@@ -24,6 +24,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "log_pump.h"
 #include "space.h"
 #include "strategy.h"
 
@@ -47,8 +48,6 @@ typedef struct {
 /* Logs: past the limit a log keeps its first and its last half, and a line in between
  * says how many bytes were cut. */
 #define RUNNER_LOG_LIMIT_DEFAULT (8LL << 20)
-/* A result line on stdout may be this long (the $TUNER_RESULT file may be longer). */
-#define RUNNER_RESULT_LINE_MAX (1 << 20)
 
 typedef struct {
     trial_status status;
@@ -71,16 +70,8 @@ typedef struct {
  * them (by parent, and by the TUNER_TRIAL of their environment) and stops every process
  * of a run when the run ends, however it ends. With running_dir, the run is recorded in
  * running_dir/<trial id> while it runs (its group, and each process that left the group
- * as it is found), so that a later sweep can stop what a killed tuner left behind. */
-
-/* Stop the processes that runs recorded in running_dir left alive (a tuner killed while
- * they ran): SIGTERM, then SIGKILL after grace_s; each is reported on stderr. The records
- * are removed. Returns how many runs had processes left. */
-int runner_stop_recorded(const char *running_dir, double grace_s);
-
-/* Stop every process adopted from runs that are over and not stopped yet (call when no
- * run is in flight any more, e.g. at the end of a sweep). */
-void runner_cleanup(double grace_s);
+ * as it is found), so that a later sweep can stop what a killed tuner left behind
+ * (proc_track.h: track_stop_recorded, track_cleanup). */
 
 /* Make the tuner a child subreaper (so orphaned grandchildren of the engine can be
  * reaped) and route SIGINT/SIGTERM/SIGHUP to a flag that the runner polls. */

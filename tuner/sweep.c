@@ -29,6 +29,7 @@
 #include "journal.h"
 #include "noise.h"
 #include "progress.h"
+#include "proc_track.h"
 #include "runner.h"
 #include "slurm.h"
 #include "space.h"
@@ -365,7 +366,7 @@ static int study_claim(sweep_state *s, const char *name, char *err, size_t errle
         if (got < 0 || (got == 0 && !opt->new_study)) break;
         if (got == 1 && (!opt->new_study || !study_exists(opt->out_dir, s->study))) {
             char *running = xasprintf("%s/running", s->dir);
-            runner_stop_recorded(running, opt->grace_s);
+            track_stop_recorded(running, opt->grace_s);
             free(running);
             /* Slurm jobs a killed sweep left in the queue (slurm.h) go before anything runs. */
             if (s->sp->slurm && slurm_cancel(s->study, -1, "left by an earlier sweep",
@@ -501,7 +502,7 @@ int sweep_main(const sweep_options *opt) {
     rc = sweep_loop(s);
 
 done:
-    if (s->runs_started > 0) runner_cleanup(opt->grace_s); /* what runs that are over left */
+    if (s->runs_started > 0) track_cleanup(opt->grace_s); /* what runs that are over left */
     study_unlock(s->lock_fd);
     free(s->running_dir);
     verify_plan_free(&s->plan);
