@@ -271,13 +271,11 @@ def load_assistant(P):
 
 
 def sweep_windows(native):
-    """The windows the evidence measures, largest first: the native one, the points of its
-    tuning range (native/4 .. native in steps of native/8, evalsets.window_range), native/8 and
-    native/16, and the fixed 384/256/192/128/64 below the native window (comparable across
-    models of different native windows)."""
-    from smallmodel.evalsets import window_range
-
-    ws = set(window_range(native)) | {native // 8, native // 16}
+    """The windows the evidence measures, largest first: the native one and native/8 ..
+    7 native/8 in steps of native/8 (the tuning range, evalsets.window_range, and the points
+    between), native/16, and the fixed 384/256/192/128/64 below the native window (comparable
+    across models of different native windows)."""
+    ws = {native * k // 8 for k in range(1, 9)} | {native // 16}
     ws |= {w for w in (384, 256, 192, 128, 64) if w < native}
     return sorted((w for w in ws if w >= 1), reverse=True)
 
@@ -411,10 +409,10 @@ def cmd_run(args):
 def cmd_select(args):
     """The variant to keep, on the TUNE records (the holdout records stay unseen by the choice):
     among the variants that meet the window criterion there (evalsets.window_criterion: over
-    the tuning range native/4 .. native the ppl rises strictly as the window shrinks, and the
-    smallest window costs at least 3 %), the one with the largest native window (the widest
-    speed range), ties to the lower ppl at the native window; when none meets it, the largest
-    smallest-window cost of all. Variants without evidence are listed as failed."""
+    the tuning range native, native/2, native/4, native/8 the ppl rises strictly as the window
+    shrinks, and the smallest window costs at least 3 %), the one whose window costs most
+    (the model that uses its context most); when none meets it, the largest cost of all.
+    Variants without evidence are listed as failed."""
     from smallmodel.evalsets import window_criterion
 
     summary, best = {}, None
@@ -436,9 +434,7 @@ def cmd_select(args):
         hist.pop("train", None)
         summary[name] = {"native_window": native, "tune": tune, "holdout": hold,
                          "evidence": ev, "target_history": hist}
-        ppl_native = tune["ppl"][0]
-        key = (tune["met"], native if tune["met"] else 0,
-               -ppl_native if tune["met"] else tune["cost"])
+        key = (tune["met"], tune["cost"])
         if best is None or key > best[0]:
             best = (key, name)
     summary = {"chosen": best[1] if best else None, "rule": cmd_select.__doc__.strip(),

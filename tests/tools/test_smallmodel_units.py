@@ -276,25 +276,26 @@ class WindowCriterionTest(unittest.TestCase):
         return [{"window": w, "ppl": p} for w, p in ppl_by_window.items()]
 
     def test_range(self):
-        self.assertEqual(evalsets.window_range(512), [512, 448, 384, 320, 256, 192, 128])
-        self.assertEqual(evalsets.window_range(128), [128, 112, 96, 80, 64, 48, 32])
+        self.assertEqual(evalsets.window_range(512), [512, 256, 128, 64])
+        self.assertEqual(evalsets.window_range(128), [128, 64, 32, 16])
 
     def test_met_needs_strict_rise_and_the_cost(self):
-        ws = evalsets.window_range(128)
-        rising = {w: 100 + (128 - w) / 16 for w in ws}  # 100 .. 106
-        c = evalsets.window_criterion(self.rows(rising) + [{"window": 16, "ppl": 200}], 128)
+        rising = {128: 100.0, 64: 101.0, 32: 102.5, 16: 106.0}
+        c = evalsets.window_criterion(self.rows(rising) + [{"window": 8, "ppl": 200}], 128)
         self.assertTrue(c["monotone"] and c["met"])
+        self.assertEqual(c["windows"], [128, 64, 32, 16])
         self.assertAlmostEqual(c["cost"], 0.06)
-        flat_top = {**rising, 112: 100.0}
+        flat_top = {**rising, 64: 100.0}
         self.assertFalse(evalsets.window_criterion(self.rows(flat_top), 128)["met"])
-        small = {w: 100 + (128 - w) / 64 for w in ws}  # 1.5 % at the bottom
+        small = {128: 100.0, 64: 100.5, 32: 101.0, 16: 102.0}  # 2 % at the bottom
         c = evalsets.window_criterion(self.rows(small), 128)
         self.assertTrue(c["monotone"])
         self.assertFalse(c["met"])
 
     def test_missing_window_is_an_error(self):
-        with self.assertRaisesRegex(ValueError, r"lacks the range's windows \[48, 32\]"):
-            evalsets.window_criterion(self.rows({w: 1.0 for w in (128, 112, 96, 80, 64)}), 128)
+        with self.assertRaisesRegex(ValueError, r"lacks the range's windows \[32, 16\]"):
+            evalsets.window_criterion(self.rows({128: 1.0, 64: 1.0}), 128)
+
 
 class TokenizerJsonTest(unittest.TestCase):
     def test_layout(self):
