@@ -195,6 +195,7 @@ def stage_target(args, docs, P, budget_s):
                     "copy_aug": args.copy_aug, "layout": args.layout,
                     "rename_p": args.rename_p, "rename_copies": args.rename_copies,
                     "repeat_aug": args.repeat_aug, "sliding_window": args.sliding_window,
+                    "device": torch.cuda.get_device_name(0),
                     "extra": args.extra, "brown_share": args.brown_share,
                     "brown_train_tokens": sum(len(x) for x in train_ids[:n_brown]),
                     "train_tokens": sampler.n_tokens})
