@@ -17,7 +17,7 @@ Architecture (Gemma4TextConfig; E4B's value in brackets):
                                   layers; in the late-full layout the full layers can do all of
                                   it, out of the window knob's reach.
 Training: random windows of whole training documents (<bos> + 2047 tokens, so every sliding
-layer sees far past its 512-token window and long context pays), AdamW, bf16 autocast, a
+layer sees far past its window and long context pays), AdamW, bf16 autocast, a
 cosine schedule over a step count fixed from the measured speed and the time budget, dropout
 on the residual branches (added by forward hooks; the weights stay plain Gemma 4), and the
 checkpoint with the best validation loss kept. Optional augmentations: augment.py.
