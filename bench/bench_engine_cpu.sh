@@ -71,7 +71,7 @@ bench_model_threads() {
     dtps=$(jget "$r" decode_tps)
     ptps=$(jget "$r" prefill_tps)
     ppl_v=$(jget "$r" ppl)
-    pps=$(awk -v p="$(ppl_positions "$ppl")" -v s="$(jget "$r" ppl_s)" 'BEGIN{printf "%.1f", s > 0 ? p / s : 0}')
+    pps=$(awk -v p="$(ppl_positions "$ppl")" -v s="$(jget "$r" ppl_s)" 'BEGIN{printf "%.1f", (s > 0 ? p / s : 0)}')
     floor=$(awk -v bw="$bw" -v b="$bpt" 'BEGIN{printf "%.1f", bw * 1e9 / b}')
     share=$(awk -v d="$dtps" -v f="$floor" 'BEGIN{printf "%.1f %%", 100 * d / f}')
     rows+=("| $name | $th | $(awk -v b="$bpt" 'BEGIN{printf "%.2f MB", b / 1e6}') | $floor | $(printf %.1f "$tps") | $(printf %.1f "$dtps") | $share | $(printf %.1f "$ptps") | $pps | $ppl_v |")
