@@ -493,8 +493,8 @@ def main():
     r.add_argument("--rename-copies", type=int, default=4,
                    help="renamed copies made of each training document")
     r.add_argument("--sliding-window", type=int, default=512,
-                   help="the target's native sliding window (its tuning range is a quarter of "
-                        "it up to it)")
+                   help="the target's native sliding window (its tuning range: it, its half, "
+                        "quarter and eighth; evalsets.window_range)")
     r.add_argument("--extra", action="store_true",
                    help="train also on DATA/extra_docs.jsonl (prepare --kjv-text/--node-modules)")
     r.add_argument("--brown-share", type=float, default=None,

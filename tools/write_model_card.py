@@ -18,7 +18,7 @@ import os
 import re
 import sys
 
-from smallmodel.evalsets import window_criterion, window_response
+from smallmodel.evalsets import window_criterion, window_range, window_response
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -129,7 +129,7 @@ def main():
     native = ev["native_window"]
     ok_h, line_h = window_check(ev["ppl_window_holdout"], native)
     ok_t, line_t = window_check(ev["ppl_window_tune"], native)
-    levels = window_criterion(ev["ppl_window_holdout"], native)["windows"]
+    levels = window_range(native)
     rep = ev["acceptance_replay"]
     chosen = rep["chosen_top_k"]
     rep_rows = rep["by_top_k"][str(chosen)]
@@ -181,8 +181,9 @@ def main():
                 for w in sorted({w for _, w in by_eng}, reverse=True)]
     eng_worst = max(abs(r["relative_difference"]) for r in eng["rows"])
     sel, nat_rows = native_rows(args.logs)
-    sel_note = ""
+    native_section = ""
     if sel:
+        sel_note = ""
         met = {n: v for n, v in sel["variants"].items() if "failed" not in v and v["tune"]["met"]}
         best = min(met, key=lambda n: met[n]["holdout"]["ppl"][0]) if met else None
         if best and best != sel["chosen"]:
@@ -190,12 +191,10 @@ def main():
             sel_note = (f" {best} has the lower held-out perplexity ({b['holdout']['ppl'][0]:.2f} "
                         f"against {c['holdout']['ppl'][0]:.2f}); the rule keeps the model whose window "
                         "matters most.")
-    native_section = ""
-    if sel:
         native_section = f"""
 ## The native window
 
-Four targets were trained side by side on one GPU, same recipe and time, differing in the
+{len(sel['variants'])} targets were trained side by side on one GPU, same recipe and time, differing in the
 native window and in how often Brown is drawn (records: `docs/small_model/native_window/`).
 `train_small_model.py select` keeps, on the tune records, the one whose smallest window costs
 most among those that meet the criterion. Held-out and tune perplexity at the native window
@@ -206,7 +205,7 @@ and its half, quarter and eighth:
 At a native window of 512 or 256 the model draws almost nothing from beyond 128 tokens, as
 every target trained on Brown alone did (below); what it reads from context lies within the last
 few dozen tokens. So the knob's range sits at 128 and below, where its cost is real, and the
-native window is 128. E4B's own range in the record, 128-256 of a native 512, is a quarter to a
+native window is {native}. E4B's own range in the record, 128-256 of a native 512, is a quarter to a
 half of its window; here the range goes down to an eighth, because this model's use of context
 is shorter.{sel_note}
 """
