@@ -13,7 +13,8 @@
  *
  *   matvec_q_check              everything above; prints PASS or FAIL last
  *   matvec_q_check --sanitize   small shapes, checks only (for compute-sanitizer)
- *   matvec_q_check --sweep      also times every form of the int8 kernel (rows a warp, warps a
+ *   matvec_q_check --sweep      also times forms of the int4 kernel (tiles a block, warps a
+ *                               block) and every form of the int8 one (rows a warp, warps a
  *                               block, row sets a block, x staged or read through L1)
  *   matvec_q_check --nopdl      times without programmatic dependent launch
  *   matvec_q_check --one S F N  five launches of shape S, format F (indices), n inputs, unchecked
@@ -415,6 +416,20 @@ int main(int argc, char **argv) {
                 printf("%-8s %-10s %2d %9.2f %11.0f %8.0f %6.1f%% %9.2f %s\n", shapes[si].name,
                        fmt_name(fmts[fi]), n, us, moved(&p, n), gbs, 100.0 * gbs / copy_gbs,
                        us / t1, n == 1 ? verdict : "");
+            }
+            if (sweep && fmts[fi].dtype == KQ_INT4 && fmts[fi].group == 32) {
+                const int Ts[] = {1, 2}, Ws[] = {2, 4, 5, 8};
+                for (int ni = 0; ni < 4; ni++) {
+                    const int n = ns[ni];
+                    for (int a = 0; a < 2; a++)
+                        for (int b = 0; b < 4; b++) {
+                            k_matvec_q4_set_form(Ts[a], Ws[b]);
+                            printf("    sweep %-8s %-10s n=%d T=%d W=%d %9.2f us\n",
+                                   shapes[si].name, fmt_name(fmts[fi]), n, Ts[a], Ws[b],
+                                   time_launch(&p, &o, n));
+                        }
+                    k_matvec_q4_set_form(0, 0);
+                }
             }
             if (sweep && fmts[fi].dtype == KQ_INT8) {
                 const int Rs[] = {1, 2, 4}, wbs[] = {2, 4, 8}, sets[] = {1, 2, 4};

@@ -568,3 +568,7 @@ extern "C" int k_matvec_q_set_form(int rows_per_warp, int warps_per_block, int s
     q_force_sets = sets_per_block;
     return 0;
 }
+
+extern "C" int k_matvec_q4_set_form(int tiles_per_block, int warps_per_block) {
+    return q4_set_form(tiles_per_block, warps_per_block);
+}

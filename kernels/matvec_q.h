@@ -92,6 +92,13 @@ int k_dequant_q(cudaStream_t s, const k_qmat *w, float *out);
  * changes nothing) for other values. */
 int k_matvec_q_set_form(int rows_per_warp, int warps_per_block, int sets_per_block, int stage);
 
+/* The form of the next int4 launches, for benchmarks: tiles_per_block 1 or 2 (16 rows each),
+ * warps_per_block 1 .. 8 (the split of a row's columns; capped at its 128-column blocks); 0 for
+ * the launcher's choice (matvec_q4.cu). The split is part of a row's summation order, so a forced
+ * one changes the results' last bits (each form still gives a verify pass its decode bits).
+ * Returns -1 (and changes nothing) for other values. */
+int k_matvec_q4_set_form(int tiles_per_block, int warps_per_block);
+
 #ifdef __cplusplus
 }
 #endif

@@ -325,8 +325,11 @@ static int q4_sms(void) {
 /* Warps a block for a row of cols columns: its 128-column blocks dealt evenly where 8 .. 4 warps
  * can (E4B: 2560 columns, 20 blocks -> 5 warps; 10240 -> 8; 2048 -> 8). A function of cols
  * alone: the split is part of a row's summation order. */
+static int q4_force_t = 0, q4_force_w = 0;
+
 static int q4_warps(int cols) {
     const int nkb = cols / 128;
+    if (q4_force_w) return q4_force_w < nkb ? q4_force_w : nkb;
     if (nkb <= 8) return nkb;
     for (int w = 8; w >= 4; w--)
         if (nkb % w == 0) return w;
@@ -342,7 +345,7 @@ int q4_matvec(cudaStream_t s, const k_qseg *segs, int n_segs, const float *x, in
     for (int i = 0; i < n_segs; i++)
         tiles += (segs[i].w.rows + 15) / 16;
     /* T tiles a block: two where that still gives every multiprocessor two blocks or more */
-    const int T = tiles >= 4L * q4_sms() ? 2 : 1;
+    const int T = q4_force_t ? q4_force_t : tiles >= 4L * q4_sms() ? 2 : 1;
     const int budget = Q4_SMEM / 4 / W; /* words a warp */
     int P = (budget / (3 * n) - 8) / 64;
     if (P > nr) P = nr;
@@ -363,6 +366,14 @@ int q4_matvec(cudaStream_t s, const k_qseg *segs, int n_segs, const float *x, in
     k_launch_ex(q4_kernel(T, NB, gs), dim3((unsigned)blocks), dim3(32 * W), 0,
                 (size_t)W * region * 4, s, L, x + (size_t)t0 * cols, cols, n, P, region);
     K_CHECK_LAUNCH();
+    return 0;
+}
+
+int q4_set_form(int tiles_per_block, int warps_per_block) {
+    if (tiles_per_block < 0 || tiles_per_block > 2 || warps_per_block < 0 || warps_per_block > 8)
+        return -1;
+    q4_force_t = tiles_per_block;
+    q4_force_w = warps_per_block;
     return 0;
 }
 

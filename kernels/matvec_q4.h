@@ -9,6 +9,9 @@
  * caller: int4, one cols and group); segment i's outputs at its y + t0 * rows. Returns 0. */
 int q4_matvec(cudaStream_t s, const k_qseg *segs, int n_segs, const float *x, int t0, int n);
 
+/* k_matvec_q4_set_form's work (matvec_q.h). */
+int q4_set_form(int tiles_per_block, int warps_per_block);
+
 /* out = the matrix as fp32 row-major (validated by the caller). */
 void q4_dequant(cudaStream_t s, const k_qmat *w, float *out);
 
