@@ -40,7 +40,8 @@ typedef struct {
     tile4x4_fn tile4x4;   /* out[t * ostride + k] = sum w[k * cols + i] * x[t * cols + i] for
                              k, t < 4; NULL where dot4_f32 is as good */
     cvt_f16_fn cvt_f16;   /* dst[i] = src[i] as fp32, src in IEEE half */
-    int chunk; /* chunks of more than CPU_CHUNK_MIN rows take backend_cpu_gemm.c's kernels */
+    int chunk;      /* chunks of more than CPU_CHUNK_MIN rows take backend_cpu_gemm.c's kernels */
+    quant_isa qisa; /* the build of quant_matmul for int8 / int4 weights: the same ISA */
 } cpu_state;
 
 /* Below this many multiply-adds (~10 us of one core) a loop runs on one thread: waking the
@@ -289,6 +290,7 @@ static void kernels_select(cpu_state *st) {
     st->dot_f32 = dot_f32;
     st->dot4_f32 = dot4_f32;
     st->cvt_f16 = cvt_f16;
+    st->qisa = QUANT_ISA_PORTABLE;
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
     int allow512 = !cap || !strcmp(cap, "avx512"), allow2 = allow512 || !strcmp(cap, "avx2");
@@ -299,11 +301,13 @@ static void kernels_select(cpu_state *st) {
         st->dot4_f32 = dot4_f32_avx512;
         st->tile4x4 = tile4x4_avx512;
         st->chunk = cpu_chunk_supported();
+        st->qisa = QUANT_ISA_AVX512;
     } else if (allow2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         st->isa = "avx2";
         st->dot_bf16 = dot_bf16_avx2;
         st->dot_f32 = dot_f32_avx2;
         st->dot4_f32 = dot4_f32_avx2;
+        st->qisa = QUANT_ISA_AVX2;
     }
     if (strcmp(st->isa, "portable") && __builtin_cpu_supports("f16c")) st->cvt_f16 = cvt_f16_f16c;
 #else
@@ -349,7 +353,7 @@ static void cpu_matmul(backend *b, float *out, const tensor *w, const float *x, 
     const cpu_state *st = state_of(b);
     const int rows = w->rows, cols = w->cols;
     if (w->q) { /* int8 / int4 (DT_Q8 / DT_Q4): each row computed alone, whatever n */
-        quant_matmul(w->q, x, n, out, st->n_threads);
+        quant_matmul_isa(w->q, x, n, out, st->n_threads, st->qisa);
         return;
     }
     if (n > MATMUL_ROWWISE_MAX && st->chunk) {

@@ -1,16 +1,14 @@
-/* quant.c: the int8 / int4 group quantizer, its layout, and the CPU products over it (quant.h
- * has the rule, the layout and why).
+/* quant.c: the int8 / int4 group quantizer, its layout, and the scalar reference product over
+ * it (quant.h has the rule, the layout and why).
  *
  * The quantizer is written so that it is reproducible to the bit: fp32 only, one division per
  * value, rintf (round half to even in the default rounding mode), no reassociation, and no
  * dependence on the thread count (rows are independent). tools/quantize_checkpoint.py does the
  * same operations in numpy float32.
  *
- * The product widens one row to fp32 once (int -> float is exact), then for each input row
- * dots each group with `omp simd` (the sum may be reordered into vector lanes) and adds the
- * group sum times its scale. The scalar reference does the same arithmetic in plain order. */
+ * The products are in quant_matmul.c; the scalar reference here does their arithmetic in
+ * plain order: per group the widened values dotted with x, then the group sum times its scale. */
 #include <math.h>
-#include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +16,7 @@
 #include "quant.h"
 #include "util.h"
 
-/* Below this many multiply-adds a product runs on one thread (as backend_cpu.c). */
+/* Below this many values a quantization runs on one thread (as backend_cpu.c's loops). */
 #define QUANT_PARALLEL(work) ((work) >= (1u << 18))
 
 static float bf16_f32(uint16_t h) {
@@ -224,8 +222,7 @@ float quant_scale(const quant_matrix *m, int r, int g) {
     return bf16_f32(m->scales[(size_t)r * (size_t)(m->cols / m->group) + (size_t)g]);
 }
 
-/* Row r's integer values as fp32 (exact) into out[cols]. */
-static void row_values(const quant_matrix *m, int r, float *out) {
+void quant_row_values(const quant_matrix *m, int r, float *out) {
     const uint8_t *row = m->q + (size_t)r * m->row_bytes;
     if (m->dtype == QUANT_INT8) {
 #pragma omp simd
@@ -241,44 +238,12 @@ static void row_values(const quant_matrix *m, int r, float *out) {
 }
 
 void quant_dequant_row(const quant_matrix *m, int r, float *out) {
-    row_values(m, r, out);
+    quant_row_values(m, r, out);
     const int G = m->group;
     for (int g = 0; g < m->cols / G; g++) {
         const float s = quant_scale(m, r, g);
         for (int i = 0; i < G; i++)
             out[g * G + i] *= s;
-    }
-}
-
-static float dot_group(const float *w, const float *x, int n) {
-    float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-    for (int i = 0; i < n; i++)
-        s += w[i] * x[i];
-    return s;
-}
-
-void quant_matmul(const quant_matrix *m, const float *x, int n, float *y, int n_threads) {
-    const int rows = m->rows, cols = m->cols, G = m->group, groups = cols / G;
-    const size_t work = (size_t)rows * (size_t)cols * (size_t)(n > 0 ? n : 0);
-    if (n <= 0) return;
-    if (n_threads <= 0) n_threads = omp_get_max_threads();
-#pragma omp parallel num_threads(n_threads) if (QUANT_PARALLEL(work))
-    {
-        float *w = xmalloc((size_t)cols * sizeof(float));
-#pragma omp for schedule(static)
-        for (int r = 0; r < rows; r++) {
-            row_values(m, r, w);
-            const uint16_t *sc = m->scales + (size_t)r * (size_t)groups;
-            for (int t = 0; t < n; t++) {
-                const float *xt = x + (size_t)t * (size_t)cols;
-                float acc = 0.0f;
-                for (int g = 0; g < groups; g++)
-                    acc += bf16_f32(sc[g]) * dot_group(w + (size_t)g * G, xt + (size_t)g * G, G);
-                y[(size_t)t * (size_t)rows + (size_t)r] = acc;
-            }
-        }
-        free(w);
     }
 }
 

@@ -126,11 +126,30 @@ float quant_scale(const quant_matrix *m, int r, int g);
 /* Row r dequantized into out[cols] (q * s, exact in fp32). */
 void quant_dequant_row(const quant_matrix *m, int r, float *out);
 
+/* Row r's integer values as fp32 (exact) into out[cols]. */
+void quant_row_values(const quant_matrix *m, int r, float *out);
+
+/* The CPU builds of the product (quant_matmul.c): portable C, AVX2+FMA, AVX-512F. */
+typedef enum { QUANT_ISA_PORTABLE = 0, QUANT_ISA_AVX2 = 1, QUANT_ISA_AVX512 = 2 } quant_isa;
+
+/* "portable", "avx2", "avx512". */
+const char *quant_isa_name(quant_isa isa);
+/* Whether this CPU (and this build) runs isa. */
+int quant_isa_supported(quant_isa isa);
+/* The fastest build this CPU runs, capped by GEMMA_CPU_ISA=portable|avx2|avx512 when set (as
+ * the CPU backend's kernels are). */
+quant_isa quant_isa_best(void);
+
 /* y[t][r] = sum_c W[r][c] * x[t][c] for t < n: x is [n][cols], y is [n][rows]. Per group the
  * int values are widened to fp32 and dotted with x in fp32, and the group sum is multiplied by
- * its scale. OpenMP over rows with n_threads threads (0: OpenMP's default; small products run
- * on one thread). */
+ * its scale. A row's result depends on neither n nor the thread count (each build fixes its
+ * own summation order; builds differ from each other and from quant_matmul_ref by rounding).
+ * OpenMP over rows with n_threads threads (0: OpenMP's default; small products run on one
+ * thread). quant_matmul_isa runs the build isa (portable where this CPU lacks it),
+ * quant_matmul the one quant_isa_best names. */
 void quant_matmul(const quant_matrix *m, const float *x, int n, float *y, int n_threads);
+void quant_matmul_isa(const quant_matrix *m, const float *x, int n, float *y, int n_threads,
+                      quant_isa isa);
 
 /* The same product as plain sequential scalar code (the tests' reference for quant_matmul). */
 void quant_matmul_ref(const quant_matrix *m, const float *x, int n, float *y);
