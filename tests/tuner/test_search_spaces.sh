@@ -21,14 +21,14 @@ done
 
 # The embedded default: bayes over the four knobs, a relative ppl budget, holdout verification.
 expect_contains default.plan "engine:     ../build/engine/engine bench ../models/gemma4-tiny --data data/gemma4-tiny-quick"
-expect_contains default.plan "space:      4 knobs, 900 points; strategy bayes"
+expect_contains default.plan "space:      5 knobs, 2700 points; strategy bayes"
 expect_contains default.plan "constraint: ppl <= 1.05 * baseline"
 expect_contains default.plan "on the holdout prompts"
 expect_contains default.plan "baseline:   SLIDING_WINDOW=128,NUM_SPECULATIVE_TOKENS=0,CENTROID_TOP_K=2,LM_HEAD_KEEPSET=0"
 # Its GPU form (run.sh's choice where a GPU is): the engine on the GPU, and the same knobs,
 # constraint and verification as the default (only the budget and the engine line differ).
 expect_contains default_gpu.plan "--device cuda"
-expect_contains default_gpu.plan "space:      4 knobs, 900 points; strategy bayes"
+expect_contains default_gpu.plan "space:      5 knobs, 2700 points; strategy bayes"
 tail_of() { sed -n '/^constraints:/,$p' "$1" | grep -v '^budget:'; }
 diff <(tail_of "$S/default.yaml") <(tail_of "$S/default_gpu.yaml") ||
     fail "default_gpu.yaml's knobs, constraint or verification differ from default.yaml's"
