@@ -3,9 +3,8 @@
 # shipped small model on the CPU (search_spaces/default.yaml: Bayesian search over the sliding
 # window, speculative tokens, centroid top-k, lm-head keepset and weight precision, then the best
 # candidates re-run on held-out prompts, each run paired with a run of the baseline), writes the
-# report,
-# and ends by printing the manifest path, the chosen knobs, the measured and verified tps and
-# ppl, the answer (the speed-up over the baseline with its interval, or the baseline itself
+# report, and ends by printing the manifest path, the chosen knobs, the measured and verified tps
+# and ppl, the answer (the speed-up over the baseline with its interval, or the baseline itself
 # when no setting was measurably faster), and the report's path.
 #
 # Where nvidia-smi sees an NVIDIA GPU the engine runs there (search_spaces/default_gpu.yaml: the
