@@ -19,6 +19,10 @@
 #   bench/bench_precision_gpu.sh [RESULTS_DIR]   (default build-gpu/bench-precision)
 #   GPU_BIN_DIR=DIR: use prebuilt DIR/engine and DIR/decode_profile instead of building
 #   WORK_DIR=DIR: where the random E4B model is written (default /tmp/e4b-random, ~15 GB)
+#   PRECISIONS="bf16 int4:32": only these weights[:group] (default: bf16 int8:32 int4:32 int4:128),
+#   HEADS="keep": only these heads (default: full keep), PROFILE_RUNS=0: no kernel-family split -
+#   a shorter run; the page then holds the rows measured (bf16 full is always run: the ratios'
+#   base)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -54,15 +58,24 @@ run() { # name env...: one engine bench on the random model
     { tail -n 5 "$RES/$name.err" >&2; echo "bench_precision_gpu: $name FAILED" >&2; exit 1; }
   echo "$name: $(tail -n 1 "$RES/$name.out" | cut -c1-160)"
 }
-for prec in bf16 int8:32 int4:32 int4:128; do
+rm -f "$RES"/*_full.out "$RES"/*_keep.out "$RES"/*_profile.err
+run bf16_full WEIGHT_DTYPE=bf16 HEAD_DTYPE=bf16
+for prec in ${PRECISIONS:-bf16 int8:32 int4:32 int4:128}; do
   dt=${prec%%:*} g=${prec#*:}
   [[ $prec == bf16 ]] && g=32
   name=${dt}_g$g
   [[ $dt == bf16 ]] && name=bf16
-  run "${name}_full" WEIGHT_DTYPE="$dt" WEIGHT_GROUP="$g" HEAD_DTYPE="$dt"
-  run "${name}_keep" WEIGHT_DTYPE="$dt" WEIGHT_GROUP="$g" HEAD_DTYPE="$dt" LM_HEAD_KEEPSET=12000
+  for head in ${HEADS:-full keep}; do
+    [[ $name == bf16 && $head == full ]] && continue
+    if [[ $head == full ]]; then
+      run "${name}_full" WEIGHT_DTYPE="$dt" WEIGHT_GROUP="$g" HEAD_DTYPE="$dt"
+    else
+      run "${name}_keep" WEIGHT_DTYPE="$dt" WEIGHT_GROUP="$g" HEAD_DTYPE="$dt" LM_HEAD_KEEPSET=12000
+    fi
+  done
 done
-for name in bf16 int4_g32; do
+[[ ${PROFILE_RUNS:-1} == 0 ]] && PROFILED="" || PROFILED="bf16 int4_g32"
+for name in $PROFILED; do
   dt=${name%%_*}
   env GEMMA_CUDA_PROFILE=1 ENGINE_DEVICE=cuda WARMUP_NUM_PROMPTS=0 MAX_NEW_TOKENS=64 \
     WEIGHT_DTYPE="$dt" WEIGHT_GROUP=32 HEAD_DTYPE="$dt" LM_HEAD_KEEPSET=12000 "$ENGINE" bench \
@@ -81,8 +94,9 @@ names = ["bf16", "int8_g32", "int4_g32", "int4_g128"]
 rows, got = [], {}
 for n in names:
     for h in ["full", "keep"]:
-        r = last(f"{n}_{h}.out")
-        got[(n, h)] = r
+        if os.path.exists(os.path.join(res, f"{n}_{h}.out")):
+            got[(n, h)] = last(f"{n}_{h}.out")
+runs = [(n, h) for n in names for h in ["full", "keep"] if (n, h) in got]
 b0 = got[("bf16", "full")]["decode_tps"]
 out = ["# GPU benchmark: weight precision", "",
        f"Written whole by `{command.strip()}` (its header says what it runs); the raw logs stay in "
@@ -96,8 +110,7 @@ out = ["# GPU benchmark: weight precision", "",
        "| weights | head | decode tokens/s | vs bf16 full | prefill tokens/s | weight bytes / token | "
        "floor tokens/s | share of floor | step | over the floor |",
        "|---|---|---|---|---|---|---|---|---|---|"]
-for n in names:
-    for h in ["full", "keep"]:
+for n, h in runs:
         r = got[(n, h)]
         wb = r["weight_bytes_per_token"]
         floor = bw * 1e9 / wb
@@ -108,12 +121,13 @@ for n in names:
                    f"{1e3 / d - 1e3 / floor:.3f} ms |")
 out += ["", "Targets (same GPU, same run): int4 + keepset decode at least 2.5x bf16 decode, int8 "
         "at least 1.7x.", ""]
-i4 = got[("int4_g32", "keep")]["decode_tps"] / b0
-i8 = got[("int8_g32", "keep")]["decode_tps"] / b0
-out.append(f"Measured: int4 g32 + keepset {i4:.2f}x, int8 g32 + keepset {i8:.2f}x the bf16 "
-           f"full-head decode.")
-out += ["", "## The decode step by kernel family (GEMMA_CUDA_PROFILE=1: graphs off, every op timed)", ""]
-for n in ["bf16", "int4_g32"]:
+measured = [f"{n.replace('_g', ' g')} + keepset {got[(n, 'keep')]['decode_tps'] / b0:.2f}x"
+            for n in ("int4_g32", "int8_g32") if (n, "keep") in got]
+out.append(f"Measured: {', '.join(measured)} the bf16 full-head decode.")
+profiled = [n for n in ["bf16", "int4_g32"] if os.path.exists(os.path.join(res, f"{n}_profile.err"))]
+if profiled:
+    out += ["", "## The decode step by kernel family (GEMMA_CUDA_PROFILE=1: graphs off, every op timed)", ""]
+for n in profiled:
     err = rd(f"{n}_profile.err")
     i = err.find("cuda profile")
     out += [f"{n}, keepset 12000:", "", "```", (err[i:] if i >= 0 else err[-2000:]).strip(), "```", ""]
@@ -125,8 +139,7 @@ out += ["## Projection to other GPUs (arithmetic, not a measurement)", "",
 nominal = {"H100": 3350.0, "H200": 4800.0}
 eff = next((bw / v for k, v in nominal.items() if k in gpu), 0.9)
 eff = min(eff, 0.95)
-for n in names:
-    for h in ["full", "keep"]:
+for n, h in runs:
         r = got[(n, h)]
         wb = r["weight_bytes_per_token"]
         over = 1 / r["decode_tps"] - wb / (bw * 1e9)
