@@ -125,8 +125,9 @@ measured = [f"{n.replace('_g', ' g')} + keepset {got[(n, 'keep')]['decode_tps'] 
             for n in ("int4_g32", "int8_g32") if (n, "keep") in got]
 out.append(f"Measured: {', '.join(measured)} the bf16 full-head decode.")
 profiled = [n for n in ["bf16", "int4_g32"] if os.path.exists(os.path.join(res, f"{n}_profile.err"))]
+out.append("")
 if profiled:
-    out += ["", "## The decode step by kernel family (GEMMA_CUDA_PROFILE=1: graphs off, every op timed)", ""]
+    out += ["## The decode step by kernel family (GEMMA_CUDA_PROFILE=1: graphs off, every op timed)", ""]
 for n in profiled:
     err = rd(f"{n}_profile.err")
     i = err.find("cuda profile")
