@@ -371,18 +371,6 @@ static q_fn q_kernel(int R, int n, bool st) {
     return st ? q_kernel_st<true>(R, n) : q_kernel_st<false>(R, n);
 }
 
-static int q_sms(void) {
-    static int sms = 0;
-    if (!sms) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-            sms < 1)
-            sms = 132;
-    }
-    return sms;
-}
-
 static int q_force_r = 0, q_force_wb = 0, q_force_sets = 0, q_force_stage = 0;
 
 struct q_form {
@@ -520,7 +508,7 @@ extern "C" int k_dequant_q(cudaStream_t s, const k_qmat *w, float *out) {
     }
     const size_t words = (size_t)w->rows * w->cols / 4;
     const unsigned most =
-        8u * (unsigned)q_sms(); /* a grid-stride loop: 8 blocks a multiprocessor */
+        8u * (unsigned)k_sm_count(); /* a grid-stride loop: 8 blocks a multiprocessor */
     const unsigned blocks = words < 256u * most ? k_blocks(words, 256) : most;
     k_launch(dequant_q_kernel, dim3(blocks), dim3(256), s, (const uint32_t *)w->q, w->scales, out,
              words, w->cols, w->group);

@@ -310,18 +310,6 @@ static void q4_allow_smem(void) {
     done = 1;
 }
 
-static int q4_sms(void) {
-    static int sms = 0;
-    if (!sms) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-            sms < 1)
-            sms = 132;
-    }
-    return sms;
-}
-
 /* Warps a block for a row of cols columns: its 128-column blocks dealt evenly where 8 .. 4 warps
  * can (E4B: 2560 columns, 20 blocks -> 5 warps; 10240 -> 8; 2048 -> 8). A function of cols
  * alone: the split is part of a row's summation order. */
@@ -345,7 +333,7 @@ int q4_matvec(cudaStream_t s, const k_qseg *segs, int n_segs, const float *x, in
     for (int i = 0; i < n_segs; i++)
         tiles += (segs[i].w.rows + 15) / 16;
     /* T tiles a block: two where that still gives every multiprocessor two blocks or more */
-    const int T = q4_force_t ? q4_force_t : tiles >= 4L * q4_sms() ? 2 : 1;
+    const int T = q4_force_t ? q4_force_t : tiles >= 4L * k_sm_count() ? 2 : 1;
     const int budget = Q4_SMEM / 4 / W; /* words a warp */
     int P = (budget / (3 * n) - 8) / 64;
     if (P > nr) P = nr;
@@ -437,7 +425,8 @@ __global__ void q4_pack_scales_kernel(unsigned *dst, const uint16_t *sc, size_t 
 }
 
 static unsigned q4_grid(size_t items) {
-    const size_t most = 8u * (size_t)q4_sms(); /* a grid-stride loop: 8 blocks a multiprocessor */
+    const size_t most =
+        8u * (size_t)k_sm_count(); /* a grid-stride loop: 8 blocks a multiprocessor */
     const size_t need = (items + 255) / 256;
     return (unsigned)(need < most ? (need ? need : 1) : most);
 }
