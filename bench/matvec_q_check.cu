@@ -1,9 +1,7 @@
-/* matvec_q_check: checks and times kernels/matvec_q.h's products (k_matvec_q: int4 on the tensor
- * cores, matvec_q4.cu; int8 on the CUDA cores, matvec_q.cu) on Gemma 4 E4B's decode shapes, int4
- * with groups of 32, 64 and 128 and int8 with groups of 128, n = 1 .. 9 inputs.
+/* matvec_q_check: checks and times kernels/matvec_q.cu (k_matvec_q) on Gemma 4 E4B's decode
+ * shapes, int4 with groups of 32, 64 and 128 and int8 with groups of 128, n = 1 .. 9 inputs.
  *
- * For every shape and format: random weights, scales and inputs in the host layout, packed into
- * the device layout on the device (k_qmat_pack); the n = 1 outputs of each input
+ * For every shape and format: random weights, scales and inputs; the n = 1 outputs of each input
  * against a CPU double-precision reference (|y - ref| <= 1e-4 * sum_c |w x|); the outputs of every
  * launch of n = 2 .. 9 inputs against the n = 1 outputs, bit for bit; then the time of a launch at
  * n = 1, 2, 4 and 8 (cudaEvents over many launches, programmatic dependent launch on as in the
@@ -13,16 +11,14 @@
  *
  *   matvec_q_check              everything above; prints PASS or FAIL last
  *   matvec_q_check --sanitize   small shapes, checks only (for compute-sanitizer)
- *   matvec_q_check --sweep      also times forms of the int4 kernel (tiles a block, warps a
- *                               block) and every form of the int8 one (rows a warp, warps a
- *                               block, row sets a block, x staged or read through L1)
+ *   matvec_q_check --sweep      also times every form (rows a warp, warps a block, row sets a
+ *                               block, x staged or read through L1) for int4 g32 and int8 g128
  *   matvec_q_check --nopdl      times without programmatic dependent launch
  *   matvec_q_check --one S F N  five launches of shape S, format F (indices), n inputs, unchecked
  *
  * Build (from the repository root):
  *   nvcc -O3 -std=c++17 -arch=sm_90 -Xcompiler=-Wall,-Wextra,-fopenmp -Werror=all-warnings
- *        -Ikernels bench/matvec_q_check.cu kernels/matvec_q.cu kernels/matvec_q4.cu
- *        kernels/kcommon.cu
+ *        -Ikernels bench/matvec_q_check.cu kernels/matvec_q.cu kernels/kcommon.cu
  *        -o matvec_q_check -lgomp */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -93,7 +89,7 @@ struct problem {
     uint8_t *hq;
     uint16_t *hs;
     float *hx;
-    void *dq, *dpk; /* the host layout on the device, and the device layout */
+    void *dq;
     uint16_t *ds;
     float *dx, *dy1, *dyn;
 };
@@ -128,12 +124,6 @@ static void make(problem *p, shape sh, format f, uint64_t seed) {
     CK(cudaMemcpy(p->dq, p->hq, p->qbytes, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(p->ds, p->hs, p->sbytes, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(p->dx, p->hx, (size_t)K_MATVEC_Q_MAX_N * sh.cols * 4, cudaMemcpyHostToDevice));
-    CK(cudaMalloc(&p->dpk, k_qmat_bytes(f.dtype, sh.rows, sh.cols, f.group)));
-    if (k_qmat_pack(0, p->dpk, p->dq, p->ds, f.dtype, sh.rows, sh.cols, f.group)) {
-        fprintf(stderr, "k_qmat_pack refused %d x %d\n", sh.rows, sh.cols);
-        exit(2);
-    }
-    CK(cudaDeviceSynchronize());
 }
 
 static void drop(problem *p) {
@@ -141,22 +131,27 @@ static void drop(problem *p) {
     free(p->hs);
     free(p->hx);
     CK(cudaFree(p->dq));
-    CK(cudaFree(p->dpk));
     CK(cudaFree(p->ds));
     CK(cudaFree(p->dx));
     CK(cudaFree(p->dy1));
     CK(cudaFree(p->dyn));
 }
 
-/* The k_qmat of a device-layout block at dev. */
-static k_qmat qmat(const problem *p, const void *dev) {
-    return k_qmat_at(dev, p->f.dtype, p->sh.rows, p->sh.cols, p->f.group);
+static k_qmat qmat(const problem *p, const void *q, const uint16_t *s) {
+    k_qmat m;
+    m.dtype = p->f.dtype;
+    m.rows = p->sh.rows;
+    m.cols = p->sh.cols;
+    m.group = p->f.group;
+    m.q = q;
+    m.scales = s;
+    return m;
 }
 
 /* The checks of one problem; returns the failures. */
 static int check(problem *p, double *worst_rel) {
     const int rows = p->sh.rows, cols = p->sh.cols, N = K_MATVEC_Q_MAX_N;
-    const k_qmat m = qmat(p, p->dpk);
+    const k_qmat m = qmat(p, p->dq, p->ds);
     int fails = 0;
     /* n = 1, each input alone */
     for (int t = 0; t < N; t++)
@@ -253,28 +248,34 @@ static double copy_bandwidth(void) {
     return 2.0 * bytes * reps / (ms * 1e-3) / 1e9;
 }
 
-/* Copies of the matrix (device layout), to rotate through: more bytes than twice the L2. */
+/* Copies of the matrix, to rotate through: more bytes than twice the L2. */
 struct pool {
-    uint8_t *d;
-    size_t stride;
+    uint8_t *q;
+    uint8_t *s;
+    size_t qstride, sstride;
     int copies;
 };
 
 static pool make_pool(const problem *p, size_t l2) {
     pool o;
-    const size_t bytes = k_qmat_bytes(p->f.dtype, p->sh.rows, p->sh.cols, p->f.group);
-    o.stride = (bytes + 255) & ~(size_t)255;
-    o.copies = (int)((2 * l2 + o.stride - 1) / o.stride) + 1;
+    o.qstride = (p->qbytes + 255) & ~(size_t)255;
+    o.sstride = (p->sbytes + 255) & ~(size_t)255;
+    const size_t per = o.qstride + o.sstride;
+    o.copies = (int)((2 * l2 + per - 1) / per) + 1;
     if (o.copies < 2) o.copies = 2;
-    if ((size_t)o.copies * o.stride < 2 * l2 + o.stride) o.copies++;
-    CK(cudaMalloc(&o.d, o.stride * o.copies));
-    for (int i = 0; i < o.copies; i++)
-        CK(cudaMemcpy(o.d + o.stride * i, p->dpk, bytes, cudaMemcpyDeviceToDevice));
+    if ((size_t)o.copies * per < 2 * l2 + per) o.copies++;
+    CK(cudaMalloc(&o.q, o.qstride * o.copies));
+    CK(cudaMalloc(&o.s, o.sstride * o.copies));
+    for (int i = 0; i < o.copies; i++) {
+        CK(cudaMemcpy(o.q + o.qstride * i, p->dq, p->qbytes, cudaMemcpyDeviceToDevice));
+        CK(cudaMemcpy(o.s + o.sstride * i, p->ds, p->sbytes, cudaMemcpyDeviceToDevice));
+    }
     return o;
 }
 
 static void drop_pool(pool *o) {
-    CK(cudaFree(o->d));
+    CK(cudaFree(o->q));
+    CK(cudaFree(o->s));
 }
 
 static double moved(const problem *p, int n) {
@@ -290,7 +291,7 @@ static double time_launch(const problem *p, const pool *o, int n) {
     if (reps > 4000) reps = 4000;
     k_qmat *ms = (k_qmat *)malloc(sizeof(k_qmat) * o->copies);
     for (int i = 0; i < o->copies; i++)
-        ms[i] = qmat(p, o->d + o->stride * i);
+        ms[i] = qmat(p, o->q + o->qstride * i, (const uint16_t *)(o->s + o->sstride * i));
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
@@ -354,7 +355,7 @@ int main(int argc, char **argv) {
     if (one >= 0) { /* a few launches of one problem, nothing checked (for a profiler) */
         problem p;
         make(&p, full[one % 7], fmts[one_f % 4], 1);
-        const k_qmat m = qmat(&p, p.dpk);
+        const k_qmat m = qmat(&p, p.dq, p.ds);
         for (int i = 0; i < 5; i++)
             k_matvec_q(0, &m, p.dx, p.dyn, one_n);
         CK(cudaDeviceSynchronize());
@@ -417,21 +418,7 @@ int main(int argc, char **argv) {
                        fmt_name(fmts[fi]), n, us, moved(&p, n), gbs, 100.0 * gbs / copy_gbs,
                        us / t1, n == 1 ? verdict : "");
             }
-            if (sweep && fmts[fi].dtype == KQ_INT4 && fmts[fi].group == 32) {
-                const int Ts[] = {1, 2}, Ws[] = {2, 4, 5, 8};
-                for (int ni = 0; ni < 4; ni++) {
-                    const int n = ns[ni];
-                    for (int a = 0; a < 2; a++)
-                        for (int b = 0; b < 4; b++) {
-                            k_matvec_q4_set_form(Ts[a], Ws[b]);
-                            printf("    sweep %-8s %-10s n=%d T=%d W=%d %9.2f us\n",
-                                   shapes[si].name, fmt_name(fmts[fi]), n, Ts[a], Ws[b],
-                                   time_launch(&p, &o, n));
-                        }
-                    k_matvec_q4_set_form(0, 0);
-                }
-            }
-            if (sweep && fmts[fi].dtype == KQ_INT8) {
+            if (sweep && (fi == 0 || fi == 3)) {
                 const int Rs[] = {1, 2, 4}, wbs[] = {2, 4, 8}, sets[] = {1, 2, 4};
                 for (int ni = 0; ni < 4; ni++) {
                     const int n = ns[ni];

@@ -109,8 +109,13 @@ int backend_cuda_takes_quant(const quant_matrix *q) {
 }
 
 k_qmat cuda_qmat(cuda_state *st, const tensor *w) {
-    return k_qmat_at(cuda_weight(st, w), w->q->dtype == QUANT_INT4 ? KQ_INT4 : KQ_INT8, w->rows,
-                     w->cols, w->q->group);
+    const char *dev = cuda_weight(st, w);
+    return (k_qmat){.dtype = w->q->dtype == QUANT_INT4 ? KQ_INT4 : KQ_INT8,
+                    .rows = w->rows,
+                    .cols = w->cols,
+                    .group = w->q->group,
+                    .q = dev,
+                    .scales = (const uint16_t *)(dev + (size_t)w->rows * w->q->row_bytes)};
 }
 
 /* y[nn][rows] = x[nn][cols] . w[rows][cols]^T on cuBLAS, accumulated and stored in fp32. Row-major

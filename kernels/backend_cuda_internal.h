@@ -177,7 +177,7 @@ const void *cuda_weight(cuda_state *st, const tensor *w);
 /* The same stored transposed ([cols][rows]; 16-bit dtypes): mlp.cu's down. */
 const void *cuda_weight_t(cuda_state *st, const tensor *w);
 /* The device copy of a quantized weight (DT_Q8 / DT_Q4) as matvec_q.h reads it: its values,
- * then its scales, in one block of matvec_q.h's device layout (backend_cuda_weights.c). */
+ * then its scales, in one block (backend_cuda_weights.c). */
 k_qmat cuda_qmat(cuda_state *st, const tensor *w);
 /* A device scratch buffer (*buf, *cap bytes) grown to at least `bytes`; never inside a capture
  * (the eager run of the same step has sized it already). Growing drops every captured step. */

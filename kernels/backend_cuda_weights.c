@@ -4,9 +4,8 @@
  * and read-only for decoders, so the backend never writes tensor.dev, and the host data of a
  * tensor must stay unchanged while the backend lives (true of mmapped models). An open-addressing
  * table; a copy is made and waited for outside captured steps only (backend_cuda.c's graphs).
- * A quantized matrix (DT_Q8 / DT_Q4: quant.h) is one device block in matvec_q.h's device layout
- * (cuda_qmat): its host layout is copied into a temporary device buffer and packed from there
- * (k_qmat_pack: as it is for int8, tiled for int4). */
+ * A quantized matrix (DT_Q8 / DT_Q4: quant.h) is one device block, its packed values and then
+ * its bf16 scales, which is the layout matvec_q.h reads (cuda_qmat): the upload is two copies. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,43 +56,13 @@ static void weight_copy(cudaStream_t s, void *dev, const void *host, size_t byte
 /* Copy w's data to dev: as it is, or transposed ([rows][cols] -> [cols][rows], 16-bit dtypes):
  * copied as it is into a temporary device buffer, transposed there (k_transpose16) and the
  * buffer freed, all waited for as weight_copy is. */
-static int kq_dtype(const quant_matrix *q) {
-    return q->dtype == QUANT_INT4 ? KQ_INT4 : KQ_INT8;
-}
-
-/* Bytes of w's device copy: matvec_q.h's layout for a quantized matrix (int4 pads its rows to a
- * tile of 16), else the tensor's own. */
-static size_t device_bytes(const tensor *w) {
-    if (!w->q) return tensor_bytes(w);
-    return k_qmat_bytes(kq_dtype(w->q), w->q->rows, w->q->cols, w->q->group);
-}
-
-/* A quantized matrix into dev, matvec_q.h's device layout, from its host layout: both parts into
- * one temporary device buffer, packed from there, all waited for as weight_copy is. */
-static void weight_upload_quant(cudaStream_t s, void *dev, const quant_matrix *q) {
-    const size_t qb = (size_t)q->rows * q->row_bytes,
-                 sb = (size_t)q->rows * (q->cols / q->group) * sizeof(uint16_t);
-    void *tmp = NULL;
-    if (cudaMalloc(&tmp, qb + sb) != cudaSuccess)
-        die("CUDA: no room for a %zu-byte quantized weight being packed", qb + sb);
-    weight_copy(s, tmp, q->q, qb);
-    weight_copy(s, (char *)tmp + qb, q->scales, sb);
-    if (k_qmat_pack(s, dev, tmp, (const uint16_t *)((char *)tmp + qb), kq_dtype(q), q->rows,
-                    q->cols, q->group))
-        die("CUDA: a %d x %d %s matrix (group %d) that matvec_q cannot take", q->rows, q->cols,
-            quant_dtype_name(q->dtype), q->group);
-    CU(cudaStreamSynchronize(s));
-    CU(cudaFree(tmp));
-}
-
-/* Copy w's data to dev: as it is, or transposed ([rows][cols] -> [cols][rows], 16-bit dtypes):
- * copied as it is into a temporary device buffer, transposed there (k_transpose16) and the
- * buffer freed, all waited for as weight_copy is. */
 static void weight_upload(cudaStream_t s, void *dev, const tensor *w, size_t bytes,
                           int transposed) {
     if (w->q) {
         CHECK(!transposed);
-        weight_upload_quant(s, dev, w->q);
+        const size_t qb = (size_t)w->q->rows * w->q->row_bytes;
+        weight_copy(s, dev, w->q->q, qb);
+        weight_copy(s, (char *)dev + qb, w->q->scales, bytes - qb);
         return;
     }
     if (!transposed) {
@@ -113,7 +82,7 @@ static void weight_upload(cudaStream_t s, void *dev, const tensor *w, size_t byt
 const void *cuda_weights_get(cuda_weights *cw, cudaStream_t s, const tensor *w, int transposed,
                              int capturing, void (*drop)(void *), void *ctx) {
     CHECK(w && w->data);
-    const size_t bytes = device_bytes(w);
+    const size_t bytes = tensor_bytes(w);
     if (cw->cap) {
         for (size_t j = hash_ptr(w->data, transposed, cw->cap); cw->slots[j].host;
              j = (j + 1) & (cw->cap - 1))

@@ -1,7 +1,6 @@
 /* kcommon.cu: the launch-wide switches that every launcher of kernels/ reads (kcommon.cuh):
  * programmatic dependent launch on or off, and the kernel families a profiling run leaves out.
- * The backend sets them before its launches (backend_cuda.c). And the device's multiprocessor
- * count, which launchers size their grids by. */
+ * The backend sets them before its launches (backend_cuda.c). */
 #include "kcommon.cuh"
 
 /* Programmatic dependent launch on or off for every launcher. */
@@ -16,16 +15,4 @@ unsigned k_skip = 0;
 
 extern "C" void k_set_skip(unsigned mask) {
     k_skip = mask;
-}
-
-int k_sm_count(void) {
-    static int sms = 0;
-    if (!sms) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-            sms < 1)
-            sms = 132;
-    }
-    return sms;
 }

@@ -137,8 +137,6 @@ __device__ __forceinline__ int step_pos(const int *dpos, int pos0) {
  * and the attribute is not set). */
 extern int k_pdl;
 extern unsigned k_skip; /* kernels.h: K_SKIP_* (profiling only) */
-/* Multiprocessors of the current device, read once (132, an H100's, if it cannot be read). */
-int k_sm_count(void);
 
 /* Let the next kernel in the stream launch now (it still waits for this one to complete). */
 __device__ __forceinline__ void k_launch_next() {

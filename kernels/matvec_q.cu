@@ -1,45 +1,55 @@
-/* matvec_q.cu: the entry points of matvec_q.h, and the int8 products on the CUDA cores (int4 is
- * matvec_q4.cu's, on the tensor cores): int8 weights, bf16 group scales, fp32 inputs and outputs,
- * for the decode step (n = 1) and the speculative verify pass (n = 2 .. 9 inputs dotted with
- * every weight from one read of it).
+/* matvec_q.cu: matrix-vector products with int4 or int8 weights and bf16 group scales (the layout
+ * of matvec_q.h), fp32 inputs and outputs, for the decode step (n = 1) and the speculative verify
+ * pass (n = 2 .. 9 inputs dotted with every weight from one read of it).
  *
- * Bytes moved by a launch: the weights, rows * cols, read once whatever n is; the scales,
- * rows * cols / group * 2; x, n * cols * 4 (from L2, once a block); y, n * rows * 4. With n inputs
+ * Bytes moved by a launch: the weights, rows * cols / 2 (int4) or rows * cols (int8), read once
+ * whatever n is; the scales, rows * cols / group * 2; x, n * cols * 4 (from L2, once a block);
+ * y, n * rows * 4. At 4 bits a byte of weights carries four times the arithmetic of a bf16 byte,
+ * so at n = 1 an int4 launch is bound by its instructions as much as by the memory (about 3.6
+ * instructions a weight: a LOP3 and an FADD to dequantize, an FFMA, and the rest). With n inputs
  * the FFMAs (and the reads of x) grow n-fold while the weights are read once: a verify pass of 8
  * costs 2 - 4 decode launches, not 8.
  *
  * The work. A warp takes R rows (1, 2 or 4) and streams them together; each lane reads 16 bytes of
- * a row at a time (a chunk: 16 weights), lane l taking chunks l, l + 32, l + 64, ... of every
- * row, so a warp's load is 512 contiguous bytes of a row. A block of WB warps takes `sets`
- * consecutive sets of WB x R rows. The first U = 2 chunks of each row (and their scales) are
- * loaded before the wait for the previous kernel (kcommon.cuh: programmatic dependent launch;
+ * a row at a time (a chunk: 32 int4 or 16 int8 weights), lane l taking chunks l, l + 32, l + 64,
+ * ... of every row, so a warp's load is 512 contiguous bytes of a row. A block of WB warps takes
+ * `sets` consecutive sets of WB x R rows. The first U = 2 chunks of each row (and their scales)
+ * are loaded before the wait for the previous kernel (kcommon.cuh: programmatic dependent launch;
  * weights never depend on it), x only after it; from then on the next U chunks of the warp's rows
  * are in flight while the current ones are dotted. The dequantized weights of a row serve all n
  * inputs, and each read of x serves the R rows of the warp.
  *
- * The last pass of a pair. When a row's last pass has at most 16 chunks (lanes 16 .. 31 would
- * idle in it), the rows go in pairs (2m, 2m + 1) and share it: its chunk 32 nfull + i is lane
- * i's in the even row, lane 16 + i's in the odd one, and the warp dots both in one pass (same
- * instructions, each lane on its own row's data). The assignment depends on the row's index
- * alone, so a warp of one row (R = 1) does the same with the lanes of its row's parity.
+ * The last pass of a pair. A row of 2560 int4 weights is 80 chunks: two passes of the
+ * warp and a third in which lanes 16 .. 31 would idle (a sixth of the issue slots of a launch
+ * bound by them). When a row's last pass has at most 16 chunks, the rows go in pairs (2m, 2m + 1)
+ * and share it: its chunk 32 nfull + i is lane i's in the even row, lane 16 + i's in the odd one,
+ * and the warp dots both in one pass (same instructions, each lane on its own row's data). The
+ * assignment depends on the row's index alone, so a warp of one row (R = 1) does the same with
+ * the lanes of its row's parity. E4B at int4, H100: the head 167 -> 156 us, gate / up 10.0 ->
+ * 9.1, the keep-set head 10.4 -> 9.6.
  *
- * x in shared memory. A lane's chunk covers 16 consecutive columns, so its x is 64 contiguous
- * bytes: read through L1, the 16-byte reads of a quarter warp would fall in few banks. So each
- * block copies x into shared memory first (after the wait), a 16-byte unit of padding after every
- * 128 bytes (q_pad): a quarter warp's reads then hit different bank groups, and a lane's units
- * stay consecutive (one base register, the rest immediate offsets). x is staged in tiles of P
- * passes (a pass: 32 chunks a row, 512 columns) when n x cols does not fit K_QX_SMEM bytes, else
- * once a block. Reading x through L1 instead (the `stage` form 2) is kept as a switch: it wins on
- * a few shapes and loses on others (bench/matvec_q_check --sweep).
+ * x in shared memory. A lane's chunk covers 32 (int4) or 16 (int8) consecutive columns, so its x
+ * is 128 or 64 contiguous bytes: read through L1, the 16-byte reads of a quarter warp all fall in
+ * the same banks (lanes 128 bytes apart). So each block copies x into shared memory first (after
+ * the wait), a 16-byte unit of padding after every 128 bytes (q_pad): a quarter warp's reads then
+ * hit eight different bank groups, and a lane's units stay consecutive (one base register, the
+ * rest immediate offsets). x is staged in tiles of P passes (a pass: 32 chunks a row, 1024 columns
+ * int4, 512 int8) when n x cols does not fit K_QX_SMEM bytes, else once a block. Reading x through
+ * L1 instead (the `stage` form 2) is kept as a switch: it wins on a few int8 shapes, loses more on
+ * int4 ones (bench/matvec_q_check --sweep).
  *
- * Dequantization without conversion instructions: one xor a word (q + 128), then a byte permute
- * into 0x4B0000uu = 2^23 + u and an add of -(2^23 + 128) a weight.
+ * Dequantization without conversion instructions: a nibble u at bits 4i (i = 0 .. 3) or-ed into
+ * the float 2^(23 - 4i), whose mantissa bit 4i is worth 1, gives 2^(23 - 4i) + u; one add of the
+ * immediate -(2^(23 - 4i) + 8) leaves q = u - 8, exactly. One LOP3 (q_or: the compiler's own form
+ * was an AND and an OR, with the magic constants as immediates) and one FADD a weight, and a shift
+ * a word for its upper four nibbles. int8: one xor a word (q + 128), then a byte permute into
+ * 0x4B0000uu = 2^23 + u and an add of -(2^23 + 128) a weight.
  *
  * Reproducibility: the exact order. For a row r and an input t, lane l:
  *   for each of its chunks, in column order (l, l + 32, ...; in a shared last pass, chunk
  *   32 nfull + l - 16 (r & 1) when that is in 32 nfull + [0, 16)):
- *     for each 32-bit word j = 0 .. 3 of the chunk (4 weights, columns in order):
- *       p_j = q_0 * x_0 (rounded product), then p_j = fma(q_i, x_i, p_j) for i = 1, 2, 3
+ *     for each 32-bit word j = 0 .. 3 of the chunk (8 int4 or 4 int8 weights, columns in order):
+ *       p_j = q_0 * x_0 (rounded product), then p_j = fma(q_i, x_i, p_j) for i = 1, 2, ...
  *     s = ((p_0 + p_1) + p_2) + p_3                  (the chunk's part of its group's sum)
  *     acc = fma(s, scale, acc)                        (acc starts at 0; scale: the chunk's group's)
  *   then y = the warp's butterfly sum of acc (distances 16, 8, 4, 2, 1).
@@ -50,29 +60,63 @@
  * different forms.
  */
 #include "kcommon.cuh"
-#include "matvec_q4.h"
+#include "matvec_q.h"
 
 #define K_QX_SMEM (48 * 1024) /* bytes of x a block stages at most (static limit: no opt-in) */
 #define Q_U       2           /* chunks a row loaded ahead */
 
-#define Q_CW  16 /* columns a 16-byte chunk holds */
-#define Q_VPW 4  /* columns a 32-bit word of it holds */
+/* Columns a 16-byte chunk holds, and a 32-bit word of it. */
+template <int B> struct qfmt;
+template <> struct qfmt<4> { static constexpr int cw = 32, vpw = 8; };
+template <> struct qfmt<8> { static constexpr int cw = 16, vpw = 4; };
 
-/* The magic 2^23 as float bits in a register (an opaque move, not an immediate). */
-__device__ __forceinline__ unsigned q_magic() {
-    unsigned m;
-    asm volatile("mov.b32 %0, %1;" : "=r"(m) : "r"(0x4B000000u));
-    return m;
+/* (v & MASK) | magic, one instruction: the compiler's own form is an and, then an or (both
+ * constants immediates, which one LOP3 cannot take), twice the integer work. */
+template <unsigned MASK> __device__ __forceinline__ float q_or(unsigned v, unsigned magic) {
+    unsigned d;
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(v), "n"(MASK), "r"(magic));
+    return __uint_as_float(d);
+}
+
+/* The exponents that give bit 4i of the mantissa the weight 1 (i = 0 .. 3): 2^(23 - 4i), as
+ * float bits. A nibble u at bits 4i or-ed into mg[i] is the float 2^(23 - 4i) + u; minus
+ * 2^(23 - 4i) + 8 it is u - 8 = q, exactly (one add with an immediate). */
+struct q_magics {
+    unsigned m[4];
+};
+__device__ __forceinline__ q_magics q_magics_make() {
+    q_magics g;
+    const unsigned e[4] = {0x4B000000u, 0x49000000u, 0x47000000u, 0x45000000u};
+#pragma unroll
+    for (int i = 0; i < 4; i++) /* kept in registers: an opaque move, not an immediate */
+        asm volatile("mov.b32 %0, %1;" : "=r"(g.m[i]) : "r"(e[i]));
+    return g;
+}
+
+/* The eight int4 weights of word v (column order: nibble i at bits 4i), exactly, as fp32:
+ * nibbles 0 .. 3 in place, 4 .. 7 shifted down by 16 bits first. */
+template <int B> __device__ __forceinline__ void q_dequant(unsigned v, float *q, const q_magics &g);
+
+template <> __device__ __forceinline__ void q_dequant<4>(unsigned v, float *q, const q_magics &g) {
+    const unsigned h = v >> 16;
+    q[0] = __fadd_rn(q_or<0xFu>(v, g.m[0]), -8388616.0f); /* 2^23 + 8 */
+    q[1] = __fadd_rn(q_or<0xF0u>(v, g.m[1]), -524296.0f); /* 2^19 + 8 */
+    q[2] = __fadd_rn(q_or<0xF00u>(v, g.m[2]), -32776.0f); /* 2^15 + 8 */
+    q[3] = __fadd_rn(q_or<0xF000u>(v, g.m[3]), -2056.0f); /* 2^11 + 8 */
+    q[4] = __fadd_rn(q_or<0xFu>(h, g.m[0]), -8388616.0f);
+    q[5] = __fadd_rn(q_or<0xF0u>(h, g.m[1]), -524296.0f);
+    q[6] = __fadd_rn(q_or<0xF00u>(h, g.m[2]), -32776.0f);
+    q[7] = __fadd_rn(q_or<0xF000u>(h, g.m[3]), -2056.0f);
 }
 
 /* The four int8 weights of word v (byte i = column i), exactly: q + 128 by an xor of the sign
  * bits, each byte permuted into 0x4B0000uu = 2^23 + u, minus 2^23 + 128. */
-__device__ __forceinline__ void q_dequant(unsigned v, float *q, unsigned magic) {
+template <> __device__ __forceinline__ void q_dequant<8>(unsigned v, float *q, const q_magics &g) {
     const unsigned u = v ^ 0x80808080u;
-    q[0] = __fadd_rn(__uint_as_float(__byte_perm(u, magic, 0x7650)), -8388736.0f);
-    q[1] = __fadd_rn(__uint_as_float(__byte_perm(u, magic, 0x7651)), -8388736.0f);
-    q[2] = __fadd_rn(__uint_as_float(__byte_perm(u, magic, 0x7652)), -8388736.0f);
-    q[3] = __fadd_rn(__uint_as_float(__byte_perm(u, magic, 0x7653)), -8388736.0f);
+    q[0] = __fadd_rn(__uint_as_float(__byte_perm(u, g.m[0], 0x7650)), -8388736.0f);
+    q[1] = __fadd_rn(__uint_as_float(__byte_perm(u, g.m[0], 0x7651)), -8388736.0f);
+    q[2] = __fadd_rn(__uint_as_float(__byte_perm(u, g.m[0], 0x7652)), -8388736.0f);
+    q[3] = __fadd_rn(__uint_as_float(__byte_perm(u, g.m[0], 0x7653)), -8388736.0f);
 }
 
 __device__ __forceinline__ unsigned q_word(const uint4 &c, int j) {
@@ -80,8 +124,9 @@ __device__ __forceinline__ unsigned q_word(const uint4 &c, int j) {
 }
 
 /* Where 16-byte unit u of a staged input lives: a unit of padding after every eight (128
- * bytes), so that the lanes of a quarter warp, reading the same unit of consecutive 64-byte
- * half-blocks, hit different banks; a lane's units stay consecutive. */
+ * bytes), so that the lanes of a quarter warp, reading the same unit of consecutive 128-byte
+ * blocks (int4: lane l reads block 32k + l) or of consecutive half-blocks (int8), hit different
+ * banks; a lane's units stay consecutive. */
 __device__ __forceinline__ int q_pad(int u) {
     return u + (u >> 3);
 }
@@ -133,8 +178,8 @@ struct q_segs {
 /* y[t][r] for N inputs, B-bit weights, R rows a warp, of the segment of L this block belongs to.
  * gshift: log2(group). P: passes of x a tile (shared memory: N * P * 9 * CW float4, q_pad's
  * layout). sets: row sets a block takes in turn. */
-template <int R, int N, bool ST>
-__global__ void __launch_bounds__(256, 1)
+template <int B, int R, int N, bool ST>
+__global__ void __launch_bounds__(256, B == 4 && R == 2 && N == 1 ? 3 : 1)
     matvec_q_kernel(const __grid_constant__ q_segs L, const float *x, int cols, int gshift, int P,
                     int sets) {
     static_assert(R * N <= 32, "a warp sums at most 32 values at once");
@@ -146,7 +191,7 @@ __global__ void __launch_bounds__(256, 1)
     const uint16_t *const sc = L.seg[si].sc;
     float *const y = L.seg[si].y;
     const int rows = L.seg[si].rows, bx = (int)blockIdx.x - L.seg[si].block0;
-    constexpr int CW = Q_CW, VPW = Q_VPW;
+    constexpr int CW = qfmt<B>::cw, VPW = qfmt<B>::vpw, XU = VPW / 4; /* float4 of x a word */
     constexpr int NV = q_pow2_at_least(R * N);
     extern __shared__ float4 xs[]; /* [N][P * 9 * CW] units, q_pad's layout */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wb = blockDim.x >> 5;
@@ -162,7 +207,7 @@ __global__ void __launch_bounds__(256, 1)
     const int xu = cols >> 2;  /* units an input of x */
     /* the lane's first unit of a pass: consecutive from there */
     const float4 *xl = xs + q_pad(lane * CW / 4);
-    const unsigned mg = q_magic();
+    const q_magics mg = q_magics_make();
 
     const uint4 *wr[R];
     const uint16_t *sr[R];
@@ -258,11 +303,19 @@ __global__ void __launch_bounds__(256, 1)
                     float dq[R][VPW];
 #pragma unroll
                     for (int r = 0; r < R; r++)
-                        q_dequant(q_word(wc[u][r], j), dq[r], mg);
+                        q_dequant<B>(q_word(wc[u][r], j), dq[r], mg);
 #pragma unroll
                     for (int t = 0; t < N; t++) {
-                        const float4 f = ST ? xk[t * xstride + j] : k_ld_act(xk + t * xstride + j);
-                        const float xv[VPW] = {f.x, f.y, f.z, f.w};
+                        float xv[VPW];
+#pragma unroll
+                        for (int h = 0; h < XU; h++) {
+                            const float4 f = ST ? xk[t * xstride + j * XU + h]
+                                                : k_ld_act(xk + t * xstride + j * XU + h);
+                            xv[4 * h] = f.x;
+                            xv[4 * h + 1] = f.y;
+                            xv[4 * h + 2] = f.z;
+                            xv[4 * h + 3] = f.w;
+                        }
 #pragma unroll
                         for (int r = 0; r < R; r++) {
                             float p = __fmul_rn(dq[r][0], xv[0]);
@@ -302,12 +355,19 @@ __global__ void __launch_bounds__(256, 1)
 #pragma unroll
                     for (int j = 0; j < 4; j++) {
                         float dq[VPW];
-                        q_dequant(q_word(wt[p], j), dq, mg);
+                        q_dequant<B>(q_word(wt[p], j), dq, mg);
 #pragma unroll
                         for (int t = 0; t < N; t++) {
-                            const float4 f =
-                                ST ? xk[t * xstride + j] : k_ld_act(xk + t * xstride + j);
-                            const float xv[VPW] = {f.x, f.y, f.z, f.w};
+                            float xv[VPW];
+#pragma unroll
+                            for (int h = 0; h < XU; h++) {
+                                const float4 f = ST ? xk[t * xstride + j * XU + h]
+                                                    : k_ld_act(xk + t * xstride + j * XU + h);
+                                xv[4 * h] = f.x;
+                                xv[4 * h + 1] = f.y;
+                                xv[4 * h + 2] = f.z;
+                                xv[4 * h + 3] = f.w;
+                            }
                             float q = __fmul_rn(dq[0], xv[0]);
 #pragma unroll
                             for (int e = 1; e < VPW; e++)
@@ -348,27 +408,41 @@ __global__ void __launch_bounds__(256, 1)
 typedef void (*q_fn)(q_segs, const float *, int, int, int, int);
 
 /* The kernel for (B, R, N, ST); NULL where R * N > 32. */
-template <int R, bool ST> static q_fn q_kernel_n(int n) {
+template <int B, int R, bool ST> static q_fn q_kernel_n(int n) {
     static const q_fn forms[] = {
-        matvec_q_kernel<R, 1, ST>,
-        matvec_q_kernel<R, 2, ST>,
-        matvec_q_kernel<R, 3, ST>,
-        matvec_q_kernel<R, 4, ST>,
-        matvec_q_kernel<R, 5, ST>,
-        matvec_q_kernel<R, 6, ST>,
-        matvec_q_kernel<R, 7, ST>,
-        matvec_q_kernel<R, 8, ST>,
-        R * 9 <= 32 ? matvec_q_kernel<R, (R * 9 <= 32 ? 9 : 1), ST> : (q_fn) nullptr,
+        matvec_q_kernel<B, R, 1, ST>,
+        matvec_q_kernel<B, R, 2, ST>,
+        matvec_q_kernel<B, R, 3, ST>,
+        matvec_q_kernel<B, R, 4, ST>,
+        matvec_q_kernel<B, R, 5, ST>,
+        matvec_q_kernel<B, R, 6, ST>,
+        matvec_q_kernel<B, R, 7, ST>,
+        matvec_q_kernel<B, R, 8, ST>,
+        R * 9 <= 32 ? matvec_q_kernel<B, R, (R * 9 <= 32 ? 9 : 1), ST> : (q_fn) nullptr,
     };
     return forms[n - 1];
 }
 
-template <bool ST> static q_fn q_kernel_st(int R, int n) {
-    return R == 1 ? q_kernel_n<1, ST>(n) : R == 2 ? q_kernel_n<2, ST>(n) : q_kernel_n<4, ST>(n);
+template <int B, bool ST> static q_fn q_kernel_st(int R, int n) {
+    return R == 1   ? q_kernel_n<B, 1, ST>(n)
+           : R == 2 ? q_kernel_n<B, 2, ST>(n)
+                    : q_kernel_n<B, 4, ST>(n);
 }
 
-static q_fn q_kernel(int R, int n, bool st) {
-    return st ? q_kernel_st<true>(R, n) : q_kernel_st<false>(R, n);
+template <int B> static q_fn q_kernel(int R, int n, bool st) {
+    return st ? q_kernel_st<B, true>(R, n) : q_kernel_st<B, false>(R, n);
+}
+
+static int q_sms(void) {
+    static int sms = 0;
+    if (!sms) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+            sms < 1)
+            sms = 132;
+    }
+    return sms;
 }
 
 static int q_force_r = 0, q_force_wb = 0, q_force_sets = 0, q_force_stage = 0;
@@ -381,18 +455,23 @@ struct q_form {
 /* The form of a launch: rows a warp R, warps a block, row sets a block, passes of x a tile, x
  * staged or not. Chosen on E4B's shapes (bench/matvec_q_check --sweep, H100): more inputs want
  * more rows a warp (each read of x serves R rows; at n = 8, R = 4 takes 0.5 - 0.8 of R = 2's
- * time); at n = 1 one row a warp but for the large matrices (the head 220 us against 255);
- * blocks of 8 warps, x staged (blocks of 2 warps, two of k / v's 512 rows a block, spent more on
- * staging x than on the weights); row sets in launches of many blocks (2 - 4 sets, up to 10 %;
- * fewer blocks lose by it). x through L1 gained up to 10 % on some shapes and lost more on
- * others. Bit for bit, any form gives the same results.
- * Registers: every form is declared for one block a multiprocessor, which lets the compiler use
- * more registers than its own occupancy-driven choice (that one spilled in several forms): q / o
- * / down 4.7 / 4.3 / 13.5 us against 5.3 / 5.0 / 15.7, k / v slower (4.2 against 3.5). */
-static q_form q_form_for(int rows, int cols, int n) {
+ * time); at n = 1 two rows a warp where that still gives every multiprocessor two blocks at int4
+ * (the pair then shares its last pass), else one; int8 one but for the large matrices (the head
+ * 220 us against 255); blocks of 8 warps, x staged (blocks of 2 warps, two of k / v's 512 rows a
+ * block, spent more on staging x than on the weights: 6.4 us against 3.7); row sets in launches
+ * of many blocks (the head, 16384 blocks: 4 sets, 184 against 168 us at int4; gate / up and the
+ * keep-set head, 640 - 750: 2 sets, up to 10 %; fewer blocks lose by it). x through L1 gained up
+ * to 10 % on some int8 shapes and lost more on others. Bit for bit, any form gives the same
+ * results.
+ * Registers: int4's two-row decode kernel is held to 85 (3 blocks a multiprocessor; 94 unbounded);
+ * every other form is declared for one block a multiprocessor, which lets the compiler use more
+ * registers than its own occupancy-driven choice (that one spilled in several forms): faster on
+ * most decode shapes (int4 q 3.6 against 4.6 us, int8 q / o / down 4.7 / 4.3 / 13.5 against 5.3 /
+ * 5.0 / 15.7), slower on int8 k / v (4.2 against 3.5). */
+static q_form q_form_for(int dtype, int rows, int cols, int n) {
     q_form f;
     if (n == 1)
-        f.R = rows >= 8192 ? 2 : 1;
+        f.R = dtype == KQ_INT4 ? (rows >= 16 * q_sms() ? 2 : 1) : rows >= 8192 ? 2 : 1;
     else
         f.R = n <= 4 ? 2 : n <= 8 ? 4 : 2;
     f.wb = 8;
@@ -403,8 +482,8 @@ static q_form q_form_for(int rows, int cols, int n) {
     if (q_force_r) f.R = q_force_r;
     if (f.R * n > 32) f.R = 32 / n >= 2 ? 2 : 1;
     if (q_force_wb) f.wb = q_force_wb;
-    const int nc = cols / Q_CW, nmax = (nc + 31) / 32;
-    const int pass_bytes = n * 9 * Q_CW * 16;
+    const int cw = dtype == KQ_INT4 ? 32 : 16, nc = cols / cw, nmax = (nc + 31) / 32;
+    const int pass_bytes = n * 9 * cw * 16;
     f.P = K_QX_SMEM / pass_bytes;
     if (f.P < 1) f.P = 1;
     if (f.P > nmax) f.P = nmax;
@@ -420,9 +499,10 @@ static int q_launch(cudaStream_t s, const k_qseg *segs, int n_segs, const float 
     int total = 0;
     for (int i = 0; i < n_segs; i++)
         total += segs[i].w.rows;
-    const q_form f = q_form_for(total, w->cols, n);
-    const q_fn kernel = q_kernel(f.R, n, f.st);
+    const q_form f = q_form_for(w->dtype, total, w->cols, n);
+    const q_fn kernel = w->dtype == KQ_INT4 ? q_kernel<4>(f.R, n, f.st) : q_kernel<8>(f.R, n, f.st);
     if (!kernel) return -1;
+    const int cw = w->dtype == KQ_INT4 ? 32 : 16;
     const int gshift = w->group == 32 ? 5 : w->group == 64 ? 6 : 7;
     const int per_block = f.wb * f.R * f.sets;
     q_segs L = {};
@@ -434,7 +514,7 @@ static int q_launch(cudaStream_t s, const k_qseg *segs, int n_segs, const float 
         blocks += (m->rows + per_block - 1) / per_block;
     }
     L.n = n_segs;
-    const size_t smem = f.st ? (size_t)n * f.P * 9 * Q_CW * 16 : 0;
+    const size_t smem = f.st ? (size_t)n * f.P * 9 * cw * 16 : 0;
     k_launch_ex(kernel, dim3((unsigned)blocks), dim3(32 * f.wb), 0, smem, s, L,
                 x + (size_t)t0 * w->cols, w->cols, gshift, f.P, f.sets);
     K_CHECK_LAUNCH();
@@ -463,9 +543,7 @@ extern "C" int k_matvec_q_multi(cudaStream_t s, const k_qseg *segs, int n_segs, 
     }
     for (int t0 = 0; t0 < n; t0 += K_MATVEC_Q_MAX_N) {
         const int m = n - t0 < K_MATVEC_Q_MAX_N ? n - t0 : K_MATVEC_Q_MAX_N;
-        if (segs[0].w.dtype == KQ_INT4 ? q4_matvec(s, segs, n_segs, x, t0, m)
-                                       : q_launch(s, segs, n_segs, x, t0, m))
-            return -1;
+        if (q_launch(s, segs, n_segs, x, t0, m)) return -1;
     }
     return 0;
 }
@@ -476,25 +554,28 @@ extern "C" int k_matvec_q(cudaStream_t s, const k_qmat *w, const float *x, float
     return k_matvec_q_multi(s, &seg, 1, x, n);
 }
 
-/* One 32-bit word of int8 values a thread (byte k is column 4i + k of word i), times its group's
- * scale: q * s is exact in fp32. Written only after the wait: the previous product may still read
- * the buffer. */
+/* One 32-bit word of values a thread (8 int4 or 4 int8, columns in order: nibble / byte k is
+ * column 8i + k / 4i + k of word i), times its group's scale: q * s is exact in fp32. Written only
+ * after the wait: the previous product may still read the buffer. */
 __global__ void dequant_q_kernel(const uint32_t *__restrict__ q, const uint16_t *__restrict__ sc,
-                                 float *out, size_t words, int cols, int group) {
+                                 float *out, size_t words, int cols, int group, int bits) {
     k_wait_prior();
-    const int groups = cols / group;
+    const int vpw = 32 / bits, groups = cols / group;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < words;
          i += (size_t)gridDim.x * blockDim.x) {
         const uint32_t w = __ldg(q + i);
-        const size_t e0 = i * 4, r = e0 / cols;
+        const size_t e0 = i * vpw, r = e0 / cols;
         const int c = (int)(e0 % cols);
         const float s = __uint_as_float((uint32_t)__ldg(sc + r * groups + c / group) << 16);
-        float4 v;
-        v.x = (float)(int8_t)w * s;
-        v.y = (float)(int8_t)(w >> 8) * s;
-        v.z = (float)(int8_t)(w >> 16) * s;
-        v.w = (float)(int8_t)(w >> 24) * s;
-        *reinterpret_cast<float4 *>(out + e0) = v;
+        float4 v[2];
+        float *f = reinterpret_cast<float *>(v);
+        for (int k = 0; k < vpw; k++)
+            f[k] =
+                (float)(bits == 4 ? (int)((w >> (4 * k)) & 15u) - 8 : (int)(int8_t)(w >> (8 * k))) *
+                s;
+        float4 *o = reinterpret_cast<float4 *>(out + e0);
+        o[0] = v[0];
+        if (bits == 4) o[1] = v[1];
     }
 }
 
@@ -502,44 +583,13 @@ extern "C" int k_dequant_q(cudaStream_t s, const k_qmat *w, float *out) {
     if (!w || !out || !k_matvec_q_shape_ok(w->dtype, w->cols, w->group) || ((uintptr_t)out & 15) ||
         ((uintptr_t)w->q & 3))
         return -1;
-    if (w->dtype == KQ_INT4) {
-        q4_dequant(s, w, out);
-        return 0;
-    }
-    const size_t words = (size_t)w->rows * w->cols / 4;
+    const size_t words = (size_t)w->rows * w->cols / (32 / w->dtype);
     const unsigned most =
-        8u * (unsigned)k_sm_count(); /* a grid-stride loop: 8 blocks a multiprocessor */
+        8u * (unsigned)q_sms(); /* a grid-stride loop: 8 blocks a multiprocessor */
     const unsigned blocks = words < 256u * most ? k_blocks(words, 256) : most;
     k_launch(dequant_q_kernel, dim3(blocks), dim3(256), s, (const uint32_t *)w->q, w->scales, out,
-             words, w->cols, w->group);
+             words, w->cols, w->group, (int)w->dtype);
     K_CHECK_LAUNCH();
-    return 0;
-}
-
-extern "C" size_t k_qmat_bytes(int dtype, int rows, int cols, int group) {
-    if (dtype == KQ_INT4) return q4_values_bytes(rows, cols) + q4_scales_bytes(rows, cols, group);
-    return (size_t)rows * cols + (size_t)rows * (cols / group) * 2;
-}
-
-extern "C" k_qmat k_qmat_at(const void *dev, int dtype, int rows, int cols, int group) {
-    const size_t vb = dtype == KQ_INT4 ? q4_values_bytes(rows, cols) : (size_t)rows * cols;
-    return (k_qmat){dtype, rows, cols, group, dev, (const uint16_t *)((const char *)dev + vb)};
-}
-
-extern "C" int k_qmat_pack(cudaStream_t s, void *dst, const void *q, const uint16_t *scales,
-                           int dtype, int rows, int cols, int group) {
-    if (!dst || !q || !scales || rows < 1 || !k_matvec_q_shape_ok(dtype, cols, group) ||
-        ((uintptr_t)dst & 15) || ((uintptr_t)scales & 1))
-        return -1;
-    if (dtype == KQ_INT4) {
-        q4_pack(s, dst, q, scales, rows, cols, group);
-        return 0;
-    }
-    const size_t qb = (size_t)rows * cols;
-    if (cudaMemcpyAsync(dst, q, qb, cudaMemcpyDeviceToDevice, s) != cudaSuccess ||
-        cudaMemcpyAsync((char *)dst + qb, scales, (size_t)rows * (cols / group) * 2,
-                        cudaMemcpyDeviceToDevice, s) != cudaSuccess)
-        return -1;
     return 0;
 }
 
@@ -555,8 +605,4 @@ extern "C" int k_matvec_q_set_form(int rows_per_warp, int warps_per_block, int s
     q_force_wb = warps_per_block;
     q_force_sets = sets_per_block;
     return 0;
-}
-
-extern "C" int k_matvec_q4_set_form(int tiles_per_block, int warps_per_block) {
-    return q4_set_form(tiles_per_block, warps_per_block);
 }
