@@ -282,36 +282,31 @@ __attribute__((target("avx2,f16c"))) static void cvt_f16_f16c(const uint16_t *sr
 #endif
 
 /* The fastest kernels this CPU runs; GEMMA_CPU_ISA=portable|avx2|avx512 caps the choice (for
- * tests and comparisons). */
+ * tests and comparisons). The choice is quant_isa_best's, so the quantized products
+ * (quant_matmul.c) run the same build. */
 static void kernels_select(cpu_state *st) {
-    const char *cap = getenv("GEMMA_CPU_ISA");
     st->isa = "portable";
     st->dot_bf16 = dot_bf16;
     st->dot_f32 = dot_f32;
     st->dot4_f32 = dot4_f32;
     st->cvt_f16 = cvt_f16;
-    st->qisa = QUANT_ISA_PORTABLE;
+    st->qisa = quant_isa_best();
 #if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    int allow512 = !cap || !strcmp(cap, "avx512"), allow2 = allow512 || !strcmp(cap, "avx2");
-    if (allow512 && __builtin_cpu_supports("avx512f")) {
+    if (st->qisa == QUANT_ISA_AVX512) {
         st->isa = "avx512";
         st->dot_bf16 = dot_bf16_avx512;
         st->dot_f32 = dot_f32_avx512;
         st->dot4_f32 = dot4_f32_avx512;
         st->tile4x4 = tile4x4_avx512;
         st->chunk = cpu_chunk_supported();
-        st->qisa = QUANT_ISA_AVX512;
-    } else if (allow2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    } else if (st->qisa == QUANT_ISA_AVX2) {
         st->isa = "avx2";
         st->dot_bf16 = dot_bf16_avx2;
         st->dot_f32 = dot_f32_avx2;
         st->dot4_f32 = dot4_f32_avx2;
-        st->qisa = QUANT_ISA_AVX2;
     }
+    __builtin_cpu_init();
     if (strcmp(st->isa, "portable") && __builtin_cpu_supports("f16c")) st->cvt_f16 = cvt_f16_f16c;
-#else
-    (void)cap;
 #endif
 }
 
