@@ -454,7 +454,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         "whole-MLP kernel %s, attention %s\n",
         st->device_name, prop.totalGlobalMem / 1e9, st->use_graphs && !st->profile ? "on" : "off",
         sw.fuse ? "on" : "off", st->pdl ? "on" : "off",
-        sw.gemm_own ? "own kernel" : "own (n <= 17), cuBLAS for bf16 (x exact)",
+        sw.gemm_own ? "own kernel" : "own (n <= 17), cuBLAS beyond (x exact)",
         st->mv_mma == 1   ? "tensor cores (x exact)"
         : st->mv_mma == 2 ? "tensor cores (x to 16 bits)"
                           : "CUDA cores",

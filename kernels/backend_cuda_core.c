@@ -8,21 +8,21 @@
  * streams the weights at close to the copy bandwidth. Products of up to gemm_rows inputs (every
  * speculative verify pass: backend_cuda.c) run our kernels too, so that a verify row reproduces
  * its decode step bit for bit. Bigger ones - prefill chunks - go to cublasGemmEx where their
- * weights are bf16 (GEMMA_CUDA_GEMM=auto, the default: E4B's prefill 6210 tokens/s against 1360
- * on our kernels, on an H200). There x is multiplied exactly: it is split into three bf16 parts
- * (x = hi + mid + lo, mma.cuh split3), one cuBLAS product takes the 3n inputs - the weights are
- * read once, and a prefill chunk's product is bound by reading them - and k_sum3 adds each
- * output's three products, so the result is fp32 x's to rounding, as our kernels' are. f16
- * weights stay on our kernels: a product of f16 x would take x rounded to f16 (a split is not
- * exact over fp32's exponent range), which moves a model's prefill logits far from the CPU's.
+ * weights are bf16 or quantized (GEMMA_CUDA_GEMM=auto, the default: E4B's prefill 6210 tokens/s
+ * against 1360 on our kernels, on an H200, in chunks of 64). There x is multiplied exactly: it is
+ * split into three bf16 parts (x = hi + mid + lo, mma.cuh split3), one cuBLAS product takes the
+ * 3n inputs - the weights are read once - and k_sum3 adds each output's three products, so the
+ * result is fp32 x's to rounding, as our kernels' are. f16 weights stay on our kernels: a
+ * product of f16 x would take x rounded to f16 (a split is not exact over fp32's exponent range),
+ * which moves a model's prefill logits far from the CPU's.
  *
  * Quantized weights (WEIGHT_DTYPE / HEAD_DTYPE int8 or int4: quant.h) run matvec_q.cu up to
  * gemm_rows inputs, 9 from one read of the weights, so a verify row is its decode step's bits. A
- * prefill chunk's product dequantizes the matrix into an fp32 scratch (q * s, exact) and
- * multiplies in fp32 on cuBLAS (CUBLAS_COMPUTE_32F: no TF32), the same products to rounding: on
- * an H100, E4B's int4 prefill 880 tokens/s on matvec_q (a 256-token chunk re-reads the weights
- * 29 times, each pass bound by its instructions) against the figure in
- * docs/bench/bench_precision_gpu.md this way. */
+ * prefill chunk's product dequantizes the matrix into two bf16 matrices, hi + lo = q * s exactly
+ * (matvec_q.h), and runs the split product over both: on an H100, E4B's int4 prefill 5478
+ * tokens/s this way against 1929 with the matrix dequantized to fp32 and multiplied in fp32 on
+ * cuBLAS (no TF32: four times fewer products, but none on the tensor cores) in chunks of 64,
+ * and 880 on matvec_q (a 256-token prompt re-reads the weights 29 times). */
 #include <stdio.h>
 
 #include "backend_cuda_internal.h"
@@ -118,18 +118,53 @@ k_qmat cuda_qmat(cuda_state *st, const tensor *w) {
                     .scales = (const uint16_t *)(dev + (size_t)w->rows * w->q->row_bytes)};
 }
 
-/* y[nn][rows] = x[nn][cols] . w[rows][cols]^T on cuBLAS, accumulated and stored in fp32. Row-major
- * y is, column-major, y^T (rows x nn) = op(A) B with A = w viewed as cols x rows. */
+/* y[nn][rows] = x[nn][cols] . w[rows][cols]^T (+ y when beta is 1) on cuBLAS, accumulated and
+ * stored in fp32. Row-major y is, column-major, y^T (rows x nn) = op(A) B with A = w viewed as
+ * cols x rows. */
 static void cublas_product(cuda_state *st, float *y, const void *w, cudaDataType wt, const void *x,
-                           cudaDataType xt, int rows, int cols, int nn) {
-    const float one = 1.0f, zero = 0.0f;
+                           cudaDataType xt, int rows, int cols, int nn, float beta) {
+    const float one = 1.0f;
     CUBLAS(cublasGemmEx(st->cublas, CUBLAS_OP_T, CUBLAS_OP_N, rows, nn, cols, &one, w, wt, cols, x,
-                        xt, cols, &zero, y, CUDA_R_32F, rows, CUBLAS_COMPUTE_32F,
+                        xt, cols, &beta, y, CUDA_R_32F, rows, CUBLAS_COMPUTE_32F,
                         CUBLAS_GEMM_DEFAULT));
 }
 
+/* The scratch of a split product: x's three bf16 parts and the products' outputs. Taken before
+ * cuda_op_begin (a scratch that grows synchronizes). */
+typedef struct {
+    void *xh; /* [3][n][cols] bf16: hi, mid, lo */
+    float *y; /* [3][n][rows] fp32 */
+} split_bufs;
+
+static split_bufs split_scratch(cuda_state *st, int rows, int cols, int n) {
+    return (split_bufs){
+        .xh = cuda_scratch(st, &st->d_convert, &st->cap_convert, (size_t)n * cols * 2 * 3),
+        .y = cuda_scratch(st, (void **)&st->d_gemm3, &st->cap_gemm3,
+                          sizeof(float) * 3 * n * (size_t)rows)};
+}
+
+/* out[n][rows] = x . (w_0 + .. + w_{parts-1})^T for bf16 weight matrices w_i, with x split
+ * exactly into three bf16 parts: one cuBLAS product of the 3n inputs a weight part (each weight
+ * read once), accumulated over the parts, then k_sum3 adds each output's three. Every product
+ * of two bf16 is exact in fp32, so the result is fp32 x's and the weights' to rounding. Returns
+ * the bytes it moves besides the weights, x once and out once. */
+static double split_product(cuda_state *st, const split_bufs *sb, float *out, const void *const *w,
+                            int parts, const float *x, int rows, int cols, int n) {
+    const int nn = 3 * n;
+    const size_t nx = (size_t)n * cols;
+    k_split3_bf16(st->stream, sb->xh, x, nx);
+    for (int i = 0; i < parts; i++)
+        cublas_product(st, sb->y, w[i], CUDA_R_16BF, sb->xh, CUDA_R_16BF, rows, cols, nn,
+                       i ? 1.0f : 0.0f);
+    k_sum3(st->stream, out, sb->y, (size_t)n * rows);
+    /* the parts written and read by every product (2 bytes each), y written and read by every
+     * product and by k_sum3 (4 bytes each) */
+    return 2.0 * nn * cols * (1 + parts) + 4.0 * nn * rows * (2 * parts);
+}
+
 /* A product of int8 / int4 weights: matvec_q.cu up to gemm_rows inputs, else the matrix
- * dequantized into an fp32 scratch for cuBLAS. bytes: weights, x and out once. */
+ * dequantized into bf16 hi + lo parts (exact) for split_product. bytes: weights, x and out
+ * once. */
 static void matmul_quant(cuda_state *st, float *out, const tensor *w, const float *x, int n,
                          double bytes) {
     const k_qmat qm = cuda_qmat(st, w);
@@ -143,14 +178,16 @@ static void matmul_quant(cuda_state *st, float *out, const tensor *w, const floa
         cuda_op_end(st, F_MATVEC, bytes + (reads - 1) * (double)tensor_bytes(w));
         return;
     }
-    float *wf = cuda_scratch(st, (void **)&st->d_dequant, &st->cap_dequant,
-                             sizeof(float) * w->rows * w->cols);
+    const size_t nw = (size_t)w->rows * w->cols;
+    uint16_t *wh = cuda_scratch(st, (void **)&st->d_dequant, &st->cap_dequant, 2 * 2 * nw);
+    const void *parts[2] = {wh, wh + nw};
+    const split_bufs sb = split_scratch(st, w->rows, w->cols, n);
     cuda_op_begin(st);
-    if (k_dequant_q(st->stream, &qm, wf))
+    if (k_dequant_q_bf16x2(st->stream, &qm, wh))
         die("CUDA: cannot dequantize a %d x %d matrix", w->rows, w->cols);
-    cublas_product(st, out, wf, CUDA_R_32F, x, CUDA_R_32F, w->rows, w->cols, n);
-    /* plus the fp32 weights written and read */
-    cuda_op_end(st, F_GEMM, bytes + 8.0 * w->rows * w->cols);
+    const double more = split_product(st, &sb, out, parts, 2, x, w->rows, w->cols, n);
+    /* plus the bf16 parts written once and read once */
+    cuda_op_end(st, F_GEMM, bytes + more + 8.0 * nw);
 }
 
 void cuda_matmul_now(cuda_state *st, float *out, const tensor *w, const float *x, int n) {
@@ -161,17 +198,10 @@ void cuda_matmul_now(cuda_state *st, float *out, const tensor *w, const float *x
     }
     const void *wd = cuda_weight(st, w);
     if (!cuda_matmul_own(st, w, n)) {
-        const int parts = 3, nn = parts * n;
-        const size_t nx = (size_t)n * w->cols;
-        void *xh = cuda_scratch(st, &st->d_convert, &st->cap_convert, nx * 2 * parts);
-        float *y = cuda_scratch(st, (void **)&st->d_gemm3, &st->cap_gemm3,
-                                sizeof(float) * parts * n * w->rows);
+        const split_bufs sb = split_scratch(st, w->rows, w->cols, n);
         cuda_op_begin(st);
-        k_split3_bf16(st->stream, xh, x, nx);
-        cublas_product(st, y, wd, CUDA_R_16BF, xh, CUDA_R_16BF, w->rows, w->cols, nn);
-        k_sum3(st->stream, out, y, (size_t)n * w->rows);
-        /* plus the parts written and read (2 bytes each), and y written and read (4 bytes each) */
-        cuda_op_end(st, F_GEMM, bytes + 4.0 * nn * w->cols + 8.0 * nn * w->rows);
+        const double more = split_product(st, &sb, out, &wd, 1, x, w->rows, w->cols, n);
+        cuda_op_end(st, F_GEMM, bytes + more);
         return;
     }
     cuda_op_begin(st);

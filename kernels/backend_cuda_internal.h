@@ -124,7 +124,7 @@ typedef struct {
     size_t cap_convert;
     float *d_gemm3; /* a bf16 cuBLAS product's outputs of hi, mid and lo, cap_gemm3 bytes */
     size_t cap_gemm3;
-    float *d_dequant; /* a quantized matrix as fp32 for a cuBLAS product, cap_dequant bytes */
+    uint16_t *d_dequant; /* a quantized matrix as bf16 hi + lo for cuBLAS, cap_dequant bytes */
     size_t cap_dequant;
     void *d_argmax; /* argmax scratch: 2 * K_ARGMAX_BLOCKS words + the result */
     int *h_argmax;  /* pinned result */

@@ -554,11 +554,19 @@ extern "C" int k_matvec_q(cudaStream_t s, const k_qmat *w, const float *x, float
     return k_matvec_q_multi(s, &seg, 1, x, n);
 }
 
-/* One 32-bit word of values a thread (8 int4 or 4 int8, columns in order: nibble / byte k is
- * column 8i + k / 4i + k of word i), times its group's scale: q * s is exact in fp32. Written only
- * after the wait: the previous product may still read the buffer. */
-__global__ void dequant_q_kernel(const uint32_t *__restrict__ q, const uint16_t *__restrict__ sc,
-                                 float *out, size_t words, int cols, int group, int bits) {
+/* Value k of a 32-bit word of weights: nibble / byte k is column 8i + k / 4i + k of word i. */
+__device__ __forceinline__ int q_value(uint32_t w, int k, int bits) {
+    return bits == 4 ? (int)((w >> (4 * k)) & 15u) - 8 : (int)(int8_t)(w >> (8 * k));
+}
+
+/* One 32-bit word of weights a thread (8 int4 or 4 int8), as two bf16 matrices, hi and lo, with
+ * hi + lo = q * s exactly: q * s is exact in fp32 with at most 15 significant bits (11 at int4), hi
+ * is its top 16 bits (a bf16, truncated) and lo the rest, exact in fp32 and of at most 7
+ * significant bits, so a bf16 too (mma.cuh split3's first step, which needs |q * s| >= 2^-110).
+ * Written only after the wait: the previous product may still read the buffer. */
+__global__ void dequant_q_bf16x2_kernel(const uint32_t *__restrict__ q,
+                                        const uint16_t *__restrict__ sc, uint16_t *hi, uint16_t *lo,
+                                        size_t words, int cols, int group, int bits) {
     k_wait_prior();
     const int vpw = 32 / bits, groups = cols / group;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < words;
@@ -567,28 +575,39 @@ __global__ void dequant_q_kernel(const uint32_t *__restrict__ q, const uint16_t 
         const size_t e0 = i * vpw, r = e0 / cols;
         const int c = (int)(e0 % cols);
         const float s = __uint_as_float((uint32_t)__ldg(sc + r * groups + c / group) << 16);
-        float4 v[2];
-        float *f = reinterpret_cast<float *>(v);
-        for (int k = 0; k < vpw; k++)
-            f[k] =
-                (float)(bits == 4 ? (int)((w >> (4 * k)) & 15u) - 8 : (int)(int8_t)(w >> (8 * k))) *
-                s;
-        float4 *o = reinterpret_cast<float4 *>(out + e0);
-        o[0] = v[0];
-        if (bits == 4) o[1] = v[1];
+        uint4 vh, vl;
+        uint16_t *h = reinterpret_cast<uint16_t *>(&vh), *l = reinterpret_cast<uint16_t *>(&vl);
+        for (int k = 0; k < vpw; k++) {
+            const float x = (float)q_value(w, k, bits) * s;
+            const unsigned top = __float_as_uint(x) & 0xffff0000u;
+            h[k] = (uint16_t)(top >> 16);
+            l[k] = (uint16_t)(__float_as_uint(x - __uint_as_float(top)) >> 16);
+        }
+        if (bits == 4) {
+            *reinterpret_cast<uint4 *>(hi + e0) = vh;
+            *reinterpret_cast<uint4 *>(lo + e0) = vl;
+        } else {
+            *reinterpret_cast<uint2 *>(hi + e0) = make_uint2(vh.x, vh.y);
+            *reinterpret_cast<uint2 *>(lo + e0) = make_uint2(vl.x, vl.y);
+        }
     }
 }
 
-extern "C" int k_dequant_q(cudaStream_t s, const k_qmat *w, float *out) {
+/* A grid-stride loop over the matrix's words: 8 blocks of 256 a multiprocessor at most. */
+static unsigned dequant_blocks(const k_qmat *w, size_t *words) {
+    *words = (size_t)w->rows * w->cols / (32 / w->dtype);
+    const unsigned most = 8u * (unsigned)q_sms();
+    return *words < 256u * most ? k_blocks(*words, 256) : most;
+}
+
+extern "C" int k_dequant_q_bf16x2(cudaStream_t s, const k_qmat *w, uint16_t *out) {
     if (!w || !out || !k_matvec_q_shape_ok(w->dtype, w->cols, w->group) || ((uintptr_t)out & 15) ||
         ((uintptr_t)w->q & 3))
         return -1;
-    const size_t words = (size_t)w->rows * w->cols / (32 / w->dtype);
-    const unsigned most =
-        8u * (unsigned)q_sms(); /* a grid-stride loop: 8 blocks a multiprocessor */
-    const unsigned blocks = words < 256u * most ? k_blocks(words, 256) : most;
-    k_launch(dequant_q_kernel, dim3(blocks), dim3(256), s, (const uint32_t *)w->q, w->scales, out,
-             words, w->cols, w->group, (int)w->dtype);
+    size_t words;
+    const unsigned blocks = dequant_blocks(w, &words);
+    k_launch(dequant_q_bf16x2_kernel, dim3(blocks), dim3(256), s, (const uint32_t *)w->q, w->scales,
+             out, out + (size_t)w->rows * w->cols, words, w->cols, w->group, (int)w->dtype);
     K_CHECK_LAUNCH();
     return 0;
 }

@@ -59,10 +59,11 @@ typedef struct {
 } k_qseg;
 int k_matvec_q_multi(cudaStream_t s, const k_qseg *segs, int n_segs, const float *x, int n);
 
-/* out[r][c] = w[r][c] as fp32 (q * scale, exact): the weights of a prefill chunk's product, which
- * cuBLAS then multiplies in fp32 (backend_cuda_core.c). out: rows * cols floats, 16-byte aligned.
- * Returns -1 and enqueues nothing for a matrix outside the layout above. */
-int k_dequant_q(cudaStream_t s, const k_qmat *w, float *out);
+/* The weights as two bf16 matrices, out[0 .. rows * cols) = hi and the next rows * cols = lo,
+ * with hi + lo = q * scale exactly: a prefill chunk's product is then two bf16 products on the
+ * tensor cores (backend_cuda_core.c). out: 2 * rows * cols uint16, 16-byte aligned. Returns -1
+ * and enqueues nothing for a matrix outside the layout above. */
+int k_dequant_q_bf16x2(cudaStream_t s, const k_qmat *w, uint16_t *out);
 
 /* The form of the next launches, for benchmarks: rows_per_warp 1, 2 or 4, warps_per_block 1, 2,
  * 4 or 8, sets_per_block (row sets of warps_per_block x rows_per_warp rows a block takes one after

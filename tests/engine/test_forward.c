@@ -88,7 +88,7 @@ static void config_full(model_config *c) {
     c->global_head_dim = 32;
     c->n_global_kv_heads = 1;
     c->vocab = 61;
-    c->max_positions = 512;
+    c->max_positions = 1024;
     c->sliding_window = 5;
     c->rms_eps = 1e-6f;
     c->final_softcap = 30.0f;
@@ -120,7 +120,7 @@ static void config_plain(model_config *c) {
     c->n_kv_heads = 2;
     c->head_dim = 16;
     c->vocab = 37;
-    c->max_positions = 300;
+    c->max_positions = 640;
     c->sliding_window = 3;
     c->rms_eps = 1e-6f;
     c->rope_sliding = (rope_params){.theta = 10000.0f};
@@ -518,7 +518,7 @@ static void test_prefill_then_decode(const model *m, const char *name, int windo
 
 /* Roll back and continue differently: equals the reference on the new sequence. */
 static void test_truncate(const model *m, const char *name) {
-    const int V = m->config.vocab, T = 90, back = DECODER_CHUNK - 1;
+    const int V = m->config.vocab, T = DECODER_CHUNK + 26, back = DECODER_CHUNK - 1;
     int *ids = random_ids(m, T);
     decoder *d = new_decoder(m, 0, 0);
     EXPECT(decoder_forward(d, ids, T, NULL, 0) == 0);
@@ -708,12 +708,12 @@ int main(void) {
     EXPECT(plain->config.layer_types[3] == LAYER_FULL &&
            plain->config.layer_types[0] == LAYER_SLIDING);
 
-    test_prefill(full, "full", 0, 150);  /* three chunks; the rings wrap */
-    test_prefill(full, "full", 9, 70);   /* SLIDING_WINDOW below the prompt */
+    test_prefill(full, "full", 0, 2 * DECODER_CHUNK + 22); /* three chunks; the rings wrap */
+    test_prefill(full, "full", 9, 70);                     /* SLIDING_WINDOW below the prompt */
     test_prefill(full, "full", 1, 40);   /* a window of one: only the token itself */
     test_prefill(full, "full", 500, 80); /* a window longer than the prompt: full attention */
-    test_prefill(plain, "plain", 0, 130);
-    test_prefill_then_decode(full, "full", 0, 100, 67);
+    test_prefill(plain, "plain", 0, DECODER_CHUNK + 66);
+    test_prefill_then_decode(full, "full", 0, DECODER_CHUNK + 36, DECODER_CHUNK + 3);
     test_prefill_then_decode(full, "full", 6, 40, 1);
     test_prefill_then_decode(plain, "plain", 0, 80, 20);
     test_truncate(full, "full");
