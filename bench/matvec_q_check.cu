@@ -8,6 +8,9 @@
  * backend, rotating through enough copies of the matrix to exceed twice the L2 size, so that the
  * weights come from DRAM), the bytes it moves (weights + scales + x + y), GB/s and the share of
  * the device-to-device cudaMemcpy bandwidth measured here (bytes read + written a second).
+ * And k_dequant_q_bf16x2, the weights of a prefill chunk's product as bf16 hi + lo: hi + lo must
+ * be q * s bit for bit, hi the top 16 bits of q * s; then its time and GB/s (the weights and
+ * scales read, 4 bytes a weight written).
  *
  *   matvec_q_check              everything above; prints PASS or FAIL last
  *   matvec_q_check --sanitize   small shapes, checks only (for compute-sanitizer)
@@ -222,6 +225,56 @@ static int check(problem *p, double *worst_rel) {
     return fails;
 }
 
+/* k_dequant_q_bf16x2 against q * s in fp32 (exact): hi + lo equal to it bit for bit, hi its top
+ * 16 bits. Returns the failures. */
+static int check_dequant(const problem *p, uint16_t *dout) {
+    const int rows = p->sh.rows, cols = p->sh.cols, ng = cols / p->f.group;
+    const size_t nw = (size_t)rows * cols;
+    const k_qmat m = qmat(p, p->dq, p->ds);
+    if (k_dequant_q_bf16x2(0, &m, dout)) {
+        printf("  k_dequant_q_bf16x2 refused the matrix\n");
+        return 1;
+    }
+    CK(cudaDeviceSynchronize());
+    uint16_t *h = (uint16_t *)malloc(2 * nw * sizeof(uint16_t));
+    CK(cudaMemcpy(h, dout, 2 * nw * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+    long bad = 0;
+#pragma omp parallel for reduction(+ : bad) schedule(static)
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            const size_t i = (size_t)r * cols + c;
+            const float w = (float)weight_at(p->hq, p->f.dtype, p->row_bytes, r, c) *
+                            (float)from_bf16(p->hs[(size_t)r * ng + c / p->f.group]);
+            const float sum = (float)from_bf16(h[i]) + (float)from_bf16(h[nw + i]);
+            uint32_t u;
+            memcpy(&u, &w, 4);
+            if (memcmp(&sum, &w, 4) || h[i] != (uint16_t)(u >> 16)) bad++;
+        }
+    free(h);
+    if (bad) printf("  dequant: %ld weights where hi + lo is not q * s\n", bad);
+    return bad != 0;
+}
+
+/* Microseconds a k_dequant_q_bf16x2 launch (after a warm-up), into dout. */
+static double time_dequant(const problem *p, uint16_t *dout) {
+    const k_qmat m = qmat(p, p->dq, p->ds);
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    k_dequant_q_bf16x2(0, &m, dout);
+    const int reps = 20;
+    CK(cudaEventRecord(e0));
+    for (int i = 0; i < reps; i++)
+        k_dequant_q_bf16x2(0, &m, dout);
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+    return ms * 1e3 / reps;
+}
+
 static double copy_bandwidth(void) {
     const size_t bytes = (size_t)1 << 30;
     void *a, *b;
@@ -402,11 +455,27 @@ int main(int argc, char **argv) {
             fails += f;
             char verdict[64];
             snprintf(verdict, sizeof verdict, "%s (worst rel err %.1e)", f ? "FAIL" : "ok", worst);
+            uint16_t *dout;
+            CK(cudaMalloc(&dout, 4 * (size_t)shapes[si].rows * shapes[si].cols));
+            const int fd = check_dequant(&p, dout);
+            fails += fd;
             if (sanitize) {
-                printf("%-10s %-10s %s\n", shapes[si].name, fmt_name(fmts[fi]), verdict);
+                printf("%-10s %-10s %s, dequant %s\n", shapes[si].name, fmt_name(fmts[fi]), verdict,
+                       fd ? "FAIL" : "ok");
+                CK(cudaFree(dout));
                 drop(&p);
                 continue;
             }
+            {
+                const double us = time_dequant(&p, dout),
+                             bytes = (double)p.qbytes + p.sbytes +
+                                     4.0 * shapes[si].rows * shapes[si].cols;
+                printf("%-8s %-10s dequant to bf16 hi + lo %9.2f us %11.0f bytes %8.0f GB/s "
+                       "%6.1f%% %s\n",
+                       shapes[si].name, fmt_name(fmts[fi]), us, bytes, bytes / us / 1e3,
+                       100.0 * bytes / us / 1e3 / copy_gbs, fd ? "FAIL" : "ok");
+            }
+            CK(cudaFree(dout));
             pool o = make_pool(&p, (size_t)prop.l2CacheSize);
             const int ns[] = {1, 2, 4, 8};
             double t1 = 0.0;

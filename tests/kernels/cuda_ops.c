@@ -211,7 +211,9 @@ static void test_matmul_quant(backend *g, int own_rows, const char *who) {
             for (int ni = 0; ni < 6; ni++) {
                 const int rows = small_shapes ? 8 + rng_int(40) : 100 + rng_int(900);
                 const int cols = 128 * (small_shapes ? 1 + rng_int(2) : 1 + rng_int(20));
-                const int n = small_shapes && ns[ni] > 9 ? 9 : ns[ni];
+                /* small shapes (the sanitizers' run) keep one product past gemm_rows, so the
+                 * dequantization for cuBLAS runs under them too */
+                const int n = !small_shapes ? ns[ni] : ns[ni] > 13 ? 20 : ns[ni] > 9 ? 9 : ns[ni];
                 float *wf = rand_vec((size_t)rows * cols);
                 quant_matrix *qm = xcalloc(1, sizeof *qm); /* stays alive: keyed by address */
                 char err[256];
