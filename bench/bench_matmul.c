@@ -4,11 +4,11 @@
  * A set of bf16 weight matrices far larger than the caches (E4B's MLP shape by default,
  * 2560 x 10240, 2 bytes per weight) is multiplied by n input rows, for every kernel variant
  * the CPU runs (GEMMA_CPU_ISA: portable, avx2, avx512) and n = 1 (decode), 8 (a speculative
- * verify), 64 (a prefill chunk). For n = 1 the figure that matters is GB/s of weights read,
- * next to the bandwidth of a plain read of the same bytes (every thread summing its share of
- * the 16-bit words, as bench/membw does), timed in passes interleaved with the matmul passes
- * so that both see the same machine (on a shared machine the load moves from one second to
- * the next); for larger n it is GFLOP/s. The best of several passes of each is kept.
+ * verify), 64 (prefill-sized; the decoder's chunks are 256). For n = 1 the figure that matters is
+ * GB/s of weights read, next to the bandwidth of a plain read of the same bytes (every thread
+ * summing its share of the 16-bit words, as bench/membw does), timed in passes interleaved with the
+ * matmul passes so that both see the same machine (on a shared machine the load moves from one
+ * second to the next); for larger n it is GFLOP/s. The best of several passes of each is kept.
  *
  *   bench_matmul [MIB [PASSES]]     default 768 MiB of weights, 5 passes; threads from
  *                                   OMP_NUM_THREADS

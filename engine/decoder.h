@@ -15,8 +15,9 @@
  * chunk's products are cuBLAS GEMMs that run faster the more rows they have: E4B-shaped bf16
  * prefill of 256 tokens, H100, 5956 tokens/s in chunks of 64 and 9509 in one chunk of 256; the
  * small model's on 2 CPU cores, 7800 and 8970 (median of five). The costs: the [chunk][vocab]
- * logits (268 MB at a 262144 vocabulary) and a sliding layer's ring, which holds
- * W + DECODER_CHUNK - 1 positions (decoder.c). */
+ * logits (268 MB at a 262144 vocabulary), a sliding layer's ring, which holds
+ * W + DECODER_CHUNK - 1 positions (decoder.c), and the backends' scratch for a chunk (a CUDA
+ * product's outputs of x's three parts, the attention's partial sums). */
 #define DECODER_CHUNK 256
 
 struct decoder {

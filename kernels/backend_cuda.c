@@ -13,7 +13,7 @@
  * therefore stay unchanged while the backend lives - true of mmapped models.
  *
  * Matrix products: backend_cuda_core.c. Products of up to CUDA_GEMM_AUTO_ROWS inputs run our
- * kernels, bigger bf16 ones cuBLAS (GEMMA_CUDA_GEMM=own: every one our kernels).
+ * kernels, bigger bf16 and quantized ones cuBLAS (GEMMA_CUDA_GEMM=own: every one our kernels).
  *
  * Graphs. forward.c brackets a chunk with step_begin / step_end. A step of a given key and
  * number of tokens (one for decode, k + 1 for a speculative verify, at most GRAPH_MAX_ROWS)
@@ -115,9 +115,9 @@ static void cu_copy(backend *b, float *dst, const float *src, size_t n) {
 
 /* ---- ops ----------------------------------------------------------------------------- */
 
-/* GEMMA_CUDA_GEMM=auto sends a bf16 product to cuBLAS only above this many inputs: more than a
- * speculative verify pass ever has (SPEC_MAX_K drafts and the last accepted token), so that
- * every verify pass runs on our kernels and reproduces the decode steps it stands for bit for
+/* GEMMA_CUDA_GEMM=auto sends a bf16 or quantized product to cuBLAS only above this many inputs:
+ * more than a speculative verify pass ever has (SPEC_MAX_K drafts and the last accepted token), so
+ * that every verify pass runs on our kernels and reproduces the decode steps it stands for bit for
  * bit (cuBLAS sums in an order of its own, which may differ with n); only prefill chunks go to
  * cuBLAS. */
 #define CUDA_GEMM_AUTO_ROWS BACKEND_VERIFY_ROWS

@@ -159,8 +159,8 @@ static double split_product(cuda_state *st, const split_bufs *sb, float *out, co
         cublas_product(st, sb->y, w[i], CUDA_R_16BF, sb->xh, CUDA_R_16BF, rows, cols, nn,
                        i ? 1.0f : 0.0f);
     k_sum3(st->stream, out, sb->y, (size_t)n * rows);
-    /* the parts written and read by every product (2 bytes each), y written and read by every
-     * product and by k_sum3 (4 bytes each) */
+    /* x's parts written once and read by every product (2 bytes each); y written by every
+     * product, read by every one after the first and by k_sum3 (4 bytes each) */
     return 2.0 * nn * cols * (1 + parts) + 4.0 * nn * rows * (2 * parts);
 }
 

@@ -562,8 +562,9 @@ __device__ __forceinline__ int q_value(uint32_t w, int k, int bits) {
 /* One 32-bit word of weights a thread (8 int4 or 4 int8), as two bf16 matrices, hi and lo, with
  * hi + lo = q * s exactly: q * s is exact in fp32 with at most 15 significant bits (11 at int4), hi
  * is its top 16 bits (a bf16, truncated) and lo the rest, exact in fp32 and of at most 7
- * significant bits, so a bf16 too (mma.cuh split3's first step, which needs |q * s| >= 2^-110).
- * Written only after the wait: the previous product may still read the buffer. */
+ * significant bits, so a bf16 too (mma.cuh split3's first step). Every bit of q * s lies at or
+ * above 2^-133, so this holds for every finite scale, subnormal products included (no flush to
+ * zero here). Written only after the wait: the previous product may still read the buffer. */
 __global__ void dequant_q_bf16x2_kernel(const uint32_t *__restrict__ q,
                                         const uint16_t *__restrict__ sc, uint16_t *hi, uint16_t *lo,
                                         size_t words, int cols, int group, int bits) {
@@ -601,9 +602,7 @@ static unsigned dequant_blocks(const k_qmat *w, size_t *words) {
 }
 
 extern "C" int k_dequant_q_bf16x2(cudaStream_t s, const k_qmat *w, uint16_t *out) {
-    if (!w || !out || !k_matvec_q_shape_ok(w->dtype, w->cols, w->group) || ((uintptr_t)out & 15) ||
-        ((uintptr_t)w->q & 3))
-        return -1;
+    if (!w || !out || !q_mat_ok(w) || ((uintptr_t)out & 15)) return -1;
     size_t words;
     const unsigned blocks = dequant_blocks(w, &words);
     k_launch(dequant_q_bf16x2_kernel, dim3(blocks), dim3(256), s, (const uint32_t *)w->q, w->scales,

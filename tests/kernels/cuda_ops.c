@@ -598,8 +598,8 @@ static int run_ops(void) {
     backend *cb = backend_cuda_new(err, sizeof err);
     setenv("GEMMA_CUDA_GEMM", "own", 1); /* ops_backends */
     CHECK(cb);
-    test_matmul(cb, 1e-5, 1e-5, "auto (n = 64: cuBLAS)");
-    test_matmul_quant(cb, 17, "auto (n = 64: cuBLAS)");
+    test_matmul(cb, 1e-5, 1e-5, "auto (n > 17: cuBLAS)");
+    test_matmul_quant(cb, 17, "auto (n > 17: cuBLAS)");
     cb->destroy(cb);
     test_matmul_quant(gpu, 1 << 30, "own");
     test_first_use();

@@ -184,7 +184,7 @@ static void test_fused_whole_mlp_form(int form) {
     /* 1024 in the small shapes (the sanitizers' run): wide enough that mlp.cu's producer runs
      * under its limit on rows in flight (mlp_depth below the ring's stages), as 2560 does */
     const int Hs[] = {256, 512, small_shapes ? 1024 : 2560};
-    /* 33 and 64: a prefill chunk of the decoder (DECODER_CHUNK), in reductions of 16 inputs */
+    /* 33 and 64: prefill-sized passes (GEMMA_CUDA_GEMM=own), in reductions of 16 inputs */
     const int ns_full[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 33, 64}, ns_small[] = {1, 2, 3, 6};
     const int *ns = small_shapes ? ns_small : ns_full;
     const int n_ns = small_shapes ? 4 : 12;
