@@ -61,6 +61,7 @@
  */
 #include "kcommon.cuh"
 #include "matvec_q.h"
+#include "mma.cuh"
 
 #define K_QX_SMEM (48 * 1024) /* bytes of x a block stages at most (static limit: no opt-in) */
 #define Q_U       2           /* chunks a row loaded ahead */
@@ -562,9 +563,9 @@ __device__ __forceinline__ int q_value(uint32_t w, int k, int bits) {
 /* One 32-bit word of weights a thread (8 int4 or 4 int8), as two bf16 matrices, hi and lo, with
  * hi + lo = q * s exactly: q * s is exact in fp32 with at most 15 significant bits (11 at int4), hi
  * is its top 16 bits (a bf16, truncated) and lo the rest, exact in fp32 and of at most 7
- * significant bits, so a bf16 too (mma.cuh split3's first step). Every bit of q * s lies at or
- * above 2^-133, so this holds for every finite scale, subnormal products included (no flush to
- * zero here). Written only after the wait: the previous product may still read the buffer. */
+ * significant bits, so a bf16 too (mma.cuh bf16_rest, split3's first step). Every bit of q * s lies
+ * at or above 2^-133, so this holds for every finite scale, subnormal products included (no flush
+ * to zero here). Written only after the wait: the previous product may still read the buffer. */
 __global__ void dequant_q_bf16x2_kernel(const uint32_t *__restrict__ q,
                                         const uint16_t *__restrict__ sc, uint16_t *hi, uint16_t *lo,
                                         size_t words, int cols, int group, int bits) {
@@ -580,9 +581,8 @@ __global__ void dequant_q_bf16x2_kernel(const uint32_t *__restrict__ q,
         uint16_t *h = reinterpret_cast<uint16_t *>(&vh), *l = reinterpret_cast<uint16_t *>(&vl);
         for (int k = 0; k < vpw; k++) {
             const float x = (float)q_value(w, k, bits) * s;
-            const unsigned top = __float_as_uint(x) & 0xffff0000u;
-            h[k] = (uint16_t)(top >> 16);
-            l[k] = (uint16_t)(__float_as_uint(x - __uint_as_float(top)) >> 16);
+            h[k] = (uint16_t)(__float_as_uint(x) >> 16);
+            l[k] = (uint16_t)(__float_as_uint(bf16_rest(x)) >> 16);
         }
         if (bits == 4) {
             *reinterpret_cast<uint4 *>(hi + e0) = vh;

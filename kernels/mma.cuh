@@ -44,13 +44,18 @@ __device__ __forceinline__ void ldsm_x4_trans(unsigned r[4], unsigned addr) {
                  : "r"(addr));
 }
 
+/* What x leaves after its top 16 bits (a bf16, truncated): exact in fp32, with 8 significant bits
+ * fewer than x. */
+__device__ __forceinline__ float bf16_rest(float x) {
+    return x - __uint_as_float(__float_as_uint(x) & 0xffff0000u);
+}
+
 /* x = hi + mid + lo exactly (|x| >= 2^-110), each part the top 16 bits - a bf16, truncated - of
  * what the parts before it leave: x - hi has at most 16 significant bits and is exact in fp32,
  * its rest after mid at most 8, which bf16 holds (matvec_mma.cu's mma_b, SPLIT 3, says more).
  * The parts come back as the fp32 whose top halves they are. */
 __device__ __forceinline__ void split3(float x, unsigned &hi, unsigned &mid, unsigned &lo) {
-    const float r = x - __uint_as_float(__float_as_uint(x) & 0xffff0000u);
-    const float q = r - __uint_as_float(__float_as_uint(r) & 0xffff0000u);
+    const float r = bf16_rest(x), q = bf16_rest(r);
     hi = __float_as_uint(x), mid = __float_as_uint(r), lo = __float_as_uint(q);
 }
 
