@@ -22,6 +22,8 @@
  *             (CUPTI; bench/trace_step.py reads it); DECODE_PROFILE_TRACE_ROWS=N: of the
  *             verify pass over N positions (one of DECODE_PROFILE_VERIFY's) instead
  *         DECODE_PROFILE_MAX_LEN=N   a larger decoder capacity than the run needs
+ *         WEIGHT_DTYPE, WEIGHT_GROUP   the layers' precision, as for `engine` (the head stays
+ *             the model's bf16 head)
  *         DECODE_PROFILE_HORIZON=0   leave the sequence's horizon unset (1, the default:
  *             prompt + steps)
  *       A setting it does not understand is refused (exit status 1, a message naming it)
@@ -53,6 +55,7 @@
 #include "engine.h"
 #include "float16.h"
 #include "kernels.h"
+#include "knobs.h"
 #include "model.h"
 #include "util.h"
 
@@ -412,7 +415,12 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
 
 static int run_decode_profile(const char *dir, int prompt, int steps) {
     char err[512];
-    model *m = model_load(dir, err, sizeof err);
+    /* The engine's precision knobs WEIGHT_DTYPE / WEIGHT_GROUP, as `engine` reads them (the
+     * others do not apply: the step runs the decoder's own full bf16 head). */
+    knobs k;
+    knobs_init(&k);
+    if (knobs_from_env(&k, err, sizeof err)) die("%s", err);
+    model *m = model_load_prec(dir, k.weight_dtype, k.weight_group, err, sizeof err);
     if (!m) die("%s", err);
     /* DECODE_PROFILE_CUSTOM="label:NAME=VALUE NAME=VALUE;label2:...": only these runs, in this
      * order, each with graphs, fusion and PDL on plus its settings (at most 4) - A / B / A / B
