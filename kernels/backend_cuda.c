@@ -127,6 +127,27 @@ static void cu_attention(backend *b, float *out, const float *q, const float *kc
                          int n_tok, int pos0, int len, int window, int n_heads, int n_kv_heads,
                          int head_dim) {
     cuda_state *st = st_flushed(b);
+    int p;
+    const int *dp = cuda_pos(st, pos0, &p);
+    /* A chunk longer than any verify pass (a prefill) need not reproduce decode steps: the
+     * kernel that stages each tile of keys and values once for 16 rows (attention_rows.cu). */
+    if (n_tok > BACKEND_VERIFY_ROWS && k_attention_rows_supported(head_dim)) {
+        /* It needs no partials, but sizes them for the longest verify pass, as a prefill in the
+         * split form did: a later step that grows the scratch would drop every graph captured. */
+        const int max_ctx = window > 0 && window < len ? window : len;
+        const int splits =
+            k_attention_splits(st->attn, max_ctx, st->horizon, n_tok, n_heads, head_dim);
+        cuda_scratch(st, (void **)&st->d_partial, &st->cap_partial,
+                     (size_t)BACKEND_VERIFY_ROWS * n_heads * splits * (head_dim + 2) *
+                         sizeof(float));
+        st->attn_rows_ops++;
+        cuda_op_begin(st);
+        k_attention_rows(st->stream, out, q, kc, vc, n_tok, dp, p, len, window, n_heads, n_kv_heads,
+                         head_dim);
+        cuda_op_end(st, F_ATTENTION,
+                    k_attention_rows_bytes(n_tok, pos0, window, n_heads, head_dim));
+        return;
+    }
     /* The slices are sized for the longest context this ring can serve, so that the same
      * launch fits every later position (graphs); the form too. */
     const int max_ctx = window > 0 && window < len ? window : len;
@@ -134,8 +155,6 @@ static void cu_attention(backend *b, float *out, const float *q, const float *kc
     st->attn_split_ops += splits > 0;
     const size_t need = (size_t)n_tok * n_heads * splits * (head_dim + 2) * sizeof(float);
     float *partial = cuda_scratch(st, (void **)&st->d_partial, &st->cap_partial, need);
-    int p;
-    const int *dp = cuda_pos(st, pos0, &p);
     cuda_op_begin(st);
     k_attention(st->stream, out, q, kc, vc, n_tok, dp, p, len, window, n_heads, n_kv_heads,
                 head_dim, splits, partial);
@@ -332,6 +351,7 @@ void backend_cuda_stats(backend *b, backend_cuda_counters *c) {
     snprintf(c->device, sizeof c->device, "%s", st->device_name);
     c->attn_form = st->attn;
     c->attn_split_ops = st->attn_split_ops;
+    c->attn_rows_ops = st->attn_rows_ops;
     c->mlp_form = st->mlp;
     c->mlp_ops = st->mlp_ops;
 }
@@ -342,7 +362,8 @@ void backend_cuda_reset_counters(backend *b) {
     memset(st->bytes, 0, sizeof st->bytes);
     memset(st->calls, 0, sizeof st->calls);
     memset(st->ms, 0, sizeof st->ms);
-    st->decode_steps = st->replays = st->captures = st->attn_split_ops = st->mlp_ops = 0;
+    st->decode_steps = st->replays = st->captures = st->attn_split_ops = st->attn_rows_ops =
+        st->mlp_ops = 0;
 }
 
 void backend_cuda_profile_print(backend *b, FILE *f) {

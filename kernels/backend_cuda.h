@@ -42,6 +42,7 @@ typedef struct {
     char device[256];    /* device name and compute capability */
     int attn_form;       /* the attention's form: kernels.h K_ATTN_SPLIT or K_ATTN_CLUSTER */
     long attn_split_ops; /* attention ops issued (run eagerly or captured) as slices + merge */
+    long attn_rows_ops;  /* attention ops over more than BACKEND_VERIFY_ROWS rows (prefill) */
     int mlp_form;        /* the whole-MLP kernel asked for: 0, K_MLP_CORES or K_MLP_MMA */
     long mlp_ops;        /* MLPs issued (run eagerly or captured) as one whole-MLP kernel */
 } backend_cuda_counters;

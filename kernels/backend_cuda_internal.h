@@ -146,6 +146,7 @@ typedef struct {
     int attn;            /* the attention's form: K_ATTN_SPLIT or K_ATTN_CLUSTER */
     int horizon;         /* positions the current sequence attends to at most (0: unknown) */
     long attn_split_ops; /* attention ops issued in the split form (not counting replays) */
+    long attn_rows_ops;  /* attention ops over a prefill chunk (attention_rows.cu) */
     long mlp_ops;        /* MLPs issued as one whole-MLP kernel (backend_cuda_fuse.c try_mlp) */
     int mv_mma;          /* bf16 products on the tensor cores: kernels.h k_matvec_set_mma */
 

@@ -1,6 +1,7 @@
-/* cuda_ops_attention.h: the decode attention (attention.cu) checked against the CPU backend -
- * KV-ring writes into rings that wrap, then attention over them, in both GPU forms (slices and
- * merge; thread block clusters), every row of a chunk also against that row alone. Included
+/* cuda_ops_attention.h: the attention (attention.cu, attention_rows.cu) checked against the CPU
+ * backend - KV-ring writes into rings that wrap, then attention over them, in both GPU forms of
+ * decode and verify (slices and merge; thread block clusters) and over prefill chunks, every row
+ * of a verify-sized chunk also against that row alone. Included
  * once, by cuda_ops.c, after its helpers (test_util.h keeps everything static: one translation
  * unit). */
 
@@ -24,6 +25,13 @@ static void test_attention(const char *form) {
         {1, 8, 2, 512, 4096, 0, 600, 900},
         {5, 8, 2, 256, 4096, 0, 1500, 2000}, /* a verify-sized chunk */
         {1, 8, 2, 512, 3000, 0, 1900, 1000}, /* past its horizon: slower, still right */
+        /* prefill chunks (more than BACKEND_VERIFY_ROWS rows: attention_rows.cu) */
+        {256, 8, 2, 256, 767, 512, 0, 0},   /* a first chunk of 256, E4B's sliding layers */
+        {256, 8, 2, 512, 1024, 0, 256, 0},  /* a second chunk, E4B's full layers */
+        {200, 8, 2, 256, 767, 512, 900, 0}, /* a wrapped ring, the window cutting every row */
+        {40, 6, 1, 32, 80, 7, 70, 0},       /* tiny window, a partial row tile, wrapped */
+        {18, 4, 4, 48, 200, 0, 100, 0},     /* odd head_dim, one row past a verify pass */
+        {24, 8, 2, 128, 300, 0, 200, 0},    /* 128-wide heads: every lane a unit */
     };
     /* which form each case ran in: the backend's counters say whether it issued slices + merge */
     const int has_clusters = k_attention_has_clusters();
@@ -33,8 +41,9 @@ static void test_attention(const char *form) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int n_tok = cases[i].n_tok, H = cases[i].heads, KV = cases[i].kv_heads, hd = cases[i].hd;
         int len = cases[i].len, window = cases[i].window, pos0 = cases[i].pos0;
-        if (small_shapes) {
-            if (n_tok > 8) n_tok = 8;
+        const int prefill = n_tok > BACKEND_VERIFY_ROWS;
+        if (small_shapes) { /* a prefill chunk keeps more rows than a verify pass */
+            if (n_tok > (prefill ? 20 : 8)) n_tok = prefill ? 20 : 8;
             if (len > 300) len = window ? window + 63 : 300;
             if (pos0 + n_tok > len && !window) pos0 = len - n_tok;
             if (pos0 > 400) pos0 = 400;
@@ -64,10 +73,13 @@ static void test_attention(const char *form) {
         gpu->set_horizon(gpu, horizon);
         cpu->attention(cpu, out.c, q.c, kc.c, vc.c, n_tok, pos0, len, window, H, KV, hd);
         backend_cuda_stats(gpu, &bc);
-        const long split_before = bc.attn_split_ops;
+        const long split_before = bc.attn_split_ops, rows_before = bc.attn_rows_ops;
         gpu->attention(gpu, out.g, q.g, kc.g, vc.g, n_tok, pos0, len, window, H, KV, hd);
         backend_cuda_stats(gpu, &bc);
-        const int clustered = bc.attn_split_ops == split_before;
+        EXPECT((bc.attn_rows_ops > rows_before) == prefill,
+               "attention (%s), %d rows: the prefill kernel %s", form, n_tok,
+               prefill ? "did not run" : "ran for a verify-sized chunk");
+        const int clustered = !prefill && bc.attn_split_ops == split_before;
         in_clusters += clustered;
         int at_once;
         const int heads = k_attention_cluster_heads(hd, n_tok, H, KV, &at_once);
