@@ -8,9 +8,11 @@
  * backend, rotating through enough copies of the matrix to exceed twice the L2 size, so that the
  * weights come from DRAM), the bytes it moves (weights + scales + x + y), GB/s and the share of
  * the device-to-device cudaMemcpy bandwidth measured here (bytes read + written a second).
- * And k_dequant_q_bf16x2, the weights of a prefill chunk's product as bf16 hi + lo: hi + lo must
- * be q * s bit for bit, hi the top 16 bits of q * s; then its time and GB/s (the weights and
- * scales read, 4 bytes a weight written).
+ * And the dequantizations of a prefill chunk's product: k_dequant_q_bf16x2, the weights as bf16
+ * hi + lo (hi + lo must be q * s bit for bit, hi the top 16 bits of q * s), and at int4
+ * k_dequant_q4_f16, one fp16 matrix of q * s 2^e with quant_f16_exponent's e (each value must be
+ * q * s 2^e bit for bit); then their time and GB/s (the weights and scales read, 4 or 2 bytes a
+ * weight written).
  *
  *   matvec_q_check              everything above; prints PASS or FAIL last
  *   matvec_q_check --sanitize   small shapes, checks only (for compute-sanitizer)
@@ -21,8 +23,9 @@
  *
  * Build (from the repository root):
  *   nvcc -O3 -std=c++17 -arch=sm_90 -Xcompiler=-Wall,-Wextra,-fopenmp -Werror=all-warnings
- *        -Ikernels bench/matvec_q_check.cu kernels/matvec_q.cu kernels/kcommon.cu
- *        -o matvec_q_check -lgomp */
+ *        -Ikernels -Iengine -Icommon bench/matvec_q_check.cu kernels/matvec_q.cu kernels/kcommon.cu
+ *        engine/quant.c common/util.c -o matvec_q_check -lgomp
+ * (CMake builds it with the rest on a CUDA build.) */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <omp.h>
@@ -33,6 +36,9 @@
 
 #include "kernels.h"
 #include "matvec_q.h"
+extern "C" {
+#include "quant.h"
+}
 
 #define CK(call)                                                                                   \
     do {                                                                                           \
@@ -256,17 +262,66 @@ static int check_dequant(const problem *p, uint16_t *dout) {
     return bad != 0;
 }
 
-/* Microseconds a k_dequant_q_bf16x2 launch (after a warm-up), into dout. */
-static double time_dequant(const problem *p, uint16_t *dout) {
+/* An fp16's value (bits h). */
+static float from_f16(uint16_t h) {
+    const int ex = (h >> 10) & 31, m = h & 1023;
+    const float v = ex == 31 ? (m ? NAN : INFINITY)
+                    : ex     ? ldexpf((float)(1024 + m), ex - 25)
+                             : ldexpf((float)m, -24);
+    return h & 0x8000 ? -v : v;
+}
+
+/* The int4 matrix's quant_f16_exponent (through a quant_matrix view of the host copy), or
+ * INT32_MIN when it has none. */
+static int f16_exponent(const problem *p) {
+    quant_matrix qm = {QUANT_INT4, p->sh.rows, p->sh.cols, p->f.group, p->row_bytes, p->hq, p->hs};
+    int e;
+    return quant_f16_exponent(&qm, &e) ? INT32_MIN : e;
+}
+
+/* k_dequant_q4_f16 against q * s 2^e in fp32 (exact): every value its bits (-0 as +0, as
+ * check_dequant). Returns the failures. */
+static int check_dequant_f16(const problem *p, int e, uint16_t *dout) {
+    const int rows = p->sh.rows, cols = p->sh.cols, ng = cols / p->f.group;
+    const size_t nw = (size_t)rows * cols;
+    const k_qmat m = qmat(p, p->dq, p->ds);
+    if (e == INT32_MIN || k_dequant_q4_f16(0, &m, e, dout)) {
+        printf("  no fp16 exponent, or k_dequant_q4_f16 refused the matrix\n");
+        return 1;
+    }
+    CK(cudaDeviceSynchronize());
+    uint16_t *h = (uint16_t *)malloc(nw * sizeof(uint16_t));
+    CK(cudaMemcpy(h, dout, nw * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+    long bad = 0;
+#pragma omp parallel for reduction(+ : bad) schedule(static)
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            const size_t i = (size_t)r * cols + c;
+            const float w = ldexpf((float)weight_at(p->hq, p->f.dtype, p->row_bytes, r, c) *
+                                       (float)from_bf16(p->hs[(size_t)r * ng + c / p->f.group]),
+                                   e);
+            if (!(from_f16(h[i]) == w)) bad++;
+        }
+    free(h);
+    if (bad) printf("  dequant: %ld weights where the fp16 value is not q * s 2^%d\n", bad, e);
+    return bad != 0;
+}
+
+/* Microseconds a dequantization launch (after a warm-up), into dout: k_dequant_q_bf16x2, or
+ * k_dequant_q4_f16 with exponent e when f16. */
+static double time_dequant(const problem *p, uint16_t *dout, int f16, int e) {
     const k_qmat m = qmat(p, p->dq, p->ds);
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
-    k_dequant_q_bf16x2(0, &m, dout);
     const int reps = 20;
-    CK(cudaEventRecord(e0));
-    for (int i = 0; i < reps; i++)
-        k_dequant_q_bf16x2(0, &m, dout);
+    for (int i = -1; i < reps; i++) {
+        if (i == 0) CK(cudaEventRecord(e0));
+        if (f16)
+            k_dequant_q4_f16(0, &m, e, dout);
+        else
+            k_dequant_q_bf16x2(0, &m, dout);
+    }
     CK(cudaEventRecord(e1));
     CK(cudaEventSynchronize(e1));
     float ms;
@@ -458,7 +513,9 @@ int main(int argc, char **argv) {
             snprintf(verdict, sizeof verdict, "%s (worst rel err %.1e)", f ? "FAIL" : "ok", worst);
             uint16_t *dout;
             CK(cudaMalloc(&dout, 4 * (size_t)shapes[si].rows * shapes[si].cols));
-            const int fd = check_dequant(&p, dout);
+            int fd = check_dequant(&p, dout);
+            const int e = p.f.dtype == KQ_INT4 ? f16_exponent(&p) : INT32_MIN;
+            if (p.f.dtype == KQ_INT4) fd += check_dequant_f16(&p, e, dout);
             fails += fd;
             if (sanitize) {
                 printf("%-10s %-10s %s, dequant %s\n", shapes[si].name, fmt_name(fmts[fi]), verdict,
@@ -467,14 +524,14 @@ int main(int argc, char **argv) {
                 drop(&p);
                 continue;
             }
-            {
-                const double us = time_dequant(&p, dout),
+            for (int f16 = 0; f16 <= (p.f.dtype == KQ_INT4); f16++) {
+                const double us = time_dequant(&p, dout, f16, e),
                              bytes = (double)p.qbytes + p.sbytes +
-                                     4.0 * shapes[si].rows * shapes[si].cols;
-                printf("%-8s %-10s dequant to bf16 hi + lo %9.2f us %11.0f bytes %8.0f GB/s "
-                       "%6.1f%% %s\n",
-                       shapes[si].name, fmt_name(fmts[fi]), us, bytes, bytes / us / 1e3,
-                       100.0 * bytes / us / 1e3 / copy_gbs, fd ? "FAIL" : "ok");
+                                     (f16 ? 2.0 : 4.0) * shapes[si].rows * shapes[si].cols;
+                printf("%-8s %-10s dequant to %-12s %9.2f us %11.0f bytes %8.0f GB/s %6.1f%% %s\n",
+                       shapes[si].name, fmt_name(fmts[fi]), f16 ? "fp16" : "bf16 hi + lo", us,
+                       bytes, bytes / us / 1e3, 100.0 * bytes / us / 1e3 / copy_gbs,
+                       fd ? "FAIL" : "ok");
             }
             CK(cudaFree(dout));
             pool o = make_pool(&p, (size_t)prop.l2CacheSize);

@@ -262,3 +262,35 @@ void quant_matmul_ref(const quant_matrix *m, const float *x, int n, float *y) {
             y[(size_t)t * (size_t)m->rows + (size_t)r] = acc;
         }
 }
+
+int quant_f16_exponent(const quant_matrix *m, int *e) {
+    if (m->dtype != QUANT_INT4) return -1;
+    /* A bf16 scale is M * 2^x with the integer significand M = 128 + mantissa (normal, biased
+     * exponent E: x = E - 134) or M = mantissa (subnormal: x = -133). top: the binade of its
+     * leading bit; low: that of its lowest set bit. */
+    int top_max = INT32_MIN, low_min = INT32_MAX;
+    const size_t n = (size_t)m->rows * (size_t)(m->cols / m->group);
+    for (size_t i = 0; i < n; i++) {
+        const unsigned h = m->scales[i] & 0x7fffu, E = h >> 7;
+        if (!h) continue;
+        if (E == 0xffu) return -1; /* inf or NaN */
+        const unsigned M = E ? 128u + (h & 0x7fu) : h;
+        const int x = E ? (int)E - 134 : -133;
+        int top = x, low = x;
+        for (unsigned v = M; v > 1; v >>= 1)
+            top++;
+        for (unsigned v = M; !(v & 1u); v >>= 1)
+            low++;
+        if (top > top_max) top_max = top;
+        if (low < low_min) low_min = low;
+    }
+    if (top_max == INT32_MIN) {
+        *e = 0;
+        return 0;
+    }
+    /* |q * s| < 8 * 2^(top + 1) = 2^(top + 4): below 2^16 after the shift */
+    const int hi = 12 - top_max, lo = -24 - low_min;
+    if (hi < lo) return -1;
+    *e = hi;
+    return 0;
+}

@@ -123,6 +123,16 @@ uint16_t quant_group_f32(const float *x, int n, int bits, int8_t *q);
 int quant_value(const quant_matrix *m, int r, int c);
 float quant_scale(const quant_matrix *m, int r, int g);
 
+/* int4 only: an exponent e such that every dequantized value q * s of m, times 2^e, is an fp16
+ * exactly, so that a GPU can multiply the matrix as one fp16 matrix (q * s has at most 11
+ * significant bits: |q| <= 8 and a bf16 scale has 8). It exists when the scales' binades fit
+ * fp16's: the largest |q * s| 2^e below 2^16 (fp16's largest finite value, 65504, is the
+ * largest 11-bit value below it) and the lowest set bit of every scale times 2^e at or above
+ * 2^-24 (fp16's smallest subnormal). e is the largest such exponent (0 when every scale is
+ * zero). Returns 0 with *e, or -1 for int8, a non-finite scale, or scales spread over more
+ * binades than fp16 spans (about 29 apart). */
+int quant_f16_exponent(const quant_matrix *m, int *e);
+
 /* Row r dequantized into out[cols] (q * s, exact in fp32). */
 void quant_dequant_row(const quant_matrix *m, int r, float *out);
 

@@ -18,13 +18,13 @@
  *
  * Quantized weights (WEIGHT_DTYPE / HEAD_DTYPE int8 or int4: quant.h) run matvec_q.cu up to
  * gemm_rows inputs, 9 from one read of the weights, so a verify row is its decode step's bits. A
- * prefill chunk's product dequantizes the matrix into two bf16 matrices, hi + lo = q * s exactly
- * (matvec_q.h), and runs the split product over both: on an H100, E4B's int4 prefill of 256
- * tokens runs at 5478 tokens/s, against 1929 for the engine before (chunks of 64, the matrix
- * dequantized to fp32 and multiplied in fp32 on cuBLAS) and 880 on matvec_q (the prompt re-reads
- * the weights 29 times). fp32 has a sixth of the products but none on the tensor cores: E4B's
- * 2.0 TFLOP a 256-token prompt would take 30 ms at an H100's fp32 peak (67 TFLOPS), where this
- * whole prefill takes 47 (arithmetic; fp32 in chunks of 256 was not measured). */
+ * prefill chunk's product dequantizes the matrix and runs a split product on cuBLAS. int4 values
+ * q * s have at most 11 significant bits, so shifted by a power of two (quant_f16_exponent) they
+ * are fp16 exactly: one fp16 matrix, and x split row by row into three fp16 parts. int8 values
+ * (15 bits), and int4 matrices whose scales fp16 cannot span, become two bf16 matrices, hi + lo
+ * = q * s exactly (matvec_q.h), twice the products. fp32 weights multiplied in fp32 would have a
+ * sixth of the bf16 form's products but none on the tensor cores: E4B's 2.0 TFLOP a 256-token
+ * prompt would take 30 ms at an H100's fp32 peak (67 TFLOPS; arithmetic, not measured). */
 #include <stdio.h>
 
 #include "backend_cuda_internal.h"
@@ -76,17 +76,17 @@ static void graphs_drop_cb(void *st) {
     cuda_graphs_drop((cuda_state *)st);
 }
 
-static const void *weight_as(cuda_state *st, const tensor *w, int transposed) {
+static const cuda_weight_slot *weight_as(cuda_state *st, const tensor *w, int transposed) {
     return cuda_weights_get(&st->weights, st->stream, w, transposed, st->mode == 1, graphs_drop_cb,
                             st);
 }
 
 const void *cuda_weight(cuda_state *st, const tensor *w) {
-    return weight_as(st, w, 0);
+    return weight_as(st, w, 0)->dev;
 }
 
 const void *cuda_weight_t(cuda_state *st, const tensor *w) {
-    return weight_as(st, w, 1);
+    return weight_as(st, w, 1)->dev;
 }
 
 void *cuda_scratch(cuda_state *st, void **buf, size_t *cap, size_t bytes) {
@@ -131,18 +131,24 @@ static void cublas_product(cuda_state *st, float *y, const void *w, cudaDataType
                         CUBLAS_GEMM_DEFAULT));
 }
 
-/* The scratch of a split product: x's three bf16 parts and the products' outputs. Taken before
- * cuda_op_begin (a scratch that grows synchronizes). */
+/* The scratch of a split product: x's three 16-bit parts (bf16, or fp16 with each row's
+ * exponent after them) and the products' outputs. Taken before cuda_op_begin (a scratch that
+ * grows synchronizes). */
 typedef struct {
-    void *xh; /* [3][n][cols] bf16: hi, mid, lo */
+    void *xh; /* [3][n][cols] bf16 or fp16: hi, mid, lo */
+    int *ex;  /* [n]: the fp16 split's exponent of each row of x */
     float *y; /* [3][n][rows] fp32 */
 } split_bufs;
 
 static split_bufs split_scratch(cuda_state *st, int rows, int cols, int n) {
-    return (split_bufs){
-        .xh = cuda_scratch(st, &st->d_convert, &st->cap_convert, (size_t)n * cols * 2 * 3),
-        .y = cuda_scratch(st, (void **)&st->d_gemm3, &st->cap_gemm3,
-                          sizeof(float) * 3 * n * (size_t)rows)};
+    /* ex after the parts: 4-byte aligned when cols is even, as every quantized matrix's is (a
+     * multiple of its group); the bf16 split does not use it */
+    const size_t xb = (size_t)n * cols * 2 * 3;
+    char *xh = cuda_scratch(st, &st->d_convert, &st->cap_convert, xb + sizeof(int) * n);
+    return (split_bufs){.xh = xh,
+                        .ex = (int *)(xh + xb),
+                        .y = cuda_scratch(st, (void **)&st->d_gemm3, &st->cap_gemm3,
+                                          sizeof(float) * 3 * n * (size_t)rows)};
 }
 
 /* out[n][rows] = x . (w_0 + .. + w_{parts-1})^T for bf16 weight matrices w_i, with x split
@@ -164,9 +170,26 @@ static double split_product(cuda_state *st, const split_bufs *sb, float *out, co
     return 2.0 * nn * cols * (1 + parts) + 4.0 * nn * rows * (2 * parts);
 }
 
-/* A product of int8 / int4 weights: matvec_q.cu up to gemm_rows inputs, else the matrix
- * dequantized into bf16 hi + lo parts (exact) for split_product. bytes: weights, x and out
- * once. */
+/* The same for one fp16 weight matrix holding w 2^e: each row of x scaled by its own power of
+ * two and split into three fp16 parts (k_split3_f16_rows), one cuBLAS product of the 3n inputs,
+ * and k_sum3_rows adds each output's three and scales them back. Products of two fp16 are exact
+ * in fp32 too (11 + 11 significant bits) and the powers of two change no rounding, so this is
+ * split_product's arithmetic on a single part, but for x: the fp16 parts lose what lies below
+ * 2^-39 of its row's largest magnitude (elementwise.cu), where the bf16 split is exact. */
+static double split_product_f16(cuda_state *st, const split_bufs *sb, float *out, const void *w,
+                                int e, const float *x, int rows, int cols, int n) {
+    const int nn = 3 * n;
+    k_split3_f16_rows(st->stream, sb->xh, sb->ex, x, n, cols);
+    cublas_product(st, sb->y, w, CUDA_R_16F, sb->xh, CUDA_R_16F, rows, cols, nn, 0.0f);
+    k_sum3_rows(st->stream, out, sb->y, n, rows, sb->ex, e);
+    return 2.0 * nn * cols * 2 + 4.0 * nn * rows * 2;
+}
+
+/* A product of int8 / int4 weights: matvec_q.cu up to gemm_rows inputs. Past that, an int4
+ * matrix whose values fit fp16 once shifted (quant_f16_exponent: every matrix of a real model)
+ * is dequantized into one fp16 matrix, w 2^e exactly, for split_product_f16; any other into bf16
+ * hi + lo parts (exact) for split_product, twice the products and twice the bytes written.
+ * bytes: weights, x and out once. */
 static void matmul_quant(cuda_state *st, float *out, const tensor *w, const float *x, int n,
                          double bytes) {
     const k_qmat qm = cuda_qmat(st, w);
@@ -181,15 +204,24 @@ static void matmul_quant(cuda_state *st, float *out, const tensor *w, const floa
         return;
     }
     const size_t nw = (size_t)w->rows * w->cols;
-    uint16_t *wh = cuda_scratch(st, (void **)&st->d_dequant, &st->cap_dequant, 2 * 2 * nw);
-    const void *parts[2] = {wh, wh + nw};
+    const int e = weight_as(st, w, 0)->f16_exp;
+    const int parts = e == CUDA_NO_F16 ? 2 : 1;
+    uint16_t *wh = cuda_scratch(st, (void **)&st->d_dequant, &st->cap_dequant, parts * 2 * nw);
     const split_bufs sb = split_scratch(st, w->rows, w->cols, n);
     cuda_op_begin(st);
-    if (k_dequant_q_bf16x2(st->stream, &qm, wh))
-        die("CUDA: cannot dequantize a %d x %d matrix", w->rows, w->cols);
-    const double more = split_product(st, &sb, out, parts, 2, x, w->rows, w->cols, n);
-    /* plus the bf16 parts written once and read once */
-    cuda_op_end(st, F_GEMM, bytes + more + 8.0 * nw);
+    double more;
+    if (parts == 1) {
+        if (k_dequant_q4_f16(st->stream, &qm, e, wh))
+            die("CUDA: cannot dequantize a %d x %d matrix", w->rows, w->cols);
+        more = split_product_f16(st, &sb, out, wh, e, x, w->rows, w->cols, n);
+    } else {
+        const void *hilo[2] = {wh, wh + nw};
+        if (k_dequant_q_bf16x2(st->stream, &qm, wh))
+            die("CUDA: cannot dequantize a %d x %d matrix", w->rows, w->cols);
+        more = split_product(st, &sb, out, hilo, 2, x, w->rows, w->cols, n);
+    }
+    /* plus the dequantized parts written once and read once */
+    cuda_op_end(st, F_GEMM, bytes + more + 4.0 * parts * nw);
 }
 
 void cuda_matmul_now(cuda_state *st, float *out, const tensor *w, const float *x, int n) {

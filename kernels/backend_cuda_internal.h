@@ -45,7 +45,10 @@ typedef struct {
     int transposed;   /* and the layout: 1 = stored [cols][rows] (cuda_weight_t) */
     void *dev;
     size_t bytes;
+    int f16_exp; /* an int4 matrix's quant_f16_exponent, or CUDA_NO_F16 (backend_cuda_core.c) */
 } cuda_weight_slot;
+
+#define CUDA_NO_F16 INT32_MIN
 
 typedef struct {
     cuda_weight_slot *slots; /* cap slots (a power of two), n of them used */
@@ -53,13 +56,14 @@ typedef struct {
     size_t bytes; /* bytes of weights on the device */
 } cuda_weights;
 
-/* The device copy of w's data (transposed: stored [cols][rows], 16-bit dtypes only), copied on
+/* The slot of w's device copy (transposed: stored [cols][rows], 16-bit dtypes only), copied on
  * s and waited for the first time it is asked for. capturing: a copy now would be recorded into
  * a CUDA graph - a programming error, fatal. A tensor at the address of one seen before with
  * another size means that one's host memory was reused: its copy is replaced, after drop(ctx)
  * lets the caller forget what may hold the old address. */
-const void *cuda_weights_get(cuda_weights *cw, cudaStream_t s, const tensor *w, int transposed,
-                             int capturing, void (*drop)(void *), void *ctx);
+const cuda_weight_slot *cuda_weights_get(cuda_weights *cw, cudaStream_t s, const tensor *w,
+                                         int transposed, int capturing, void (*drop)(void *),
+                                         void *ctx);
 void cuda_weights_free(cuda_weights *cw);
 
 /* ---- the state ------------------------------------------------------------------------- */
@@ -120,11 +124,11 @@ typedef struct {
     float *d_mlp; /* mlp.cu's partial sums, cap_mlp bytes */
     size_t cap_mlp;
     int mlp; /* 0, K_MLP_CORES or K_MLP_MMA for the MLPs they take (GEMMA_CUDA_MLP; sm_90 only) */
-    void *d_convert; /* cuBLAS inputs (x in three bf16 parts), cap_convert bytes */
+    void *d_convert; /* cuBLAS inputs (x in three bf16 or fp16 parts), cap_convert bytes */
     size_t cap_convert;
-    float *d_gemm3; /* a bf16 cuBLAS product's outputs of hi, mid and lo, cap_gemm3 bytes */
+    float *d_gemm3; /* a split cuBLAS product's outputs of hi, mid and lo, cap_gemm3 bytes */
     size_t cap_gemm3;
-    uint16_t *d_dequant; /* a quantized matrix as bf16 hi + lo for cuBLAS, cap_dequant bytes */
+    uint16_t *d_dequant; /* a quantized matrix as fp16 or bf16 hi + lo for cuBLAS, cap_dequant */
     size_t cap_dequant;
     void *d_argmax; /* argmax scratch: 2 * K_ARGMAX_BLOCKS words + the result */
     int *h_argmax;  /* pinned result */

@@ -5,7 +5,9 @@
  * tensor must stay unchanged while the backend lives (true of mmapped models). An open-addressing
  * table; a copy is made and waited for outside captured steps only (backend_cuda.c's graphs).
  * A quantized matrix (DT_Q8 / DT_Q4: quant.h) is one device block, its packed values and then
- * its bf16 scales, which is the layout matvec_q.h reads (cuda_qmat): the upload is two copies. */
+ * its bf16 scales, which is the layout matvec_q.h reads (cuda_qmat): the upload is two copies. An
+ * int4 matrix's slot also keeps its fp16 exponent (quant_f16_exponent, found at upload), which a
+ * prefill chunk's product needs every time. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,8 +81,15 @@ static void weight_upload(cudaStream_t s, void *dev, const tensor *w, size_t byt
     CU(cudaFree(tmp));
 }
 
-const void *cuda_weights_get(cuda_weights *cw, cudaStream_t s, const tensor *w, int transposed,
-                             int capturing, void (*drop)(void *), void *ctx) {
+/* An int4 matrix's fp16 exponent (quant_f16_exponent), else CUDA_NO_F16. */
+static int f16_exp_of(const tensor *w) {
+    int e;
+    return w->q && !quant_f16_exponent(w->q, &e) ? e : CUDA_NO_F16;
+}
+
+const cuda_weight_slot *cuda_weights_get(cuda_weights *cw, cudaStream_t s, const tensor *w,
+                                         int transposed, int capturing, void (*drop)(void *),
+                                         void *ctx) {
     CHECK(w && w->data);
     const size_t bytes = tensor_bytes(w);
     if (cw->cap) {
@@ -90,7 +99,7 @@ const void *cuda_weights_get(cuda_weights *cw, cudaStream_t s, const tensor *w, 
                 cuda_weight_slot *ws = &cw->slots[j];
                 /* (a smaller tensor at the same address may read a prefix of the plain copy,
                  * not of the transposed one) */
-                if (ws->bytes == bytes || (ws->bytes > bytes && !transposed)) return ws->dev;
+                if (ws->bytes == bytes || (ws->bytes > bytes && !transposed)) return ws;
                 /* Another tensor at the address of one seen before (bigger, or smaller for a
                  * transposed copy): that one's host memory was freed and reused, so its copy is
                  * stale. Copy the new one. */
@@ -105,8 +114,9 @@ const void *cuda_weights_get(cuda_weights *cw, cudaStream_t s, const tensor *w, 
                 CU(cudaMalloc(&ws->dev, bytes));
                 weight_upload(s, ws->dev, w, bytes, transposed);
                 ws->bytes = bytes;
+                ws->f16_exp = f16_exp_of(w);
                 cw->bytes += bytes;
-                return ws->dev;
+                return ws;
             }
     }
     if (capturing) die("a weight was first used inside a captured CUDA graph");
@@ -121,10 +131,10 @@ const void *cuda_weights_get(cuda_weights *cw, cudaStream_t s, const tensor *w, 
     size_t j = hash_ptr(w->data, transposed, cw->cap);
     while (cw->slots[j].host)
         j = (j + 1) & (cw->cap - 1);
-    cw->slots[j] = (cuda_weight_slot){w->data, transposed, dev, bytes};
+    cw->slots[j] = (cuda_weight_slot){w->data, transposed, dev, bytes, f16_exp_of(w)};
     cw->n++;
     cw->bytes += bytes;
-    return dev;
+    return &cw->slots[j];
 }
 
 void cuda_weights_free(cuda_weights *cw) {

@@ -1,6 +1,7 @@
 /* elementwise.cu: the residual add, scaling, the final logit softcap, and what feeds cuBLAS and
- * takes its products back: the exact split of fp32 into three bf16 and the sum of the three
- * products. Each is one grid-stride pass. */
+ * takes its products back: the exact split of fp32 into three bf16 (or, row by row scaled by a
+ * power of two, into three fp16) and the sum of the three products. Each is one grid-stride pass
+ * (the fp16 split: a block a row, which first finds the row's largest magnitude). */
 #include "kcommon.cuh"
 #include "mma.cuh"
 
@@ -45,6 +46,50 @@ __global__ void sum3_kernel(float *out, const float *y, size_t m) {
         out[i] = y[i] + (y[m + i] + y[2 * m + i]);
 }
 
+/* Row t of x[n][cols] times 2^ex[t] as three fp16 parts, dst = [3][n][cols] (hi, mid, lo).
+ * ex[t] = 14 - the binade of the row's largest magnitude, so the row's values lie below 2^15
+ * and fp16's normal range covers its top 29 binades. hi = fp16(x'), mid = fp16(x' - hi), lo =
+ * fp16(x' - hi - mid): each difference is exact in fp32 (a rounding's error, at most half the
+ * coarser grid), and three 11-bit parts hold fp32's 24 bits, so the parts sum to x' exactly
+ * but for what falls below fp16's smallest subnormal, 2^-24: an error of at most 2^-25 in x', so
+ * at most 2^-39 of the row's largest |x| an element (the elements within 2^-15 of it are exact).
+ * A row of zeros, or one holding inf, keeps ex 0, and its parts then hold inf - inf = NaN, as the
+ * bf16 split's do; a NaN is left out of the row's largest and stays NaN. */
+__global__ void split3_f16_rows_kernel(__half *dst, int *ex, const float *src, int n, int cols) {
+    __shared__ float shared[32];
+    k_wait_prior();
+    const size_t part = (size_t)n * cols;
+    for (int t = blockIdx.x; t < n; t += gridDim.x) {
+        const float *x = src + (size_t)t * cols;
+        float m = 0.0f;
+        for (int c = threadIdx.x; c < cols; c += blockDim.x)
+            m = fmaxf(m, fabsf(x[c]));
+        m = block_max(m, shared);
+        const int e = m > 0.0f && isfinite(m) ? 14 - ilogbf(m) : 0;
+        if (!threadIdx.x) ex[t] = e;
+        __half *h = dst + (size_t)t * cols;
+        for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+            const float v = ldexpf(x[c], e);
+            const __half a = __float2half_rn(v);
+            const float r = __fsub_rn(v, __half2float(a));
+            const __half b = __float2half_rn(r);
+            h[c] = a, h[part + c] = b;
+            h[2 * part + c] = __float2half_rn(__fsub_rn(r, __half2float(b)));
+        }
+    }
+}
+
+/* out[t][r] = (y[i] + (y[m + i] + y[2m + i])) * 2^-(ex[t] + e), i = t rows + r, m = n rows: the
+ * sum of split3_f16_rows's three products, scaled back (exactly: a power of two, one rounding
+ * at most, where the result is an fp32 subnormal). */
+__global__ void sum3_rows_kernel(float *out, const float *y, size_t m, int rows, const int *ex,
+                                 int e) {
+    k_wait_prior();
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < m;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = ldexpf(y[i] + (y[m + i] + y[2 * m + i]), -(ex[i / rows] + e));
+}
+
 /* Enough blocks to fill the GPU, few enough that big arrays loop. */
 static unsigned grid_for(size_t n) {
     unsigned b = k_blocks(n, 256);
@@ -78,5 +123,21 @@ extern "C" void k_split3_bf16(cudaStream_t s, void *dst, const float *src, size_
 extern "C" void k_sum3(cudaStream_t s, float *out, const float *y, size_t m) {
     if (!m) return;
     k_launch(sum3_kernel, dim3(grid_for(m)), dim3(256), s, out, y, m);
+    K_CHECK_LAUNCH();
+}
+
+extern "C" void k_split3_f16_rows(cudaStream_t s, void *dst, int *ex, const float *src, int n,
+                                  int cols) {
+    if (n < 1 || cols < 1) return;
+    k_launch(split3_f16_rows_kernel, dim3(n < 4096 ? n : 4096), dim3(256), s, (__half *)dst, ex,
+             src, n, cols);
+    K_CHECK_LAUNCH();
+}
+
+extern "C" void k_sum3_rows(cudaStream_t s, float *out, const float *y, int n, int rows,
+                            const int *ex, int e) {
+    const size_t m = (size_t)n * rows;
+    if (!m) return;
+    k_launch(sum3_rows_kernel, dim3(grid_for(m)), dim3(256), s, out, y, m, rows, ex, e);
     K_CHECK_LAUNCH();
 }

@@ -207,6 +207,14 @@ void k_softcap(cudaStream_t s, float *x, size_t n, float cap); /* x = cap * tanh
  * x; k_sum3 then adds each output's three products: out[i] = y[i] + (y[m + i] + y[2m + i]). */
 void k_split3_bf16(cudaStream_t s, void *dst, const float *src, size_t n);
 void k_sum3(cudaStream_t s, float *out, const float *y, size_t m);
+/* The same for fp16 weights (an int4 matrix times a power of two: matvec_q.h k_dequant_q4_f16):
+ * row t of src[n][cols] times 2^ex[t] into three fp16 parts, dst [3][n][cols] (hi, mid, lo),
+ * ex[t] chosen from the row's largest magnitude (elementwise.cu says how; exact but for an error
+ * of at most 2^-39 of that magnitude an element); k_sum3_rows adds each output's three products
+ * and scales them back: out[t][r] = (y[i] + (y[m + i] + y[2m + i])) * 2^-(ex[t] + e), i = t rows
+ * + r, m = n rows, e the weights' own power of two. ex: n ints of device memory. */
+void k_split3_f16_rows(cudaStream_t s, void *dst, int *ex, const float *src, int n, int cols);
+void k_sum3_rows(cudaStream_t s, float *out, const float *y, int n, int rows, const int *ex, int e);
 
 /* argmax.cu: *out = index of the largest of x[0..n) (the first on ties, as torch.argmax).
  * Two passes; scratch holds 2 * K_ARGMAX_BLOCKS words. */

@@ -611,6 +611,41 @@ extern "C" int k_dequant_q_bf16x2(cudaStream_t s, const k_qmat *w, uint16_t *out
     return 0;
 }
 
+/* One 32-bit word of int4 weights a thread (8 values), as one fp16 matrix holding q * s 2^e,
+ * exact when e is quant_f16_exponent's: s 2^e (a shift of a bf16, in range) and q times it are
+ * exact in fp32, and the result is an fp16 value, so the rounding to fp16 changes nothing. Written
+ * after the wait, as dequant_q_bf16x2_kernel. */
+__global__ void dequant_q4_f16_kernel(const uint32_t *__restrict__ q,
+                                      const uint16_t *__restrict__ sc, __half *out, size_t words,
+                                      int cols, int group, int e) {
+    k_wait_prior();
+    const int groups = cols / group;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < words;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const uint32_t w = __ldg(q + i);
+        const size_t e0 = i * 8, r = e0 / cols;
+        const int c = (int)(e0 % cols);
+        const float s =
+            ldexpf(__uint_as_float((uint32_t)__ldg(sc + r * groups + c / group) << 16), e);
+        uint4 v;
+        __half *h = reinterpret_cast<__half *>(&v);
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            h[k] = __float2half_rn(__fmul_rn((float)q_value(w, k, 4), s));
+        *reinterpret_cast<uint4 *>(out + e0) = v;
+    }
+}
+
+extern "C" int k_dequant_q4_f16(cudaStream_t s, const k_qmat *w, int e, uint16_t *out) {
+    if (!w || !out || !q_mat_ok(w) || w->dtype != KQ_INT4 || ((uintptr_t)out & 15)) return -1;
+    size_t words;
+    const unsigned blocks = dequant_blocks(w, &words);
+    k_launch(dequant_q4_f16_kernel, dim3(blocks), dim3(256), s, (const uint32_t *)w->q, w->scales,
+             reinterpret_cast<__half *>(out), words, w->cols, w->group, e);
+    K_CHECK_LAUNCH();
+    return 0;
+}
+
 extern "C" int k_matvec_q_set_form(int rows_per_warp, int warps_per_block, int sets_per_block,
                                    int stage) {
     if ((rows_per_warp != 0 && rows_per_warp != 1 && rows_per_warp != 2 && rows_per_warp != 4) ||

@@ -65,6 +65,13 @@ int k_matvec_q_multi(cudaStream_t s, const k_qseg *segs, int n_segs, const float
  * and enqueues nothing for a matrix outside the layout above. */
 int k_dequant_q_bf16x2(cudaStream_t s, const k_qmat *w, uint16_t *out);
 
+/* An int4 matrix as one fp16 matrix, out[r][c] = q * s * 2^e, exact when e is the matrix's
+ * quant_f16_exponent (quant.h): a prefill chunk's product is then one product of fp16 weights,
+ * half the products and half the bytes written of the two bf16 parts above. out: rows * cols
+ * uint16 (fp16 bits), 16-byte aligned. Returns -1 and enqueues nothing for an int8 matrix or one
+ * outside the layout above. */
+int k_dequant_q4_f16(cudaStream_t s, const k_qmat *w, int e, uint16_t *out);
+
 /* The form of the next launches, for benchmarks: rows_per_warp 1, 2 or 4, warps_per_block 1, 2,
  * 4 or 8, sets_per_block (row sets of warps_per_block x rows_per_warp rows a block takes one after
  * another) 1 .. 16, stage 1 (x staged in shared memory) or 2 (x read through L1); 0 for any: the

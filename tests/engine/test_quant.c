@@ -347,6 +347,127 @@ static void test_knobs(void) {
     EXPECT(!strcmp(quant_dtype_name(QUANT_BF16), "bf16") && quant_dtype_bits(QUANT_BF16) == 16);
 }
 
+/* Whether v is an fp16 exactly: zero, or at most 65504 in magnitude, a multiple of 2^-24 (the
+ * smallest subnormal) and of at most 11 significant bits. */
+static int f16_exact(double v) {
+    double a = fabs(v) * 16777216.0; /* in units of 2^-24 */
+    if (a == 0) return 1;
+    if (fabs(v) > 65504.0 || a != floor(a) || a >= 18446744073709551616.0) return 0;
+    uint64_t u = (uint64_t)a;
+    while (!(u & 1))
+        u >>= 1;
+    return u < 2048;
+}
+
+/* An int4 matrix of one row whose groups have the given scale bits (values: every level). */
+static void one_row(quant_matrix *m, const uint16_t *scales, int groups) {
+    char err[256];
+    if (quant_alloc(m, "s", QUANT_INT4, 1, 32 * groups, 32, err, sizeof err)) die("%s", err);
+    for (int g = 0; g < groups; g++)
+        m->scales[g] = scales[g];
+    for (int j = 0; j < 16 * groups; j++)
+        m->q[j] = (uint8_t)(j % 16 | (15 - j % 16) << 4);
+}
+
+/* quant_f16_exponent against hand-worked exponents, then on random matrices with rows 40
+ * binades apart at most: every q * s 2^e is an fp16. */
+static void test_f16_exponent(void) {
+    const struct {
+        uint16_t s[2];
+        int ok, e;
+    } cases[] = {
+        {{0x0000, 0x8000}, 1, 0},    /* all zero (either sign): any exponent, 0 */
+        {{0x3f80, 0x0000}, 1, 12},   /* 1: |q s| <= 8 -> 2^15 */
+        {{0xbf80, 0x3f80}, 1, 12},   /* -1 as 1 */
+        {{0x3f40, 0x0000}, 1, 13},   /* 0.75 = 3 * 2^-2: leading bit 2^-1 */
+        {{0x3f80, 0x3080}, 1, 12},   /* 1 and 2^-30: the low bit at 2^-18 after the shift */
+        {{0x3f80, 0x2d80}, 1, 12},   /* 1 and 2^-36: the low bit at 2^-24 exactly */
+        {{0x3f80, 0x2d00}, 0, 0},    /* 1 and 2^-37: 2^-25 is below every fp16 */
+        {{0x4780, 0x3380}, 0, 0},    /* 2^16 and 2^-24: 40 binades apart */
+        {{0x0001, 0x0000}, 1, 145},  /* the smallest subnormal bf16, 2^-133 */
+        {{0x7f7f, 0x0000}, 1, -115}, /* the largest bf16, 255 * 2^120 */
+        {{0x7fc0, 0x3f80}, 0, 0},    /* NaN */
+        {{0x7f80, 0x3f80}, 0, 0},    /* inf */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        quant_matrix m;
+        one_row(&m, cases[i].s, 2);
+        int e = -999;
+        const int ok = !quant_f16_exponent(&m, &e);
+        EXPECT(ok == cases[i].ok);
+        if (ok && cases[i].ok && e != cases[i].e) {
+            fprintf(stderr, "test_quant.c: scales 0x%04x 0x%04x: exponent %d, expected %d\n",
+                    cases[i].s[0], cases[i].s[1], e, cases[i].e);
+            failures++;
+        }
+        quant_free(&m);
+    }
+    /* every finite non-zero bf16 as the one scale of a row: each q * s 2^e an fp16, and e the
+     * largest exponent for which that holds */
+    long bad = 0;
+    for (unsigned b = 1; b < 0x10000u; b++) {
+        if ((b & 0x7f80u) == 0x7f80u || !(b & 0x7fffu)) continue;
+        const uint16_t sc[2] = {(uint16_t)b, 0};
+        quant_matrix m;
+        one_row(&m, sc, 2);
+        int e;
+        if (quant_f16_exponent(&m, &e)) {
+            bad++;
+            quant_free(&m);
+            continue;
+        }
+        int all = 1, any_over = 0;
+        for (int q = -8; q < 8; q++) {
+            all &= f16_exact(ldexp((double)q * bits_f32((uint16_t)b), e));
+            any_over |= !f16_exact(ldexp((double)q * bits_f32((uint16_t)b), e + 1));
+        }
+        bad += !all || !any_over;
+        quant_free(&m);
+    }
+    EXPECT(bad == 0);
+    /* int8 never: q * s has up to 15 significant bits */
+    quant_matrix m8;
+    char err[256];
+    const float ones[32] = {1};
+    EXPECT(!quant_from_f32(&m8, "i8", ones, 1, 32, QUANT_INT8, 32, err, sizeof err));
+    int e8;
+    EXPECT(quant_f16_exponent(&m8, &e8) == -1);
+    quant_free(&m8);
+    /* random matrices, rows of magnitudes 2^-10 .. 2^10 (a scale's bits then span at most 28
+     * binades: 20, and 8 significant bits), then one with rows at 2^-16 and 2^16 (36 + 8 > 36) */
+    for (int trial = 0; trial <= 20; trial++) {
+        const int rows = trial < 20 ? 1 + rng_int(8) : 2, cols = 128;
+        float *w = xmalloc(sizeof(float) * rows * cols);
+        for (int r = 0; r < rows; r++) {
+            const float mag = ldexpf(1.0f, trial < 20 ? rng_int(21) - 10 : r ? 16 : -16);
+            for (int c = 0; c < cols; c++)
+                w[r * cols + c] = mag * rng_val();
+        }
+        quant_matrix m;
+        EXPECT(!quant_from_f32(&m, "r", w, rows, cols, QUANT_INT4, 32, err, sizeof err));
+        int e;
+        if (trial == 20) {
+            EXPECT(quant_f16_exponent(&m, &e) == -1);
+            free(w);
+            quant_free(&m);
+            continue;
+        }
+        EXPECT(!quant_f16_exponent(&m, &e));
+        int all = 1;
+        float *row = xmalloc(sizeof(float) * cols);
+        for (int r = 0; r < rows; r++) {
+            quant_dequant_row(&m, r, row);
+            for (int c = 0; c < cols; c++) {
+                all &= f16_exact(ldexp(row[c], e));
+            }
+        }
+        EXPECT(all);
+        free(row);
+        free(w);
+        quant_free(&m);
+    }
+}
+
 int main(void) {
     uint64_t seed = rng_seed_from_env();
     printf("test_quant: seed %llu (TEST_SEED to replay)\n", (unsigned long long)seed);
@@ -355,5 +476,6 @@ int main(void) {
     test_random_round_trip();
     test_products();
     test_knobs();
+    test_f16_exponent();
     return test_exit("test_quant");
 }

@@ -250,6 +250,120 @@ static void test_matmul_quant(backend *g, int own_rows, const char *who) {
     gpu = save;
 }
 
+/* An fp16's value (bits h). */
+static double f16_value(uint16_t h) {
+    const int ex = (h >> 10) & 31, m = h & 1023;
+    const double v = ex == 31 ? (m ? NAN : INFINITY)
+                     : ex     ? ldexp(1024 + m, ex - 25)
+                              : ldexp(m, -24);
+    return h & 0x8000 ? -v : v;
+}
+
+/* k_split3_f16_rows and k_sum3_rows on their own: rows of x from fp32 subnormals to 2^121, a
+ * row of zeros, one with an outlier 2^20 above the rest, 1000 columns (several per thread).
+ * ex[t] must be 14 - the binade of the row's largest |x| (0 for zeros), hi + mid + lo must be x
+ * 2^ex[t] exactly where |x| is within 2^-15 of that largest (all 33 bits in fp16's normal
+ * range), and within 2^-25 (half fp16's smallest subnormal) elsewhere. Then the sum of three
+ * chosen products scaled back by 2^-(ex[t] + e) must be the host's bits. */
+static void test_split3_f16(void) {
+    const int n = 7, cols = 1000, rows = 5, e = 3;
+    const int mag[] = {-140, 120, 0, 0, -20, 30, 0};
+    float *x = rand_vec((size_t)n * cols);
+    for (int t = 0; t < n; t++)
+        for (int c = 0; c < cols; c++)
+            x[(size_t)t * cols + c] = t == 2 ? 0.0f : ldexpf(x[(size_t)t * cols + c], mag[t]);
+    x[3 * cols + 17] = ldexpf(1.5f, 20);
+    const size_t nh = 3 * (size_t)n * cols; /* fp16 parts */
+    float *dx = gpu->alloc(gpu, (size_t)n * cols), *dh = gpu->alloc(gpu, nh / 2 + 1),
+          *dex = gpu->alloc(gpu, (size_t)n);
+    gpu->upload(gpu, dx, x, (size_t)n * cols);
+    k_split3_f16_rows(0, dh, (int *)dex, dx, n, cols);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    uint16_t *h = xmalloc((nh / 2 + 1) * sizeof(float));
+    int ex[7];
+    gpu->download(gpu, (float *)h, dh, nh / 2 + 1);
+    gpu->download(gpu, (float *)ex, dex, (size_t)n);
+    for (int t = 0; t < n; t++) {
+        float m = 0.0f;
+        for (int c = 0; c < cols; c++)
+            m = fmaxf(m, fabsf(x[(size_t)t * cols + c]));
+        const int want = m > 0.0f ? 14 - ilogbf(m) : 0;
+        EXPECT(ex[t] == want, "split3_f16: row %d's exponent %d, expected %d", t, ex[t], want);
+        long bad = 0;
+        for (int c = 0; c < cols; c++) {
+            const size_t i = (size_t)t * cols + c;
+            const double v = ldexp(x[i], want), sum = f16_value(h[i]) +
+                                                      f16_value(h[(size_t)n * cols + i]) +
+                                                      f16_value(h[2 * (size_t)n * cols + i]);
+            bad += fabsf(x[i]) >= ldexpf(m, -15) ? sum != v : !(fabs(sum - v) <= ldexp(1, -25));
+        }
+        EXPECT(!bad, "split3_f16: row %d: %ld of %d parts do not sum to x 2^%d", t, bad, cols,
+               want);
+    }
+    float *y = rand_vec(3 * (size_t)n * rows), *out = xmalloc((size_t)n * rows * sizeof(float));
+    float *dy = gpu->alloc(gpu, 3 * (size_t)n * rows), *dout = gpu->alloc(gpu, (size_t)n * rows);
+    gpu->upload(gpu, dy, y, 3 * (size_t)n * rows);
+    k_sum3_rows(0, dout, dy, n, rows, (const int *)dex, e);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    gpu->download(gpu, out, dout, (size_t)n * rows);
+    const size_t m = (size_t)n * rows;
+    for (size_t i = 0; i < m; i++) {
+        const float want = ldexpf(y[i] + (y[m + i] + y[2 * m + i]), -(ex[i / rows] + e));
+        EXPECT(!memcmp(&want, &out[i], 4), "sum3_rows: output %zu is %.9g, expected %.9g", i,
+               (double)out[i], (double)want);
+    }
+    gpu->release(gpu, dx);
+    gpu->release(gpu, dh);
+    gpu->release(gpu, dex);
+    gpu->release(gpu, dy);
+    gpu->release(gpu, dout);
+    free(x);
+    free(h);
+    free(y);
+    free(out);
+}
+
+/* int4 past gemm_rows in both forms of matmul_quant: a matrix of ordinary magnitudes, whose
+ * values fit fp16 once shifted (quant_f16_exponent), multiplied as one fp16 matrix, and one whose
+ * rows lie 2^-16 and 2^16 (no such shift) as bf16 hi + lo; x's rows 2^-30, 1 and 2^30 apart and
+ * one of zeros, which the fp16 form scales each by its own power of two. No absolute tolerance:
+ * every output within 1e-5 of its dot product's magnitude, and the zero row exactly zero. */
+static void test_matmul_quant_ranges(backend *g) {
+    backend *save = gpu;
+    gpu = g;
+    const int rows = 64, cols = 256, n = 20;
+    for (int wide = 0; wide < 2; wide++) {
+        float *wf = rand_vec((size_t)rows * cols);
+        for (int r = 0; wide && r < rows; r++)
+            for (int c = 0; c < cols; c++)
+                wf[(size_t)r * cols + c] = ldexpf(wf[(size_t)r * cols + c], r & 1 ? 16 : -16);
+        quant_matrix *qm = xcalloc(1, sizeof *qm); /* stays alive: keyed by address */
+        char err[256];
+        CHECK(!quant_from_f32(qm, "w", wf, rows, cols, QUANT_INT4, 32, err, sizeof err));
+        free(wf);
+        int e;
+        EXPECT(quant_f16_exponent(qm, &e) == (wide ? -1 : 0));
+        const tensor w = tensor_of_quant(qm);
+        float *xh = rand_vec((size_t)n * cols);
+        for (int t = 0; t < n; t++)
+            for (int c = 0; c < cols; c++)
+                xh[(size_t)t * cols + c] =
+                    t == 5 ? 0.0f : ldexpf(xh[(size_t)t * cols + c], 30 * (t % 3 - 1));
+        pair x = pair_new(xh, (size_t)n * cols), out = pair_new(NULL, (size_t)n * rows);
+        free(xh);
+        cpu->matmul(cpu, out.c, &w, x.c, n);
+        gpu->matmul(gpu, out.g, &w, x.g, n);
+        double *scale = dot_scale(&w, x.c, n);
+        pair_check(&out, 0.0, 1e-5, scale,
+                   wide ? "matmul int4 n 20, rows 2^32 apart (bf16 hi + lo)"
+                        : "matmul int4 n 20, x rows 2^60 apart (fp16)");
+        free(scale);
+        pair_free(&x);
+        pair_free(&out);
+    }
+    gpu = save;
+}
+
 /* Weights used for the first time right after another kernel: each one's copy to the device is
  * queued between two kernels of a programmatic-dependent-launch chain, and the product after it
  * must see the whole copy and the whole output of the kernel before. A guard, not a
@@ -600,7 +714,9 @@ static int run_ops(void) {
     CHECK(cb);
     test_matmul(cb, 1e-5, 1e-5, "auto (n > 17: cuBLAS)");
     test_matmul_quant(cb, 17, "auto (n > 17: cuBLAS)");
+    test_matmul_quant_ranges(cb);
     cb->destroy(cb);
+    test_split3_f16();
     test_matmul_quant(gpu, 1 << 30, "own");
     test_first_use();
     test_rmsnorm();
