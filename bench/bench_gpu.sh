@@ -34,7 +34,7 @@ mkdir -p "$RES" "$WORK"
 RES=$(cd "$RES" && pwd)
 
 source bench/gpu_bins.sh
-COMMAND="bench/bench_gpu.sh $*"
+COMMAND="bench/bench_gpu.sh" # the results folder, its only argument, is no part of the figures
 
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem --format=csv | tee "$RES/gpu.txt"
 

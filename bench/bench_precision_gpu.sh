@@ -31,7 +31,7 @@ WORK=${WORK_DIR:-/tmp/e4b-random}
 mkdir -p "$RES" "$WORK"
 RES=$(cd "$RES" && pwd)
 source bench/gpu_bins.sh
-COMMAND="bench/bench_precision_gpu.sh $*"
+COMMAND="bench/bench_precision_gpu.sh" # the results folder, its only argument, is no part of the figures
 
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$RES/gpu.txt"
 "$PROFILE" copy-bw | tee "$RES/copy_bw.txt"
