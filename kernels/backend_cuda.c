@@ -129,14 +129,15 @@ static void cu_attention(backend *b, float *out, const float *q, const float *kc
     cuda_state *st = st_flushed(b);
     int p;
     const int *dp = cuda_pos(st, pos0, &p);
+    /* The slices are sized for the longest context this ring can serve, so that the same
+     * launch fits every later position (graphs); the form too. */
+    const int max_ctx = window > 0 && window < len ? window : len;
+    const int splits = k_attention_splits(st->attn, max_ctx, st->horizon, n_tok, n_heads, head_dim);
     /* A chunk longer than any verify pass (a prefill) need not reproduce decode steps: the
      * kernel that stages each tile of keys and values once for 16 rows (attention_rows.cu). */
     if (n_tok > BACKEND_VERIFY_ROWS && k_attention_rows_supported(head_dim)) {
         /* It needs no partials, but sizes them for the longest verify pass, as a prefill in the
          * split form did: a later step that grows the scratch would drop every graph captured. */
-        const int max_ctx = window > 0 && window < len ? window : len;
-        const int splits =
-            k_attention_splits(st->attn, max_ctx, st->horizon, n_tok, n_heads, head_dim);
         cuda_scratch(st, (void **)&st->d_partial, &st->cap_partial,
                      (size_t)BACKEND_VERIFY_ROWS * n_heads * splits * (head_dim + 2) *
                          sizeof(float));
@@ -148,10 +149,6 @@ static void cu_attention(backend *b, float *out, const float *q, const float *kc
                     k_attention_rows_bytes(n_tok, pos0, window, n_heads, head_dim));
         return;
     }
-    /* The slices are sized for the longest context this ring can serve, so that the same
-     * launch fits every later position (graphs); the form too. */
-    const int max_ctx = window > 0 && window < len ? window : len;
-    const int splits = k_attention_splits(st->attn, max_ctx, st->horizon, n_tok, n_heads, head_dim);
     st->attn_split_ops += splits > 0;
     const size_t need = (size_t)n_tok * n_heads * splits * (head_dim + 2) * sizeof(float);
     float *partial = cuda_scratch(st, (void **)&st->d_partial, &st->cap_partial, need);
