@@ -37,6 +37,7 @@
 #include "kernels.h"
 #include "matvec_q.h"
 extern "C" {
+#include "float16.h"
 #include "quant.h"
 }
 
@@ -262,15 +263,6 @@ static int check_dequant(const problem *p, uint16_t *dout) {
     return bad != 0;
 }
 
-/* An fp16's value (bits h). */
-static float from_f16(uint16_t h) {
-    const int ex = (h >> 10) & 31, m = h & 1023;
-    const float v = ex == 31 ? (m ? NAN : INFINITY)
-                    : ex     ? ldexpf((float)(1024 + m), ex - 25)
-                             : ldexpf((float)m, -24);
-    return h & 0x8000 ? -v : v;
-}
-
 /* The int4 matrix's quant_f16_exponent (through a quant_matrix view of the host copy), or
  * INT32_MIN when it has none. */
 static int f16_exponent(const problem *p) {
@@ -300,7 +292,7 @@ static int check_dequant_f16(const problem *p, int e, uint16_t *dout) {
             const float w = ldexpf((float)weight_at(p->hq, p->f.dtype, p->row_bytes, r, c) *
                                        (float)from_bf16(p->hs[(size_t)r * ng + c / p->f.group]),
                                    e);
-            if (!(from_f16(h[i]) == w)) bad++;
+            if (!(f16_to_f32(h[i]) == w)) bad++;
         }
     free(h);
     if (bad) printf("  dequant: %ld weights where the fp16 value is not q * s 2^%d\n", bad, e);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "float16.h"
 #include "quant.h"
 #include "../test_util.h"
 
@@ -347,16 +348,10 @@ static void test_knobs(void) {
     EXPECT(!strcmp(quant_dtype_name(QUANT_BF16), "bf16") && quant_dtype_bits(QUANT_BF16) == 16);
 }
 
-/* Whether v is an fp16 exactly: zero, or at most 65504 in magnitude, a multiple of 2^-24 (the
- * smallest subnormal) and of at most 11 significant bits. */
+/* Whether v is an fp16 exactly: an fp32 that survives the round trip through fp16. */
 static int f16_exact(double v) {
-    double a = fabs(v) * 16777216.0; /* in units of 2^-24 */
-    if (a == 0) return 1;
-    if (fabs(v) > 65504.0 || a != floor(a) || a >= 18446744073709551616.0) return 0;
-    uint64_t u = (uint64_t)a;
-    while (!(u & 1))
-        u >>= 1;
-    return u < 2048;
+    const float f = (float)v;
+    return f == v && f16_to_f32(f32_to_f16(f)) == f;
 }
 
 /* An int4 matrix of one row whose groups have the given scale bits (values: every level). */

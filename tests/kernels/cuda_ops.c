@@ -55,6 +55,7 @@
 #include "decoder.h"
 #include "kernels.h"
 #include "engine.h"
+#include "float16.h"
 #include "speculate.h"
 #include "util.h"
 #include "../test_util.h"
@@ -250,15 +251,6 @@ static void test_matmul_quant(backend *g, int own_rows, const char *who) {
     gpu = save;
 }
 
-/* An fp16's value (bits h). */
-static double f16_value(uint16_t h) {
-    const int ex = (h >> 10) & 31, m = h & 1023;
-    const double v = ex == 31 ? (m ? NAN : INFINITY)
-                     : ex     ? ldexp(1024 + m, ex - 25)
-                              : ldexp(m, -24);
-    return h & 0x8000 ? -v : v;
-}
-
 /* k_split3_f16_rows and k_sum3_rows on their own: rows of x from fp32 subnormals to 2^121, a
  * row of zeros, one with an outlier 2^20 above the rest, 1000 columns (several per thread).
  * ex[t] must be 14 - the binade of the row's largest |x| (0 for zeros), hi + mid + lo must be x
@@ -292,9 +284,10 @@ static void test_split3_f16(void) {
         long bad = 0;
         for (int c = 0; c < cols; c++) {
             const size_t i = (size_t)t * cols + c;
-            const double v = ldexp(x[i], want), sum = f16_value(h[i]) +
-                                                      f16_value(h[(size_t)n * cols + i]) +
-                                                      f16_value(h[2 * (size_t)n * cols + i]);
+            const double v = ldexp(x[i], want),
+                         sum = (double)f16_to_f32(h[i]) +
+                               (double)f16_to_f32(h[(size_t)n * cols + i]) +
+                               (double)f16_to_f32(h[2 * (size_t)n * cols + i]);
             bad += fabsf(x[i]) >= ldexpf(m, -15) ? sum != v : !(fabs(sum - v) <= ldexp(1, -25));
         }
         EXPECT(!bad, "split3_f16: row %d: %ld of %d parts do not sum to x 2^%d", t, bad, cols,
