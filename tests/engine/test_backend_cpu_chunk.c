@@ -16,6 +16,7 @@
 #include "backend_cpu_gemm.h"
 #include "util.h"
 #include "../test_util.h"
+#include "../attention_ref.h"
 #include "tensor_util.h"
 
 static void test_matmul(backend *b) {
@@ -120,28 +121,7 @@ static void test_attention(backend *b, int window, int hd) {
     float *out = b->alloc(b, (size_t)n_tok * c.n_heads * hd);
     b->attention(b, out, q, c.kc, c.vc, n_tok, hist, c.len, window, c.n_heads, c.n_kv, hd);
 
-    double *want = xcalloc((size_t)n_tok * c.n_heads * hd, sizeof(double));
-    double *s = xmalloc((size_t)total * sizeof(double));
-    for (int t = 0; t < n_tok; t++)
-        for (int h = 0; h < c.n_heads; h++) {
-            const int p = hist + t, kvh = h / c.group;
-            const int lo = window && p - window + 1 > 0 ? p - window + 1 : 0;
-            const float *qh = q + ((size_t)t * c.n_heads + h) * hd;
-            double mx = -INFINITY, sum = 0;
-            for (int j = lo; j <= p; j++) {
-                double d = 0;
-                for (int i = 0; i < hd; i++)
-                    d += (double)qh[i] * c.K[(size_t)j * c.kv_dim + kvh * hd + i];
-                s[j] = d;
-                if (d > mx) mx = d;
-            }
-            for (int j = lo; j <= p; j++)
-                sum += exp(s[j] - mx);
-            double *o = want + ((size_t)t * c.n_heads + h) * hd;
-            for (int j = lo; j <= p; j++)
-                for (int i = 0; i < hd; i++)
-                    o[i] += exp(s[j] - mx) / sum * c.V[(size_t)j * c.kv_dim + kvh * hd + i];
-        }
+    double *want = attention_ref(q, c.K, c.V, n_tok, hist, total, window, c.n_heads, c.n_kv, hd);
     char what[96];
     snprintf(what, sizeof what, "attention n_tok %d hist %d window %d hd %d group %d", n_tok, hist,
              window, hd, c.group);
@@ -152,7 +132,6 @@ static void test_attention(backend *b, int window, int hd) {
     kv_free(b, &c);
     free(q);
     free(want);
-    free(s);
 }
 
 /* Up to CPU_CHUNK_MIN queries, each row equals a one-query pass bit for bit (the verify pass

@@ -59,6 +59,7 @@
 #include "speculate.h"
 #include "util.h"
 #include "../test_util.h"
+#include "../attention_ref.h"
 
 static int small_shapes;
 

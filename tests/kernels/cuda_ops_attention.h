@@ -5,43 +5,6 @@
  * once, by cuda_ops.c, after its helpers (test_util.h keeps everything static: one translation
  * unit). */
 
-/* Attention in double precision over the CPU's rings (position p in slot p % len): row t at
- * position pos0 + t attends to the positions its window leaves, as test_backend_cpu_chunk's
- * reference does. Returns [n_tok][H][hd]. */
-static double *attention_ref(const float *q, const float *kc, const float *vc, int n_tok, int pos0,
-                             int len, int window, int H, int KV, int hd) {
-    double *want = xcalloc((size_t)n_tok * H * hd, sizeof(double));
-    double *s = xmalloc((size_t)len * sizeof(double));
-    const int kv_dim = KV * hd, group = H / KV;
-    for (int t = 0; t < n_tok; t++)
-        for (int h = 0; h < H; h++) {
-            const int p = pos0 + t, kvh = h / group;
-            int lo = window && p - window + 1 > 0 ? p - window + 1 : 0;
-            if (p - lo + 1 > len) lo = p - len + 1; /* the ring holds len positions */
-            const float *qh = q + ((size_t)t * H + h) * hd;
-            double mx = -INFINITY, sum = 0;
-            for (int j = lo; j <= p; j++) {
-                const float *k = kc + (size_t)(j % len) * kv_dim + kvh * hd;
-                double d = 0;
-                for (int i = 0; i < hd; i++)
-                    d += (double)qh[i] * k[i];
-                s[j - lo] = d;
-                if (d > mx) mx = d;
-            }
-            for (int j = lo; j <= p; j++)
-                sum += exp(s[j - lo] - mx);
-            double *o = want + ((size_t)t * H + h) * hd;
-            for (int j = lo; j <= p; j++) {
-                const float *v = vc + (size_t)(j % len) * kv_dim + kvh * hd;
-                const double w = exp(s[j - lo] - mx) / sum;
-                for (int i = 0; i < hd; i++)
-                    o[i] += w * v[i];
-            }
-        }
-    free(s);
-    return want;
-}
-
 /* Every element of got[n] within atol + rtol |want| of the reference; the first that is not is
  * reported under what and who. */
 static void check_ref(const float *got, const double *want, size_t n, double atol, double rtol,
