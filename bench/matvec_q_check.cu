@@ -3,8 +3,9 @@
  *
  * For every shape and format: random weights, scales and inputs; the n = 1 outputs of each input
  * against a CPU double-precision reference (|y - ref| <= 1e-4 * sum_c |w x|); the outputs of every
- * launch of n = 2 .. 9 inputs against the n = 1 outputs, bit for bit; then the time of a launch at
- * n = 1, 2, 4 and 8 (cudaEvents over many launches, programmatic dependent launch on as in the
+ * launch of n = 2 .. 9 inputs against the n = 1 outputs, bit for bit (where the rows are whole
+ * passes of a warp, again under every column split, 1 .. 8 warps a row); then the time of a launch
+ * at n = 1, 2, 4 and 8 (cudaEvents over many launches, programmatic dependent launch on as in the
  * backend, rotating through enough copies of the matrix to exceed twice the L2 size, so that the
  * weights come from DRAM), the bytes it moves (weights + scales + x + y), GB/s and the share of
  * the device-to-device cudaMemcpy bandwidth measured here (bytes read + written a second).
@@ -16,8 +17,10 @@
  *
  *   matvec_q_check              everything above; prints PASS or FAIL last
  *   matvec_q_check --sanitize   small shapes, checks only (for compute-sanitizer)
- *   matvec_q_check --sweep      also times every form (rows a warp, warps a block, row sets a
- *                               block, x staged or read through L1) for int4 g32 and int8 g128
+ *   matvec_q_check --sweep [SHAPE]  also times every form (rows a warp, warps a block, row
+ *                               sets a block, x staged or read through L1, warps a row) for
+ *                               int4 g32 and int8 g128; with SHAPE (q, k/v, o, gate/up, down,
+ *                               head, keepset) that shape alone, checked and timed
  *   matvec_q_check --nopdl      times without programmatic dependent launch
  *   matvec_q_check --one S F N  five launches of shape S, format F (indices), n inputs, unchecked
  *
@@ -70,20 +73,6 @@ static float uniform(uint64_t seed, uint64_t i) { /* [-1, 1) */
     return (float)((double)(mix(seed ^ mix(i)) >> 11) * 0x1p-52 - 1.0);
 }
 
-static uint16_t to_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    u += 0x7FFFu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
-static double from_bf16(uint16_t b) {
-    const uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 /* q[r][c] of the matvec_q.h layout. */
 static int weight_at(const uint8_t *q, int dtype, size_t row_bytes, int r, int c) {
     const uint8_t *p = q + (size_t)r * row_bytes;
@@ -122,7 +111,7 @@ static void make(problem *p, shape sh, format f, uint64_t seed) {
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < ns; i++) {
         const float u = uniform(seed + 1, i);
-        p->hs[i] = to_bf16((u < 0 ? -1.0f : 1.0f) * (0.002f + 0.02f * fabsf(u)));
+        p->hs[i] = f32_to_bf16((u < 0 ? -1.0f : 1.0f) * (0.002f + 0.02f * fabsf(u)));
     }
     for (size_t i = 0; i < (size_t)K_MATVEC_Q_MAX_N * sh.cols; i++)
         p->hx[i] = uniform(seed + 2, i);
@@ -156,6 +145,12 @@ static k_qmat qmat(const problem *p, const void *q, const uint16_t *s) {
     m.q = q;
     m.scales = s;
     return m;
+}
+
+/* 1 when the problem's rows are whole passes of a warp (512 bytes a row each): the launcher can
+ * split them over several warps (matvec_q.cu: the column split). */
+static int whole_passes(const problem *p) {
+    return p->row_bytes % 512 == 0;
 }
 
 /* The checks of one problem; returns the failures. */
@@ -205,8 +200,8 @@ static int check(problem *p, double *worst_rel) {
 #pragma omp for schedule(dynamic, 64)
         for (int r = 0; r < rows; r++) {
             for (int c = 0; c < cols; c++)
-                w[c] = weight_at(p->hq, p->f.dtype, p->row_bytes, r, c) *
-                       from_bf16(p->hs[(size_t)r * ng + c / p->f.group]);
+                w[c] = (double)weight_at(p->hq, p->f.dtype, p->row_bytes, r, c) *
+                       bf16_to_f32(p->hs[(size_t)r * ng + c / p->f.group]);
             for (int t = 0; t < N; t++) {
                 const float *x = p->hx + (size_t)t * cols;
                 double s = 0.0, a = 0.0;
@@ -252,8 +247,8 @@ static int check_dequant(const problem *p, uint16_t *dout) {
         for (int c = 0; c < cols; c++) {
             const size_t i = (size_t)r * cols + c;
             const float w = (float)weight_at(p->hq, p->f.dtype, p->row_bytes, r, c) *
-                            (float)from_bf16(p->hs[(size_t)r * ng + c / p->f.group]);
-            const float sum = (float)from_bf16(h[i]) + (float)from_bf16(h[nw + i]);
+                            bf16_to_f32(p->hs[(size_t)r * ng + c / p->f.group]);
+            const float sum = bf16_to_f32(h[i]) + bf16_to_f32(h[nw + i]);
             uint32_t u;
             memcpy(&u, &w, 4);
             if (!(sum == w) || h[i] != (uint16_t)(u >> 16)) bad++; /* == : -0 + 0 is 0 */
@@ -290,7 +285,7 @@ static int check_dequant_f16(const problem *p, int e, uint16_t *dout) {
         for (int c = 0; c < cols; c++) {
             const size_t i = (size_t)r * cols + c;
             const float w = ldexpf((float)weight_at(p->hq, p->f.dtype, p->row_bytes, r, c) *
-                                       (float)from_bf16(p->hs[(size_t)r * ng + c / p->f.group]),
+                                       bf16_to_f32(p->hs[(size_t)r * ng + c / p->f.group]),
                                    e);
             if (!(f16_to_f32(h[i]) == w)) bad++;
         }
@@ -420,6 +415,7 @@ static const char *fmt_name(format f) {
 
 int main(int argc, char **argv) {
     int sanitize = 0, sweep = 0, pdl = 1, one = -1, one_f = 0, one_n = 1;
+    const char *only = NULL; /* --sweep SHAPE */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--one") && i + 3 < argc) { /* profiling: shape, format, n */
             one = atoi(argv[i + 1]);
@@ -428,12 +424,14 @@ int main(int argc, char **argv) {
             i += 3;
         } else if (!strcmp(argv[i], "--sanitize"))
             sanitize = 1;
-        else if (!strcmp(argv[i], "--sweep"))
+        else if (!strcmp(argv[i], "--sweep")) {
             sweep = 1;
-        else if (!strcmp(argv[i], "--nopdl"))
+            if (i + 1 < argc && argv[i + 1][0] != '-') only = argv[++i];
+        } else if (!strcmp(argv[i], "--nopdl"))
             pdl = 0;
         else {
-            fprintf(stderr, "usage: %s [--sanitize] [--sweep] [--nopdl] [--one S F N]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--sanitize] [--sweep [SHAPE]] [--nopdl] [--one S F N]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -446,11 +444,14 @@ int main(int argc, char **argv) {
     const shape full[] = {{"q", 2048, 2560},        {"k/v", 512, 2560},    {"o", 2560, 2048},
                           {"gate/up", 10240, 2560}, {"down", 2560, 10240}, {"head", 262144, 2560},
                           {"keepset", 12000, 2560}};
-    const shape small[] = {
-        {"s64x256", 64, 256}, {"s40x384", 40, 384}, {"s3x128", 3, 128}, {"s300x1152", 300, 1152}};
+    const shape small[] = {{"s64x256", 64, 256},
+                           {"s40x384", 40, 384},
+                           {"s3x128", 3, 128},
+                           {"s300x1152", 300, 1152},
+                           {"s45x2048", 45, 2048}};
     const format fmts[] = {{KQ_INT4, 32}, {KQ_INT4, 64}, {KQ_INT4, 128}, {KQ_INT8, 128}};
     const shape *shapes = sanitize ? small : full;
-    const int n_shapes = sanitize ? 4 : 7;
+    const int n_shapes = sanitize ? 5 : 7;
     const int n_fmts = 4;
 
     if (one >= 0) { /* a few launches of one problem, nothing checked (for a profiler) */
@@ -494,8 +495,11 @@ int main(int argc, char **argv) {
         printf("%-8s %-10s %2s %9s %11s %8s %7s %9s %s\n", "shape", "format", "n", "us", "bytes",
                "GB/s", "%copy", "x n=1 t", "check");
     }
+    int matched = 0;
     for (int si = 0; si < n_shapes; si++)
         for (int fi = 0; fi < n_fmts; fi++) {
+            if (only && (strcmp(only, shapes[si].name) || (fi != 0 && fi != 3))) continue;
+            matched = 1;
             problem p;
             make(&p, shapes[si], fmts[fi], 1000 * si + fi + 1);
             double worst = 0.0;
@@ -503,6 +507,18 @@ int main(int argc, char **argv) {
             fails += f;
             char verdict[64];
             snprintf(verdict, sizeof verdict, "%s (worst rel err %.1e)", f ? "FAIL" : "ok", worst);
+            /* every column split, each against the reference alone (but the head's: its
+             * reference is most of the check's time, and its rows are never long enough) */
+            if (whole_passes(&p) && shapes[si].rows <= 65536)
+                for (int sp = 1; sp <= 8; sp *= 2) {
+                    double w = 0.0;
+                    k_matvec_q_set_form(0, 0, 0, 0, sp);
+                    const int fs = check(&p, &w);
+                    k_matvec_q_set_form(0, 0, 0, 0, 0);
+                    fails += fs;
+                    printf("%-10s %-10s split %d: %s (worst rel err %.1e)\n", shapes[si].name,
+                           fmt_name(fmts[fi]), sp, fs ? "FAIL" : "ok", w);
+                }
             uint16_t *dout;
             CK(cudaMalloc(&dout, 4 * (size_t)shapes[si].rows * shapes[si].cols));
             int fd = check_dequant(&p, dout);
@@ -538,40 +554,49 @@ int main(int argc, char **argv) {
                        us / t1, n == 1 ? verdict : "");
             }
             if (sweep && (fi == 0 || fi == 3)) {
+                /* splits past 1 only where the rows are whole passes, with one row set a block
+                 * and x staged (blocks of a split row are small already) */
                 const int Rs[] = {1, 2, 4}, wbs[] = {2, 4, 8}, sets[] = {1, 2, 4};
+                const int max_split = whole_passes(&p) ? 8 : 1;
                 for (int ni = 0; ni < 4; ni++) {
                     const int n = ns[ni];
                     double best = 1e30;
-                    int bR = 0, bW = 0, bS = 0, bX = 0;
+                    int bR = 0, bW = 0, bS = 0, bX = 0, bP = 0;
                     const double def = time_launch(&p, &o, n);
-                    for (int st = 1; st <= 2; st++)
-                        for (int a = 0; a < 3; a++)
-                            for (int b = 0; b < 3; b++)
-                                for (int c = 0; c < 3; c++) {
-                                    if (Rs[a] * n > 32) continue;
-                                    k_matvec_q_set_form(Rs[a], wbs[b], sets[c], st);
-                                    const double us = time_launch(&p, &o, n);
-                                    printf("    sweep %-8s %-10s n=%d R=%d wb=%d sets=%d stage=%d "
-                                           "%9.2f us\n",
-                                           shapes[si].name, fmt_name(fmts[fi]), n, Rs[a], wbs[b],
-                                           sets[c], st, us);
-                                    if (us < best) {
-                                        best = us;
-                                        bR = Rs[a];
-                                        bW = wbs[b];
-                                        bS = sets[c];
-                                        bX = st;
+                    for (int sp = 1; sp <= max_split; sp *= 2)
+                        for (int st = 1; st <= (sp == 1 ? 2 : 1); st++)
+                            for (int a = 0; a < 3; a++)
+                                for (int b = 0; b < 3; b++)
+                                    for (int c = 0; c < (sp == 1 ? 3 : 1); c++) {
+                                        if (Rs[a] * n > 32 || wbs[b] < sp) continue;
+                                        k_matvec_q_set_form(Rs[a], wbs[b], sets[c], st, sp);
+                                        const double us = time_launch(&p, &o, n);
+                                        printf("    sweep %-8s %-10s n=%d R=%d wb=%d sets=%d "
+                                               "stage=%d split=%d %9.2f us\n",
+                                               shapes[si].name, fmt_name(fmts[fi]), n, Rs[a],
+                                               wbs[b], sets[c], st, sp, us);
+                                        if (us < best) {
+                                            best = us;
+                                            bR = Rs[a];
+                                            bW = wbs[b];
+                                            bS = sets[c];
+                                            bX = st;
+                                            bP = sp;
+                                        }
                                     }
-                                }
-                    k_matvec_q_set_form(0, 0, 0, 0);
-                    printf("  best %-8s %-10s n=%d: R=%d wb=%d sets=%d stage=%d %.2f us (default "
-                           "%.2f)\n",
-                           shapes[si].name, fmt_name(fmts[fi]), n, bR, bW, bS, bX, best, def);
+                    k_matvec_q_set_form(0, 0, 0, 0, 0);
+                    printf("  best %-8s %-10s n=%d: R=%d wb=%d sets=%d stage=%d split=%d %.2f us "
+                           "(default %.2f)\n",
+                           shapes[si].name, fmt_name(fmts[fi]), n, bR, bW, bS, bX, bP, best, def);
                 }
             }
             drop_pool(&o);
             drop(&p);
         }
+    if (only && !matched) {
+        fprintf(stderr, "matvec_q_check: no shape named '%s'\n", only);
+        return 2;
+    }
     printf("\n%s\n", fails ? "FAIL" : "PASS");
     return fails ? 1 : 0;
 }

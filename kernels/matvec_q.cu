@@ -45,17 +45,26 @@
  * a word for its upper four nibbles. int8: one xor a word (q + 128), then a byte permute into
  * 0x4B0000uu = 2^23 + u and an add of -(2^23 + 128) a weight.
  *
- * Reproducibility: the exact order. For a row r and an input t, lane l:
- *   for each of its chunks, in column order (l, l + 32, ...; in a shared last pass, chunk
- *   32 nfull + l - 16 (r & 1) when that is in 32 nfull + [0, 16)):
+ * The column split. A warp streaming a row of 10240 int4 weights (E4B's down: 2560 rows, ten
+ * passes) has two 16-byte chunks of each of its rows in flight, and the launch has 1280 warps for
+ * 132 multiprocessors: traced in the decode step it ran at 33 % of the copy bandwidth where gate +
+ * up reached 64 %. So a row of at least 8 whole passes is split over S warps of a block (slice s
+ * takes passes s, s + S, s + 2S, ...), and the first warp of the S adds their sums, in slice
+ * order, through shared memory: S times the warps, each with a row S times shorter.
+ *
+ * Reproducibility: the exact order. For a row r and an input t, lane l of slice s (0 when S = 1):
+ *   for each of its chunks, in column order (32 (s + iS) + l, i = 0, 1, ...; in a shared last
+ *   pass, chunk 32 nfull + l - 16 (r & 1) when that is in 32 nfull + [0, 16)):
  *     for each 32-bit word j = 0 .. 3 of the chunk (8 int4 or 4 int8 weights, columns in order):
  *       p_j = q_0 * x_0 (rounded product), then p_j = fma(q_i, x_i, p_j) for i = 1, 2, ...
  *     s = ((p_0 + p_1) + p_2) + p_3                  (the chunk's part of its group's sum)
  *     acc = fma(s, scale, acc)                        (acc starts at 0; scale: the chunk's group's)
- *   then y = the warp's butterfly sum of acc (distances 16, 8, 4, 2, 1).
- * Nothing of it depends on n, R, WB, sets, P, the staging of x or the grid (q_warp_sum_t gives each
- * value the butterfly's bits however many are summed at once), so a row's result is the same bits
- * in a verify pass as in the decode step: speculation stays lossless. The products and sums are
+ *   then y_s = the warp's butterfly sum of acc (distances 16, 8, 4, 2, 1),
+ *   and y = ((y_0 + y_1) + ...) + y_(S-1).
+ * S is the matrix's (q_split_for: its dtype and cols). Nothing else of it depends on n, R, WB,
+ * sets, P, the staging of x or the grid (q_warp_sum_t gives each value the butterfly's bits however
+ * many are summed at once), so a row's result is the same bits in a verify pass as in the decode
+ * step: speculation stays lossless. The products and sums are
  * written with the _rn intrinsics so that the compiler cannot contract them differently in
  * different forms.
  */
@@ -63,8 +72,11 @@
 #include "matvec_q.h"
 #include "mma.cuh"
 
-#define K_QX_SMEM (48 * 1024) /* bytes of x a block stages at most (static limit: no opt-in) */
-#define Q_U       2           /* chunks a row loaded ahead */
+#define K_QX_SMEM  (48 * 1024) /* shared memory a block uses at most (static limit: no opt-in) */
+#define Q_U        2           /* chunks a row loaded ahead */
+#define K_Q_MAX_WB 8           /* warps a block at most */
+/* rows of 32 floats of the kernel's static shared memory: a split's sums of every warp */
+#define Q_PART_ROWS(sp) ((sp) ? K_Q_MAX_WB : 1)
 
 /* Columns a 16-byte chunk holds, and a 32-bit word of it. */
 template <int B> struct qfmt;
@@ -179,10 +191,10 @@ struct q_segs {
 /* y[t][r] for N inputs, B-bit weights, R rows a warp, of the segment of L this block belongs to.
  * gshift: log2(group). P: passes of x a tile (shared memory: N * P * 9 * CW float4, q_pad's
  * layout). sets: row sets a block takes in turn. */
-template <int B, int R, int N, bool ST>
+template <int B, int R, int N, bool ST, bool SP>
 __global__ void __launch_bounds__(256, B == 4 && R == 2 && N == 1 ? 3 : 1)
     matvec_q_kernel(const __grid_constant__ q_segs L, const float *x, int cols, int gshift, int P,
-                    int sets) {
+                    int sets, int split) {
     static_assert(R * N <= 32, "a warp sums at most 32 values at once");
     int si = 0;
 #pragma unroll
@@ -194,16 +206,24 @@ __global__ void __launch_bounds__(256, B == 4 && R == 2 && N == 1 ? 3 : 1)
     const int rows = L.seg[si].rows, bx = (int)blockIdx.x - L.seg[si].block0;
     constexpr int CW = qfmt<B>::cw, VPW = qfmt<B>::vpw, XU = VPW / 4; /* float4 of x a word */
     constexpr int NV = q_pow2_at_least(R * N);
-    extern __shared__ float4 xs[]; /* [N][P * 9 * CW] units, q_pad's layout */
+    extern __shared__ float4 xs[];              /* [N][P * 9 * CW] units, q_pad's layout */
+    __shared__ float part[Q_PART_ROWS(SP)][32]; /* a split's sums a warp, q_warp_sum_t's order */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wb = blockDim.x >> 5;
+    /* SP (the header: the column split): S warps a row, the warp taking passes slice, slice + S,
+     * ... of the rows of its group, warps rgroup * S .. rgroup * S + S - 1 the group's S slices.
+     * Without it S is the constant 1 and the kernel is the plain one. */
+    const int S = SP ? split : 1;
+    const int slice = SP ? warp % S : 0, rgroup = SP ? warp / S : warp, groups = wb / S;
     const int nc = cols / CW;        /* chunks a row */
     const int ng = cols >> gshift;   /* scales a row */
     const int nmax = (nc + 31) >> 5; /* passes: lane 0's chunks */
     const int nfull = nc >> 5, ntail = nc & 31;
-    /* A last pass of at most 16 chunks is shared by the two rows of a pair (the header). */
-    const bool pair = ntail != 0 && ntail <= 16;
-    const int nch = pair ? nfull : (nc - lane + 31) >> 5; /* this lane's chunks before it */
-    const int nloop = pair ? nfull : nmax;                /* the passes of the main loop */
+    /* A last pass of at most 16 chunks is shared by the two rows of a pair (the header); a split
+     * row has no partial pass (the launcher's rule). */
+    const bool pair = !SP && ntail != 0 && ntail <= 16;
+    /* this lane's chunks before the shared pass, and the passes of the main loop (uniform) */
+    const int nch = SP ? (nmax - slice + S - 1) / S : pair ? nfull : (nc - lane + 31) >> 5;
+    const int nloop = SP ? (nmax + S - 1) / S : pair ? nfull : nmax;
     const int tu = P * 9 * CW; /* units an input a tile, padding included */
     const int xu = cols >> 2;  /* units an input of x */
     /* the lane's first unit of a pass: consecutive from there */
@@ -218,11 +238,11 @@ __global__ void __launch_bounds__(256, B == 4 && R == 2 && N == 1 ? 3 : 1)
     uint4 wt[PR];                   /* the last pass's chunk of the lane's row of each pair */
     uint16_t st[PR];
     auto locate = [&](int set) {
-        const int row0 = (bx * sets + set) * wb * R + warp * R;
+        const int row0 = (bx * sets + set) * groups * R + rgroup * R;
 #pragma unroll
         for (int r = 0; r < R; r++) {
             const int row = row0 + r < rows ? row0 + r : rows - 1; /* dead rows read the last */
-            wr[r] = wq + (size_t)row * nc + lane;
+            wr[r] = wq + (size_t)row * nc + 32 * slice + lane;
             sr[r] = sc + (size_t)row * ng;
         }
         return row0;
@@ -234,25 +254,29 @@ __global__ void __launch_bounds__(256, B == 4 && R == 2 && N == 1 ? 3 : 1)
         return (lane & 15) < ntail && (R > 1 || (lane >> 4) == (row0 & 1));
     };
     auto load_tail = [&](int row0) {
-        if (!pair || !tail_live(row0)) return;
+        if constexpr (!SP) { /* split rows have no shared pass */
+            if (!pair || !tail_live(row0)) return;
 #pragma unroll
-        for (int p = 0; p < PR; p++) {
-            /* the lane's row of the pair, by a select (compile-time indices: no local memory) */
-            const int ra = R == 1 ? 0 : 2 * p, rb = R == 1 ? 0 : 2 * p + 1;
-            const bool odd = lane >= 16;
-            const int c = 32 * nfull + (lane & 15);
-            wt[p] = __ldcs((odd ? wr[rb] : wr[ra]) - lane + c);
-            st[p] = __ldg((odd ? sr[rb] : sr[ra]) + ((c * CW) >> gshift));
+            for (int p = 0; p < PR; p++) {
+                /* the lane's row of the pair, by a select (compile-time indices: no locals) */
+                const int ra = R == 1 ? 0 : 2 * p, rb = R == 1 ? 0 : 2 * p + 1;
+                const bool odd = lane >= 16;
+                const int c = 32 * nfull + (lane & 15);
+                wt[p] = __ldcs((odd ? wr[rb] : wr[ra]) - lane + c);
+                st[p] = __ldg((odd ? sr[rb] : sr[ra]) + ((c * CW) >> gshift));
+            }
         }
     };
+    /* the chunks of the warp's passes k0 .. k0 + Q_U - 1 (pass k: the row's pass k S + slice) */
     auto load = [&](int k0, uint4(&w)[Q_U][R], uint16_t(&s)[Q_U][R]) {
 #pragma unroll
         for (int u = 0; u < Q_U; u++)
             if (k0 + u < nch)
 #pragma unroll
                 for (int r = 0; r < R; r++) {
-                    w[u][r] = __ldcs(wr[r] + 32 * (k0 + u));
-                    s[u][r] = __ldg(sr[r] + (((32 * (k0 + u) + lane) * CW) >> gshift));
+                    w[u][r] = __ldcs(wr[r] + 32 * S * (k0 + u));
+                    s[u][r] =
+                        __ldg(sr[r] + (((32 * ((k0 + u) * S + slice) + lane) * CW) >> gshift));
                 }
     };
 
@@ -270,12 +294,15 @@ __global__ void __launch_bounds__(256, B == 4 && R == 2 && N == 1 ? 3 : 1)
             for (int t = 0; t < N; t++)
                 acc[r][t] = 0.0f;
         int tile0 = set == 0 || P < nmax ? -P : 0; /* the pass the staged tile starts at */
-        /* A new tile of x at pass k (uniform over the block) - once a block when x fits in one. */
+        /* A new tile of x at the warps' pass k (uniform over the block: the row's passes k S ..
+         * k S + S - 1; P is a multiple of S unless x fits in one tile) - once a block when x fits
+         * in one. */
         auto stage = [&](int k) {
-            if (!ST || k >= nmax || k != tile0 + P) return;
-            tile0 = k;
+            const int g = k * S;
+            if (!ST || g >= nmax || g != tile0 + P) return;
+            tile0 = g;
             __syncthreads(); /* the last tile's readers are done */
-            const int c0 = k * 8 * CW, n_u = min(P * 8 * CW, xu - c0);
+            const int c0 = g * 8 * CW, n_u = min(P * 8 * CW, xu - c0);
             for (int i = threadIdx.x; i < N * n_u; i += blockDim.x) {
                 const int t = i / n_u, e = i - t * n_u;
                 xs[t * tu + q_pad(e)] =
@@ -294,9 +321,10 @@ __global__ void __launch_bounds__(256, B == 4 && R == 2 && N == 1 ? 3 : 1)
                 stage(k);
                 if (k >= nch) continue;
                 /* this chunk's x, input 0: staged, or in memory (through L1) */
+                const int g = k * S + slice; /* the row's pass */
                 const float4 *xk =
-                    ST ? xl + (k - tile0) * 9 * CW
-                       : reinterpret_cast<const float4 *>(x) + (32 * k + lane) * CW / 4;
+                    ST ? xl + (g - tile0) * 9 * CW
+                       : reinterpret_cast<const float4 *>(x) + (32 * g + lane) * CW / 4;
                 const int xstride = ST ? tu : xu;
                 float s[R][N];
 #pragma unroll
@@ -400,38 +428,54 @@ __global__ void __launch_bounds__(256, B == 4 && R == 2 && N == 1 ? 3 : 1)
             v[i] = i < R * N ? acc[i / N][i % N] : 0.0f;
         int idx;
         const float sum = q_warp_sum_t<NV>(v, lane, &idx);
-        const int r = idx / N, t = idx % N, row = done_row0 + r;
-        if ((lane & (32 / NV - 1)) == 0 && idx < R * N && row < rows)
-            y[(size_t)t * rows + row] = sum;
+        const bool holds = (lane & (32 / NV - 1)) == 0 && idx < R * N;
+        if (!SP) {
+            const int r = idx / N, t = idx % N, row = done_row0 + r;
+            if (holds && row < rows) y[(size_t)t * rows + row] = sum;
+            continue;
+        }
+        /* the split: the slices' sums added in slice order by the group's first warp */
+        if (holds) part[warp][idx] = sum;
+        __syncthreads();
+        if (slice == 0 && lane < R * N) {
+            float total = part[warp][lane];
+            for (int j = 1; j < S; j++)
+                total = __fadd_rn(total, part[warp + j][lane]);
+            const int r = lane / N, t = lane % N, row = done_row0 + r;
+            if (row < rows) y[(size_t)t * rows + row] = total;
+        }
+        if (set + 1 < sets) __syncthreads(); /* the next set writes part again */
     }
 }
 
-typedef void (*q_fn)(q_segs, const float *, int, int, int, int);
+typedef void (*q_fn)(q_segs, const float *, int, int, int, int, int);
 
-/* The kernel for (B, R, N, ST); NULL where R * N > 32. */
-template <int B, int R, bool ST> static q_fn q_kernel_n(int n) {
+/* The kernel for (B, R, N, ST, SP); NULL where R * N > 32. */
+template <int B, int R, bool ST, bool SP> static q_fn q_kernel_n(int n) {
     static const q_fn forms[] = {
-        matvec_q_kernel<B, R, 1, ST>,
-        matvec_q_kernel<B, R, 2, ST>,
-        matvec_q_kernel<B, R, 3, ST>,
-        matvec_q_kernel<B, R, 4, ST>,
-        matvec_q_kernel<B, R, 5, ST>,
-        matvec_q_kernel<B, R, 6, ST>,
-        matvec_q_kernel<B, R, 7, ST>,
-        matvec_q_kernel<B, R, 8, ST>,
-        R * 9 <= 32 ? matvec_q_kernel<B, R, (R * 9 <= 32 ? 9 : 1), ST> : (q_fn) nullptr,
+        matvec_q_kernel<B, R, 1, ST, SP>,
+        matvec_q_kernel<B, R, 2, ST, SP>,
+        matvec_q_kernel<B, R, 3, ST, SP>,
+        matvec_q_kernel<B, R, 4, ST, SP>,
+        matvec_q_kernel<B, R, 5, ST, SP>,
+        matvec_q_kernel<B, R, 6, ST, SP>,
+        matvec_q_kernel<B, R, 7, ST, SP>,
+        matvec_q_kernel<B, R, 8, ST, SP>,
+        R * 9 <= 32 ? matvec_q_kernel<B, R, (R * 9 <= 32 ? 9 : 1), ST, SP> : (q_fn) nullptr,
     };
     return forms[n - 1];
 }
 
-template <int B, bool ST> static q_fn q_kernel_st(int R, int n) {
-    return R == 1   ? q_kernel_n<B, 1, ST>(n)
-           : R == 2 ? q_kernel_n<B, 2, ST>(n)
-                    : q_kernel_n<B, 4, ST>(n);
+/* Split forms exist for one and two rows a warp (q_form_for holds a split launch to those). */
+template <int B, bool ST> static q_fn q_kernel_st(int R, int n, bool sp) {
+    if (sp) return R == 1 ? q_kernel_n<B, 1, ST, true>(n) : q_kernel_n<B, 2, ST, true>(n);
+    return R == 1   ? q_kernel_n<B, 1, ST, false>(n)
+           : R == 2 ? q_kernel_n<B, 2, ST, false>(n)
+                    : q_kernel_n<B, 4, ST, false>(n);
 }
 
-template <int B> static q_fn q_kernel(int R, int n, bool st) {
-    return st ? q_kernel_st<B, true>(R, n) : q_kernel_st<B, false>(R, n);
+template <int B> static q_fn q_kernel(int R, int n, bool st, bool sp) {
+    return st ? q_kernel_st<B, true>(R, n, sp) : q_kernel_st<B, false>(R, n, sp);
 }
 
 static int q_sms(void) {
@@ -446,12 +490,23 @@ static int q_sms(void) {
     return sms;
 }
 
-static int q_force_r = 0, q_force_wb = 0, q_force_sets = 0, q_force_stage = 0;
+static int q_force_r = 0, q_force_wb = 0, q_force_sets = 0, q_force_stage = 0, q_force_split = 0;
 
 struct q_form {
     int R, wb, sets, P;
     bool st; /* x staged in shared memory (else read through L1) */
+    int S;   /* warps a row (the column split) */
 };
+
+/* The column split of a matrix's rows (the header): S warps a row where a row is at least 8
+ * whole passes (E4B's down, 10240 columns), else 1. It belongs to the matrix's bits, so it
+ * depends on the dtype and cols alone, never on n or the rows of a launch. */
+static int q_split_for(int dtype, int cols) {
+    const int cw = dtype == KQ_INT4 ? 32 : 16, nc = cols / cw;
+    if (nc % 32) return 1; /* a partial last pass: no split */
+    if (q_force_split) return q_force_split;
+    return nc >= 8 * 32 ? 2 : 1;
+}
 
 /* The form of a launch: rows a warp R, warps a block, row sets a block, passes of x a tile, x
  * staged or not. Chosen on E4B's shapes (bench/matvec_q_check --sweep, H100): more inputs want
@@ -471,23 +526,31 @@ struct q_form {
  * 5.0 / 15.7), slower on int8 k / v (4.2 against 3.5). */
 static q_form q_form_for(int dtype, int rows, int cols, int n) {
     q_form f;
+    f.S = q_split_for(dtype, cols);
     if (n == 1)
         f.R = dtype == KQ_INT4 ? (rows >= 16 * q_sms() ? 2 : 1) : rows >= 8192 ? 2 : 1;
     else
         f.R = n <= 4 ? 2 : n <= 8 ? 4 : 2;
     f.wb = 8;
     f.st = true;
-    const long blocks = ((long)rows + f.wb * f.R - 1) / (f.wb * f.R);
+    const long per_block = (long)f.wb / f.S * f.R;
+    const long blocks = (rows + per_block - 1) / per_block;
     f.sets = blocks >= 4096 ? 4 : blocks >= 600 ? 2 : 1;
     if (q_force_stage) f.st = q_force_stage == 1;
     if (q_force_r) f.R = q_force_r;
     if (f.R * n > 32) f.R = 32 / n >= 2 ? 2 : 1;
     if (q_force_wb) f.wb = q_force_wb;
+    if (f.S > 1 && f.R > 2) f.R = 2; /* the split forms (q_kernel_st) */
+    if (f.wb < f.S) f.wb = f.S;
     const int cw = dtype == KQ_INT4 ? 32 : 16, nc = cols / cw, nmax = (nc + 31) / 32;
     const int pass_bytes = n * 9 * cw * 16;
-    f.P = K_QX_SMEM / pass_bytes;
-    if (f.P < 1) f.P = 1;
+    f.P = (K_QX_SMEM - Q_PART_ROWS(f.S > 1) * 32 * (int)sizeof(float)) / pass_bytes;
     if (f.P > nmax) f.P = nmax;
+    if (f.P < nmax) f.P -= f.P % f.S; /* a tile serves whole rounds of the split's passes */
+    if (f.P < 1) {                    /* not one round fits: x through L1 */
+        f.P = 1;
+        f.st = false;
+    }
     if (q_force_sets) f.sets = q_force_sets;
     if (f.st && f.P < nmax) f.sets = 1; /* x is staged again for every set */
     return f;
@@ -501,11 +564,12 @@ static int q_launch(cudaStream_t s, const k_qseg *segs, int n_segs, const float 
     for (int i = 0; i < n_segs; i++)
         total += segs[i].w.rows;
     const q_form f = q_form_for(w->dtype, total, w->cols, n);
-    const q_fn kernel = w->dtype == KQ_INT4 ? q_kernel<4>(f.R, n, f.st) : q_kernel<8>(f.R, n, f.st);
+    const q_fn kernel = w->dtype == KQ_INT4 ? q_kernel<4>(f.R, n, f.st, f.S > 1)
+                                            : q_kernel<8>(f.R, n, f.st, f.S > 1);
     if (!kernel) return -1;
     const int cw = w->dtype == KQ_INT4 ? 32 : 16;
     const int gshift = w->group == 32 ? 5 : w->group == 64 ? 6 : 7;
-    const int per_block = f.wb * f.R * f.sets;
+    const int per_block = f.wb / f.S * f.R * f.sets;
     q_segs L = {};
     int blocks = 0;
     for (int i = 0; i < n_segs; i++) {
@@ -517,7 +581,7 @@ static int q_launch(cudaStream_t s, const k_qseg *segs, int n_segs, const float 
     L.n = n_segs;
     const size_t smem = f.st ? (size_t)n * f.P * 9 * cw * 16 : 0;
     k_launch_ex(kernel, dim3((unsigned)blocks), dim3(32 * f.wb), 0, smem, s, L,
-                x + (size_t)t0 * w->cols, w->cols, gshift, f.P, f.sets);
+                x + (size_t)t0 * w->cols, w->cols, gshift, f.P, f.sets, f.S);
     K_CHECK_LAUNCH();
     return 0;
 }
@@ -647,12 +711,14 @@ extern "C" int k_dequant_q4_f16(cudaStream_t s, const k_qmat *w, int e, uint16_t
 }
 
 extern "C" int k_matvec_q_set_form(int rows_per_warp, int warps_per_block, int sets_per_block,
-                                   int stage) {
+                                   int stage, int split) {
     if ((rows_per_warp != 0 && rows_per_warp != 1 && rows_per_warp != 2 && rows_per_warp != 4) ||
         (warps_per_block != 0 && warps_per_block != 1 && warps_per_block != 2 &&
          warps_per_block != 4 && warps_per_block != 8) ||
-        sets_per_block < 0 || sets_per_block > 16 || stage < 0 || stage > 2)
+        sets_per_block < 0 || sets_per_block > 16 || stage < 0 || stage > 2 ||
+        (split != 0 && split != 1 && split != 2 && split != 4 && split != 8))
         return -1;
+    q_force_split = split;
     q_force_stage = stage;
     q_force_r = rows_per_warp;
     q_force_wb = warps_per_block;
