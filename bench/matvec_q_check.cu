@@ -3,9 +3,8 @@
  *
  * For every shape and format: random weights, scales and inputs; the n = 1 outputs of each input
  * against a CPU double-precision reference (|y - ref| <= 1e-4 * sum_c |w x|); the outputs of every
- * launch of n = 2 .. 9 inputs against the n = 1 outputs, bit for bit (where the rows are whole
- * passes of a warp, again under every column split, 1 .. 8 warps a row); then the time of a launch
- * at n = 1, 2, 4 and 8 (cudaEvents over many launches, programmatic dependent launch on as in the
+ * launch of n = 2 .. 9 inputs against the n = 1 outputs, bit for bit; then the time of a launch at
+ * n = 1, 2, 4 and 8 (cudaEvents over many launches, programmatic dependent launch on as in the
  * backend, rotating through enough copies of the matrix to exceed twice the L2 size, so that the
  * weights come from DRAM), the bytes it moves (weights + scales + x + y), GB/s and the share of
  * the device-to-device cudaMemcpy bandwidth measured here (bytes read + written a second).
@@ -18,9 +17,9 @@
  *   matvec_q_check              everything above; prints PASS or FAIL last
  *   matvec_q_check --sanitize   small shapes, checks only (for compute-sanitizer)
  *   matvec_q_check --sweep [SHAPE]  also times every form (rows a warp, warps a block, row
- *                               sets a block, x staged or read through L1, warps a row) for
- *                               int4 g32 and int8 g128; with SHAPE (q, k/v, o, gate/up, down,
- *                               head, keepset) that shape alone, checked and timed
+ *                               sets a block, x staged or read through L1) for int4 g32 and
+ *                               int8 g128; with SHAPE (q, k/v, o, gate/up, down, head, keepset)
+ *                               that shape alone, checked and timed
  *   matvec_q_check --nopdl      times without programmatic dependent launch
  *   matvec_q_check --one S F N  five launches of shape S, format F (indices), n inputs, unchecked
  *
@@ -147,18 +146,13 @@ static k_qmat qmat(const problem *p, const void *q, const uint16_t *s) {
     return m;
 }
 
-/* 1 when the problem's rows are whole passes of a warp (512 bytes a row each): the launcher can
- * split them over several warps (matvec_q.cu: the column split). */
-static int whole_passes(const problem *p) {
-    return p->row_bytes % 512 == 0;
-}
-
 /* The checks of one problem; returns the failures. */
 static int check(problem *p, double *worst_rel) {
     const int rows = p->sh.rows, cols = p->sh.cols, N = K_MATVEC_Q_MAX_N;
     const k_qmat m = qmat(p, p->dq, p->ds);
     int fails = 0;
-    /* n = 1, each input alone */
+    /* n = 1, each input alone (over NaNs: a row left unwritten fails the reference) */
+    CK(cudaMemset(p->dy1, 0xFF, (size_t)N * rows * 4));
     for (int t = 0; t < N; t++)
         if (k_matvec_q(0, &m, p->dx + (size_t)t * cols, p->dy1 + (size_t)t * rows, 1)) {
             printf("  k_matvec_q refused n = 1\n");
@@ -507,18 +501,6 @@ int main(int argc, char **argv) {
             fails += f;
             char verdict[64];
             snprintf(verdict, sizeof verdict, "%s (worst rel err %.1e)", f ? "FAIL" : "ok", worst);
-            /* every column split, each against the reference alone (but the head's: its
-             * reference is most of the check's time, and its rows are never long enough) */
-            if (whole_passes(&p) && shapes[si].rows <= 65536)
-                for (int sp = 1; sp <= 8; sp *= 2) {
-                    double w = 0.0;
-                    k_matvec_q_set_form(0, 0, 0, 0, sp);
-                    const int fs = check(&p, &w);
-                    k_matvec_q_set_form(0, 0, 0, 0, 0);
-                    fails += fs;
-                    printf("%-10s %-10s split %d: %s (worst rel err %.1e)\n", shapes[si].name,
-                           fmt_name(fmts[fi]), sp, fs ? "FAIL" : "ok", w);
-                }
             uint16_t *dout;
             CK(cudaMalloc(&dout, 4 * (size_t)shapes[si].rows * shapes[si].cols));
             int fd = check_dequant(&p, dout);
@@ -554,40 +536,35 @@ int main(int argc, char **argv) {
                        us / t1, n == 1 ? verdict : "");
             }
             if (sweep && (fi == 0 || fi == 3)) {
-                /* splits past 1 only where the rows are whole passes, with one row set a block
-                 * and x staged (blocks of a split row are small already) */
                 const int Rs[] = {1, 2, 4}, wbs[] = {2, 4, 8}, sets[] = {1, 2, 4};
-                const int max_split = whole_passes(&p) ? 8 : 1;
                 for (int ni = 0; ni < 4; ni++) {
                     const int n = ns[ni];
                     double best = 1e30;
-                    int bR = 0, bW = 0, bS = 0, bX = 0, bP = 0;
+                    int bR = 0, bW = 0, bS = 0, bX = 0;
                     const double def = time_launch(&p, &o, n);
-                    for (int sp = 1; sp <= max_split; sp *= 2)
-                        for (int st = 1; st <= (sp == 1 ? 2 : 1); st++)
-                            for (int a = 0; a < 3; a++)
-                                for (int b = 0; b < 3; b++)
-                                    for (int c = 0; c < (sp == 1 ? 3 : 1); c++) {
-                                        if (Rs[a] * n > 32 || wbs[b] < sp) continue;
-                                        k_matvec_q_set_form(Rs[a], wbs[b], sets[c], st, sp);
-                                        const double us = time_launch(&p, &o, n);
-                                        printf("    sweep %-8s %-10s n=%d R=%d wb=%d sets=%d "
-                                               "stage=%d split=%d %9.2f us\n",
-                                               shapes[si].name, fmt_name(fmts[fi]), n, Rs[a],
-                                               wbs[b], sets[c], st, sp, us);
-                                        if (us < best) {
-                                            best = us;
-                                            bR = Rs[a];
-                                            bW = wbs[b];
-                                            bS = sets[c];
-                                            bX = st;
-                                            bP = sp;
-                                        }
+                    for (int st = 1; st <= 2; st++)
+                        for (int a = 0; a < 3; a++)
+                            for (int b = 0; b < 3; b++)
+                                for (int c = 0; c < 3; c++) {
+                                    if (Rs[a] * n > 32) continue;
+                                    k_matvec_q_set_form(Rs[a], wbs[b], sets[c], st);
+                                    const double us = time_launch(&p, &o, n);
+                                    printf("    sweep %-8s %-10s n=%d R=%d wb=%d sets=%d stage=%d "
+                                           "%9.2f us\n",
+                                           shapes[si].name, fmt_name(fmts[fi]), n, Rs[a], wbs[b],
+                                           sets[c], st, us);
+                                    if (us < best) {
+                                        best = us;
+                                        bR = Rs[a];
+                                        bW = wbs[b];
+                                        bS = sets[c];
+                                        bX = st;
                                     }
-                    k_matvec_q_set_form(0, 0, 0, 0, 0);
-                    printf("  best %-8s %-10s n=%d: R=%d wb=%d sets=%d stage=%d split=%d %.2f us "
-                           "(default %.2f)\n",
-                           shapes[si].name, fmt_name(fmts[fi]), n, bR, bW, bS, bX, bP, best, def);
+                                }
+                    k_matvec_q_set_form(0, 0, 0, 0);
+                    printf("  best %-8s %-10s n=%d: R=%d wb=%d sets=%d stage=%d %.2f us (default "
+                           "%.2f)\n",
+                           shapes[si].name, fmt_name(fmts[fi]), n, bR, bW, bS, bX, best, def);
                 }
             }
             drop_pool(&o);

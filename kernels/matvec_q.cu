@@ -34,9 +34,8 @@
  * the wait), a 16-byte unit of padding after every 128 bytes (q_pad): a quarter warp's reads then
  * hit eight different bank groups, and a lane's units stay consecutive (one base register, the
  * rest immediate offsets). x is staged in tiles of P passes (a pass: 32 chunks a row, 1024 columns
- * int4, 512 int8) when n x cols does not fit K_QX_SMEM bytes, else once a block. Reading x through
- * L1 instead (the `stage` form 2) is kept as a switch: it wins on a few int8 shapes, loses more on
- * int4 ones (bench/matvec_q_check --sweep).
+ * int4, 512 int8) when n x cols does not fit K_QX_SMEM bytes, else once a block. Or x is read
+ * through L1 (int8's mid-sized launches, q_form_for: it loses on int4's).
  *
  * Dequantization without conversion instructions: a nibble u at bits 4i (i = 0 .. 3) or-ed into
  * the float 2^(23 - 4i), whose mantissa bit 4i is worth 1, gives 2^(23 - 4i) + u; one add of the
@@ -45,26 +44,17 @@
  * a word for its upper four nibbles. int8: one xor a word (q + 128), then a byte permute into
  * 0x4B0000uu = 2^23 + u and an add of -(2^23 + 128) a weight.
  *
- * The column split. A warp streaming a row of 10240 int4 weights (E4B's down: 2560 rows, ten
- * passes) has two 16-byte chunks of each of its rows in flight, and the launch has 1280 warps for
- * 132 multiprocessors: traced in the decode step it ran at 33 % of the copy bandwidth where gate +
- * up reached 64 %. So a row of at least 8 whole passes is split over S warps of a block (slice s
- * takes passes s, s + S, s + 2S, ...), and the first warp of the S adds their sums, in slice
- * order, through shared memory: S times the warps, each with a row S times shorter.
- *
- * Reproducibility: the exact order. For a row r and an input t, lane l of slice s (0 when S = 1):
- *   for each of its chunks, in column order (32 (s + iS) + l, i = 0, 1, ...; in a shared last
- *   pass, chunk 32 nfull + l - 16 (r & 1) when that is in 32 nfull + [0, 16)):
+ * Reproducibility: the exact order. For a row r and an input t, lane l:
+ *   for each of its chunks, in column order (l, l + 32, ...; in a shared last pass, chunk
+ *   32 nfull + l - 16 (r & 1) when that is in 32 nfull + [0, 16)):
  *     for each 32-bit word j = 0 .. 3 of the chunk (8 int4 or 4 int8 weights, columns in order):
  *       p_j = q_0 * x_0 (rounded product), then p_j = fma(q_i, x_i, p_j) for i = 1, 2, ...
  *     s = ((p_0 + p_1) + p_2) + p_3                  (the chunk's part of its group's sum)
  *     acc = fma(s, scale, acc)                        (acc starts at 0; scale: the chunk's group's)
- *   then y_s = the warp's butterfly sum of acc (distances 16, 8, 4, 2, 1),
- *   and y = ((y_0 + y_1) + ...) + y_(S-1).
- * S is the matrix's (q_split_for: its dtype and cols). Nothing else of it depends on n, R, WB,
- * sets, P, the staging of x or the grid (q_warp_sum_t gives each value the butterfly's bits however
- * many are summed at once), so a row's result is the same bits in a verify pass as in the decode
- * step: speculation stays lossless. The products and sums are
+ *   then y = the warp's butterfly sum of acc (distances 16, 8, 4, 2, 1).
+ * Nothing of it depends on n, R, WB, sets, P, the staging of x or the grid (q_warp_sum_t gives each
+ * value the butterfly's bits however many are summed at once), so a row's result is the same bits
+ * in a verify pass as in the decode step: speculation stays lossless. The products and sums are
  * written with the _rn intrinsics so that the compiler cannot contract them differently in
  * different forms.
  */
@@ -72,11 +62,8 @@
 #include "matvec_q.h"
 #include "mma.cuh"
 
-#define K_QX_SMEM  (48 * 1024) /* shared memory a block uses at most (static limit: no opt-in) */
-#define Q_U        2           /* chunks a row loaded ahead */
-#define K_Q_MAX_WB 8           /* warps a block at most */
-/* rows of 32 floats of the kernel's static shared memory: a split's sums of every warp */
-#define Q_PART_ROWS(sp) ((sp) ? K_Q_MAX_WB : 1)
+#define K_QX_SMEM (48 * 1024) /* bytes of x a block stages at most (static limit: no opt-in) */
+#define Q_U       2           /* chunks a row loaded ahead */
 
 /* Columns a 16-byte chunk holds, and a 32-bit word of it. */
 template <int B> struct qfmt;
@@ -191,10 +178,10 @@ struct q_segs {
 /* y[t][r] for N inputs, B-bit weights, R rows a warp, of the segment of L this block belongs to.
  * gshift: log2(group). P: passes of x a tile (shared memory: N * P * 9 * CW float4, q_pad's
  * layout). sets: row sets a block takes in turn. */
-template <int B, int R, int N, bool ST, bool SP>
+template <int B, int R, int N, bool ST>
 __global__ void __launch_bounds__(256, B == 4 && R == 2 && N == 1 ? 3 : 1)
     matvec_q_kernel(const __grid_constant__ q_segs L, const float *x, int cols, int gshift, int P,
-                    int sets, int split) {
+                    int sets) {
     static_assert(R * N <= 32, "a warp sums at most 32 values at once");
     int si = 0;
 #pragma unroll
@@ -206,24 +193,16 @@ __global__ void __launch_bounds__(256, B == 4 && R == 2 && N == 1 ? 3 : 1)
     const int rows = L.seg[si].rows, bx = (int)blockIdx.x - L.seg[si].block0;
     constexpr int CW = qfmt<B>::cw, VPW = qfmt<B>::vpw, XU = VPW / 4; /* float4 of x a word */
     constexpr int NV = q_pow2_at_least(R * N);
-    extern __shared__ float4 xs[];              /* [N][P * 9 * CW] units, q_pad's layout */
-    __shared__ float part[Q_PART_ROWS(SP)][32]; /* a split's sums a warp, q_warp_sum_t's order */
+    extern __shared__ float4 xs[]; /* [N][P * 9 * CW] units, q_pad's layout */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wb = blockDim.x >> 5;
-    /* SP (the header: the column split): S warps a row, the warp taking passes slice, slice + S,
-     * ... of the rows of its group, warps rgroup * S .. rgroup * S + S - 1 the group's S slices.
-     * Without it S is the constant 1 and the kernel is the plain one. */
-    const int S = SP ? split : 1;
-    const int slice = SP ? warp % S : 0, rgroup = SP ? warp / S : warp, groups = wb / S;
     const int nc = cols / CW;        /* chunks a row */
     const int ng = cols >> gshift;   /* scales a row */
     const int nmax = (nc + 31) >> 5; /* passes: lane 0's chunks */
     const int nfull = nc >> 5, ntail = nc & 31;
-    /* A last pass of at most 16 chunks is shared by the two rows of a pair (the header); a split
-     * row has no partial pass (the launcher's rule). */
-    const bool pair = !SP && ntail != 0 && ntail <= 16;
-    /* this lane's chunks before the shared pass, and the passes of the main loop (uniform) */
-    const int nch = SP ? (nmax - slice + S - 1) / S : pair ? nfull : (nc - lane + 31) >> 5;
-    const int nloop = SP ? (nmax + S - 1) / S : pair ? nfull : nmax;
+    /* A last pass of at most 16 chunks is shared by the two rows of a pair (the header). */
+    const bool pair = ntail != 0 && ntail <= 16;
+    const int nch = pair ? nfull : (nc - lane + 31) >> 5; /* this lane's chunks before it */
+    const int nloop = pair ? nfull : nmax;                /* the passes of the main loop */
     const int tu = P * 9 * CW; /* units an input a tile, padding included */
     const int xu = cols >> 2;  /* units an input of x */
     /* the lane's first unit of a pass: consecutive from there */
@@ -238,11 +217,11 @@ __global__ void __launch_bounds__(256, B == 4 && R == 2 && N == 1 ? 3 : 1)
     uint4 wt[PR];                   /* the last pass's chunk of the lane's row of each pair */
     uint16_t st[PR];
     auto locate = [&](int set) {
-        const int row0 = (bx * sets + set) * groups * R + rgroup * R;
+        const int row0 = (bx * sets + set) * wb * R + warp * R;
 #pragma unroll
         for (int r = 0; r < R; r++) {
             const int row = row0 + r < rows ? row0 + r : rows - 1; /* dead rows read the last */
-            wr[r] = wq + (size_t)row * nc + 32 * slice + lane;
+            wr[r] = wq + (size_t)row * nc + lane;
             sr[r] = sc + (size_t)row * ng;
         }
         return row0;
@@ -254,29 +233,25 @@ __global__ void __launch_bounds__(256, B == 4 && R == 2 && N == 1 ? 3 : 1)
         return (lane & 15) < ntail && (R > 1 || (lane >> 4) == (row0 & 1));
     };
     auto load_tail = [&](int row0) {
-        if constexpr (!SP) { /* split rows have no shared pass */
-            if (!pair || !tail_live(row0)) return;
+        if (!pair || !tail_live(row0)) return;
 #pragma unroll
-            for (int p = 0; p < PR; p++) {
-                /* the lane's row of the pair, by a select (compile-time indices: no locals) */
-                const int ra = R == 1 ? 0 : 2 * p, rb = R == 1 ? 0 : 2 * p + 1;
-                const bool odd = lane >= 16;
-                const int c = 32 * nfull + (lane & 15);
-                wt[p] = __ldcs((odd ? wr[rb] : wr[ra]) - lane + c);
-                st[p] = __ldg((odd ? sr[rb] : sr[ra]) + ((c * CW) >> gshift));
-            }
+        for (int p = 0; p < PR; p++) {
+            /* the lane's row of the pair, by a select (compile-time indices: no local memory) */
+            const int ra = R == 1 ? 0 : 2 * p, rb = R == 1 ? 0 : 2 * p + 1;
+            const bool odd = lane >= 16;
+            const int c = 32 * nfull + (lane & 15);
+            wt[p] = __ldcs((odd ? wr[rb] : wr[ra]) - lane + c);
+            st[p] = __ldg((odd ? sr[rb] : sr[ra]) + ((c * CW) >> gshift));
         }
     };
-    /* the chunks of the warp's passes k0 .. k0 + Q_U - 1 (pass k: the row's pass k S + slice) */
     auto load = [&](int k0, uint4(&w)[Q_U][R], uint16_t(&s)[Q_U][R]) {
 #pragma unroll
         for (int u = 0; u < Q_U; u++)
             if (k0 + u < nch)
 #pragma unroll
                 for (int r = 0; r < R; r++) {
-                    w[u][r] = __ldcs(wr[r] + 32 * S * (k0 + u));
-                    s[u][r] =
-                        __ldg(sr[r] + (((32 * ((k0 + u) * S + slice) + lane) * CW) >> gshift));
+                    w[u][r] = __ldcs(wr[r] + 32 * (k0 + u));
+                    s[u][r] = __ldg(sr[r] + (((32 * (k0 + u) + lane) * CW) >> gshift));
                 }
     };
 
@@ -294,15 +269,12 @@ __global__ void __launch_bounds__(256, B == 4 && R == 2 && N == 1 ? 3 : 1)
             for (int t = 0; t < N; t++)
                 acc[r][t] = 0.0f;
         int tile0 = set == 0 || P < nmax ? -P : 0; /* the pass the staged tile starts at */
-        /* A new tile of x at the warps' pass k (uniform over the block: the row's passes k S ..
-         * k S + S - 1; P is a multiple of S unless x fits in one tile) - once a block when x fits
-         * in one. */
+        /* A new tile of x at pass k (uniform over the block) - once a block when x fits in one. */
         auto stage = [&](int k) {
-            const int g = k * S;
-            if (!ST || g >= nmax || g != tile0 + P) return;
-            tile0 = g;
+            if (!ST || k >= nmax || k != tile0 + P) return;
+            tile0 = k;
             __syncthreads(); /* the last tile's readers are done */
-            const int c0 = g * 8 * CW, n_u = min(P * 8 * CW, xu - c0);
+            const int c0 = k * 8 * CW, n_u = min(P * 8 * CW, xu - c0);
             for (int i = threadIdx.x; i < N * n_u; i += blockDim.x) {
                 const int t = i / n_u, e = i - t * n_u;
                 xs[t * tu + q_pad(e)] =
@@ -321,10 +293,9 @@ __global__ void __launch_bounds__(256, B == 4 && R == 2 && N == 1 ? 3 : 1)
                 stage(k);
                 if (k >= nch) continue;
                 /* this chunk's x, input 0: staged, or in memory (through L1) */
-                const int g = k * S + slice; /* the row's pass */
                 const float4 *xk =
-                    ST ? xl + (g - tile0) * 9 * CW
-                       : reinterpret_cast<const float4 *>(x) + (32 * g + lane) * CW / 4;
+                    ST ? xl + (k - tile0) * 9 * CW
+                       : reinterpret_cast<const float4 *>(x) + (32 * k + lane) * CW / 4;
                 const int xstride = ST ? tu : xu;
                 float s[R][N];
 #pragma unroll
@@ -428,54 +399,38 @@ __global__ void __launch_bounds__(256, B == 4 && R == 2 && N == 1 ? 3 : 1)
             v[i] = i < R * N ? acc[i / N][i % N] : 0.0f;
         int idx;
         const float sum = q_warp_sum_t<NV>(v, lane, &idx);
-        const bool holds = (lane & (32 / NV - 1)) == 0 && idx < R * N;
-        if (!SP) {
-            const int r = idx / N, t = idx % N, row = done_row0 + r;
-            if (holds && row < rows) y[(size_t)t * rows + row] = sum;
-            continue;
-        }
-        /* the split: the slices' sums added in slice order by the group's first warp */
-        if (holds) part[warp][idx] = sum;
-        __syncthreads();
-        if (slice == 0 && lane < R * N) {
-            float total = part[warp][lane];
-            for (int j = 1; j < S; j++)
-                total = __fadd_rn(total, part[warp + j][lane]);
-            const int r = lane / N, t = lane % N, row = done_row0 + r;
-            if (row < rows) y[(size_t)t * rows + row] = total;
-        }
-        if (set + 1 < sets) __syncthreads(); /* the next set writes part again */
+        const int r = idx / N, t = idx % N, row = done_row0 + r;
+        if ((lane & (32 / NV - 1)) == 0 && idx < R * N && row < rows)
+            y[(size_t)t * rows + row] = sum;
     }
 }
 
-typedef void (*q_fn)(q_segs, const float *, int, int, int, int, int);
+typedef void (*q_fn)(q_segs, const float *, int, int, int, int);
 
-/* The kernel for (B, R, N, ST, SP); NULL where R * N > 32. */
-template <int B, int R, bool ST, bool SP> static q_fn q_kernel_n(int n) {
+/* The kernel for (B, R, N, ST); NULL where R * N > 32. */
+template <int B, int R, bool ST> static q_fn q_kernel_n(int n) {
     static const q_fn forms[] = {
-        matvec_q_kernel<B, R, 1, ST, SP>,
-        matvec_q_kernel<B, R, 2, ST, SP>,
-        matvec_q_kernel<B, R, 3, ST, SP>,
-        matvec_q_kernel<B, R, 4, ST, SP>,
-        matvec_q_kernel<B, R, 5, ST, SP>,
-        matvec_q_kernel<B, R, 6, ST, SP>,
-        matvec_q_kernel<B, R, 7, ST, SP>,
-        matvec_q_kernel<B, R, 8, ST, SP>,
-        R * 9 <= 32 ? matvec_q_kernel<B, R, (R * 9 <= 32 ? 9 : 1), ST, SP> : (q_fn) nullptr,
+        matvec_q_kernel<B, R, 1, ST>,
+        matvec_q_kernel<B, R, 2, ST>,
+        matvec_q_kernel<B, R, 3, ST>,
+        matvec_q_kernel<B, R, 4, ST>,
+        matvec_q_kernel<B, R, 5, ST>,
+        matvec_q_kernel<B, R, 6, ST>,
+        matvec_q_kernel<B, R, 7, ST>,
+        matvec_q_kernel<B, R, 8, ST>,
+        R * 9 <= 32 ? matvec_q_kernel<B, R, (R * 9 <= 32 ? 9 : 1), ST> : (q_fn) nullptr,
     };
     return forms[n - 1];
 }
 
-/* Split forms exist for one and two rows a warp (q_form_for holds a split launch to those). */
-template <int B, bool ST> static q_fn q_kernel_st(int R, int n, bool sp) {
-    if (sp) return R == 1 ? q_kernel_n<B, 1, ST, true>(n) : q_kernel_n<B, 2, ST, true>(n);
-    return R == 1   ? q_kernel_n<B, 1, ST, false>(n)
-           : R == 2 ? q_kernel_n<B, 2, ST, false>(n)
-                    : q_kernel_n<B, 4, ST, false>(n);
+template <int B, bool ST> static q_fn q_kernel_st(int R, int n) {
+    return R == 1   ? q_kernel_n<B, 1, ST>(n)
+           : R == 2 ? q_kernel_n<B, 2, ST>(n)
+                    : q_kernel_n<B, 4, ST>(n);
 }
 
-template <int B> static q_fn q_kernel(int R, int n, bool st, bool sp) {
-    return st ? q_kernel_st<B, true>(R, n, sp) : q_kernel_st<B, false>(R, n, sp);
+template <int B> static q_fn q_kernel(int R, int n, bool st) {
+    return st ? q_kernel_st<B, true>(R, n) : q_kernel_st<B, false>(R, n);
 }
 
 static int q_sms(void) {
@@ -490,67 +445,75 @@ static int q_sms(void) {
     return sms;
 }
 
-static int q_force_r = 0, q_force_wb = 0, q_force_sets = 0, q_force_stage = 0, q_force_split = 0;
+static int q_force_r = 0, q_force_wb = 0, q_force_sets = 0, q_force_stage = 0;
 
 struct q_form {
     int R, wb, sets, P;
     bool st; /* x staged in shared memory (else read through L1) */
-    int S;   /* warps a row (the column split) */
 };
 
-/* The column split of a matrix's rows (the header): S warps a row where a row is at least 8
- * whole passes (E4B's down, 10240 columns), else 1. It belongs to the matrix's bits, so it
- * depends on the dtype and cols alone, never on n or the rows of a launch. */
-static int q_split_for(int dtype, int cols) {
-    const int cw = dtype == KQ_INT4 ? 32 : 16, nc = cols / cw;
-    if (nc % 32) return 1; /* a partial last pass: no split */
-    if (q_force_split) return q_force_split;
-    return nc >= 8 * 32 ? 2 : 1;
-}
-
 /* The form of a launch: rows a warp R, warps a block, row sets a block, passes of x a tile, x
- * staged or not. Chosen on E4B's shapes (bench/matvec_q_check --sweep, H100): more inputs want
- * more rows a warp (each read of x serves R rows; at n = 8, R = 4 takes 0.5 - 0.8 of R = 2's
- * time); at n = 1 two rows a warp where that still gives every multiprocessor two blocks at int4
- * (the pair then shares its last pass), else one; int8 one but for the large matrices (the head
- * 220 us against 255); blocks of 8 warps, x staged (blocks of 2 warps, two of k / v's 512 rows a
- * block, spent more on staging x than on the weights: 6.4 us against 3.7); row sets in launches
- * of many blocks (the head, 16384 blocks: 4 sets, 184 against 168 us at int4; gate / up and the
- * keep-set head, 640 - 750: 2 sets, up to 10 %; fewer blocks lose by it). x through L1 gained up
- * to 10 % on some int8 shapes and lost more on others. Bit for bit, any form gives the same
- * results.
+ * staged in shared memory or read through L1. Bit for bit, any form gives the same results, so
+ * this is speed alone. The rules come from `bench/matvec_q_check --sweep` on an H100, every form
+ * timed on each of E4B's shapes (q 2048 x 2560, k / v 512 x 2560, o 2560 x 2048, gate / up
+ * 10240 x 2560, down 2560 x 10240, the keep-set head 12000 x 2560, the head 262144 x 2560):
+ *   int4, n = 1: four rows a warp where a row is whole passes (no shared last pass: o, down),
+ *     else two where that still gives every multiprocessor two blocks (the pair then shares its
+ *     last pass), else one. down 12.1 us against 14.9 with two rows, o 3.5 against 4.0.
+ *   int4, n > 1: four rows a warp on launches of 2560 rows or more (each read of x serves R rows:
+ *     the head at n = 2 / 4 225 / 371 us against 342 / 609 with two), else one (n = 2) or two.
+ *   int8, n = 1: two rows a warp, x staged, for the head and rows of 8 passes or more (down 14.3
+ *     against 19.8 with one); four rows, blocks of 2 warps, x through L1 on the other launches of
+ *     2560 rows or more (gate / up 13.7 against 16.3, the keep-set head 14.5 against 17.2); one
+ *     row, x staged, on smaller ones.
+ *   int8, n > 1: four rows a warp; blocks of 2 warps and x through L1 (k / v at n = 8 8.6 us
+ * against 12.8 with blocks of 8, x staged), but for the head from n = 4 and for launches of 2048
+ * rows or more from n = 5, which keep blocks of 8 and x staged (the head at n = 4 343 against 432).
+ * Blocks of 8 warps stage x once a block for all of them; row sets (a block taking several sets
+ * of rows in turn) pay in launches of many blocks: 4 from 4096 blocks, 2 from 600 at n = 1, and
+ * 4 from 600 for int4's verify passes (gate / up at n = 2 15.8 against 18.1 with 2). Per layer
+ * (q, k, v, o, gate, up, down and a 42nd of the keep-set head) the rules take int4 34.4 / 50.4 /
+ * 74.7 / 122.1 us at n = 1 / 2 / 4 / 8, against 37.8 / 66.3 / 98.0 / 127.3 with the previous ones
+ * and 34.2 / 49.8 / 74.6 / 120.8 with each shape's best form; int8 44.3 / 54.9 / 80.4 / 129.9,
+ * against 54.0 / 64.8 / 114.2 / 138.3 (best 43.0 / 53.6 / 78.4 / 128.3).
  * Registers: int4's two-row decode kernel is held to 85 (3 blocks a multiprocessor; 94 unbounded);
  * every other form is declared for one block a multiprocessor, which lets the compiler use more
  * registers than its own occupancy-driven choice (that one spilled in several forms): faster on
  * most decode shapes (int4 q 3.6 against 4.6 us, int8 q / o / down 4.7 / 4.3 / 13.5 against 5.3 /
  * 5.0 / 15.7), slower on int8 k / v (4.2 against 3.5). */
 static q_form q_form_for(int dtype, int rows, int cols, int n) {
+    const int cw = dtype == KQ_INT4 ? 32 : 16, nc = cols / cw, nmax = (nc + 31) / 32;
     q_form f;
-    f.S = q_split_for(dtype, cols);
-    if (n == 1)
-        f.R = dtype == KQ_INT4 ? (rows >= 16 * q_sms() ? 2 : 1) : rows >= 8192 ? 2 : 1;
-    else
-        f.R = n <= 4 ? 2 : n <= 8 ? 4 : 2;
     f.wb = 8;
     f.st = true;
-    const long per_block = (long)f.wb / f.S * f.R;
-    const long blocks = (rows + per_block - 1) / per_block;
-    f.sets = blocks >= 4096 ? 4 : blocks >= 600 ? 2 : 1;
+    if (dtype == KQ_INT4 && n == 1)
+        f.R = nc % 32 == 0 ? 4 : rows >= 16 * q_sms() ? 2 : 1;
+    else if (dtype == KQ_INT4)
+        f.R = rows >= 2560 ? 4 : n <= 2 ? 1 : 2;
+    else if (n == 1)
+        f.R = rows >= 65536 || nmax >= 8 ? 2 : rows >= 2560 ? 4 : 1;
+    else
+        f.R = 4;
+    if (dtype == KQ_INT8 && f.R == 4 && !(rows >= 65536 && n >= 4) && !(rows >= 2048 && n >= 5)) {
+        f.wb = 2;
+        f.st = false;
+    }
+    if (f.R * n > 32) f.R = 32 / n >= 2 ? 2 : 1;
+    const long blocks = ((long)rows + f.wb * f.R - 1) / (f.wb * f.R);
+    if (!f.st)
+        f.sets = 1;
+    else if (dtype == KQ_INT4 && n > 1)
+        f.sets = blocks >= 600 ? 4 : 1;
+    else
+        f.sets = blocks >= 4096 ? 4 : blocks >= 600 ? 2 : 1;
     if (q_force_stage) f.st = q_force_stage == 1;
     if (q_force_r) f.R = q_force_r;
     if (f.R * n > 32) f.R = 32 / n >= 2 ? 2 : 1;
     if (q_force_wb) f.wb = q_force_wb;
-    if (f.S > 1 && f.R > 2) f.R = 2; /* the split forms (q_kernel_st) */
-    if (f.wb < f.S) f.wb = f.S;
-    const int cw = dtype == KQ_INT4 ? 32 : 16, nc = cols / cw, nmax = (nc + 31) / 32;
     const int pass_bytes = n * 9 * cw * 16;
-    f.P = (K_QX_SMEM - Q_PART_ROWS(f.S > 1) * 32 * (int)sizeof(float)) / pass_bytes;
+    f.P = K_QX_SMEM / pass_bytes;
+    if (f.P < 1) f.P = 1;
     if (f.P > nmax) f.P = nmax;
-    if (f.P < nmax) f.P -= f.P % f.S; /* a tile serves whole rounds of the split's passes */
-    if (f.P < 1) {                    /* not one round fits: x through L1 */
-        f.P = 1;
-        f.st = false;
-    }
     if (q_force_sets) f.sets = q_force_sets;
     if (f.st && f.P < nmax) f.sets = 1; /* x is staged again for every set */
     return f;
@@ -564,12 +527,11 @@ static int q_launch(cudaStream_t s, const k_qseg *segs, int n_segs, const float 
     for (int i = 0; i < n_segs; i++)
         total += segs[i].w.rows;
     const q_form f = q_form_for(w->dtype, total, w->cols, n);
-    const q_fn kernel = w->dtype == KQ_INT4 ? q_kernel<4>(f.R, n, f.st, f.S > 1)
-                                            : q_kernel<8>(f.R, n, f.st, f.S > 1);
+    const q_fn kernel = w->dtype == KQ_INT4 ? q_kernel<4>(f.R, n, f.st) : q_kernel<8>(f.R, n, f.st);
     if (!kernel) return -1;
     const int cw = w->dtype == KQ_INT4 ? 32 : 16;
     const int gshift = w->group == 32 ? 5 : w->group == 64 ? 6 : 7;
-    const int per_block = f.wb / f.S * f.R * f.sets;
+    const int per_block = f.wb * f.R * f.sets;
     q_segs L = {};
     int blocks = 0;
     for (int i = 0; i < n_segs; i++) {
@@ -581,7 +543,7 @@ static int q_launch(cudaStream_t s, const k_qseg *segs, int n_segs, const float 
     L.n = n_segs;
     const size_t smem = f.st ? (size_t)n * f.P * 9 * cw * 16 : 0;
     k_launch_ex(kernel, dim3((unsigned)blocks), dim3(32 * f.wb), 0, smem, s, L,
-                x + (size_t)t0 * w->cols, w->cols, gshift, f.P, f.sets, f.S);
+                x + (size_t)t0 * w->cols, w->cols, gshift, f.P, f.sets);
     K_CHECK_LAUNCH();
     return 0;
 }
@@ -711,14 +673,12 @@ extern "C" int k_dequant_q4_f16(cudaStream_t s, const k_qmat *w, int e, uint16_t
 }
 
 extern "C" int k_matvec_q_set_form(int rows_per_warp, int warps_per_block, int sets_per_block,
-                                   int stage, int split) {
+                                   int stage) {
     if ((rows_per_warp != 0 && rows_per_warp != 1 && rows_per_warp != 2 && rows_per_warp != 4) ||
         (warps_per_block != 0 && warps_per_block != 1 && warps_per_block != 2 &&
          warps_per_block != 4 && warps_per_block != 8) ||
-        sets_per_block < 0 || sets_per_block > 16 || stage < 0 || stage > 2 ||
-        (split != 0 && split != 1 && split != 2 && split != 4 && split != 8))
+        sets_per_block < 0 || sets_per_block > 16 || stage < 0 || stage > 2)
         return -1;
-    q_force_split = split;
     q_force_stage = stage;
     q_force_r = rows_per_warp;
     q_force_wb = warps_per_block;

@@ -75,13 +75,9 @@ int k_dequant_q4_f16(cudaStream_t s, const k_qmat *w, int e, uint16_t *out);
 /* The form of the next launches, for benchmarks: rows_per_warp 1, 2 or 4, warps_per_block 1, 2,
  * 4 or 8, sets_per_block (row sets of warps_per_block x rows_per_warp rows a block takes one after
  * another) 1 .. 16, stage 1 (x staged in shared memory) or 2 (x read through L1); 0 for any: the
- * launcher's choice (matvec_q.cu q_form_for). Results do not depend on these. split 1, 2, 4 or 8:
- * warps a row, for matrices whose rows are whole passes (matvec_q.cu: the column split; others
- * keep 1); the results do depend on it, each split having its own order of the sums (a verify
- * pass and a decode step under the same split agree bit for bit). Returns -1 (and changes
+ * launcher's choice (matvec_q.cu q_form_for). Results do not depend on it. Returns -1 (and changes
  * nothing) for other values. */
-int k_matvec_q_set_form(int rows_per_warp, int warps_per_block, int sets_per_block, int stage,
-                        int split);
+int k_matvec_q_set_form(int rows_per_warp, int warps_per_block, int sets_per_block, int stage);
 
 #ifdef __cplusplus
 }

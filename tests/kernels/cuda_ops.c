@@ -199,8 +199,7 @@ static void test_matmul(backend *g, double rtol, double rtol16, const char *who)
 }
 
 /* int8 / int4 weights (quant.h; on the GPU matvec_q.cu, and dequantized for cuBLAS past
- * gemm_rows inputs), every group, rows short and long enough to be split over several warps,
- * decode (n = 1), verify passes and a prefill-sized n, against
+ * gemm_rows inputs), every group, decode (n = 1), verify passes and a prefill-sized n, against
  * the CPU's quant_matmul: the same dequantized weights, so the usual dot-product tolerance. And
  * where our kernel runs, each input's row of a product of n inputs must be the bits of the
  * single-input product (verify == decode: speculation stays lossless). */
@@ -213,10 +212,7 @@ static void test_matmul_quant(backend *g, int own_rows, const char *who) {
         for (int gi = 0; gi < 3; gi++)
             for (int ni = 0; ni < 6; ni++) {
                 const int rows = small_shapes ? 8 + rng_int(40) : 100 + rng_int(900);
-                /* group 32 takes rows of 8192 - 10240 columns, which matvec_q.cu splits over
-                 * several warps (its column split) */
-                const int cols = gi == 0 ? 1024 * (8 + rng_int(3))
-                                         : 128 * (small_shapes ? 1 + rng_int(2) : 1 + rng_int(20));
+                const int cols = 128 * (small_shapes ? 1 + rng_int(2) : 1 + rng_int(20));
                 /* small shapes (the sanitizers' run) keep one product past gemm_rows, so the
                  * dequantization for cuBLAS runs under them too */
                 const int n = !small_shapes ? ns[ni] : ns[ni] > 13 ? 20 : ns[ni] > 9 ? 9 : ns[ni];
