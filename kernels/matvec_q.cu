@@ -467,8 +467,9 @@ struct q_form {
  *     2560 rows or more (gate / up 13.7 against 16.3, the keep-set head 14.5 against 17.2); one
  *     row, x staged, on smaller ones.
  *   int8, n > 1: four rows a warp; blocks of 2 warps and x through L1 (k / v at n = 8 8.6 us
- * against 12.8 with blocks of 8, x staged), but for the head from n = 4 and for launches of 2048
- * rows or more from n = 5, which keep blocks of 8 and x staged (the head at n = 4 343 against 432).
+ *     against 12.8 with blocks of 8, x staged), but for the head from n = 4 and for launches of
+ *     2048 rows or more from n = 5, which keep blocks of 8 and x staged (the head at n = 4 343
+ *     against 432).
  * Blocks of 8 warps stage x once a block for all of them; row sets (a block taking several sets
  * of rows in turn) pay in launches of many blocks: 4 from 4096 blocks, 2 from 600 at n = 1, and
  * 4 from 600 for int4's verify passes (gate / up at n = 2 15.8 against 18.1 with 2). Per layer
