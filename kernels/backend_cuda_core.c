@@ -110,14 +110,18 @@ int backend_cuda_takes_quant(const quant_matrix *q) {
     return k_matvec_q_shape_ok(q->dtype == QUANT_INT4 ? KQ_INT4 : KQ_INT8, q->cols, q->group);
 }
 
-k_qmat cuda_qmat(cuda_state *st, const tensor *w) {
-    const char *dev = cuda_weight(st, w);
+/* The matvec_q.h view of a quantized tensor whose device copy is at dev. */
+static k_qmat qmat_at(const tensor *w, const char *dev) {
     return (k_qmat){.dtype = w->q->dtype == QUANT_INT4 ? KQ_INT4 : KQ_INT8,
                     .rows = w->rows,
                     .cols = w->cols,
                     .group = w->q->group,
                     .q = dev,
                     .scales = (const uint16_t *)(dev + (size_t)w->rows * w->q->row_bytes)};
+}
+
+k_qmat cuda_qmat(cuda_state *st, const tensor *w) {
+    return qmat_at(w, cuda_weight(st, w));
 }
 
 /* y[nn][rows] = x[nn][cols] . w[rows][cols]^T (+ y when beta is 1) on cuBLAS, accumulated and
@@ -192,7 +196,8 @@ static double split_product_f16(cuda_state *st, const split_bufs *sb, float *out
  * bytes: weights, x and out once. */
 static void matmul_quant(cuda_state *st, float *out, const tensor *w, const float *x, int n,
                          double bytes) {
-    const k_qmat qm = cuda_qmat(st, w);
+    const cuda_weight_slot *ws = weight_as(st, w, 0);
+    const k_qmat qm = qmat_at(w, ws->dev);
     if (cuda_matmul_own(st, w, n)) {
         cuda_op_begin(st);
         if (k_matvec_q(st->stream, &qm, x, out, n))
@@ -204,7 +209,7 @@ static void matmul_quant(cuda_state *st, float *out, const tensor *w, const floa
         return;
     }
     const size_t nw = (size_t)w->rows * w->cols;
-    const int e = weight_as(st, w, 0)->f16_exp;
+    const int e = ws->f16_exp;
     const int parts = e == CUDA_NO_F16 ? 2 : 1;
     uint16_t *wh = cuda_scratch(st, (void **)&st->d_dequant, &st->cap_dequant, parts * 2 * nw);
     const split_bufs sb = split_scratch(st, w->rows, w->cols, n);
