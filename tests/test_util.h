@@ -8,6 +8,7 @@
  *                              expectation failed, else 0 (after "name: all passed")
  *   rng_*, rand_vec            a seeded xorshift64* generator; rng_seed_from_env() takes
  *                              TEST_SEED when set (to replay a failure), else a fresh seed
+ *   close_all(got, want, ...)  fp32 results within atol + rtol |want| of a double reference
  *   test_read_json, test_write_file, test_tmpdir_new, test_tmpdir_remove
  *                              fixture files: each dies naming the path when it cannot work
  *
@@ -107,6 +108,20 @@ static inline float *rand_vec(size_t n) { /* [n] of rng_val() */
     for (size_t i = 0; i < n; i++)
         v[i] = rng_val();
     return v;
+}
+
+/* |got - want| within atol + rtol * |want| everywhere; the first miss is printed and counted. */
+static inline int close_all(const float *got, const double *want, size_t n, double atol,
+                            double rtol, const char *what) {
+    for (size_t i = 0; i < n; i++) {
+        double tol = atol + rtol * fabs(want[i]);
+        if (!(fabs(got[i] - want[i]) <= tol)) {
+            fprintf(stderr, "%s: element %zu: got %.9g want %.9g\n", what, i, got[i], want[i]);
+            failures++;
+            return 0;
+        }
+    }
+    return 1;
 }
 
 /* Seed the generator from TEST_SEED if set, else from the clock and pid; returns the seed

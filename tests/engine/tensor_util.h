@@ -1,7 +1,7 @@
-/* tensor_util.h: random weight tensors with their exact values, and the elementwise comparison
- * against a double-precision reference, for the CPU backend's op tests (test_backend_cpu,
- * test_backend_cpu_chunk). Static inline: include it after the engine headers and
- * ../test_util.h (its generator and failure counter). */
+/* tensor_util.h: random weight tensors with their exact values and the double-precision
+ * reference of their products, for the CPU backend's op tests (test_backend_cpu,
+ * test_backend_cpu_chunk; ../test_util.h's close_all compares against it). Static inline:
+ * include it after the engine headers and ../test_util.h (its generator). */
 #ifndef TENSOR_UTIL_H
 #define TENSOR_UTIL_H
 
@@ -46,20 +46,6 @@ static inline double *ref_matmul(const double *w, const float *x, int n, int row
             want[(size_t)t * rows + r] = s;
         }
     return want;
-}
-
-/* |got - want| within atol + rtol * |want| everywhere; the first miss is printed and counted. */
-static inline int close_all(const float *got, const double *want, size_t n, double atol,
-                            double rtol, const char *what) {
-    for (size_t i = 0; i < n; i++) {
-        double tol = atol + rtol * fabs(want[i]);
-        if (!(fabs(got[i] - want[i]) <= tol)) {
-            fprintf(stderr, "%s: element %zu: got %.9g want %.9g\n", what, i, got[i], want[i]);
-            failures++;
-            return 0;
-        }
-    }
-    return 1;
 }
 
 #endif

@@ -5,19 +5,6 @@
  * once, by cuda_ops.c, after its helpers (test_util.h keeps everything static: one translation
  * unit). */
 
-/* Every element of got[n] within atol + rtol |want| of the reference; the first that is not is
- * reported under what and who. */
-static void check_ref(const float *got, const double *want, size_t n, double atol, double rtol,
-                      const char *what, const char *who) {
-    for (size_t i = 0; i < n; i++)
-        if (!(fabs(got[i] - want[i]) <= atol + rtol * fabs(want[i]))) {
-            fprintf(stderr, "%s: %s element %zu of %zu: %.9g, reference %.9g (tolerance %.3g)\n",
-                    what, who, i, n, got[i], want[i], atol + rtol * fabs(want[i]));
-            failures++;
-            return;
-        }
-}
-
 /* kv_write into rings that wrap, then attention over them, against the CPU; each row of a
  * chunk of up to 8 rows (a verify pass) must also be, bit for bit, that row attended alone
  * (a decode step), which is what keeps speculation lossless. form names the GPU's form. */
@@ -127,8 +114,11 @@ static void test_attention(const char *form) {
             double *want = attention_ref(q.c, kc.c, vc.c, n_tok, pos0, len, window, H, KV, hd);
             float *g = xmalloc(n * sizeof(float));
             gpu->download(gpu, g, out.g, n);
-            check_ref(out.c, want, n, 2e-5 * grow, 2e-4 * grow, what, "cpu");
-            check_ref(g, want, n, 2e-5 * grow, 2e-4 * grow, what, "gpu");
+            char who[sizeof what + 8];
+            snprintf(who, sizeof who, "%s (cpu)", what);
+            close_all(out.c, want, n, 2e-5 * grow, 2e-4 * grow, who);
+            snprintf(who, sizeof who, "%s (gpu)", what);
+            close_all(g, want, n, 2e-5 * grow, 2e-4 * grow, who);
             free(g);
             free(want);
         } else {
