@@ -214,7 +214,7 @@ __device__ __forceinline__ float att_block_sum(const float *sm_m, const float *s
  * attends to, lo .. p, in slices of ceil(count / n_splits). */
 __device__ __forceinline__ void att_slice(int p, int window, int split, int n_splits, int &j0,
                                           int &j1) {
-    const int lo = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
+    const int lo = window_lo(p, window);
     const int count = p - lo + 1;
     const int per = (count + n_splits - 1) / n_splits;
     j0 = lo + split * per;

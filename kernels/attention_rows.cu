@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(AR_WARPS * 32)
         const int r = warp + AR_WARPS * k;
         live[k] = r < rows;
         p[k] = p0 + t0 + r;
-        lo[k] = window > 0 && p[k] - window + 1 > 0 ? p[k] - window + 1 : 0;
+        lo[k] = window_lo(p[k], window);
         m[k] = -INFINITY;
         l[k] = 0.0f;
 #pragma unroll
@@ -149,7 +149,7 @@ __global__ void __launch_bounds__(AR_WARPS * 32)
             acc[k][c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
     const int pfirst = p0 + t0, jhi = p0 + t0 + rows - 1;
-    const int jlo = window > 0 && pfirst - window + 1 > 0 ? pfirst - window + 1 : 0;
+    const int jlo = window_lo(pfirst, window);
 
     ar_tile<NU> stage;
     stage.load(kc, jlo, jhi, len, kv_dim, kvh, hd);
@@ -269,7 +269,7 @@ extern "C" double k_attention_rows_bytes(int n_tok, int pos0, int window, int n_
                            are zeros, not loads) */
     for (int t0 = 0; t0 < n_tok; t0 += AR_ROWS) {
         const int pf = pos0 + t0, rows = n_tok - t0 < AR_ROWS ? n_tok - t0 : AR_ROWS;
-        const int jlo = window > 0 && pf - window + 1 > 0 ? pf - window + 1 : 0;
+        const int jlo = window_lo(pf, window);
         kv_rows += (double)(pf + rows - jlo);
     }
     return (kv_rows * 2.0 * n_heads + 2.0 * n_tok * n_heads) * head_dim * sizeof(float);

@@ -118,6 +118,12 @@ __device__ __forceinline__ int step_pos(const int *dpos, int pos0) {
     return dpos ? pos0 + *dpos : pos0;
 }
 
+/* The first position a row at position p attends to: max(0, p - window + 1), 0 without a
+ * window (window <= 0). */
+__host__ __device__ __forceinline__ int window_lo(int p, int window) {
+    return window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
+}
+
 /* Programmatic dependent launch (Hopper and later). Every kernel is launched with
  * k_launch, which lets it start while its predecessor in the stream is still running, and
  * every block of every kernel calls k_wait_prior() before it touches memory that an earlier
