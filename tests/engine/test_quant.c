@@ -19,13 +19,6 @@
 #include "quant.h"
 #include "../test_util.h"
 
-static float bits_f32(uint16_t b) {
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 static uint16_t f32_bits_exact(float f) { /* f must be a bf16 */
     uint32_t u;
     memcpy(&u, &f, 4);
@@ -96,7 +89,7 @@ static void test_hand_groups(void) {
     float d[32] = {1.01171875f, 0.5f};
     const int qd[] = {-8, -4};
     check_group(__LINE__, QUANT_INT4, d, 0xBE02, qd, 2, NULL, 0);
-    EXPECT(bits_f32(0xBE02) == -0.126953125f);
+    EXPECT(bf16_to_f32(0xBE02) == -0.126953125f);
 
     /* a scale below bf16's range: treated as an all-zero group */
     float u[32] = {1e-45f, -1e-45f};
@@ -134,10 +127,10 @@ static void test_addressing(void) {
                 int8_t q[32];
                 uint16_t s = quant_group_f32(w + r * 64 + g * 32, 32, quant_dtype_bits(t), q);
                 EXPECT(m.scales[r * 2 + g] == s);
-                EXPECT(quant_scale(&m, r, g) == bits_f32(s));
+                EXPECT(quant_scale(&m, r, g) == bf16_to_f32(s));
                 for (int i = 0; i < 32; i++) {
                     EXPECT(quant_value(&m, r, g * 32 + i) == q[i]);
-                    EXPECT(row[g * 32 + i] == (float)q[i] * bits_f32(s));
+                    EXPECT(row[g * 32 + i] == (float)q[i] * bf16_to_f32(s));
                 }
             }
         }
@@ -195,7 +188,7 @@ static void test_random_round_trip(void) {
                 uint32_t u;
                 memcpy(&u, &w[i], 4);
                 wb[i] = (uint16_t)(u >> 16); /* truncation: any bf16 will do */
-                wr[i] = bits_f32(wb[i]);
+                wr[i] = bf16_to_f32(wb[i]);
             }
             quant_matrix mb, mf;
             if (quant_from_bf16(&mb, "w", wb, rows, cols, dt, G, err, sizeof err)) die("%s", err);
@@ -413,8 +406,8 @@ static void test_f16_exponent(void) {
         }
         int all = 1, any_over = 0;
         for (int q = -8; q < 8; q++) {
-            all &= f16_exact(ldexp((double)q * bits_f32((uint16_t)b), e));
-            any_over |= !f16_exact(ldexp((double)q * bits_f32((uint16_t)b), e + 1));
+            all &= f16_exact(ldexp((double)q * bf16_to_f32((uint16_t)b), e));
+            any_over |= !f16_exact(ldexp((double)q * bf16_to_f32((uint16_t)b), e + 1));
         }
         bad += !all || !any_over;
         quant_free(&m);
