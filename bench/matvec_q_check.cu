@@ -492,7 +492,8 @@ int main(int argc, char **argv) {
     int matched = 0;
     for (int si = 0; si < n_shapes; si++)
         for (int fi = 0; fi < n_fmts; fi++) {
-            if (only && (strcmp(only, shapes[si].name) || (fi != 0 && fi != 3))) continue;
+            const int swept = fi == 0 || fi == 3; /* int4 g32 and int8 g128: what --sweep times */
+            if (only && (strcmp(only, shapes[si].name) || !swept)) continue;
             matched = 1;
             problem p;
             make(&p, shapes[si], fmts[fi], 1000 * si + fi + 1);
@@ -535,7 +536,7 @@ int main(int argc, char **argv) {
                        fmt_name(fmts[fi]), n, us, moved(&p, n), gbs, 100.0 * gbs / copy_gbs,
                        us / t1, n == 1 ? verdict : "");
             }
-            if (sweep && (fi == 0 || fi == 3)) {
+            if (sweep && swept) {
                 const int Rs[] = {1, 2, 4}, wbs[] = {2, 4, 8}, sets[] = {1, 2, 4};
                 for (int ni = 0; ni < 4; ni++) {
                     const int n = ns[ni];

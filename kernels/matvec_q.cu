@@ -482,6 +482,11 @@ struct q_form {
  * registers than its own occupancy-driven choice (that one spilled in several forms): faster on
  * most decode shapes (int4 q 3.6 against 4.6 us, int8 q / o / down 4.7 / 4.3 / 13.5 against 5.3 /
  * 5.0 / 15.7), slower on int8 k / v (4.2 against 3.5). */
+/* R, or fewer rows a warp where R x n accumulators would pass 32 (two, or one past 16 inputs). */
+static int q_rows_fit(int R, int n) {
+    return R * n > 32 ? (32 / n >= 2 ? 2 : 1) : R;
+}
+
 static q_form q_form_for(int dtype, int rows, int cols, int n) {
     const int cw = dtype == KQ_INT4 ? 32 : 16, nc = cols / cw, nmax = (nc + 31) / 32;
     q_form f;
@@ -499,7 +504,7 @@ static q_form q_form_for(int dtype, int rows, int cols, int n) {
         f.wb = 2;
         f.st = false;
     }
-    if (f.R * n > 32) f.R = 32 / n >= 2 ? 2 : 1;
+    f.R = q_rows_fit(f.R, n);
     const long blocks = ((long)rows + f.wb * f.R - 1) / (f.wb * f.R);
     if (!f.st)
         f.sets = 1;
@@ -509,7 +514,7 @@ static q_form q_form_for(int dtype, int rows, int cols, int n) {
         f.sets = blocks >= 4096 ? 4 : blocks >= 600 ? 2 : 1;
     if (q_force_stage) f.st = q_force_stage == 1;
     if (q_force_r) f.R = q_force_r;
-    if (f.R * n > 32) f.R = 32 / n >= 2 ? 2 : 1;
+    f.R = q_rows_fit(f.R, n);
     if (q_force_wb) f.wb = q_force_wb;
     const int pass_bytes = n * 9 * cw * 16;
     f.P = K_QX_SMEM / pass_bytes;
