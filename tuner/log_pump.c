@@ -6,7 +6,8 @@
  * the cut is made as output arrives, so the file never grows past the head and two tails
  * however long the engine writes. The pump also keeps the end of stdout in memory and
  * measures each stdout line that starts with '{', so that the runner reads the result line
- * without reading the log back and tells a result line that is too long from none.
+ * without reading the log back and tells a result line that is too long from none; and the
+ * end of stderr, whose last line names a crashed run's failure.
  *
  * It knows nothing of processes: the runner owns the pipes and the poll.
  */
@@ -115,6 +116,17 @@ int log_pump_read(log_pump *p, int fd, int is_stdout) {
         }
         memcpy(p->tail + p->tail_len, buf, (size_t)n);
         p->tail_len += (size_t)n;
+    } else if ((size_t)n >= LOG_PUMP_ERR_MAX) {
+        memcpy(p->err_tail, buf + n - LOG_PUMP_ERR_MAX, LOG_PUMP_ERR_MAX);
+        p->err_len = LOG_PUMP_ERR_MAX;
+    } else {
+        if (p->err_len + (size_t)n > LOG_PUMP_ERR_MAX) {
+            size_t drop = p->err_len + (size_t)n - LOG_PUMP_ERR_MAX;
+            memmove(p->err_tail, p->err_tail + drop, p->err_len - drop);
+            p->err_len -= drop;
+        }
+        memcpy(p->err_tail + p->err_len, buf, (size_t)n);
+        p->err_len += (size_t)n;
     }
     return 1;
 }

@@ -13,6 +13,9 @@
  * notes the longest '{' line over it so that the result reader can say so. */
 #define RUNNER_RESULT_LINE_MAX (1 << 20)
 
+/* Bytes of the end of stderr the pump keeps (log_pump.err_tail). */
+#define LOG_PUMP_ERR_MAX 4096
+
 /* Copies the engine's output into the log, keeping the last bytes of stdout in `tail`.
  * Past its limit the log keeps its first head_max bytes and its last tail_max bytes:
  * output goes on being appended after the head, and whenever the part after the head has
@@ -30,6 +33,10 @@ typedef struct {
     /* stdout lines that start with '{': the longest one over RUNNER_RESULT_LINE_MAX */
     unsigned long long line_len, long_line;
     int line_started, line_brace;
+    /* the last LOG_PUMP_ERR_MAX bytes of stderr: a crashed run's own last words, whatever
+     * order its two pipes were read in */
+    char err_tail[LOG_PUMP_ERR_MAX];
+    size_t err_len;
 } log_pump;
 
 /* Start pumping into the open log_fd (named log_path in warnings), keeping at most limit

@@ -380,13 +380,13 @@ run_outcome runner_finish(run_handle *h, run_result *out) {
                                sp->timeout_s, job, h->stop_sig == SIGKILL ? "SIGKILL" : "SIGTERM"));
             free(job);
         } else if (out->term_signal) {
-            char *last = runner_log_last_line(req->log_path);
+            char *last = runner_last_output(req->log_path, h->pump.err_tail, h->pump.err_len);
             run_fail(out, xasprintf("killed by signal %d (%s)%s%s%s", out->term_signal,
                                     strsignal(out->term_signal), last ? "; last output: \"" : "",
                                     last ? last : "", last ? "\"" : ""));
             free(last);
         } else if (out->exit_code != 0) {
-            char *last = runner_log_last_line(req->log_path);
+            char *last = runner_last_output(req->log_path, h->pump.err_tail, h->pump.err_len);
             run_fail(out, xasprintf("exit status %d%s%s%s", out->exit_code,
                                     last ? "; last output: \"" : "", last ? last : "",
                                     last ? "\"" : ""));

@@ -251,24 +251,29 @@ char *runner_judge(const space *sp, const cJSON *metrics, trial_status *status) 
     return infeasible;
 }
 
-/* The last non-empty line of the log (for the reasons of crashed trials). Caller frees. */
-char *runner_log_last_line(const char *log_path) {
-    int fd = open(log_path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return NULL;
-    char text[4096];
-    off_t size = lseek(fd, 0, SEEK_END);
-    off_t from = size > (off_t)sizeof text - 1 ? size - (off_t)(sizeof text - 1) : 0;
-    ssize_t got = size > 0 ? pread(fd, text, (size_t)(size - from), from) : 0;
-    close(fd);
-    if (got <= 0) return NULL;
-    char *end = text + got;
+/* The last non-empty line of text[len] (at most 160 bytes of it), or NULL. Caller frees. */
+static char *last_line_of(const char *text, size_t len) {
+    const char *end = text + len;
     while (end > text && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
         end--;
-    char *start = end;
+    const char *start = end;
     while (start > text && start[-1] != '\n')
         start--;
     return end > start ? xasprintf("%.*s", (int)(end - start > 160 ? 160 : end - start), start)
                        : NULL;
+}
+
+char *runner_last_output(const char *log_path, const char *err_tail, size_t err_len) {
+    char *line = last_line_of(err_tail, err_len);
+    if (line) return line;
+    int fd = open(log_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    char text[4096];
+    off_t size = lseek(fd, 0, SEEK_END);
+    off_t from = size > (off_t)sizeof text ? size - (off_t)sizeof text : 0;
+    ssize_t got = size > 0 ? pread(fd, text, (size_t)(size - from), from) : 0;
+    close(fd);
+    return got > 0 ? last_line_of(text, (size_t)got) : NULL;
 }
 
 /* The last line of text that starts with '{' (after blanks): [*a, *b). 0 when none. */

@@ -11,8 +11,11 @@
 void runner_result_read(const space *sp, const run_request *req, const char *stdout_tail,
                         unsigned long long long_line, run_result *out);
 
-/* The last non-empty line of the log (for the reasons of crashed trials), or NULL.
- * Caller frees. */
-char *runner_log_last_line(const char *log_path);
+/* The last output of a crashed trial, for its reason, or NULL: the last non-empty line the
+ * engine wrote on stderr (err_tail, err_len bytes: the end of it), else the log's last. Its
+ * own stream, not the log's, first: the log interleaves stdout and stderr in the order the
+ * runner happened to read the two pipes, so its last line changes from run to run. Caller
+ * frees. */
+char *runner_last_output(const char *log_path, const char *err_tail, size_t err_len);
 
 #endif

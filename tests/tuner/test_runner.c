@@ -101,6 +101,13 @@ static void test_failures(void) {
     EXPECT(r.status == TRIAL_FAILED && r.exit_code == 7);
     EXPECT(reason_has(&r, "exit status 7; last output: \"bye\""));
     run_result_free(&r);
+    /* stderr's last line, whichever pipe was read last: the reason is the same every run */
+    run_script("echo failing >&2; sleep 0.2; echo later output; exit 3", 10, &r);
+    EXPECT(reason_has(&r, "exit status 3; last output: \"failing\""));
+    run_result_free(&r);
+    run_script("echo only stdout; exit 4", 10, &r); /* no stderr: the log's last line */
+    EXPECT(reason_has(&r, "exit status 4; last output: \"only stdout\""));
+    run_result_free(&r);
     run_script("kill -SEGV $$", 10, &r);
     EXPECT(r.status == TRIAL_FAILED && r.term_signal == SIGSEGV);
     EXPECT(reason_has(&r, "killed by signal 11"));
