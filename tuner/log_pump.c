@@ -98,8 +98,24 @@ static void lines_follow(log_pump *p, const char *buf, size_t n) {
     }
 }
 
+/* Append data[n] to keep[*len], keeping only its last max bytes. */
+static void keep_end(char *keep, size_t *len, size_t max, const char *data, size_t n) {
+    if (n >= max) {
+        memcpy(keep, data + n - max, max);
+        *len = max;
+        return;
+    }
+    if (*len + n > max) {
+        const size_t drop = *len + n - max;
+        memmove(keep, keep + drop, *len - drop);
+        *len -= drop;
+    }
+    memcpy(keep + *len, data, n);
+    *len += n;
+}
+
 int log_pump_read(log_pump *p, int fd, int is_stdout) {
-    char buf[65536]; /* smaller than TAIL_MAX */
+    char buf[65536];
     ssize_t n = read(fd, buf, sizeof buf);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) return 1;
     if (n <= 0) {
@@ -109,24 +125,9 @@ int log_pump_read(log_pump *p, int fd, int is_stdout) {
     log_write(p, buf, (size_t)n);
     if (is_stdout) {
         lines_follow(p, buf, (size_t)n);
-        if (p->tail_len + (size_t)n > TAIL_MAX) {
-            size_t drop = p->tail_len + (size_t)n - TAIL_MAX;
-            memmove(p->tail, p->tail + drop, p->tail_len - drop);
-            p->tail_len -= drop;
-        }
-        memcpy(p->tail + p->tail_len, buf, (size_t)n);
-        p->tail_len += (size_t)n;
-    } else if ((size_t)n >= LOG_PUMP_ERR_MAX) {
-        memcpy(p->err_tail, buf + n - LOG_PUMP_ERR_MAX, LOG_PUMP_ERR_MAX);
-        p->err_len = LOG_PUMP_ERR_MAX;
+        keep_end(p->tail, &p->tail_len, TAIL_MAX, buf, (size_t)n);
     } else {
-        if (p->err_len + (size_t)n > LOG_PUMP_ERR_MAX) {
-            size_t drop = p->err_len + (size_t)n - LOG_PUMP_ERR_MAX;
-            memmove(p->err_tail, p->err_tail + drop, p->err_len - drop);
-            p->err_len -= drop;
-        }
-        memcpy(p->err_tail + p->err_len, buf, (size_t)n);
-        p->err_len += (size_t)n;
+        keep_end(p->err_tail, &p->err_len, LOG_PUMP_ERR_MAX, buf, (size_t)n);
     }
     return 1;
 }
