@@ -100,18 +100,11 @@ static void lines_follow(log_pump *p, const char *buf, size_t n) {
 
 /* Append data[n] to keep[*len], keeping only its last max bytes. */
 static void keep_end(char *keep, size_t *len, size_t max, const char *data, size_t n) {
-    if (n >= max) {
-        memcpy(keep, data + n - max, max);
-        *len = max;
-        return;
-    }
-    if (*len + n > max) {
-        const size_t drop = *len + n - max;
-        memmove(keep, keep + drop, *len - drop);
-        *len -= drop;
-    }
-    memcpy(keep + *len, data, n);
-    *len += n;
+    const size_t take = n < max ? n : max;                     /* data's last bytes */
+    const size_t stay = *len + take > max ? max - take : *len; /* keep's last bytes */
+    if (stay < *len) memmove(keep, keep + *len - stay, stay);
+    memcpy(keep + stay, data + n - take, take);
+    *len = stay + take;
 }
 
 int log_pump_read(log_pump *p, int fd, int is_stdout) {
