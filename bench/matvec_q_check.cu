@@ -36,21 +36,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu_check.cuh"
 #include "kernels.h"
 #include "matvec_q.h"
 extern "C" {
 #include "float16.h"
 #include "quant.h"
 }
-
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(2);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 struct shape {
     const char *name;
@@ -60,17 +52,6 @@ struct shape {
 struct format {
     int dtype, group;
 };
-
-static uint64_t mix(uint64_t z) {
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static float uniform(uint64_t seed, uint64_t i) { /* [-1, 1) */
-    return (float)((double)(mix(seed ^ mix(i)) >> 11) * 0x1p-52 - 1.0);
-}
 
 /* q[r][c] of the matvec_q.h layout. */
 static int weight_at(const uint8_t *q, int dtype, size_t row_bytes, int r, int c) {
@@ -310,32 +291,6 @@ static double time_dequant(const problem *p, uint16_t *dout, int f16, int e) {
     CK(cudaEventDestroy(e0));
     CK(cudaEventDestroy(e1));
     return ms * 1e3 / reps;
-}
-
-static double copy_bandwidth(void) {
-    const size_t bytes = (size_t)1 << 30;
-    void *a, *b;
-    CK(cudaMalloc(&a, bytes));
-    CK(cudaMalloc(&b, bytes));
-    CK(cudaMemset(a, 1, bytes));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    for (int i = 0; i < 2; i++)
-        CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, 0));
-    const int reps = 10;
-    CK(cudaEventRecord(e0));
-    for (int i = 0; i < reps; i++)
-        CK(cudaMemcpyAsync(i & 1 ? a : b, i & 1 ? b : a, bytes, cudaMemcpyDeviceToDevice, 0));
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    CK(cudaFree(a));
-    CK(cudaFree(b));
-    CK(cudaEventDestroy(e0));
-    CK(cudaEventDestroy(e1));
-    return 2.0 * bytes * reps / (ms * 1e-3) / 1e9;
 }
 
 /* Copies of the matrix, to rotate through: more bytes than twice the L2. */

@@ -247,6 +247,37 @@ void quant_dequant_row(const quant_matrix *m, int r, float *out) {
     }
 }
 
+void quant_transpose(const quant_matrix *m, uint8_t *qt, uint16_t *st) {
+    const int rows = m->rows, cols = m->cols, ng = cols / m->group, T = 64;
+    const size_t orb = m->dtype == QUANT_INT8 ? (size_t)rows : (size_t)rows / 2; /* qt's rows */
+    /* Tiles of T columns: a tile's T output rows advance together while the input is read a
+     * row (T values) at a time, so both sides stay in cache. */
+#pragma omp parallel for schedule(static)
+    for (int c0 = 0; c0 < cols; c0 += T) {
+        const int c1 = c0 + T < cols ? c0 + T : cols;
+        if (m->dtype == QUANT_INT8) {
+            for (int r = 0; r < rows; r++) {
+                const uint8_t *in = m->q + (size_t)r * m->row_bytes;
+                for (int c = c0; c < c1; c++)
+                    qt[(size_t)c * orb + r] = in[c];
+            }
+        } else {
+            for (int r = 0; r < rows; r += 2) {
+                const uint8_t *a = m->q + (size_t)r * m->row_bytes, *b = a + m->row_bytes;
+                for (int c = c0; c < c1; c++) {
+                    const int sh = 4 * (c & 1);
+                    qt[(size_t)c * orb + r / 2] =
+                        (uint8_t)(((a[c / 2] >> sh) & 15) | ((b[c / 2] >> sh) & 15) << 4);
+                }
+            }
+        }
+    }
+#pragma omp parallel for schedule(static)
+    for (int g = 0; g < ng; g++)
+        for (int r = 0; r < rows; r++)
+            st[(size_t)g * rows + r] = m->scales[(size_t)r * ng + g];
+}
+
 void quant_matmul_ref(const quant_matrix *m, const float *x, int n, float *y) {
     const int G = m->group, groups = m->cols / G;
     for (int t = 0; t < n; t++)

@@ -139,6 +139,13 @@ void quant_dequant_row(const quant_matrix *m, int r, float *out);
 /* Row r's integer values as fp32 (exact) into out[cols]. */
 void quant_row_values(const quant_matrix *m, int r, float *out);
 
+/* m transposed, for a kernel that streams columns (kernels/mlp.cu's down): qt[c] is column c of
+ * m as a row of rows values packed as this header packs a row (int8 a byte each; int4 two a
+ * byte, row 2j in the low nibble, offset-binary), qt [cols][rows * bits / 8]; st[g][r] =
+ * scales[r][g], st [cols / group][rows]. rows must be even for int4. OpenMP over tiles of
+ * columns; the result does not depend on the thread count. */
+void quant_transpose(const quant_matrix *m, uint8_t *qt, uint16_t *st);
+
 /* The CPU builds of the product (quant_matmul.c): portable C, AVX2+FMA, AVX-512F. */
 typedef enum { QUANT_ISA_PORTABLE = 0, QUANT_ISA_AVX2 = 1, QUANT_ISA_AVX512 = 2 } quant_isa;
 

@@ -347,47 +347,62 @@ static int try_matvec_group(backend *b, batch *bt, int i) {
 /* ---- 0. a whole MLP: gate, up, gelu_mul(gate, up), down (mlp.cu) -------------------------- */
 
 /* forward.c's mlp_block as four consecutive ops - matmul(G, gate, x), matmul(U, up, x),
- * gelu_mul(G, G, U), matmul(O, down, G) - with bf16 weights, x, G, U and O pairwise disjoint, and
- * shapes mlp.cu takes: one k_mlp (any n, on our kernels), which leaves in G, U and O what the
- * four ops leave. Tried before the groups, so that the gate + up pair never takes half of it.
- * The shapes and the switch decide, never n: a verify pass is fused like its decode steps.
- * Products that go to cuBLAS (prefill chunks: backend_cuda_core.c) run as they would without
- * it, from down's plain copy: down is then held twice, transposed and as it is. */
+ * gelu_mul(G, G, U), matmul(O, down, G) - with gate, up and down of one kind (bf16, or int8 /
+ * int4 of one group), x, G, U and O pairwise disjoint, and shapes mlp.cu takes: one k_mlp (any
+ * n, on our kernels), which leaves in G, U and O what the four ops leave. Tried before the
+ * groups, so that the gate + up pair never takes half of it. The shapes, the dtype and the switch
+ * decide, never n: a verify pass is fused like its decode steps. Quantized MLPs take the CUDA-core
+ * kernel under either form of the switch (the tensor-core one reads bf16 only). Products that go
+ * to cuBLAS (prefill chunks: backend_cuda_core.c) run as they would without it, from down's plain
+ * copy: down is then held twice, transposed and as it is. */
 static int try_mlp(backend *b, batch *bt, int i) {
+    cuda_state *st = cuda_st(b);
     const qop *g = &bt->q[i];
-    if (g->kind != Q_MATMUL || g->w.dtype != DT_BF16 || !cuda_st(b)->mlp) return 0;
+    const int qnt = g->w.dtype == DT_Q8 || g->w.dtype == DT_Q4;
+    if (g->kind != Q_MATMUL || (g->w.dtype != DT_BF16 && !qnt) || !st->mlp) return 0;
     const int j = next_live(bt, i), k = j < bt->nq ? next_live(bt, j) : bt->nq,
               l = k < bt->nq ? next_live(bt, k) : bt->nq;
     if (l >= bt->nq) return 0;
     const qop *u = &bt->q[j], *gm = &bt->q[k], *d = &bt->q[l];
     const int H = g->w.cols, I = g->w.rows, n = g->n;
+    const int bits = qnt ? quant_dtype_bits(g->w.q->dtype) : 16, group = qnt ? g->w.q->group : 0;
+    const int form = qnt ? K_MLP_CORES : st->mlp;
     if (!same_input(b, g, u) || u->w.rows != I) return 0;
     if (gm->kind != Q_GELU_MUL || gm->out != g->out || gm->a != g->out || gm->b != u->out ||
         gm->n != n || gm->dim != I || gm->stride != I)
         return 0;
-    if (d->kind != Q_MATMUL || d->a != g->out || d->n != n || d->w.rows != H || d->w.cols != I ||
-        d->w.dtype != DT_BF16)
+    if (d->kind != Q_MATMUL || d->a != g->out || d->n != n || d->w.rows != H || d->w.cols != I)
         return 0;
+    const tensor *ws[3] = {&g->w, &u->w, &d->w};
+    for (int m = 1; m < 3; m++) /* one kind of weights */
+        if (ws[m]->dtype != g->w.dtype || (qnt && ws[m]->q->group != group)) return 0;
     const span xs = span_of(g->a, (size_t)n * H), gs = span_of(g->out, (size_t)n * I),
                us = span_of(u->out, (size_t)n * I), os = span_of(d->out, (size_t)n * H);
     if (overlap(xs, gs) || overlap(xs, us) || overlap(gs, us) || overlap(os, xs) ||
         overlap(os, gs) || overlap(os, us) || (uintptr_t)g->a % 16 ||
-        !k_mlp_supported(H, I, cuda_st(b)->mlp))
+        !k_mlp_supported(H, I, bits, group, form))
         return 0;
-    if (!cuda_matmul_own(cuda_st(b), &g->w, n) || !cuda_matmul_own(cuda_st(b), &d->w, n))
-        return 0; /* cuBLAS */
-    const void *wg = cuda_weight(cuda_st(b), &g->w), *wu = cuda_weight(cuda_st(b), &u->w),
-               *wd = cuda_weight_t(cuda_st(b), &d->w);
+    if (!cuda_matmul_own(st, &g->w, n) || !cuda_matmul_own(st, &d->w, n)) return 0; /* cuBLAS */
+    k_mlp_weights w = {.bits = bits, .group = group};
+    if (qnt) {
+        const k_qmat qg = cuda_qmat(st, &g->w), qu = cuda_qmat(st, &u->w);
+        const char *dt = cuda_weight_t(st, &d->w);
+        w.gate = qg.q, w.up = qu.q, w.gate_scales = qg.scales, w.up_scales = qu.scales;
+        w.down_t = dt;
+        w.down_t_scales = (const uint16_t *)(dt + (size_t)H * d->w.q->row_bytes);
+    } else {
+        w.gate = cuda_weight(st, &g->w), w.up = cuda_weight(st, &u->w);
+        w.down_t = cuda_weight_t(st, &d->w);
+    }
     /* The partials of the largest chunk (K_MLP_CHUNK inputs), whatever n: sized by n, the first
      * verify pass after decode steps would grow it and drop every captured graph (prefill chunks,
      * which would size it first, go to cuBLAS). */
-    cuda_state *st = cuda_st(b);
     float *part = cuda_scratch(st, (void **)&st->d_mlp, &st->cap_mlp,
                                k_mlp_partial_floats(H, K_MLP_CHUNK) * sizeof(float));
-    cudaStream_t s = cuda_op_begin(cuda_st(b));
-    k_mlp(s, d->out, g->out, u->out, g->a, wg, wu, wd, part, H, I, n, st->mlp);
+    cudaStream_t s = cuda_op_begin(st);
+    k_mlp(s, d->out, g->out, u->out, g->a, &w, part, H, I, n, form);
     st->mlp_ops++;
-    cuda_op_end(cuda_st(b), F_MATVEC,
+    cuda_op_end(st, F_MATVEC,
                 weight_bytes(&g->w) + weight_bytes(&u->w) + weight_bytes(&d->w) +
                     4.0 * n * (H + 2.0 * I + H) + 8.0 * k_mlp_partial_floats(H, n));
     bt->done[i] = bt->done[j] = bt->done[k] = bt->done[l] = 1;

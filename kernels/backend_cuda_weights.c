@@ -5,7 +5,8 @@
  * tensor must stay unchanged while the backend lives (true of mmapped models). An open-addressing
  * table; a copy is made and waited for outside captured steps only (backend_cuda.c's graphs).
  * A quantized matrix (DT_Q8 / DT_Q4: quant.h) is one device block, its packed values and then
- * its bf16 scales, which is the layout matvec_q.h reads (cuda_qmat): the upload is two copies. An
+ * its bf16 scales, which is the layout matvec_q.h reads (cuda_qmat): the upload is two copies;
+ * transposed (mlp.cu's down) it is quant_transpose's values and scales, made on the host. An
  * int4 matrix's slot also keeps its fp16 exponent (quant_f16_exponent, found at upload), which a
  * prefill chunk's product needs every time. */
 #include <stdint.h>
@@ -14,6 +15,7 @@
 
 #include "backend_cuda_internal.h"
 #include "kernels.h"
+#include "quant.h"
 #include "util.h"
 
 static size_t hash_ptr(const void *p, int transposed, size_t cap) {
@@ -61,10 +63,17 @@ static void weight_copy(cudaStream_t s, void *dev, const void *host, size_t byte
 static void weight_upload(cudaStream_t s, void *dev, const tensor *w, size_t bytes,
                           int transposed) {
     if (w->q) {
-        CHECK(!transposed);
         const size_t qb = (size_t)w->q->rows * w->q->row_bytes;
-        weight_copy(s, dev, w->q->q, qb);
-        weight_copy(s, (char *)dev + qb, w->q->scales, bytes - qb);
+        if (!transposed) {
+            weight_copy(s, dev, w->q->q, qb);
+            weight_copy(s, (char *)dev + qb, w->q->scales, bytes - qb);
+            return;
+        }
+        CHECK(w->q->rows % 2 == 0);
+        uint8_t *tmp = xmalloc(bytes); /* values, then scales, transposed (quant_transpose) */
+        quant_transpose(w->q, tmp, (uint16_t *)(tmp + qb));
+        weight_copy(s, dev, tmp, bytes);
+        free(tmp);
         return;
     }
     if (!transposed) {

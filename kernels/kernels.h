@@ -19,6 +19,7 @@
 
 #include <cuda_runtime_api.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -75,21 +76,31 @@ typedef struct {
 } k_mv_seg;
 void k_matvec_multi(cudaStream_t s, const k_mv_seg *segs, int n_segs, int wdtype, const float *x,
                     int cols, int n);
-/* mlp.cu: a Gemma MLP for n inputs x[n][H], bf16 weights gate and up [I][H] and down
- * stored transposed (down_t [I][H], k_transpose16): out[t] = down(gelu_tanh(gate x[t]) * up x[t]),
- * leaving h = gelu_tanh(g) * u in h_out[n][I] and u in u_out[n][I], as the separate ops would.
+/* mlp.cu: a Gemma MLP for n inputs x[n][H], weights gate and up [I][H] and down stored
+ * transposed (down_t [I][H]): out[t] = down(gelu_tanh(gate x[t]) * up x[t]), leaving
+ * h = gelu_tanh(g) * u in h_out[n][I] and u in u_out[n][I], as the separate ops would.
  * A block a multiprocessor owns a slice of I (mlp.cu's header says why); partial holds
- * k_mlp_partial_floats(H, n) floats. Only where k_mlp_supported(H, I, form) (sm_90 and later).
- * form: K_MLP_CORES (mlp.cu, the CUDA cores) or K_MLP_MMA (mlp_mma.cu, the tensor cores); the
- * two sum in different orders, so a backend uses one for every MLP. */
+ * k_mlp_partial_floats(H, n) floats. Only where k_mlp_supported(H, I, bits, group, form) (sm_90
+ * and later). form: K_MLP_CORES (mlp.cu, the CUDA cores; bf16, int8 and int4 weights) or
+ * K_MLP_MMA (mlp_mma.cu, the tensor cores; bf16 only); the two sum in different orders, so a
+ * backend uses one for every MLP of a dtype. */
 enum { K_MLP_CORES = 1, K_MLP_MMA = 2 };
+/* The weights of one MLP, all of one kind: bits 16 (bf16: k_transpose16 makes down_t), or 8 / 4
+ * (matvec_q.h's layout for gate and up, with their scales [I][H / group]; down_t is down's
+ * values transposed in that packing, [I][H] values, and its scales transposed,
+ * [I / group][H]: quant_transpose in engine/quant.h). */
+typedef struct {
+    int bits, group; /* 16, 8 or 4; int8 / int4: 32, 64 or 128 */
+    const void *gate, *up, *down_t;
+    const uint16_t *gate_scales, *up_scales, *down_t_scales; /* bf16 bits; NULL for bf16 */
+} k_mlp_weights;
 /* Inputs a reduction of partials covers: k_mlp works through longer n in chunks of this many, so
  * k_mlp_partial_floats(H, K_MLP_CHUNK) is the most any launch needs. */
 #define K_MLP_CHUNK 16
-int k_mlp_supported(int H, int I, int form);
+int k_mlp_supported(int H, int I, int bits, int group, int form);
 size_t k_mlp_partial_floats(int H, int n);
-void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, const float *x, const void *gate,
-           const void *up, const void *down_t, float *partial, int H, int I, int n, int form);
+void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, const float *x,
+           const k_mlp_weights *w, float *partial, int H, int I, int n, int form);
 /* mlp.cu: in [rows][cols] -> out [cols][rows], 16-bit elements. */
 void k_transpose16(cudaStream_t s, void *out, const void *in, int rows, int cols);
 

@@ -61,6 +61,7 @@
 #include "kcommon.cuh"
 #include "matvec_q.h"
 #include "mma.cuh"
+#include "qdequant.cuh"
 
 #define K_QX_SMEM (48 * 1024) /* bytes of x a block stages at most (static limit: no opt-in) */
 #define Q_U       2           /* chunks a row loaded ahead */
@@ -69,55 +70,6 @@
 template <int B> struct qfmt;
 template <> struct qfmt<4> { static constexpr int cw = 32, vpw = 8; };
 template <> struct qfmt<8> { static constexpr int cw = 16, vpw = 4; };
-
-/* (v & MASK) | magic, one instruction: the compiler's own form is an and, then an or (both
- * constants immediates, which one LOP3 cannot take), twice the integer work. */
-template <unsigned MASK> __device__ __forceinline__ float q_or(unsigned v, unsigned magic) {
-    unsigned d;
-    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(v), "n"(MASK), "r"(magic));
-    return __uint_as_float(d);
-}
-
-/* The exponents that give bit 4i of the mantissa the weight 1 (i = 0 .. 3): 2^(23 - 4i), as
- * float bits. A nibble u at bits 4i or-ed into mg[i] is the float 2^(23 - 4i) + u; minus
- * 2^(23 - 4i) + 8 it is u - 8 = q, exactly (one add with an immediate). */
-struct q_magics {
-    unsigned m[4];
-};
-__device__ __forceinline__ q_magics q_magics_make() {
-    q_magics g;
-    const unsigned e[4] = {0x4B000000u, 0x49000000u, 0x47000000u, 0x45000000u};
-#pragma unroll
-    for (int i = 0; i < 4; i++) /* kept in registers: an opaque move, not an immediate */
-        asm volatile("mov.b32 %0, %1;" : "=r"(g.m[i]) : "r"(e[i]));
-    return g;
-}
-
-/* The eight int4 weights of word v (column order: nibble i at bits 4i), exactly, as fp32:
- * nibbles 0 .. 3 in place, 4 .. 7 shifted down by 16 bits first. */
-template <int B> __device__ __forceinline__ void q_dequant(unsigned v, float *q, const q_magics &g);
-
-template <> __device__ __forceinline__ void q_dequant<4>(unsigned v, float *q, const q_magics &g) {
-    const unsigned h = v >> 16;
-    q[0] = __fadd_rn(q_or<0xFu>(v, g.m[0]), -8388616.0f); /* 2^23 + 8 */
-    q[1] = __fadd_rn(q_or<0xF0u>(v, g.m[1]), -524296.0f); /* 2^19 + 8 */
-    q[2] = __fadd_rn(q_or<0xF00u>(v, g.m[2]), -32776.0f); /* 2^15 + 8 */
-    q[3] = __fadd_rn(q_or<0xF000u>(v, g.m[3]), -2056.0f); /* 2^11 + 8 */
-    q[4] = __fadd_rn(q_or<0xFu>(h, g.m[0]), -8388616.0f);
-    q[5] = __fadd_rn(q_or<0xF0u>(h, g.m[1]), -524296.0f);
-    q[6] = __fadd_rn(q_or<0xF00u>(h, g.m[2]), -32776.0f);
-    q[7] = __fadd_rn(q_or<0xF000u>(h, g.m[3]), -2056.0f);
-}
-
-/* The four int8 weights of word v (byte i = column i), exactly: q + 128 by an xor of the sign
- * bits, each byte permuted into 0x4B0000uu = 2^23 + u, minus 2^23 + 128. */
-template <> __device__ __forceinline__ void q_dequant<8>(unsigned v, float *q, const q_magics &g) {
-    const unsigned u = v ^ 0x80808080u;
-    q[0] = __fadd_rn(__uint_as_float(__byte_perm(u, g.m[0], 0x7650)), -8388736.0f);
-    q[1] = __fadd_rn(__uint_as_float(__byte_perm(u, g.m[0], 0x7651)), -8388736.0f);
-    q[2] = __fadd_rn(__uint_as_float(__byte_perm(u, g.m[0], 0x7652)), -8388736.0f);
-    q[3] = __fadd_rn(__uint_as_float(__byte_perm(u, g.m[0], 0x7653)), -8388736.0f);
-}
 
 __device__ __forceinline__ unsigned q_word(const uint4 &c, int j) {
     return j == 0 ? c.x : j == 1 ? c.y : j == 2 ? c.z : c.w;

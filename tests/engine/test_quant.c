@@ -138,6 +138,43 @@ static void test_addressing(void) {
     }
 }
 
+/* quant_transpose: every value and scale at its transposed place, for int8 and int4, with
+ * columns that do not fill the last tile of 64 (160) and a row count that is not a multiple of
+ * 64 either; the thread count changes nothing. */
+static void test_transpose(void) {
+    const int rows = 70, cols = 160;
+    float *w = malloc(sizeof(float) * rows * cols);
+    for (int i = 0; i < rows * cols; i++)
+        w[i] = (float)((i * 37) % 29 - 14) * (1 + (i % 7));
+    for (int dt = 0; dt < 2; dt++) {
+        const quant_dtype t = dt ? QUANT_INT8 : QUANT_INT4;
+        const int bits = quant_dtype_bits(t), ng = cols / 32;
+        quant_matrix m;
+        char err[256];
+        if (quant_from_f32(&m, "w", w, rows, cols, t, 32, err, sizeof err)) die("%s", err);
+        const size_t orb = (size_t)rows * bits / 8;
+        uint8_t *qt = malloc(orb * cols), *qt1 = malloc(orb * cols);
+        uint16_t *st = malloc(sizeof(uint16_t) * ng * rows), *st1 = malloc(sizeof *st1 * ng * rows);
+        quant_transpose(&m, qt, st);
+        for (int c = 0; c < cols; c++)
+            for (int r = 0; r < rows; r++) {
+                const uint8_t *row = qt + (size_t)c * orb;
+                const int v = bits == 8 ? (int8_t)row[r] : ((row[r / 2] >> 4 * (r & 1)) & 15) - 8;
+                EXPECT(v == quant_value(&m, r, c));
+            }
+        for (int g = 0; g < ng; g++)
+            for (int r = 0; r < rows; r++)
+                EXPECT(st[(size_t)g * rows + r] == m.scales[(size_t)r * ng + g]);
+        omp_set_num_threads(1);
+        quant_transpose(&m, qt1, st1);
+        omp_set_num_threads(omp_get_num_procs());
+        EXPECT(!memcmp(qt, qt1, orb * cols) && !memcmp(st, st1, sizeof *st * ng * rows));
+        free(qt), free(qt1), free(st), free(st1);
+        quant_free(&m);
+    }
+    free(w);
+}
+
 /* Random weights: each value is the nearest level of its group's grid (away from exact ties),
  * within the error bound; bf16 and fp32 inputs agree; the thread count changes nothing. */
 static void test_random_round_trip(void) {
@@ -461,6 +498,7 @@ int main(void) {
     printf("test_quant: seed %llu (TEST_SEED to replay)\n", (unsigned long long)seed);
     test_hand_groups();
     test_addressing();
+    test_transpose();
     test_random_round_trip();
     test_products();
     test_knobs();

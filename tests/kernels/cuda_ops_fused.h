@@ -150,9 +150,11 @@ static void test_fused_mlp(void) {
  * under the sanitizers 1, 2, 3 and 6: the forms of one input, a power of two and not) equals
  * the same ops on x[t] alone, bit for bit, in out, h and u. On sm_90 and later the shapes here must
  * take the kernel (k_mlp_supported) and the backend must run the four ops as it (its mlp_ops
- * counter), so that the test cannot pass on the grouped products there. Run for each form
- * (GEMMA_CUDA_MLP=1, the CUDA cores; =mma, the tensor cores) on a backend of its own; the
- * caller's GEMMA_CUDA_MLP is put back afterwards. */
+ * counter), so that the test cannot pass on the grouped products there. Weights in bf16, int8
+ * (group 64) and int4 (groups 32 and 128: a thread's columns in one group of many, or of few),
+ * I a multiple of 128 for the quantized ones, as the engine holds them. Run for each form
+ * (GEMMA_CUDA_MLP=1, the CUDA cores; =mma, the tensor cores, which leaves the quantized MLPs to
+ * the CUDA cores) on a backend of its own; the caller's GEMMA_CUDA_MLP is put back afterwards. */
 static void test_fused_whole_mlp_form(int form);
 static void test_fused_whole_mlp(void) {
     const char *was = getenv("GEMMA_CUDA_MLP");
@@ -175,114 +177,141 @@ static void test_fused_whole_mlp(void) {
     gpu = dflt;
 }
 
+/* A random [rows, cols] weight of one kind: bf16, or int8 / int4 with this group. */
+static tensor mlp_weight(int rows, int cols, int bits, int group) {
+    if (bits == 16) return rand_tensor(rows, cols, DT_BF16);
+    float *wf = rand_vec((size_t)rows * cols);
+    quant_matrix *qm = xcalloc(1, sizeof *qm); /* stays alive: keyed by address */
+    char err[256];
+    CHECK(!quant_from_f32(qm, "w", wf, rows, cols, bits == 8 ? QUANT_INT8 : QUANT_INT4, group, err,
+                          sizeof err));
+    free(wf);
+    return tensor_of_quant(qm);
+}
+
 static void test_fused_whole_mlp_form(int form) {
-    const char *name = form == K_MLP_MMA ? "mma" : "cores";
-    int dev = 0, major = 0, sms = 0;
-    CHECK(cudaGetDevice(&dev) == cudaSuccess);
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    /* 1024 in the small shapes (the sanitizers' run): wide enough that mlp.cu's producer runs
-     * under its limit on rows in flight (mlp_depth below the ring's stages), as 2560 does */
-    const int Hs[] = {256, 512, small_shapes ? 1024 : 2560};
-    /* 33 and 64: prefill-sized passes (GEMMA_CUDA_GEMM=own), in reductions of 16 inputs */
-    const int ns_full[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 33, 64}, ns_small[] = {1, 2, 3, 6};
-    const int *ns = small_shapes ? ns_small : ns_full;
-    const int n_ns = small_shapes ? 4 : 12;
-    for (int hi = 0; hi < 3; hi++)
-        for (int ni = 0; ni < n_ns; ni++) {
-            /* The widest H with at least 20 indices a block: 60 rows or more through mlp.cu's
-             * ring of at most 48 stages and mlp_mma.cu's of at most 24, so that both wrap under
-             * the sanitizers too (racecheck sees a stage's reads against its next fill only
-             * then; at 8 indices a block, 24 - 30 rows, neither need wrap) */
-            const int H = Hs[hi], n = ns[ni], I = (hi == 2 ? 20 : 8) * sms + rng_int(300);
-            if (major >= 9)
-                EXPECT(k_mlp_supported(H, I, form),
-                       "whole MLP (%s) does not take H %d I %d on sm_%d", name, H, I, major);
-            tensor wg = rand_tensor(I, H, DT_BF16), wu = rand_tensor(I, H, DT_BF16),
-                   wd = rand_tensor(H, I, DT_BF16);
-            pair x = pair_rand((size_t)n * H);
-            pair gate = pair_new(NULL, (size_t)n * I), up = pair_new(NULL, (size_t)n * I),
-                 out = pair_new(NULL, (size_t)n * H), graw = pair_new(NULL, (size_t)n * I);
-            backend *bs[2] = {cpu, gpu};
-            backend_cuda_counters c0, c1;
-            backend_cuda_stats(gpu, &c0);
-            for (int k = 0; k < 2; k++) {
-                backend *b = bs[k];
-                const float *xb = k ? x.g : x.c;
-                float *gb = k ? gate.g : gate.c, *ub = k ? up.g : up.c, *ob = k ? out.g : out.c;
-                b->matmul(b, gb, &wg, xb, n);
-                b->matmul(b, ub, &wu, xb, n);
-                b->gelu_mul(b, gb, gb, ub, n, I, I);
-                b->matmul(b, ob, &wd, gb, n);
+    const int kinds[][2] = {{16, 0}, {8, 64}, {4, 32}, {4, 128}}; /* bits, group */
+    for (int ki = 0; ki < 4; ki++) {
+        const int bits = kinds[ki][0], group = kinds[ki][1];
+        char name[32];
+        snprintf(name, sizeof name, "%s %s g%d", form == K_MLP_MMA ? "mma" : "cores",
+                 bits == 16  ? "bf16"
+                 : bits == 8 ? "int8"
+                             : "int4",
+                 group);
+        /* the kernel that takes these weights under this switch */
+        const int kform = bits == 16 ? form : K_MLP_CORES;
+        int dev = 0, major = 0, sms = 0;
+        CHECK(cudaGetDevice(&dev) == cudaSuccess);
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        /* 1024 in the small shapes (the sanitizers' run): wide enough that mlp.cu's producer runs
+         * under its limit on rows in flight (mlp_depth below the ring's stages), as 2560 does */
+        const int Hs[] = {256, 512, small_shapes ? 1024 : 2560};
+        /* 33 and 64: prefill-sized passes (GEMMA_CUDA_GEMM=own), in reductions of 16 inputs */
+        const int ns_full[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 33, 64}, ns_small[] = {1, 2, 3, 6};
+        const int *ns = small_shapes ? ns_small : ns_full;
+        const int n_ns = small_shapes ? 4 : 12;
+        for (int hi = 0; hi < 3; hi++)
+            for (int ni = 0; ni < n_ns; ni++) {
+                /* The widest H with at least 20 indices a block: 60 rows or more through mlp.cu's
+                 * ring of at most 48 stages and mlp_mma.cu's of at most 24, so that both wrap under
+                 * the sanitizers too (racecheck sees a stage's reads against its next fill only
+                 * then; at 8 indices a block, 24 - 30 rows, neither need wrap) */
+                int I = (hi == 2 ? 20 : 8) * sms + rng_int(300);
+                if (bits < 16) I = (I + 127) / 128 * 128;
+                const int H = Hs[hi], n = ns[ni];
+                if (major >= 9)
+                    EXPECT(k_mlp_supported(H, I, bits, group, kform),
+                           "whole MLP (%s) does not take H %d I %d on sm_%d", name, H, I, major);
+                tensor wg = mlp_weight(I, H, bits, group), wu = mlp_weight(I, H, bits, group),
+                       wd = mlp_weight(H, I, bits, group);
+                pair x = pair_rand((size_t)n * H);
+                pair gate = pair_new(NULL, (size_t)n * I), up = pair_new(NULL, (size_t)n * I),
+                     out = pair_new(NULL, (size_t)n * H), graw = pair_new(NULL, (size_t)n * I);
+                backend *bs[2] = {cpu, gpu};
+                backend_cuda_counters c0, c1;
+                backend_cuda_stats(gpu, &c0);
+                for (int k = 0; k < 2; k++) {
+                    backend *b = bs[k];
+                    const float *xb = k ? x.g : x.c;
+                    float *gb = k ? gate.g : gate.c, *ub = k ? up.g : up.c, *ob = k ? out.g : out.c;
+                    b->matmul(b, gb, &wg, xb, n);
+                    b->matmul(b, ub, &wu, xb, n);
+                    b->gelu_mul(b, gb, gb, ub, n, I, I);
+                    b->matmul(b, ob, &wd, gb, n);
+                }
+                backend_cuda_stats(gpu, &c1);
+                EXPECT(c1.mlp_form == form, "whole MLP (%s): the backend's form is %d", name,
+                       c1.mlp_form);
+                if (major >= 9)
+                    EXPECT(
+                        c1.mlp_ops == c0.mlp_ops + 1,
+                        "whole MLP (%s) n %d H %d I %d: the four ops ran as %ld whole-MLP kernels, "
+                        "not one",
+                        name, n, H, I, c1.mlp_ops - c0.mlp_ops);
+                cpu->matmul(cpu, graw.c, &wg, x.c, n);
+                double *sg = dot_scale(&wg, x.c, n), *su = dot_scale(&wu, x.c, n);
+                double *bound = xmalloc((size_t)n * I * sizeof(double));
+                float *hv = xmalloc((size_t)n * I * sizeof(float));
+                for (size_t i = 0; i < (size_t)n * I; i++) {
+                    bound[i] = 1.2 * sg[i] * fabs(up.c[i]) + (fabs(graw.c[i]) + 1) * su[i];
+                    hv[i] = (float)(fabs(gate.c[i]) + 1e-5 * bound[i] + 0.1);
+                }
+                double *so = dot_scale(&wd, hv, n);
+                char what[128];
+                snprintf(what, sizeof what, "whole MLP (%s) n %d H %d I %d: up", name, n, H, I);
+                pair_check(&up, 1e-6, 1e-5, su, what);
+                snprintf(what, sizeof what, "whole MLP (%s) n %d H %d I %d: gelu(gate) * up", name,
+                         n, H, I);
+                pair_check(&gate, 1e-6, 1e-5, bound, what);
+                snprintf(what, sizeof what, "whole MLP (%s) n %d H %d I %d: out", name, n, H, I);
+                pair_check(&out, 1e-6, 1e-5, so, what);
+                /* row t alone */
+                float *fo = xmalloc((size_t)n * H * sizeof(float)),
+                      *fg = xmalloc((size_t)n * I * sizeof(float)),
+                      *fu = xmalloc((size_t)n * I * sizeof(float)),
+                      *one = xmalloc((size_t)(I > H ? I : H) * sizeof(float));
+                pair_host(&out, fo);
+                pair_host(&gate, fg);
+                pair_host(&up, fu);
+                float *g1 = gpu->alloc(gpu, (size_t)I), *u1 = gpu->alloc(gpu, (size_t)I),
+                      *o1 = gpu->alloc(gpu, (size_t)H);
+                for (int t = 0; t < n; t++) {
+                    gpu->matmul(gpu, g1, &wg, x.g + (size_t)t * H, 1);
+                    gpu->matmul(gpu, u1, &wu, x.g + (size_t)t * H, 1);
+                    gpu->gelu_mul(gpu, g1, g1, u1, 1, I, I);
+                    gpu->matmul(gpu, o1, &wd, g1, 1);
+                    gpu->download(gpu, one, o1, (size_t)H);
+                    EXPECT(!memcmp(one, fo + (size_t)t * H, (size_t)H * 4),
+                           "whole MLP (%s) H %d: out row %d of %d differs from n = 1", name, H, t,
+                           n);
+                    gpu->download(gpu, one, g1, (size_t)I);
+                    EXPECT(!memcmp(one, fg + (size_t)t * I, (size_t)I * 4),
+                           "whole MLP (%s) H %d: h row %d of %d differs from n = 1", name, H, t, n);
+                    gpu->download(gpu, one, u1, (size_t)I);
+                    EXPECT(!memcmp(one, fu + (size_t)t * I, (size_t)I * 4),
+                           "whole MLP (%s) H %d: u row %d of %d differs from n = 1", name, H, t, n);
+                }
+                gpu->release(gpu, g1);
+                gpu->release(gpu, u1);
+                gpu->release(gpu, o1);
+                free(one);
+                free(fo);
+                free(fg);
+                free(fu);
+                free(hv);
+                free(so);
+                free(sg);
+                free(su);
+                free(bound);
+                pair_free(&x);
+                pair_free(&gate);
+                pair_free(&up);
+                pair_free(&out);
+                pair_free(&graw);
             }
-            backend_cuda_stats(gpu, &c1);
-            EXPECT(c1.mlp_form == form, "whole MLP (%s): the backend's form is %d", name,
-                   c1.mlp_form);
-            if (major >= 9)
-                EXPECT(c1.mlp_ops == c0.mlp_ops + 1,
-                       "whole MLP (%s) n %d H %d I %d: the four ops ran as %ld whole-MLP kernels, "
-                       "not one",
-                       name, n, H, I, c1.mlp_ops - c0.mlp_ops);
-            cpu->matmul(cpu, graw.c, &wg, x.c, n);
-            double *sg = dot_scale(&wg, x.c, n), *su = dot_scale(&wu, x.c, n);
-            double *bound = xmalloc((size_t)n * I * sizeof(double));
-            float *hv = xmalloc((size_t)n * I * sizeof(float));
-            for (size_t i = 0; i < (size_t)n * I; i++) {
-                bound[i] = 1.2 * sg[i] * fabs(up.c[i]) + (fabs(graw.c[i]) + 1) * su[i];
-                hv[i] = (float)(fabs(gate.c[i]) + 1e-5 * bound[i] + 0.1);
-            }
-            double *so = dot_scale(&wd, hv, n);
-            char what[128];
-            snprintf(what, sizeof what, "whole MLP (%s) n %d H %d I %d: up", name, n, H, I);
-            pair_check(&up, 1e-6, 1e-5, su, what);
-            snprintf(what, sizeof what, "whole MLP (%s) n %d H %d I %d: gelu(gate) * up", name, n,
-                     H, I);
-            pair_check(&gate, 1e-6, 1e-5, bound, what);
-            snprintf(what, sizeof what, "whole MLP (%s) n %d H %d I %d: out", name, n, H, I);
-            pair_check(&out, 1e-6, 1e-5, so, what);
-            /* row t alone */
-            float *fo = xmalloc((size_t)n * H * sizeof(float)),
-                  *fg = xmalloc((size_t)n * I * sizeof(float)),
-                  *fu = xmalloc((size_t)n * I * sizeof(float)),
-                  *one = xmalloc((size_t)(I > H ? I : H) * sizeof(float));
-            pair_host(&out, fo);
-            pair_host(&gate, fg);
-            pair_host(&up, fu);
-            float *g1 = gpu->alloc(gpu, (size_t)I), *u1 = gpu->alloc(gpu, (size_t)I),
-                  *o1 = gpu->alloc(gpu, (size_t)H);
-            for (int t = 0; t < n; t++) {
-                gpu->matmul(gpu, g1, &wg, x.g + (size_t)t * H, 1);
-                gpu->matmul(gpu, u1, &wu, x.g + (size_t)t * H, 1);
-                gpu->gelu_mul(gpu, g1, g1, u1, 1, I, I);
-                gpu->matmul(gpu, o1, &wd, g1, 1);
-                gpu->download(gpu, one, o1, (size_t)H);
-                EXPECT(!memcmp(one, fo + (size_t)t * H, (size_t)H * 4),
-                       "whole MLP (%s) H %d: out row %d of %d differs from n = 1", name, H, t, n);
-                gpu->download(gpu, one, g1, (size_t)I);
-                EXPECT(!memcmp(one, fg + (size_t)t * I, (size_t)I * 4),
-                       "whole MLP (%s) H %d: h row %d of %d differs from n = 1", name, H, t, n);
-                gpu->download(gpu, one, u1, (size_t)I);
-                EXPECT(!memcmp(one, fu + (size_t)t * I, (size_t)I * 4),
-                       "whole MLP (%s) H %d: u row %d of %d differs from n = 1", name, H, t, n);
-            }
-            gpu->release(gpu, g1);
-            gpu->release(gpu, u1);
-            gpu->release(gpu, o1);
-            free(one);
-            free(fo);
-            free(fg);
-            free(fu);
-            free(hv);
-            free(so);
-            free(sg);
-            free(su);
-            free(bound);
-            pair_free(&x);
-            pair_free(&gate);
-            pair_free(&up);
-            pair_free(&out);
-            pair_free(&graw);
-        }
+    }
 }
 
 /* ---- the attention prologue: q, k, v products, head norms, RoPE, KV-ring writes ----------- */
