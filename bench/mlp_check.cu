@@ -15,7 +15,8 @@
  *
  *   mlp_check              everything above; prints PASS or FAIL last
  *   mlp_check --sanitize   H 1024, int8 and int4 g32, n 1, 2, 3, 6, checks only (for
- *                          compute-sanitizer; at least 20 indices a block so the rings wrap)
+ *                          compute-sanitizer; 80 indices a block, 240 rows in stages of
+ *                          2 or 4, so that the rings of 48 stages wrap)
  *
  * (CMake builds it with the rest on a CUDA build.) */
 #include <cuda_runtime.h>
@@ -311,7 +312,7 @@ int main(int argc, char **argv) {
     CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
-    const int H = sanitize ? 1024 : 2560, I = sanitize ? (20 * sms + 127) / 128 * 128 : 10240;
+    const int H = sanitize ? 1024 : 2560, I = sanitize ? (80 * sms + 127) / 128 * 128 : 10240;
     const kind all[] = {{16, 0}, {8, 32}, {8, 128}, {4, 32}, {4, 128}}, san[] = {{8, 32}, {4, 32}};
     const kind *kinds = sanitize ? san : all;
     const int nk = sanitize ? 2 : 5;

@@ -440,7 +440,8 @@ static int mlp_stages(int H) {
  * one process alternating): 8 rows in flight 3.11 ms, 10-16 rows 3.05-3.07, no
  * limit 3.10-3.14; dev/cuda/step_slice.cu's chain of such kernels 2.46-2.47 ms at 8-10 rows
  * against 2.55-2.56 without. 4 rows (20 KB) starves memory (3.49-3.53 ms). A stage is 2H bytes
- * whatever the dtype, so the limit is the same in bytes. */
+ * whatever the dtype, so the limit is the same in bytes where stages are full (int4's passes of
+ * 5 - 8 inputs, batches of 2 rows, fill half of each stage: half the bytes in flight). */
 #define MLP_INFLIGHT_BYTES (60 * 1024)
 
 static int mlp_depth(int H) {

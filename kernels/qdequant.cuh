@@ -9,8 +9,8 @@
  * q s exactly, one LOP3 and one FFMA a weight, when -(2^e + bias) s is itself exact - true for
  * e = 15 or 11 (2^15 + 8 and 2^11 + 8 have at most 13 significant bits, 2^15 + 128 has 9, a bf16
  * scale 8: at most 21 < 24), and not for matvec_q's 2^23 + 8 (21 bits). So the nibbles and bytes
- * go to bits 8 - 15 first (a shift a pair of nibbles). Exact while |s| < 2^110, where
- * (2^15 + 15) s stays finite; quant.h's scales are a weight's magnitude over 8 or 128. */
+ * go to bits 8 - 15 first (a shift a pair of nibbles). Exact while the bias product stays finite
+ * (|s| < 2^112); quant.h's scales are a weight's magnitude over 8 or 128. */
 #ifndef QDEQUANT_CUH
 #define QDEQUANT_CUH
 

@@ -217,8 +217,10 @@ static void test_fused_whole_mlp_form(int form) {
                 /* The widest H with at least 20 indices a block: 60 rows or more through mlp.cu's
                  * ring of at most 48 stages and mlp_mma.cu's of at most 24, so that both wrap under
                  * the sanitizers too (racecheck sees a stage's reads against its next fill only
-                 * then; at 8 indices a block, 24 - 30 rows, neither need wrap) */
-                int I = (hi == 2 ? 20 : 8) * sms + rng_int(300);
+                 * then; at 8 indices a block, 24 - 30 rows, neither need wrap). A stage holds 2
+                 * int8 or 4 int4 rows: as many times the indices */
+                const int rps = bits == 16 ? 1 : bits == 8 ? 2 : 4;
+                int I = (hi == 2 ? 20 * rps : 8) * sms + rng_int(300);
                 if (bits < 16) I = (I + 127) / 128 * 128;
                 const int H = Hs[hi], n = ns[ni];
                 if (major >= 9)
