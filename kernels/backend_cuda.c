@@ -350,6 +350,7 @@ void backend_cuda_stats(backend *b, backend_cuda_counters *c) {
     c->attn_split_ops = st->attn_split_ops;
     c->attn_rows_ops = st->attn_rows_ops;
     c->mlp_form = st->mlp;
+    c->mlp_quant = st->mlp_quant;
     c->mlp_ops = st->mlp_ops;
 }
 
@@ -447,6 +448,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     st->pdl = sw.pdl;
     st->mv_mma = sw.mv_mma;
     st->mlp = sw.mlp;
+    st->mlp_quant = sw.mlp_quant;
     CU(cudaGetDevice(&st->device));
     struct cudaDeviceProp prop;
     CU(cudaGetDeviceProperties(&prop, st->device));
@@ -476,9 +478,10 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         st->mv_mma == 1   ? "tensor cores (x exact)"
         : st->mv_mma == 2 ? "tensor cores (x to 16 bits)"
                           : "CUDA cores",
-        st->mlp == K_MLP_MMA     ? "on the tensor cores (where it fits)"
-        : st->mlp == K_MLP_CORES ? "on the CUDA cores (where it fits)"
-                                 : "off",
+        st->mlp == K_MLP_MMA ? "on the tensor cores (bf16, where it fits)"
+        : st->mlp_quant      ? "on the CUDA cores (bf16, int8 and int4, where it fits)"
+        : st->mlp            ? "on the CUDA cores (bf16, where it fits)"
+                             : "off",
         st->attn == K_ATTN_CLUSTER ? "in thread block clusters (short rings)" : "split + merge");
     CU(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     CUBLAS(cublasCreate(&st->cublas));

@@ -7,9 +7,11 @@
  *   GEMMA_CUDA_MV_MMA=0|1|2   bf16 products on the CUDA cores (0, default) or the tensor cores
  *                             with x split exactly into three bf16 (1) or into two (2): cheaper
  *                             verify passes, other last bits (matvec_mma.cu)
- *   GEMMA_CUDA_MLP=1|0|mma    the whole-MLP kernel where it fits (1, default: mlp.cu, sm_90+),
- *                             none (0: gate, up, GeLU and down as grouped products), or the
- *                             whole-MLP kernel on the tensor cores (mma: mlp_mma.cu)
+ *   GEMMA_CUDA_MLP=1|0|mma|all  the whole-MLP kernel for bf16 MLPs where it fits (1, default:
+ *                             mlp.cu, sm_90+), none (0: gate, up, GeLU and down as grouped
+ *                             products), the whole-MLP kernel on the tensor cores for bf16
+ *                             MLPs (mma: mlp_mma.cu), or mlp.cu for bf16, int8 and int4 MLPs
+ *                             alike (all: faster verify passes, a slower int4 decode step)
  * By architecture:
  *   GEMMA_CUDA_ATTN=auto|split|cluster   attention as one kernel of thread block clusters for
  *                             short rings (cluster: sm_90+ only) or slices + merge (split);
@@ -44,6 +46,7 @@ typedef struct {
     long attn_split_ops; /* attention ops issued (run eagerly or captured) as slices + merge */
     long attn_rows_ops;  /* attention ops over more than BACKEND_VERIFY_ROWS rows (prefill) */
     int mlp_form;        /* the whole-MLP kernel asked for: 0, K_MLP_CORES or K_MLP_MMA */
+    int mlp_quant;       /* and for int8 / int4 MLPs too (GEMMA_CUDA_MLP=all) */
     long mlp_ops;        /* MLPs issued (run eagerly or captured) as one whole-MLP kernel */
 } backend_cuda_counters;
 

@@ -61,12 +61,12 @@ int cuda_switches_from_env(cuda_switches *sw, char *err, size_t errlen) {
     memset(sw, 0, sizeof *sw);
     if (unknown_switch(err, errlen)) return -1;
     static const char *const mma[] = {"0", "1", "2"};
-    static const char *const mlp[] = {"0", "1", "mma"};
+    static const char *const mlp[] = {"0", "1", "mma", "all"};
     static const char *const attn[] = {"auto", "split", "cluster"};
     static const char *const gemm[] = {"auto", "own"};
     const int v_mma = env_choice("GEMMA_CUDA_MV_MMA", mma, 3, 0, "0, 1 or 2", err, errlen);
     if (v_mma < 0) return -1;
-    const int v_mlp = env_choice("GEMMA_CUDA_MLP", mlp, 3, 1, "0, 1 or mma", err, errlen);
+    const int v_mlp = env_choice("GEMMA_CUDA_MLP", mlp, 4, 1, "0, 1, mma or all", err, errlen);
     if (v_mlp < 0) return -1;
     const int v_attn =
         env_choice("GEMMA_CUDA_ATTN", attn, 3, 0, "auto, split or cluster", err, errlen);
@@ -74,7 +74,8 @@ int cuda_switches_from_env(cuda_switches *sw, char *err, size_t errlen) {
     const int v_gemm = env_choice("GEMMA_CUDA_GEMM", gemm, 2, 0, "auto or own", err, errlen);
     if (v_gemm < 0) return -1;
     sw->mv_mma = v_mma;
-    sw->mlp = v_mlp == 2 ? K_MLP_MMA : v_mlp == 1 ? K_MLP_CORES : 0;
+    sw->mlp = v_mlp == 2 ? K_MLP_MMA : v_mlp != 0 ? K_MLP_CORES : 0;
+    sw->mlp_quant = v_mlp == 3;
     sw->attn = v_attn == 2 ? K_ATTN_CLUSTER : v_attn == 1 ? K_ATTN_SPLIT : CUDA_ATTN_AUTO;
     sw->gemm_own = v_gemm == 1;
     sw->use_graphs = env_flag("GEMMA_CUDA_GRAPHS", 1);

@@ -16,7 +16,8 @@ typedef struct {
     int pdl;        /* GEMMA_CUDA_PDL (the backend also needs sm_90 for it) */
     int profile;    /* GEMMA_CUDA_PROFILE */
     int attn;       /* GEMMA_CUDA_ATTN: CUDA_ATTN_AUTO, K_ATTN_SPLIT or K_ATTN_CLUSTER */
-    int mlp;        /* GEMMA_CUDA_MLP: 0, or K_MLP_CORES / K_MLP_MMA for the MLPs it takes */
+    int mlp;        /* GEMMA_CUDA_MLP: 0, or K_MLP_CORES / K_MLP_MMA for the bf16 MLPs it takes */
+    int mlp_quant;  /* GEMMA_CUDA_MLP=all: int8 / int4 MLPs too (on the CUDA cores) */
     int mv_mma;     /* GEMMA_CUDA_MV_MMA: 0, 1 or 2 (kernels.h k_matvec_set_mma) */
 } cuda_switches;
 

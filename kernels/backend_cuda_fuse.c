@@ -351,15 +351,19 @@ static int try_matvec_group(backend *b, batch *bt, int i) {
  * int4 of one group), x, G, U and O pairwise disjoint, and shapes mlp.cu takes: one k_mlp (any
  * n, on our kernels), which leaves in G, U and O what the four ops leave. Tried before the
  * groups, so that the gate + up pair never takes half of it. The shapes, the dtype and the switch
- * decide, never n: a verify pass is fused like its decode steps. Quantized MLPs take the CUDA-core
- * kernel under either form of the switch (the tensor-core one reads bf16 only). Products that go
+ * decide, never n: a verify pass is fused like its decode steps. Quantized MLPs are fused only
+ * under GEMMA_CUDA_MLP=all, on the CUDA cores: their one-input pass is slower than the separate
+ * products at int4 (an H100: 35.5 against 28.5 us on E4B's MLP), their passes of 2 - 4 inputs
+ * faster (1.1 - 1.3x), so the tuner decides (docs/gpu.md). Products that go
  * to cuBLAS (prefill chunks: backend_cuda_core.c) run as they would without it, from down's plain
  * copy: down is then held twice, transposed and as it is. */
 static int try_mlp(backend *b, batch *bt, int i) {
     cuda_state *st = cuda_st(b);
     const qop *g = &bt->q[i];
     const int qnt = g->w.dtype == DT_Q8 || g->w.dtype == DT_Q4;
-    if (g->kind != Q_MATMUL || (g->w.dtype != DT_BF16 && !qnt) || !st->mlp) return 0;
+    if (g->kind != Q_MATMUL || (g->w.dtype != DT_BF16 && !qnt) || !st->mlp ||
+        (qnt && !st->mlp_quant))
+        return 0;
     const int j = next_live(bt, i), k = j < bt->nq ? next_live(bt, j) : bt->nq,
               l = k < bt->nq ? next_live(bt, k) : bt->nq;
     if (l >= bt->nq) return 0;

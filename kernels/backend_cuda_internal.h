@@ -123,7 +123,8 @@ typedef struct {
     size_t cap_partial;
     float *d_mlp; /* mlp.cu's partial sums, cap_mlp bytes */
     size_t cap_mlp;
-    int mlp; /* 0, K_MLP_CORES or K_MLP_MMA for the MLPs they take (GEMMA_CUDA_MLP; sm_90 only) */
+    int mlp; /* 0, K_MLP_CORES or K_MLP_MMA for the bf16 MLPs they take (GEMMA_CUDA_MLP; sm_90) */
+    int mlp_quant;   /* int8 / int4 MLPs too, on the CUDA cores (GEMMA_CUDA_MLP=all) */
     void *d_convert; /* cuBLAS inputs (x in three bf16 or fp16 parts), cap_convert bytes */
     size_t cap_convert;
     float *d_gemm3; /* a split cuBLAS product's outputs of hi, mid and lo, cap_gemm3 bytes */

@@ -153,20 +153,24 @@ static void test_fused_mlp(void) {
  * counter), so that the test cannot pass on the grouped products there. Weights in bf16, int8
  * (group 64) and int4 (groups 32 and 128: a thread's columns in one group of many, or of few),
  * I a multiple of 128 for the quantized ones, as the engine holds them. Run for each form
- * (GEMMA_CUDA_MLP=1, the CUDA cores; =mma, the tensor cores, which leaves the quantized MLPs to
- * the CUDA cores) on a backend of its own; the caller's GEMMA_CUDA_MLP is put back afterwards. */
-static void test_fused_whole_mlp_form(int form);
+ * (GEMMA_CUDA_MLP=all, the CUDA cores for every dtype; =mma, the tensor cores for bf16, which
+ * leaves the quantized MLPs to the separate products: they must agree too, and not be fused) on
+ * a backend of its own; the caller's GEMMA_CUDA_MLP is put back afterwards. */
+static void test_fused_whole_mlp_form(int form, int quant);
 static void test_fused_whole_mlp(void) {
     const char *was = getenv("GEMMA_CUDA_MLP");
     char *saved = was ? xstrdup(was) : NULL;
     backend *dflt = gpu;
-    const int forms[] = {K_MLP_CORES, K_MLP_MMA};
+    const struct {
+        const char *value;
+        int form, quant;
+    } sw[] = {{"all", K_MLP_CORES, 1}, {"mma", K_MLP_MMA, 0}};
     for (int f = 0; f < 2; f++) {
         char err[256];
-        setenv("GEMMA_CUDA_MLP", forms[f] == K_MLP_MMA ? "mma" : "1", 1);
+        setenv("GEMMA_CUDA_MLP", sw[f].value, 1);
         gpu = backend_cuda_new(err, sizeof err);
         if (!gpu) die("%s", err);
-        test_fused_whole_mlp_form(forms[f]);
+        test_fused_whole_mlp_form(sw[f].form, sw[f].quant);
         gpu->destroy(gpu);
     }
     if (saved)
@@ -189,7 +193,7 @@ static tensor mlp_weight(int rows, int cols, int bits, int group) {
     return tensor_of_quant(qm);
 }
 
-static void test_fused_whole_mlp_form(int form) {
+static void test_fused_whole_mlp_form(int form, int quant) {
     const int kinds[][2] = {{16, 0}, {8, 64}, {4, 32}, {4, 128}}; /* bits, group */
     for (int ki = 0; ki < 4; ki++) {
         const int bits = kinds[ki][0], group = kinds[ki][1];
@@ -199,8 +203,8 @@ static void test_fused_whole_mlp_form(int form) {
                  : bits == 8 ? "int8"
                              : "int4",
                  group);
-        /* the kernel that takes these weights under this switch */
-        const int kform = bits == 16 ? form : K_MLP_CORES;
+        /* whether the switch fuses these weights, and the kernel that takes them */
+        const int fused = bits == 16 || quant, kform = bits == 16 ? form : K_MLP_CORES;
         int dev = 0, major = 0, sms = 0;
         CHECK(cudaGetDevice(&dev) == cudaSuccess);
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
@@ -223,7 +227,7 @@ static void test_fused_whole_mlp_form(int form) {
                 int I = (hi == 2 ? 20 * rps : 8) * sms + rng_int(300);
                 if (bits < 16) I = (I + 127) / 128 * 128;
                 const int H = Hs[hi], n = ns[ni];
-                if (major >= 9)
+                if (major >= 9 && fused)
                     EXPECT(k_mlp_supported(H, I, bits, group, kform),
                            "whole MLP (%s) does not take H %d I %d on sm_%d", name, H, I, major);
                 tensor wg = mlp_weight(I, H, bits, group), wu = mlp_weight(I, H, bits, group),
@@ -244,14 +248,15 @@ static void test_fused_whole_mlp_form(int form) {
                     b->matmul(b, ob, &wd, gb, n);
                 }
                 backend_cuda_stats(gpu, &c1);
-                EXPECT(c1.mlp_form == form, "whole MLP (%s): the backend's form is %d", name,
-                       c1.mlp_form);
+                EXPECT(c1.mlp_form == form && c1.mlp_quant == quant,
+                       "whole MLP (%s): the backend's form is %d (quantized %d)", name, c1.mlp_form,
+                       c1.mlp_quant);
                 if (major >= 9)
                     EXPECT(
-                        c1.mlp_ops == c0.mlp_ops + 1,
+                        c1.mlp_ops == c0.mlp_ops + fused,
                         "whole MLP (%s) n %d H %d I %d: the four ops ran as %ld whole-MLP kernels, "
-                        "not one",
-                        name, n, H, I, c1.mlp_ops - c0.mlp_ops);
+                        "not %d",
+                        name, n, H, I, c1.mlp_ops - c0.mlp_ops, fused);
                 cpu->matmul(cpu, graw.c, &wg, x.c, n);
                 double *sg = dot_scale(&wg, x.c, n), *su = dot_scale(&wu, x.c, n);
                 double *bound = xmalloc((size_t)n * I * sizeof(double));

@@ -50,7 +50,11 @@ int main(void) {
     EXPECT(read_with("GEMMA_CUDA_MV_MMA", "2", &sw, err, sizeof err) == 0 && sw.mv_mma == 2);
     EXPECT(read_with("GEMMA_CUDA_MLP", "0", &sw, err, sizeof err) == 0 && sw.mlp == 0);
     EXPECT(read_with("GEMMA_CUDA_MLP", "1", &sw, err, sizeof err) == 0 && sw.mlp == K_MLP_CORES);
-    EXPECT(read_with("GEMMA_CUDA_MLP", "mma", &sw, err, sizeof err) == 0 && sw.mlp == K_MLP_MMA);
+    EXPECT(read_with("GEMMA_CUDA_MLP", "mma", &sw, err, sizeof err) == 0 && sw.mlp == K_MLP_MMA &&
+           !sw.mlp_quant);
+    EXPECT(read_with("GEMMA_CUDA_MLP", "all", &sw, err, sizeof err) == 0 && sw.mlp == K_MLP_CORES &&
+           sw.mlp_quant);
+    EXPECT(read_with("GEMMA_CUDA_MLP", "1", &sw, err, sizeof err) == 0 && !sw.mlp_quant);
     EXPECT(read_with("GEMMA_CUDA_ATTN", "split", &sw, err, sizeof err) == 0 &&
            sw.attn == K_ATTN_SPLIT);
     EXPECT(read_with("GEMMA_CUDA_ATTN", "cluster", &sw, err, sizeof err) == 0 &&
@@ -76,6 +80,7 @@ int main(void) {
         {"GEMMA_CUDA_MV_MMA", "3"},      {"GEMMA_CUDA_MV_MMA", "tensor"},
         {"GEMMA_CUDA_ATTN", "clusters"}, {"GEMMA_CUDA_ATTN", "1"},
         {"GEMMA_CUDA_MLP", "2"},         {"GEMMA_CUDA_MLP", "tensor"},
+        {"GEMMA_CUDA_MLP", "ALL"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const int rc = read_with(bad[i].name, bad[i].value, &sw, err, sizeof err);
