@@ -235,14 +235,10 @@ static double moved(const mat *m, int n) {
     return b + 4.0 * n * (H + 2.0 * I + H) + 8.0 * n * sms * H;
 }
 
-/* What GEMMA_CUDA_MLP=0 runs for one MLP of copy c: gate and up in one launch (bf16: with the
- * GELU product as its epilogue), GELU times up (int8 / int4), down from its plain layout. */
-struct plain_dev {
-    uint8_t *base;
-    size_t stride, off[3], vbytes[3];
-};
-
-static void run_plain(const plain_dev *p, int c, const mat *m, kind k, const acts *a, int n) {
+/* What GEMMA_CUDA_MLP=0 runs for one MLP of copy c (p: the weights uploaded with down in its
+ * plain layout): gate and up in one launch (bf16: with the GELU product as its epilogue), GELU
+ * times up (int8 / int4), down. */
+static void run_plain(const mlp_dev *p, int c, const mat *m, kind k, const acts *a, int n) {
     const int H = m[0].cols, I = m[0].rows;
     const uint8_t *b = p->base + c * p->stride;
     if (k.bits == 16) {
@@ -273,7 +269,7 @@ static void run_plain(const plain_dev *p, int c, const mat *m, kind k, const act
 }
 
 /* Microseconds a launch (mlp = 1) or the plain launches (mlp = 0) of n inputs, rotating copies. */
-static double time_mlp(const mlp_dev *d, const plain_dev *p, const mat *m, kind k, const acts *a,
+static double time_mlp(const mlp_dev *d, const mlp_dev *p, const mat *m, kind k, const acts *a,
                        int n, int mlp) {
     const int H = m[0].cols, I = m[0].rows;
     int reps = (int)(4e9 / moved(m, n));
@@ -356,11 +352,7 @@ int main(int argc, char **argv) {
         if (!sanitize) { /* down in its plain layout too, for the separate launches */
             mat plain_down = make_mat(H, I, k, 13 + ki, 0);
             mat pm[3] = {m[0], m[1], plain_down};
-            mlp_dev pd = upload(pm, copies);
-            plain_dev p = {pd.base,
-                           pd.stride,
-                           {pd.off[0], pd.off[1], pd.off[2]},
-                           {pd.vbytes[0], pd.vbytes[1], pd.vbytes[2]}};
+            mlp_dev p = upload(pm, copies);
             printf("  %2s %10s %8s %7s %12s %8s\n", "n", "us", "GB/s", "copy", "separate us",
                    "ratio");
             const int tn[] = {1, 2, 4, 8};
@@ -371,7 +363,7 @@ int main(int argc, char **argv) {
                 printf("  %2d %10.1f %8.0f %6.1f%% %12.1f %7.2fx\n", tn[i], t, gbs,
                        100 * gbs / copy, t0, t0 / t);
             }
-            CK(cudaFree(pd.base));
+            CK(cudaFree(p.base));
             free(plain_down.w), free(plain_down.bytes);
         }
         CK(cudaFree(d.base));

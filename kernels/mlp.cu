@@ -460,13 +460,6 @@ static int mlp_grid(void) {
     return sms;
 }
 
-static int log2_of(int v) {
-    int e = 0;
-    while ((1 << e) < v)
-        e++;
-    return e;
-}
-
 /* A launch's dynamic shared memory (mlp_layout_of). */
 static size_t mlp_smem(int H, int I, int nt, int wb, int group) {
     return mlp_layout_of(H, I, mlp_grid(), mlp_stages(H), mlp_extra_warps(nt) == 2, wb, group)
@@ -532,15 +525,11 @@ static mlp_shape *mlp_shape_of(int H, int I, int wb, int group) {
     return e;
 }
 
-static int mlp_wb(int bits) {
-    return bits == 4 ? 4 : bits == 8 ? 8 : 16;
-}
-
 extern "C" int k_mlp_supported(int H, int I, int bits, int group, int form) {
     if (bits != 16 && bits != 8 && bits != 4) return 0;
     if (form == K_MLP_MMA)
         return bits == 16 && mlp_grid() > 0 && mlp_mma_max_inputs(H, I, mlp_grid()) > 0;
-    return mlp_shape_of(H, I, mlp_wb(bits), group)->ok;
+    return mlp_shape_of(H, I, bits, group)->ok; /* a thread's 8 columns: bits bytes */
 }
 
 extern "C" size_t k_mlp_partial_floats(int H, int n) {
@@ -550,7 +539,7 @@ extern "C" size_t k_mlp_partial_floats(int H, int n) {
 extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, const float *x,
                       const k_mlp_weights *w, float *partial, int H, int I, int n, int form) {
     if (n <= 0 || (k_skip & K_SKIP_MATVEC)) return;
-    const int G = mlp_grid(), depth = mlp_depth(H), wb = mlp_wb(w->bits);
+    const int G = mlp_grid(), depth = mlp_depth(H), wb = w->bits; /* 8 columns: bits bytes */
     const int group = wb == 16 ? 1 : w->group;
     const int mma = form == K_MLP_MMA && wb == 16, mma_max = mma ? mlp_mma_max_inputs(H, I, G) : 0;
     const int S = mma ? 0 : mlp_stages(H), wide = mma ? 0 : mlp_shape_of(H, I, wb, group)->wide;
@@ -560,8 +549,8 @@ extern "C" void k_mlp(cudaStream_t s, float *out, float *h_out, float *u_out, co
                      w->gate_scales,
                      w->up_scales,
                      w->down_t_scales,
-                     log2_of(group)};
-    for (int c0 = 0; c0 < n; c0 += K_MLP_CHUNK) { /* a prefill: chunks of K_MLP_CHUNK inputs */
+                     __builtin_ctz((unsigned)group)}; /* group: a power of two */
+    for (int c0 = 0; c0 < n; c0 += K_MLP_CHUNK) {     /* a prefill: chunks of K_MLP_CHUNK inputs */
         const int c1 = n - c0 < K_MLP_CHUNK ? n : c0 + K_MLP_CHUNK;
         for (int t0 = c0; mma && t0 < c1;) { /* passes of as many inputs as fit */
             const int nt = c1 - t0 < mma_max ? c1 - t0 : mma_max;
