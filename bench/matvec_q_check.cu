@@ -1,5 +1,6 @@
 /* matvec_q_check: checks and times kernels/matvec_q.cu (k_matvec_q) on Gemma 4 E4B's decode
- * shapes, int4 with groups of 32, 64 and 128 and int8 with groups of 128, n = 1 .. 9 inputs.
+ * shapes, int4 with groups of 32, 64 and 128 and int8 with groups of 128, n = 1 .. 9 inputs;
+ * int4 twice, on the tensor cores (tc, matvec_q_mma.cu) and on the CUDA cores (cc).
  *
  * For every shape and format: random weights, scales and inputs; the n = 1 outputs of each input
  * against a CPU double-precision reference (|y - ref| <= 1e-4 * sum_c |w x|); the outputs of every
@@ -25,8 +26,9 @@
  *
  * Build (from the repository root):
  *   nvcc -O3 -std=c++17 -arch=sm_90 -Xcompiler=-Wall,-Wextra,-fopenmp -Werror=all-warnings
- *        -Ikernels -Iengine -Icommon bench/matvec_q_check.cu kernels/matvec_q.cu kernels/kcommon.cu
- *        engine/quant.c common/util.c -o matvec_q_check -lgomp
+ *        -Ikernels -Iengine -Icommon bench/matvec_q_check.cu kernels/matvec_q.cu
+ *        kernels/matvec_q_mma.cu kernels/kcommon.cu engine/quant.c common/util.c -o matvec_q_check
+ *        -lgomp
  * (CMake builds it with the rest on a CUDA build.) */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -452,44 +454,55 @@ int main(int argc, char **argv) {
             matched = 1;
             problem p;
             make(&p, shapes[si], fmts[fi], 1000 * si + fi + 1);
-            double worst = 0.0;
-            const int f = check(&p, &worst);
-            fails += f;
-            char verdict[64];
-            snprintf(verdict, sizeof verdict, "%s (worst rel err %.1e)", f ? "FAIL" : "ok", worst);
             uint16_t *dout;
             CK(cudaMalloc(&dout, 4 * (size_t)shapes[si].rows * shapes[si].cols));
             int fd = check_dequant(&p, dout);
             const int e = p.f.dtype == KQ_INT4 ? f16_exponent(&p) : INT32_MIN;
             if (p.f.dtype == KQ_INT4) fd += check_dequant_f16(&p, e, dout);
             fails += fd;
+            if (!sanitize)
+                for (int f16 = 0; f16 <= (p.f.dtype == KQ_INT4); f16++) {
+                    const double us = time_dequant(&p, dout, f16, e),
+                                 bytes = (double)p.qbytes + p.sbytes +
+                                         (f16 ? 2.0 : 4.0) * shapes[si].rows * shapes[si].cols;
+                    printf(
+                        "%-8s %-10s dequant to %-12s %9.2f us %11.0f bytes %8.0f GB/s %6.1f%% %s\n",
+                        shapes[si].name, fmt_name(fmts[fi]), f16 ? "fp16" : "bf16 hi + lo", us,
+                        bytes, bytes / us / 1e3, 100.0 * bytes / us / 1e3 / copy_gbs,
+                        fd ? "FAIL" : "ok");
+                }
+            CK(cudaFree(dout));
+            const int ns[] = {1, 2, 4, 8};
+            pool o = {};
+            if (!sanitize) o = make_pool(&p, (size_t)prop.l2CacheSize);
+            /* int4: on the tensor cores, then on the CUDA cores */
+            for (int tc = p.f.dtype == KQ_INT4; tc >= 0; tc--) {
+                k_matvec_q_set_mma(tc);
+                const char *kn = p.f.dtype != KQ_INT4 ? "" : tc ? " tc" : " cc";
+                double worst = 0.0;
+                const int f = check(&p, &worst);
+                fails += f;
+                char verdict[64];
+                snprintf(verdict, sizeof verdict, "%s (worst rel err %.1e)", f ? "FAIL" : "ok",
+                         worst);
+                if (sanitize) {
+                    printf("%-10s %-10s%s %s, dequant %s\n", shapes[si].name, fmt_name(fmts[fi]),
+                           kn, verdict, fd ? "FAIL" : "ok");
+                    continue;
+                }
+                double t1 = 0.0;
+                for (int ni = 0; ni < 4; ni++) {
+                    const int n = ns[ni];
+                    const double us = time_launch(&p, &o, n), gbs = moved(&p, n) / us / 1e3;
+                    if (n == 1) t1 = us;
+                    printf("%-8s %-10s%s %2d %9.2f %11.0f %8.0f %6.1f%% %9.2f %s\n",
+                           shapes[si].name, fmt_name(fmts[fi]), kn, n, us, moved(&p, n), gbs,
+                           100.0 * gbs / copy_gbs, us / t1, n == 1 ? verdict : "");
+                }
+            }
             if (sanitize) {
-                printf("%-10s %-10s %s, dequant %s\n", shapes[si].name, fmt_name(fmts[fi]), verdict,
-                       fd ? "FAIL" : "ok");
-                CK(cudaFree(dout));
                 drop(&p);
                 continue;
-            }
-            for (int f16 = 0; f16 <= (p.f.dtype == KQ_INT4); f16++) {
-                const double us = time_dequant(&p, dout, f16, e),
-                             bytes = (double)p.qbytes + p.sbytes +
-                                     (f16 ? 2.0 : 4.0) * shapes[si].rows * shapes[si].cols;
-                printf("%-8s %-10s dequant to %-12s %9.2f us %11.0f bytes %8.0f GB/s %6.1f%% %s\n",
-                       shapes[si].name, fmt_name(fmts[fi]), f16 ? "fp16" : "bf16 hi + lo", us,
-                       bytes, bytes / us / 1e3, 100.0 * bytes / us / 1e3 / copy_gbs,
-                       fd ? "FAIL" : "ok");
-            }
-            CK(cudaFree(dout));
-            pool o = make_pool(&p, (size_t)prop.l2CacheSize);
-            const int ns[] = {1, 2, 4, 8};
-            double t1 = 0.0;
-            for (int ni = 0; ni < 4; ni++) {
-                const int n = ns[ni];
-                const double us = time_launch(&p, &o, n), gbs = moved(&p, n) / us / 1e3;
-                if (n == 1) t1 = us;
-                printf("%-8s %-10s %2d %9.2f %11.0f %8.0f %6.1f%% %9.2f %s\n", shapes[si].name,
-                       fmt_name(fmts[fi]), n, us, moved(&p, n), gbs, 100.0 * gbs / copy_gbs,
-                       us / t1, n == 1 ? verdict : "");
             }
             if (sweep && swept) {
                 const int Rs[] = {1, 2, 4}, wbs[] = {2, 4, 8}, sets[] = {1, 2, 4};

@@ -470,7 +470,8 @@ backend *backend_cuda_new(char *err, size_t errlen) {
              prop.minor);
     fprintf(
         stderr,
-        "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matmul %s, bf16 on the %s, "
+        "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matmul %s, bf16 on the %s, int4 on the "
+        "%s, "
         "whole-MLP kernel %s, attention %s\n",
         st->device_name, prop.totalGlobalMem / 1e9, st->use_graphs && !st->profile ? "on" : "off",
         sw.fuse ? "on" : "off", st->pdl ? "on" : "off",
@@ -478,6 +479,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         st->mv_mma == 1   ? "tensor cores (x exact)"
         : st->mv_mma == 2 ? "tensor cores (x to 16 bits)"
                           : "CUDA cores",
+        st->mv_mma ? "tensor cores" : "CUDA cores",
         st->mlp == K_MLP_MMA ? "on the tensor cores (bf16, where it fits)"
         : st->mlp_quant      ? "on the CUDA cores (bf16, int8 and int4, where it fits)"
         : st->mlp            ? "on the CUDA cores (bf16, where it fits)"

@@ -1,6 +1,7 @@
 /* matvec_q.cu: matrix-vector products with int4 or int8 weights and bf16 group scales (the layout
  * of matvec_q.h), fp32 inputs and outputs, for the decode step (n = 1) and the speculative verify
- * pass (n = 2 .. 9 inputs dotted with every weight from one read of it).
+ * pass (n = 2 .. 9 inputs dotted with every weight from one read of it). Under k_matvec_q_set_mma
+ * int4 launches go to matvec_q_mma.cu (the tensor cores) instead.
  *
  * Bytes moved by a launch: the weights, rows * cols / 2 (int4) or rows * cols (int8), read once
  * whatever n is; the scales, rows * cols / group * 2; x, n * cols * 4 (from L2, once a block);
@@ -60,6 +61,7 @@
  */
 #include "kcommon.cuh"
 #include "matvec_q.h"
+#include "matvec_q_mma.cuh"
 #include "mma.cuh"
 #include "qdequant.cuh"
 
@@ -397,7 +399,7 @@ static int q_sms(void) {
     return sms;
 }
 
-static int q_force_r = 0, q_force_wb = 0, q_force_sets = 0, q_force_stage = 0;
+static int q_force_r = 0, q_force_wb = 0, q_force_sets = 0, q_force_stage = 0, q_int4_mma = 0;
 
 struct q_form {
     int R, wb, sets, P;
@@ -516,6 +518,14 @@ static bool q_mat_ok(const k_qmat *w) {
            !((uintptr_t)w->q & 15) && !((uintptr_t)w->scales & 1);
 }
 
+/* matvec_q_mma.cu's scales are copied in 16-byte units: every matrix's must be 16-byte aligned
+ * (a property of the allocation, the same for every n, so the choice keeps verify == decode). */
+static bool q_mma_ok(const k_qseg *segs, int n_segs) {
+    for (int i = 0; i < n_segs; i++)
+        if ((uintptr_t)segs[i].w.scales & 15) return false;
+    return true;
+}
+
 extern "C" int k_matvec_q_multi(cudaStream_t s, const k_qseg *segs, int n_segs, const float *x,
                                 int n) {
     if (!segs || n_segs < 1 || n_segs > K_MATVEC_Q_SEGS || !x || n < 1 || ((uintptr_t)x & 15))
@@ -528,7 +538,10 @@ extern "C" int k_matvec_q_multi(cudaStream_t s, const k_qseg *segs, int n_segs, 
     }
     for (int t0 = 0; t0 < n; t0 += K_MATVEC_Q_MAX_N) {
         const int m = n - t0 < K_MATVEC_Q_MAX_N ? n - t0 : K_MATVEC_Q_MAX_N;
-        if (q_launch(s, segs, n_segs, x, t0, m)) return -1;
+        if (segs[0].w.dtype == KQ_INT4 && q_int4_mma && q_mma_ok(segs, n_segs))
+            qm_launch(s, segs, n_segs, x, t0, m, q_sms());
+        else if (q_launch(s, segs, n_segs, x, t0, m))
+            return -1;
     }
     return 0;
 }
@@ -628,6 +641,10 @@ extern "C" int k_dequant_q4_f16(cudaStream_t s, const k_qmat *w, int e, uint16_t
              reinterpret_cast<__half *>(out), words, w->cols, w->group, e);
     K_CHECK_LAUNCH();
     return 0;
+}
+
+extern "C" void k_matvec_q_set_mma(int on) {
+    q_int4_mma = on != 0;
 }
 
 extern "C" int k_matvec_q_set_form(int rows_per_warp, int warps_per_block, int sets_per_block,

@@ -1,7 +1,8 @@
 /* matvec_q.h: matrix-vector products with weight-only quantized matrices (int4 or int8 weights,
  * bf16 scales per group of columns, fp32 inputs and outputs): the decode step (n = 1) and the
  * speculative verify pass (n = 2 .. 9 inputs from one read of the weights). C-callable; the
- * kernel and its design are in matvec_q.cu.
+ * kernels and their design are in matvec_q.cu (the CUDA cores) and matvec_q_mma.cu (int4 on the
+ * tensor cores, k_matvec_q_set_mma).
  *
  * The layout on the GPU (the backend repacks to it at upload):
  *   int4 (KQ_INT4): q[r][c] in [-8, 7] stored as the unsigned nibble q + 8; row-major, row r
@@ -78,6 +79,12 @@ int k_dequant_q4_f16(cudaStream_t s, const k_qmat *w, int e, uint16_t *out);
  * launcher's choice (matvec_q.cu q_form_for). Results do not depend on it. Returns -1 (and changes
  * nothing) for other values. */
 int k_matvec_q_set_form(int rows_per_warp, int warps_per_block, int sets_per_block, int stage);
+
+/* int4 products on the tensor cores (matvec_q_mma.cu) when on is not 0, else on the CUDA cores
+ * (matvec_q.cu, the default); int8 always on the CUDA cores. The two give different bits, so a
+ * run keeps one for all its launches (the backend: GEMMA_CUDA_MV_MMA). The tensor cores take
+ * matrices whose scales are 16-byte aligned, the others go to the CUDA cores. */
+void k_matvec_q_set_mma(int on);
 
 #ifdef __cplusplus
 }

@@ -222,6 +222,7 @@ static void test_matvec_variants(void) {
          * sum |w x| more */
         const double tol = mma && !strcmp(variants[v].mma, "2") ? 2e-5 : 1e-5;
         test_matmul(alt, tol, tol, name);
+        if (mma) test_matmul_quant(alt, 17, name); /* int4 on the tensor cores, int8 not */
         backend *save = gpu;
         gpu = alt; /* the fused checks run on the variant; pair buffers are made there */
         test_fused_mlp();

@@ -1,0 +1,13 @@
+/* matvec_q_mma.cuh: the int4 products of matvec_q.h on the tensor cores (matvec_q_mma.cu), for
+ * matvec_q.cu's launcher, which checks the arguments and picks the kernel. */
+#ifndef MATVEC_Q_MMA_CUH
+#define MATVEC_Q_MMA_CUH
+
+#include "matvec_q.h"
+
+/* One launch over the segments (int4, same cols and group, checked by the caller) for inputs
+ * 0 .. n - 1 of x (n <= K_MATVEC_Q_MAX_N); segment i's outputs at its y + t0 * rows. */
+void qm_launch(cudaStream_t s, const k_qseg *segs, int n_segs, const float *x, int t0, int n,
+               int sms);
+
+#endif
