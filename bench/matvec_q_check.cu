@@ -23,6 +23,7 @@
  *                               that shape alone, checked and timed
  *   matvec_q_check --nopdl      times without programmatic dependent launch
  *   matvec_q_check --one S F N  five launches of shape S, format F (indices), n inputs, unchecked
+ *                               (--one-tc: int4 on the tensor cores)
  *
  * Build (from the repository root):
  *   nvcc -O3 -std=c++17 -arch=sm_90 -Xcompiler=-Wall,-Wextra,-fopenmp -Werror=all-warnings
@@ -368,7 +369,9 @@ int main(int argc, char **argv) {
     int sanitize = 0, sweep = 0, pdl = 1, one = -1, one_f = 0, one_n = 1;
     const char *only = NULL; /* --sweep SHAPE */
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--one") && i + 3 < argc) { /* profiling: shape, format, n */
+        if ((!strcmp(argv[i], "--one") || !strcmp(argv[i], "--one-tc")) && i + 3 < argc) {
+            /* profiling: shape, format, n; --one-tc: int4 on the tensor cores */
+            if (!strcmp(argv[i], "--one-tc")) k_matvec_q_set_mma(1);
             one = atoi(argv[i + 1]);
             one_f = atoi(argv[i + 2]);
             one_n = atoi(argv[i + 3]);
@@ -381,7 +384,8 @@ int main(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--nopdl"))
             pdl = 0;
         else {
-            fprintf(stderr, "usage: %s [--sanitize] [--sweep [SHAPE]] [--nopdl] [--one S F N]\n",
+            fprintf(stderr,
+                    "usage: %s [--sanitize] [--sweep [SHAPE]] [--nopdl] [--one|--one-tc S F N]\n",
                     argv[0]);
             return 2;
         }

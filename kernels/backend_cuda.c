@@ -447,6 +447,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     st->profile = sw.profile;
     st->pdl = sw.pdl;
     st->mv_mma = sw.mv_mma;
+    st->q_mma = sw.q_mma;
     st->mlp = sw.mlp;
     st->mlp_quant = sw.mlp_quant;
     CU(cudaGetDevice(&st->device));
@@ -479,7 +480,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         st->mv_mma == 1   ? "tensor cores (x exact)"
         : st->mv_mma == 2 ? "tensor cores (x to 16 bits)"
                           : "CUDA cores",
-        st->mv_mma ? "tensor cores" : "CUDA cores",
+        st->q_mma ? "tensor cores" : "CUDA cores",
         st->mlp == K_MLP_MMA ? "on the tensor cores (bf16, where it fits)"
         : st->mlp_quant      ? "on the CUDA cores (bf16, int8 and int4, where it fits)"
         : st->mlp            ? "on the CUDA cores (bf16, where it fits)"

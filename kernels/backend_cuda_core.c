@@ -35,7 +35,7 @@ cudaStream_t cuda_op_begin(cuda_state *st) {
     /* The launchers' settings are global; two backends in one process keep their own. */
     k_set_pdl(st->pdl);
     k_matvec_set_mma(st->mv_mma);
-    k_matvec_q_set_mma(st->mv_mma);
+    k_matvec_q_set_mma(st->q_mma);
     if (st->profile) CU(cudaEventRecord(st->ev0, st->stream));
     return st->stream;
 }

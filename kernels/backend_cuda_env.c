@@ -60,11 +60,11 @@ static int env_choice(const char *name, const char *const *values, int n, int df
 int cuda_switches_from_env(cuda_switches *sw, char *err, size_t errlen) {
     memset(sw, 0, sizeof *sw);
     if (unknown_switch(err, errlen)) return -1;
-    static const char *const mma[] = {"0", "1", "2"};
+    static const char *const mma[] = {"0", "1", "2", "int4"};
     static const char *const mlp[] = {"0", "1", "mma", "all"};
     static const char *const attn[] = {"auto", "split", "cluster"};
     static const char *const gemm[] = {"auto", "own"};
-    const int v_mma = env_choice("GEMMA_CUDA_MV_MMA", mma, 3, 0, "0, 1 or 2", err, errlen);
+    const int v_mma = env_choice("GEMMA_CUDA_MV_MMA", mma, 4, 0, "0, 1, 2 or int4", err, errlen);
     if (v_mma < 0) return -1;
     const int v_mlp = env_choice("GEMMA_CUDA_MLP", mlp, 4, 1, "0, 1, mma or all", err, errlen);
     if (v_mlp < 0) return -1;
@@ -73,7 +73,8 @@ int cuda_switches_from_env(cuda_switches *sw, char *err, size_t errlen) {
     if (v_attn < 0) return -1;
     const int v_gemm = env_choice("GEMMA_CUDA_GEMM", gemm, 2, 0, "auto or own", err, errlen);
     if (v_gemm < 0) return -1;
-    sw->mv_mma = v_mma;
+    sw->mv_mma = v_mma == 3 ? 0 : v_mma;
+    sw->q_mma = v_mma != 0;
     sw->mlp = v_mlp == 2 ? K_MLP_MMA : v_mlp != 0 ? K_MLP_CORES : 0;
     sw->mlp_quant = v_mlp == 3;
     sw->attn = v_attn == 2 ? K_ATTN_CLUSTER : v_attn == 1 ? K_ATTN_SPLIT : CUDA_ATTN_AUTO;

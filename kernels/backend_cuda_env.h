@@ -18,7 +18,8 @@ typedef struct {
     int attn;       /* GEMMA_CUDA_ATTN: CUDA_ATTN_AUTO, K_ATTN_SPLIT or K_ATTN_CLUSTER */
     int mlp;        /* GEMMA_CUDA_MLP: 0, or K_MLP_CORES / K_MLP_MMA for the bf16 MLPs it takes */
     int mlp_quant;  /* GEMMA_CUDA_MLP=all: int8 / int4 MLPs too (on the CUDA cores) */
-    int mv_mma;     /* GEMMA_CUDA_MV_MMA: 0, 1 or 2 (kernels.h k_matvec_set_mma) */
+    int mv_mma;     /* GEMMA_CUDA_MV_MMA 0, 1 or 2 (int4: 0): bf16 products, k_matvec_set_mma */
+    int q_mma;      /* GEMMA_CUDA_MV_MMA 1, 2 or int4: int4 products, k_matvec_q_set_mma */
 } cuda_switches;
 
 /* Fill sw from the environment: 0, or -1 with a message naming the variable and its value. A

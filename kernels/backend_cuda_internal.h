@@ -154,6 +154,7 @@ typedef struct {
     long attn_rows_ops;  /* attention ops over a prefill chunk (attention_rows.cu) */
     long mlp_ops;        /* MLPs issued as one whole-MLP kernel (backend_cuda_fuse.c try_mlp) */
     int mv_mma;          /* bf16 products on the tensor cores: kernels.h k_matvec_set_mma */
+    int q_mma;           /* int4 products on the tensor cores: matvec_q.h k_matvec_q_set_mma */
 
     /* counters */
     double bytes[F_COUNT];

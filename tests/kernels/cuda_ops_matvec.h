@@ -3,8 +3,9 @@
  * against the default where matvec.cu's reproducibility rule says a row's result depends only
  * on the shapes of the matrices in its launch. The variants: the rows kernel for 2 .. 8 inputs
  * at every size (k_matvec_test_rows_min(0); the engine takes it from 1 MiB of weights only),
- * and the tensor cores (GEMMA_CUDA_MV_MMA=1 and =2). Included once, by cuda_ops.c, after
- * cuda_ops_fused.h (one translation unit).
+ * and the tensor cores (GEMMA_CUDA_MV_MMA=1 and =2, bf16 and int4; =int4, int4 alone: the int4
+ * products as the default's quantized ones are checked, test_matmul_quant). Included once, by
+ * cuda_ops.c, after cuda_ops_fused.h (one translation unit).
  *
  * Each variant runs in its own backend (every matrix product may join a launch there, as in
  * the default ops test):
@@ -20,8 +21,8 @@
  *     n inputs equals the same group over that input alone;
  *   - the tensor cores: against the CPU within the same bound (=1: x is split exactly into
  *     three bf16; =2: into two, to 16 bits, at 2e-5), and their lone bf16 products against their
- *     own grouped ones, bit for bit (their sums are not the default's; their other dtypes run
- *     the default kernels). */
+ *     own grouped ones, bit for bit (their sums are not the default's; int8 and the other dtypes
+ *     run the default kernels). */
 
 /* Products at n = 1 of three matrices that read one x (grouped into one launch), on backend b;
  * the results downloaded into h (rows0 + rows1 + rows2 floats). */
@@ -206,6 +207,7 @@ static void test_matvec_variants(void) {
         {"rows kernel at every size", 0, NULL},
         {"GEMMA_CUDA_MV_MMA=1", -1, "1"},
         {"GEMMA_CUDA_MV_MMA=2", -1, "2"},
+        {"GEMMA_CUDA_MV_MMA=int4", -1, "int4"},
     };
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         const char *name = variants[v].name;
@@ -221,14 +223,18 @@ static void test_matvec_variants(void) {
          * the CUDA cores' bound; with x to 16 bits (hi + lo) at most 2^-17 (7.6e-6) of
          * sum |w x| more */
         const double tol = mma && !strcmp(variants[v].mma, "2") ? 2e-5 : 1e-5;
-        test_matmul(alt, tol, tol, name);
+        /* int4: only the int4 products move (bf16's are the default's, checked already) */
+        const int bf16_moves = !mma || strcmp(variants[v].mma, "int4");
+        if (bf16_moves) {
+            test_matmul(alt, tol, tol, name);
+            backend *save = gpu;
+            gpu = alt; /* the fused checks run on the variant; pair buffers are made there */
+            test_fused_mlp();
+            gpu = save;
+            mv_same_bits(alt, name, mma);
+        }
         if (mma) test_matmul_quant(alt, 17, name); /* int4 on the tensor cores, int8 not */
-        backend *save = gpu;
-        gpu = alt; /* the fused checks run on the variant; pair buffers are made there */
-        test_fused_mlp();
-        gpu = save;
-        mv_same_bits(alt, name, mma);
-        k_matvec_test_rows_min((size_t)1 << 20); /* the engine's threshold again */
+        k_matvec_test_rows_min((size_t)1 << 20);   /* the engine's threshold again */
         printf("matvec variant %s: %s\n", name, failures == before ? "ok" : "FAILED");
         alt->destroy(alt);
     }

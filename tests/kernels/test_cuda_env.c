@@ -45,9 +45,14 @@ int main(void) {
     EXPECT(read_with("GEMMA_CUDA_GRAPHS", "", &sw, err, sizeof err) == 0 && sw.use_graphs == 1);
 
     /* every listed value */
-    EXPECT(read_with("GEMMA_CUDA_MV_MMA", "0", &sw, err, sizeof err) == 0 && sw.mv_mma == 0);
-    EXPECT(read_with("GEMMA_CUDA_MV_MMA", "1", &sw, err, sizeof err) == 0 && sw.mv_mma == 1);
-    EXPECT(read_with("GEMMA_CUDA_MV_MMA", "2", &sw, err, sizeof err) == 0 && sw.mv_mma == 2);
+    EXPECT(read_with("GEMMA_CUDA_MV_MMA", "0", &sw, err, sizeof err) == 0 && sw.mv_mma == 0 &&
+           !sw.q_mma);
+    EXPECT(read_with("GEMMA_CUDA_MV_MMA", "1", &sw, err, sizeof err) == 0 && sw.mv_mma == 1 &&
+           sw.q_mma);
+    EXPECT(read_with("GEMMA_CUDA_MV_MMA", "2", &sw, err, sizeof err) == 0 && sw.mv_mma == 2 &&
+           sw.q_mma);
+    EXPECT(read_with("GEMMA_CUDA_MV_MMA", "int4", &sw, err, sizeof err) == 0 && sw.mv_mma == 0 &&
+           sw.q_mma);
     EXPECT(read_with("GEMMA_CUDA_MLP", "0", &sw, err, sizeof err) == 0 && sw.mlp == 0);
     EXPECT(read_with("GEMMA_CUDA_MLP", "1", &sw, err, sizeof err) == 0 && sw.mlp == K_MLP_CORES);
     EXPECT(read_with("GEMMA_CUDA_MLP", "mma", &sw, err, sizeof err) == 0 && sw.mlp == K_MLP_MMA &&
@@ -78,6 +83,7 @@ int main(void) {
     } bad[] = {
         {"GEMMA_CUDA_GEMM", "fast"},     {"GEMMA_CUDA_GEMM", "cublas"},
         {"GEMMA_CUDA_MV_MMA", "3"},      {"GEMMA_CUDA_MV_MMA", "tensor"},
+        {"GEMMA_CUDA_MV_MMA", "INT4"},   {"GEMMA_CUDA_MV_MMA", "int8"},
         {"GEMMA_CUDA_ATTN", "clusters"}, {"GEMMA_CUDA_ATTN", "1"},
         {"GEMMA_CUDA_MLP", "2"},         {"GEMMA_CUDA_MLP", "tensor"},
         {"GEMMA_CUDA_MLP", "ALL"},
