@@ -147,16 +147,16 @@ __device__ __forceinline__ void qm_stage_unit(const float4 &p, const float4 &q, 
                      bf16_pair(l[3], l[7]));
 }
 
-/* Where 16-byte chunk c of row r of a warp's step lives in its scratch: the chunks of a row
- * rotated by (r >> 1) & 3, so that the eight rows an ldmatrix reads (and the two a quarter warp
- * writes) fall in different banks. */
+/* Where 16-byte chunk c of row r of a step lives in its stage of the warp's ring: the chunks of a
+ * row rotated by (r >> 1) & 3, so that the eight rows an ldmatrix reads (and the two rows a
+ * quarter warp's copies write) fall in different banks. */
 __device__ __forceinline__ int qm_swz(int r, int c) {
     return r * 4 + (c ^ ((r >> 1) & 3));
 }
 
 /* Rows of the segments for inputs 0 .. n - 1 (3n <= 8 NB). ts: steps a tile of x (a multiple of
  * QM_WARPS, so of every K); gshift: log2(group); xb: bytes of the staged x (then the warps'
- * scratch, then the scales). */
+ * rings, then the scales). */
 template <int NB>
 __global__ void __launch_bounds__(QM_WARPS * 32, NB <= 2 ? 3 : 2)
     matvec_q_mma_kernel(const __grid_constant__ qm_segs L, const float *x, int cols, int n,
@@ -200,12 +200,13 @@ __global__ void __launch_bounds__(QM_WARPS * 32, NB <= 2 ? 3 : 2)
 #pragma unroll
     for (int i = 0; i < QM_S - 1; i++)
         issue(i);
-    /* the block's scales, [tile row][group]: one run of the matrix's (rows past the end are not
-     * loaded, and never stored) */
+    /* the block's scales, [tile row][group]: one run of the matrix's, 16-byte aligned (the
+     * launcher's condition; a tile's are 32 ng bytes), copied in 16-byte units and the rest (rows
+     * past the end are not loaded, and never stored) */
     {
         const int nrow = min(per * 16, sg.rows - tile0 * 16), m = nrow > 0 ? nrow * ng : 0;
         const uint16_t *src = sg.sc + (size_t)tile0 * 16 * ng;
-        const int nv = ((uintptr_t)src & 15) ? 0 : m >> 3; /* 16-byte units */
+        const int nv = m >> 3;
 #pragma unroll 4
         for (int v = threadIdx.x; v < nv; v += QM_WARPS * 32)
             reinterpret_cast<uint4 *>(ssc)[v] = __ldg(reinterpret_cast<const uint4 *>(src) + v);
