@@ -4,9 +4,11 @@
  * Environment switches read by backend_cuda_new (backend_cuda_env.c); any other GEMMA_CUDA_*
  * variable, and any other value, is refused with a message naming it. Tuned by the GPU search
  * spaces:
- *   GEMMA_CUDA_MV_MMA=0|1|2   bf16 products on the CUDA cores (0, default) or the tensor cores
- *                             with x split exactly into three bf16 (1) or into two (2): cheaper
- *                             verify passes, other last bits (matvec_mma.cu)
+ *   GEMMA_CUDA_MV_MMA=0|1|2|int4  bf16 and int4 products on the CUDA cores (0, default) or the
+ *                             tensor cores, bf16 with x split exactly into three bf16 (1) or
+ *                             into two (2), int4 with x exact under both (matvec_mma.cu,
+ *                             matvec_q_mma.cu); int4: the int4 products alone. Cheaper verify
+ *                             passes, a slower plain step, other last bits
  *   GEMMA_CUDA_MLP=1|0|mma|all  the whole-MLP kernel for bf16 MLPs where it fits (1, default:
  *                             mlp.cu, sm_90+), none (0: gate, up, GeLU and down as grouped
  *                             products), the whole-MLP kernel on the tensor cores for bf16

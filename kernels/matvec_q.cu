@@ -518,12 +518,15 @@ static bool q_mat_ok(const k_qmat *w) {
            !((uintptr_t)w->q & 15) && !((uintptr_t)w->scales & 1);
 }
 
-/* matvec_q_mma.cu's scales are copied in 16-byte units: every matrix's must be 16-byte aligned
- * (a property of the allocation, the same for every n, so the choice keeps verify == decode). */
+/* Whether a launch's int4 segments take matvec_q_mma.cu: its scales are copied in 16-byte units,
+ * so every matrix's must be 16-byte aligned, and the launch must fit the device's shared memory
+ * at every n - properties of the allocation, the shapes and the device, never of n, so a decode
+ * step and its verify passes take the same kernel. (The rule is per launch: the backend groups
+ * matrices the same way for every n.) */
 static bool q_mma_ok(const k_qseg *segs, int n_segs) {
     for (int i = 0; i < n_segs; i++)
         if ((uintptr_t)segs[i].w.scales & 15) return false;
-    return true;
+    return qm_fits(segs, n_segs, q_sms());
 }
 
 extern "C" int k_matvec_q_multi(cudaStream_t s, const k_qseg *segs, int n_segs, const float *x,
@@ -538,9 +541,9 @@ extern "C" int k_matvec_q_multi(cudaStream_t s, const k_qseg *segs, int n_segs, 
     }
     for (int t0 = 0; t0 < n; t0 += K_MATVEC_Q_MAX_N) {
         const int m = n - t0 < K_MATVEC_Q_MAX_N ? n - t0 : K_MATVEC_Q_MAX_N;
-        if (segs[0].w.dtype == KQ_INT4 && q_int4_mma && q_mma_ok(segs, n_segs))
-            qm_launch(s, segs, n_segs, x, t0, m, q_sms());
-        else if (q_launch(s, segs, n_segs, x, t0, m))
+        if (segs[0].w.dtype == KQ_INT4 && q_int4_mma && q_mma_ok(segs, n_segs)) {
+            if (qm_launch(s, segs, n_segs, x, t0, m, q_sms())) return -1;
+        } else if (q_launch(s, segs, n_segs, x, t0, m))
             return -1;
     }
     return 0;

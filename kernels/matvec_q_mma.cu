@@ -20,16 +20,16 @@
  * matvec_q.cu multiplies a group's sum by its scale.
  *
  * The loads. The mma wants lane (g, t) to hold word t (8 nibbles) of each sub-step of rows g and
- * g + 8: 4 bytes of 16 rows a load, 16 rows' cache lines for 128 bytes, which bounds a launch at
- * an L1 request a clock (the head at 60 % of the copy bandwidth). So each lane copies whole 16-byte
- * chunks instead (cp.async: lane l takes chunk l % 4 of rows l / 4 and l / 4 + 8, 64 bytes of a
- * row for 4 lanes) into a ring of QM_S steps a warp in shared memory, and ldmatrix hands each lane
- * its words: an 8 x 8 matrix of 16-bit values gives lane (g, t) bytes 4t .. 4t + 3 of row g, the
- * word t of the chunk. The chunks of a row are rotated (qm_swz) so that neither the copies nor the
- * ldmatrix rows meet in a bank. The ring keeps QM_S - 1 steps in flight without holding them in
- * registers (a register double buffer took 125 registers a thread and two blocks a
- * multiprocessor; the launches were latency-bound at 15 % occupancy). The block's scales are one
- * run of the matrix's, copied to shared memory while the first steps load.
+ * g + 8: a warp's load of those words takes 4 bytes of 8 rows a lane group, 8 cache lines for 128
+ * bytes, which bounds a launch at an L1 request a clock (the head at 60 % of the copy bandwidth).
+ * So each lane copies whole 16-byte chunks instead (cp.async: lane l takes chunk l % 4 of rows l /
+ * 4 and l / 4 + 8, 64 bytes of a row for 4 lanes) into a ring of QM_S steps a warp in shared
+ * memory, and ldmatrix hands each lane its words: an 8 x 8 matrix of 16-bit values gives lane (g,
+ * t) bytes 4t .. 4t + 3 of row g, the word t of the chunk. The chunks of a row are rotated (qm_swz)
+ * so that neither the copies nor the ldmatrix rows meet in a bank. The ring keeps QM_S - 1 steps in
+ * flight without holding them in registers (a register double buffer took 125 registers a thread
+ * and two blocks a multiprocessor; the launches were latency-bound at 15 % occupancy). The block's
+ * scales are one run of the matrix's, copied to shared memory while the first steps load.
  *
  * The A operand. A nibble at bits 0 - 3 of a half or-ed into the bf16 0x4300 (128, whose last
  * mantissa bit is worth 1) gives 128 + u exactly; one LOP3 makes two (nibbles j and j + 4 of a
@@ -58,10 +58,14 @@
 #include "matvec_q_mma.cuh"
 #include "mma.cuh"
 
-#define QM_WARPS       8 /* warps a block */
-#define QM_S           4 /* ring stages a warp: QM_S - 1 steps in flight while one multiplies */
-#define QM_WAVE_BLOCKS 3 /* blocks a multiprocessor the split plans for */
-#define QM_SMEM        (64 * 1024) /* bytes of split x a block stages at most */
+#define QM_WARPS 8 /* warps a block */
+#define QM_S     4 /* ring stages a warp: QM_S - 1 steps in flight while one multiplies */
+#define QM_WAVE_BLOCKS                                                                             \
+    3 /* blocks a multiprocessor the split plans for (fixed: the split sets the                    \
+         bits; where shared memory holds fewer, the launch takes more waves) */
+#define QM_SMEM                                                                                    \
+    (64 * 1024) /* bytes of split x a block stages at most (less where the                         \
+                   device's shared memory is smaller: qm_plan_for) */
 
 struct qm_seg {
     const uint4 *w;     /* the int4 weights, [rows][cols / 32] */
@@ -121,15 +125,6 @@ __device__ __forceinline__ void qm_pairs(unsigned v, unsigned p[4], const qm_con
         p[j] = qm_fma2(qm_or(v >> (4 * j), c.magic), c.one, c.m136);
 }
 
-/* d = A B (m16n8k16, bf16, fp32), from a zero accumulator. */
-__device__ __forceinline__ void mma_bf16_zero(float d[4], unsigned a0, unsigned a1, unsigned a2,
-                                              unsigned a3, unsigned b0, unsigned b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-        "{%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};"
-        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(0.0f));
-}
-
 /* Split x[c .. c + 8) (p, q) into its three parts and store each as the uint4 of pairs (j, j + 4)
  * a lane reads for them. */
 __device__ __forceinline__ void qm_stage_unit(const float4 &p, const float4 &q, uint4 *hi,
@@ -155,7 +150,7 @@ __device__ __forceinline__ int qm_swz(int r, int c) {
 }
 
 /* Rows of the segments for inputs 0 .. n - 1 (3n <= 8 NB). ts: steps a tile of x (a multiple of
- * QM_WARPS, so of every K); gshift: log2(group); xb: bytes of the staged x (then the warps'
+ * every segment's K); gshift: log2(group); xb: bytes of the staged x (then the warps'
  * rings, then the scales). */
 template <int NB>
 __global__ void __launch_bounds__(QM_WARPS * 32, NB <= 2 ? 3 : 2)
@@ -342,44 +337,91 @@ static int qm_split(int rows, int cols, int sms) {
 
 typedef void (*qm_fn)(const qm_segs, const float *, int, int, int, int, int);
 
+/* The shared memory a block may opt into on this device (bytes). */
+static int qm_smem_limit(void) {
+    static int limit = 0;
+    if (!limit) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
+                cudaSuccess ||
+            limit < 48 * 1024)
+            limit = 48 * 1024;
+    }
+    return limit;
+}
+
+/* A launch over the segments for n inputs: its blocks, its tile of x (ts steps, a multiple of
+ * every segment's K; all of x when it fits), and the bytes of x's tile and of shared memory. */
+struct qm_plan {
+    qm_segs L;
+    int blocks, ts;
+    size_t xb, smem;
+};
+
+/* The plan for n inputs; false when no tile of x fits the device's shared memory beside the
+ * warps' rings and the block's scales. Neither ts nor the bytes change a bit of the results. */
+static bool qm_plan_for(const k_qseg *segs, int n_segs, int n, int t0, int sms, qm_plan *p) {
+    const int cols = segs[0].w.cols, steps = cols / 128, nb = (3 * n + 7) / 8;
+    const int ng = cols >> __builtin_ctz((unsigned)segs[0].w.group);
+    *p = {};
+    int most_per = 1, most_k = 1;
+    for (int i = 0; i < n_segs; i++) {
+        const k_qmat *m = &segs[i].w;
+        const int k = qm_split(m->rows, cols, sms), per = QM_WARPS / k;
+        p->L.seg[i] = {(const uint4 *)m->q, m->scales, segs[i].y + (size_t)t0 * m->rows, m->rows,
+                       p->blocks,           k};
+        p->blocks += ((m->rows + 15) / 16 + per - 1) / per;
+        most_per = per > most_per ? per : most_per;
+        most_k = k > most_k ? k : most_k;
+    }
+    p->L.n = n_segs;
+    const long fixed = (long)QM_WARPS * QM_S * 1024 + ((long)most_per * 16 * ng * 2 + 15) / 16 * 16;
+    long room = qm_smem_limit() - fixed;
+    if (room > QM_SMEM) room = QM_SMEM;
+    const long fit = (room / (3 * n) - 64) / 256 / most_k * most_k;
+    const long all = (steps + most_k - 1) / most_k * most_k;
+    p->ts = (int)(fit < all ? fit : all);
+    p->xb = (size_t)3 * n * ((size_t)p->ts * 256 + 64);
+    if (p->xb < (size_t)QM_WARPS * 16 * 8 * nb * 4) p->xb = (size_t)QM_WARPS * 16 * 8 * nb * 4;
+    p->smem = p->xb + (size_t)fixed;
+    return p->ts >= most_k && p->smem <= (size_t)qm_smem_limit();
+}
+
+bool qm_fits(const k_qseg *segs, int n_segs, int sms) {
+    qm_plan p;
+    for (int n = 1; n <= K_MATVEC_Q_MAX_N; n++)
+        if (!qm_plan_for(segs, n_segs, n, 0, sms, &p)) return false;
+    return true;
+}
+
 template <int NB> static qm_fn qm_kernel(size_t smem) {
     static size_t allowed = 48 * 1024;
     if (smem > allowed) {
-        cudaFuncSetAttribute(matvec_q_mma_kernel<NB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)smem);
+        if (cudaFuncSetAttribute(matvec_q_mma_kernel<NB>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)smem) != cudaSuccess) {
+            cudaGetLastError(); /* not sticky: clear it */
+            return NULL;
+        }
         allowed = smem;
     }
     return matvec_q_mma_kernel<NB>;
 }
 
-void qm_launch(cudaStream_t s, const k_qseg *segs, int n_segs, const float *x, int t0, int n,
-               int sms) {
-    const int cols = segs[0].w.cols, steps = cols / 128, nb = (3 * n + 7) / 8;
-    const int gshift = __builtin_ctz((unsigned)segs[0].w.group), ng = cols >> gshift;
-    qm_segs L = {};
-    int blocks = 0, most_per = 1;
-    for (int i = 0; i < n_segs; i++) {
-        const k_qmat *m = &segs[i].w;
-        const int k = qm_split(m->rows, cols, sms), per = QM_WARPS / k;
-        L.seg[i] = {
-            (const uint4 *)m->q, m->scales, segs[i].y + (size_t)t0 * m->rows, m->rows, blocks, k};
-        blocks += ((m->rows + 15) / 16 + per - 1) / per;
-        if (per > most_per) most_per = per;
-    }
-    L.n = n_segs;
-    /* steps a tile of x: all of it when it fits, else the most that do, a multiple of QM_WARPS */
-    const int fit = (QM_SMEM / (3 * n) - 64) / 256 / QM_WARPS * QM_WARPS;
-    const int all = (steps + QM_WARPS - 1) / QM_WARPS * QM_WARPS;
-    const int ts = fit < QM_WARPS ? QM_WARPS : fit < all ? fit : all;
-    size_t xb = (size_t)3 * n * (ts * 256 + 64);
-    if (xb < (size_t)QM_WARPS * 16 * 8 * nb * 4) xb = (size_t)QM_WARPS * 16 * 8 * nb * 4;
-    const size_t smem =
-        xb + QM_WARPS * QM_S * 1024 + ((size_t)most_per * 16 * ng * 2 + 15) / 16 * 16;
-    const qm_fn kernel = nb == 1   ? qm_kernel<1>(smem)
-                         : nb == 2 ? qm_kernel<2>(smem)
-                         : nb == 3 ? qm_kernel<3>(smem)
-                                   : qm_kernel<4>(smem);
-    k_launch_ex(kernel, dim3((unsigned)blocks), dim3(QM_WARPS * 32), 0, smem, s, L,
-                x + (size_t)t0 * cols, cols, n, gshift, ts, (int)xb);
+int qm_launch(cudaStream_t s, const k_qseg *segs, int n_segs, const float *x, int t0, int n,
+              int sms) {
+    qm_plan p;
+    if (!qm_plan_for(segs, n_segs, n, t0, sms, &p)) return -1;
+    const int nb = (3 * n + 7) / 8, cols = segs[0].w.cols;
+    const qm_fn kernel = nb == 1   ? qm_kernel<1>(p.smem)
+                         : nb == 2 ? qm_kernel<2>(p.smem)
+                         : nb == 3 ? qm_kernel<3>(p.smem)
+                                   : qm_kernel<4>(p.smem);
+    if (!kernel) return -1;
+    k_launch_ex(kernel, dim3((unsigned)p.blocks), dim3(QM_WARPS * 32), 0, p.smem, s, p.L,
+                x + (size_t)t0 * cols, cols, n, __builtin_ctz((unsigned)segs[0].w.group), p.ts,
+                (int)p.xb);
     K_CHECK_LAUNCH();
+    return 0;
 }

@@ -1,10 +1,11 @@
 /* mma.cuh: the tensor cores' warp-wide operations as inline PTX - mma.sync on bf16 operands with
  * fp32 accumulators, ldmatrix from shared memory, and the exact split of an fp32 into three bf16
- * that lets a bf16 mma multiply fp32 x - shared by matvec_mma.cu (the products) and mlp_mma.cu
- * (the whole MLP). The fragment layouts are the PTX ISA's: lane (g, t), g = lane / 4,
- * t = lane % 4. The mma computes each output element from its row of A and its column of B
- * alone, so a row's or a column's bits do not depend on what the other rows and columns hold:
- * the property that lets a verify pass of several inputs reproduce a decode step of one. */
+ * that lets a bf16 mma multiply fp32 x - shared by matvec_mma.cu (the products), mlp_mma.cu
+ * (the whole MLP) and matvec_q_mma.cu (int4 products). The fragment layouts are the PTX ISA's: lane
+ * (g, t), g = lane / 4, t = lane % 4. The mma computes each output element from its row of A and
+ * its column of B alone, so a row's or a column's bits do not depend on what the other rows and
+ * columns hold: the property that lets a verify pass of several inputs reproduce a decode step of
+ * one. */
 #ifndef MMA_CUH
 #define MMA_CUH
 
@@ -19,6 +20,16 @@ __device__ __forceinline__ void mma_bf16(float d[4], unsigned a0, unsigned a1, u
         "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* d = A B, m16n8k16 as mma_bf16, from a zero accumulator (matvec_q_mma.cu: a sum a group of
+ * scales, scaled on the CUDA cores). */
+__device__ __forceinline__ void mma_bf16_zero(float d[4], unsigned a0, unsigned a1, unsigned a2,
+                                              unsigned a3, unsigned b0, unsigned b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(0.0f));
 }
 
 /* d += A B, m16n8k8: A a0 (row g, k 2t, 2t + 1), a1 (row g + 8); B b0 (k 2t, 2t + 1, column g);

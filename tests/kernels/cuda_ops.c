@@ -54,6 +54,7 @@
 #include "backend_cuda.h"
 #include "decoder.h"
 #include "kernels.h"
+#include "matvec_q.h"
 #include "engine.h"
 #include "float16.h"
 #include "speculate.h"
@@ -720,6 +721,7 @@ static int run_ops(void) {
     test_matvec_variants();
     mv_rows_reproduce(gpu, "default");
     mv_group_reproduce(gpu, "default");
+    mvq_group_reproduce();
     /* the default form (on sm_90, thread block clusters), then the split form */
     test_attention("default");
     {

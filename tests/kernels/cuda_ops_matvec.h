@@ -196,6 +196,77 @@ static void mv_group_reproduce(backend *b, const char *name) {
     }
 }
 
+/* int4 products of three matrices grouped into one k_matvec_q_multi launch whose split-K differs
+ * between them (on an H100 the 9000-row matrix takes K = 2, the 200-row ones K = 8), on both
+ * kernels (the CUDA cores and the tensor cores): every row of the group over n = 1 .. 9 inputs
+ * must be the bits of its matrix launched alone over that input alone (matvec_q.h: a row's bits
+ * are its matrix's alone, whatever n - verify == decode). Through the launchers directly: the
+ * backend groups the same three only by its queue's patterns. */
+static void mvq_group_reproduce(void) {
+    const int cols = small_shapes ? 1152 : 2560, nmax = K_MATVEC_Q_MAX_N;
+    const int rows[3] = {small_shapes ? 300 : 9000, small_shapes ? 40 : 200,
+                         small_shapes ? 3 : 200};
+    quant_matrix qm[3];
+    k_qseg seg[3];
+    float *want[3], *got = xmalloc((size_t)nmax * rows[0] * sizeof(float)), *dx;
+    for (int m = 0; m < 3; m++) {
+        char err[256];
+        float *wf = rand_vec((size_t)rows[m] * cols);
+        CHECK(!quant_from_f32(&qm[m], "w", wf, rows[m], cols, QUANT_INT4, 32, err, sizeof err));
+        free(wf);
+        const size_t qb = qm[m].row_bytes * rows[m], sb = (size_t)rows[m] * (cols / 32) * 2;
+        void *dq;
+        uint16_t *ds;
+        CHECK(cudaMalloc(&dq, qb) == cudaSuccess && cudaMalloc((void **)&ds, sb) == cudaSuccess);
+        CHECK(cudaMemcpy(dq, qm[m].q, qb, cudaMemcpyHostToDevice) == cudaSuccess &&
+              cudaMemcpy(ds, qm[m].scales, sb, cudaMemcpyHostToDevice) == cudaSuccess);
+        seg[m].w = (k_qmat){KQ_INT4, rows[m], cols, 32, dq, ds};
+        CHECK(cudaMalloc((void **)&seg[m].y, (size_t)nmax * rows[m] * sizeof(float)) ==
+              cudaSuccess);
+        want[m] = xmalloc((size_t)nmax * rows[m] * sizeof(float));
+    }
+    float *xh = rand_vec((size_t)nmax * cols);
+    CHECK(cudaMalloc((void **)&dx, (size_t)nmax * cols * sizeof(float)) == cudaSuccess);
+    CHECK(cudaMemcpy(dx, xh, (size_t)nmax * cols * sizeof(float), cudaMemcpyHostToDevice) ==
+          cudaSuccess);
+    for (int mma = 0; mma <= 1; mma++) {
+        const char *kernel = mma ? "tensor cores" : "CUDA cores";
+        k_matvec_q_set_mma(mma);
+        for (int m = 0; m < 3; m++) { /* each matrix alone, each input alone */
+            for (int t = 0; t < nmax; t++)
+                CHECK(!k_matvec_q(0, &seg[m].w, dx + (size_t)t * cols,
+                                  seg[m].y + (size_t)t * rows[m], 1));
+            CHECK(cudaMemcpy(want[m], seg[m].y, (size_t)nmax * rows[m] * sizeof(float),
+                             cudaMemcpyDeviceToHost) == cudaSuccess);
+        }
+        for (int n = 1; n <= nmax; n++) {
+            CHECK(!k_matvec_q_multi(0, seg, 3, dx, n));
+            for (int m = 0; m < 3; m++) {
+                const size_t cnt = (size_t)n * rows[m];
+                CHECK(cudaMemcpy(got, seg[m].y, cnt * sizeof(float), cudaMemcpyDeviceToHost) ==
+                      cudaSuccess);
+                const size_t i = first_diff(got, want[m], cnt);
+                EXPECT(i == cnt,
+                       "int4 group on the %s: matrix %d [%d x %d] over %d inputs, input %zu row "
+                       "%zu: %.9g, the matrix alone over that input alone %.9g",
+                       kernel, m, rows[m], cols, n, i / rows[m], i % rows[m],
+                       i < cnt ? got[i] : 0.0, i < cnt ? want[m][i] : 0.0);
+            }
+        }
+    }
+    k_matvec_q_set_mma(0);
+    for (int m = 0; m < 3; m++) {
+        CHECK(cudaFree((void *)seg[m].w.q) == cudaSuccess &&
+              cudaFree((void *)seg[m].w.scales) == cudaSuccess &&
+              cudaFree(seg[m].y) == cudaSuccess);
+        quant_free(&qm[m]);
+        free(want[m]);
+    }
+    CHECK(cudaFree(dx) == cudaSuccess);
+    free(xh);
+    free(got);
+}
+
 static void test_matvec_variants(void) {
     /* rows_min: the rows kernel's threshold for the variant (bytes; -1: the default); mma: its
      * GEMMA_CUDA_MV_MMA (NULL: unset) */
