@@ -197,14 +197,14 @@ static void mv_group_reproduce(backend *b, const char *name) {
 }
 
 /* int4 products of three matrices grouped into one k_matvec_q_multi launch whose split-K differs
- * between them (on an H100 the 9000-row matrix takes K = 2, the 200-row ones K = 8), on both
- * kernels (the CUDA cores and the tensor cores): every row of the group over n = 1 .. 9 inputs
- * must be the bits of its matrix launched alone over that input alone (matvec_q.h: a row's bits
- * are its matrix's alone, whatever n - verify == decode). Through the launchers directly: the
- * backend groups the same three only by its queue's patterns. */
+ * between them (on 132 multiprocessors - H100, H200 - the large matrix takes K = 4, the small
+ * ones K = 8), on both kernels (the CUDA cores and the tensor cores): every row of the group over
+ * n = 1 .. 9 inputs must be the bits of its matrix launched alone over that input alone
+ * (matvec_q.h: a row's bits are its matrix's alone, whatever n - verify == decode). Through the
+ * launchers directly: the backend groups matrices only by its queue's patterns. */
 static void mvq_group_reproduce(void) {
-    const int cols = small_shapes ? 1152 : 2560, nmax = K_MATVEC_Q_MAX_N;
-    const int rows[3] = {small_shapes ? 300 : 9000, small_shapes ? 40 : 200,
+    const int cols = small_shapes ? 2048 : 2560, nmax = K_MATVEC_Q_MAX_N;
+    const int rows[3] = {small_shapes ? 7000 : 9000, small_shapes ? 40 : 200,
                          small_shapes ? 3 : 200};
     quant_matrix qm[3];
     k_qseg seg[3];
