@@ -23,7 +23,8 @@
 #      device chain against its single steps and the CPU drafter (cuda_ops draft), lossless
 #      serving (`engine bench` output_hash equal for NUM_SPECULATIVE_TOKENS 0 and 1..8, plain,
 #      with a keepset, with a small window, with both, with MAX_MODEL_LEN=4096, with int8 and
-#      int4 weights, int4 with an int4 keepset head; SPEC_PROMPTS
+#      int4 weights, int4 with an int4 keepset head, int4 on the tensor cores
+#      (GEMMA_CUDA_MV_MMA=int4, with the int4 keepset head); SPEC_PROMPTS
 #      prompts x SPEC_NEW_TOKENS, default 3 x 128), and compute-sanitizer memcheck and
 #      racecheck over the head op and
 #      memcheck over a short speculative run (draft-chain graphs included)
@@ -152,11 +153,12 @@ elif step "5. speculative decoding on the GPU"; [[ -f $TINY/config.json && -d $T
   # lossless: every k serves the tokens of k = 0 (plain greedy on the same device); maxlen4096:
   # a cache longer than the cluster attention takes, so each request's horizon decides its
   # full layers' form (kernels/attention.cu k_attention_splits)
-  for cfg in plain keepset window keepset_window maxlen4096 int8 int4 int4_keepset; do
+  for cfg in plain keepset window keepset_window maxlen4096 int8 int4 int4_keepset int4_keepset_tc; do
     env_cfg=()
     [[ $cfg == int8 ]] && env_cfg+=(WEIGHT_DTYPE=int8)
     [[ $cfg == int4* ]] && env_cfg+=(WEIGHT_DTYPE=int4)
-    [[ $cfg == int4_keepset ]] && env_cfg+=(HEAD_DTYPE=int4)
+    [[ $cfg == int4_keepset* ]] && env_cfg+=(HEAD_DTYPE=int4)
+    [[ $cfg == *_tc ]] && env_cfg+=(GEMMA_CUDA_MV_MMA=int4)
     [[ $cfg == *keepset* ]] && env_cfg+=(LM_HEAD_KEEPSET=1024)
     [[ $cfg == *window* ]] && env_cfg+=(SLIDING_WINDOW=24)
     [[ $cfg == maxlen4096 ]] && env_cfg+=(MAX_MODEL_LEN=4096)
@@ -171,7 +173,8 @@ elif step "5. speculative decoding on the GPU"; [[ -f $TINY/config.json && -d $T
   if ! python3 - "$LOG_DIR" <<'PY' 2>&1 | tee "$LOG_DIR/spec_lossless.log"
 import json, sys
 ok = True
-for cfg in ["plain", "keepset", "window", "keepset_window", "maxlen4096", "int8", "int4", "int4_keepset"]:
+for cfg in ["plain", "keepset", "window", "keepset_window", "maxlen4096", "int8", "int4", "int4_keepset",
+            "int4_keepset_tc"]:
     runs = []
     for k in range(9):
         try:
