@@ -57,6 +57,7 @@
 #include "kcommon.cuh"
 #include "matvec_q_mma.cuh"
 #include "mma.cuh"
+#include "qdequant.cuh"
 
 #define QM_WARPS 8 /* warps a block */
 #define QM_S     4 /* ring stages a warp: QM_S - 1 steps in flight while one multiplies */
@@ -92,13 +93,6 @@ template <int N> __device__ __forceinline__ void qm_cp_wait() {
     asm volatile("cp.async.wait_group %0;" ::"n"(N));
 }
 
-/* (v & 0x000F000F) | magic: nibbles 0 and 4 of v as the bf16 pair 128 + u. */
-__device__ __forceinline__ unsigned qm_or(unsigned v, unsigned magic) {
-    unsigned d;
-    asm("lop3.b32 %0, %1, 0x000F000F, %2, 0xEA;" : "=r"(d) : "r"(v), "r"(magic));
-    return d;
-}
-
 /* p * one + m136 on a bf16 pair: 128 + u - 136 = q, exact. */
 __device__ __forceinline__ unsigned qm_fma2(unsigned p, unsigned one, unsigned m136) {
     unsigned d;
@@ -118,11 +112,12 @@ __device__ __forceinline__ qm_consts qm_consts_make() {
     return c;
 }
 
-/* Pairs 0 .. 3 of a word: p[j] = (q of column j, q of column j + 4) as bf16. */
+/* Pairs 0 .. 3 of a word: p[j] = (q of column j, q of column j + 4) as bf16 - nibbles j and j + 4
+ * or-ed into the bf16 pair 128 (qdequant.cuh q_or: one LOP3), then minus 136. */
 __device__ __forceinline__ void qm_pairs(unsigned v, unsigned p[4], const qm_consts &c) {
 #pragma unroll
     for (int j = 0; j < 4; j++)
-        p[j] = qm_fma2(qm_or(v >> (4 * j), c.magic), c.one, c.m136);
+        p[j] = qm_fma2(__float_as_uint(q_or<0x000F000Fu>(v >> (4 * j), c.magic)), c.one, c.m136);
 }
 
 /* Split x[c .. c + 8) (p, q) into its three parts and store each as the uint4 of pairs (j, j + 4)

@@ -1,5 +1,6 @@
 /* qdequant.cuh: int4 / int8 weights (quant.h's layout) to fp32 without conversion instructions,
- * shared by matvec_q.cu (rows of a matrix) and mlp.cu (the whole MLP).
+ * shared by matvec_q.cu (rows of a matrix) and mlp.cu (the whole MLP); q_or also serves
+ * matvec_q_mma.cu's bf16 pairs.
  *
  * The trick. A nibble (or byte) u or-ed into the mantissa of a power of two 2^e at the bit worth
  * 1 gives the float 2^e + u exactly; subtracting 2^e + 8 (int4, stored q + 8) or 2^e + 128 (int8
