@@ -383,11 +383,12 @@ static bool qm_plan_for(const k_qseg *segs, int n_segs, int n, int t0, int sms, 
     return p->ts >= most_k && p->smem <= (size_t)qm_smem_limit();
 }
 
+/* The plan at the most inputs a launch takes: it fits, then every n does (with fewer inputs the
+ * tile that fits only grows, all of x does not change, and neither x's bytes nor the reduction's
+ * floor exceed what the most inputs needed). */
 bool qm_fits(const k_qseg *segs, int n_segs, int sms) {
     qm_plan p;
-    for (int n = 1; n <= K_MATVEC_Q_MAX_N; n++)
-        if (!qm_plan_for(segs, n_segs, n, 0, sms, &p)) return false;
-    return true;
+    return qm_plan_for(segs, n_segs, K_MATVEC_Q_MAX_N, 0, sms, &p);
 }
 
 template <int NB> static qm_fn qm_kernel(size_t smem) {
