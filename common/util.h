@@ -15,7 +15,7 @@
 
 #if defined(__GNUC__)
 #define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
-#define NORETURN __attribute__((noreturn))
+#define NORETURN          __attribute__((noreturn))
 #else
 #define PRINTF_LIKE(f, a)
 #define NORETURN
@@ -34,10 +34,10 @@ void *xmalloc_at(const char *file, int line, size_t n);
 void *xcalloc_at(const char *file, int line, size_t count, size_t size);
 void *xrealloc_at(const char *file, int line, void *p, size_t n);
 char *xstrdup_at(const char *file, int line, const char *s);
-#define xmalloc(n) xmalloc_at(__FILE__, __LINE__, (n))
-#define xcalloc(c, s) xcalloc_at(__FILE__, __LINE__, (c), (s))
+#define xmalloc(n)     xmalloc_at(__FILE__, __LINE__, (n))
+#define xcalloc(c, s)  xcalloc_at(__FILE__, __LINE__, (c), (s))
 #define xrealloc(p, n) xrealloc_at(__FILE__, __LINE__, (p), (n))
-#define xstrdup(s) xstrdup_at(__FILE__, __LINE__, (s))
+#define xstrdup(s)     xstrdup_at(__FILE__, __LINE__, (s))
 
 /* printf into a freshly allocated string. */
 char *xasprintf(const char *fmt, ...) PRINTF_LIKE(1, 2);
