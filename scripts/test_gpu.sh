@@ -5,7 +5,10 @@
 #   scripts/test_gpu.sh                  build into build-gpu, then test
 #   GPU_BIN_DIR=DIR scripts/test_gpu.sh  use prebuilt DIR/cuda_ops and DIR/engine instead
 #   GPU_TEST_STEPS="1 2 3"               only these steps (below); KEEP_GOING=1: run all, fail at end
+#   SPEC_CONFIGS="int4 int4_keepset_tc"  step 5's lossless check for only these configs (below)
 #   LOG_DIR=DIR                          where the logs go (default: build-gpu/gpu-logs)
+# A step, config or count it does not know is refused (exit status 1) before anything is built or
+# run, so a machine held briefly is not spent on a typo.
 #
 # Steps (each must pass; the script stops at the first failure, exit status non-zero):
 #   1. cuda_ops ops: every op of the CUDA backend against the CPU backend, random inputs
@@ -24,17 +27,37 @@
 #      serving (`engine bench` output_hash equal for NUM_SPECULATIVE_TOKENS 0 and 1..8, plain,
 #      with a keepset, with a small window, with both, with MAX_MODEL_LEN=4096, with int8 and
 #      int4 weights, int4 with an int4 keepset head, int4 on the tensor cores
-#      (GEMMA_CUDA_MV_MMA=int4, with the int4 keepset head); SPEC_PROMPTS
+#      (GEMMA_CUDA_MV_MMA=int4, with the int4 keepset head): the configs plain keepset window
+#      keepset_window maxlen4096 int8 int4 int4_keepset int4_keepset_tc; SPEC_PROMPTS
 #      prompts x SPEC_NEW_TOKENS, default 3 x 128), and compute-sanitizer memcheck and
 #      racecheck over the head op and
 #      memcheck over a short speculative run (draft-chain graphs included)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+
+# The settings, checked before anything is built or run.
+refuse() { echo "test_gpu: $1" >&2; exit 1; }
+STEPS=" ${GPU_TEST_STEPS:-1 2 3 4 5} " # a subset, e.g. GPU_TEST_STEPS="1 2 3"
+for s in $STEPS; do
+  [[ " 1 2 3 4 5 " == *" $s "* ]] || refuse "GPU_TEST_STEPS: \"$s\" is not a step (1 2 3 4 5)"
+done
+[[ -n ${STEPS// /} ]] || refuse "GPU_TEST_STEPS names no step (1 2 3 4 5)"
+ALL_SPEC_CONFIGS="plain keepset window keepset_window maxlen4096 int8 int4 int4_keepset int4_keepset_tc"
+SPEC_CONFIGS=${SPEC_CONFIGS:-$ALL_SPEC_CONFIGS}
+for c in $SPEC_CONFIGS; do
+  [[ " $ALL_SPEC_CONFIGS " == *" $c "* ]] ||
+    refuse "SPEC_CONFIGS: \"$c\" is not a config ($ALL_SPEC_CONFIGS)"
+done
+[[ -n ${SPEC_CONFIGS// /} ]] || refuse "SPEC_CONFIGS names no config ($ALL_SPEC_CONFIGS)"
+[[ ${KEEP_GOING:-0} == [01] ]] || refuse "KEEP_GOING: \"$KEEP_GOING\" is neither 0 nor 1"
+for v in SPEC_PROMPTS SPEC_NEW_TOKENS SAN_TIMEOUT; do
+  [[ -z ${!v-} || ${!v} =~ ^[1-9][0-9]*$ ]] || refuse "$v: \"${!v}\" is not a positive whole number"
+done
+
 LOG_DIR=${LOG_DIR:-$ROOT/build-gpu/gpu-logs}
 mkdir -p "$LOG_DIR"
 SAN_TIMEOUT=${SAN_TIMEOUT:-600}
-STEPS=" ${GPU_TEST_STEPS:-1 2 3 4 5} " # a subset, e.g. GPU_TEST_STEPS="1 2 3"
 want() { [[ $STEPS == *" $1 "* ]]; }
 
 if [[ -n "${GPU_BIN_DIR:-}" ]]; then
@@ -153,7 +176,7 @@ elif step "5. speculative decoding on the GPU"; [[ -f $TINY/config.json && -d $T
   # lossless: every k serves the tokens of k = 0 (plain greedy on the same device); maxlen4096:
   # a cache longer than the cluster attention takes, so each request's horizon decides its
   # full layers' form (kernels/attention.cu k_attention_splits)
-  for cfg in plain keepset window keepset_window maxlen4096 int8 int4 int4_keepset int4_keepset_tc; do
+  for cfg in $SPEC_CONFIGS; do
     env_cfg=()
     [[ $cfg == int8 ]] && env_cfg+=(WEIGHT_DTYPE=int8)
     [[ $cfg == int4* ]] && env_cfg+=(WEIGHT_DTYPE=int4)
@@ -170,11 +193,10 @@ elif step "5. speculative decoding on the GPU"; [[ -f $TINY/config.json && -d $T
         { tail -n 5 "$LOG_DIR/spec_${cfg}_k$k.err" >&2; fail "engine bench $cfg k=$k on cuda"; }
     done
   done
-  if ! python3 - "$LOG_DIR" <<'PY' 2>&1 | tee "$LOG_DIR/spec_lossless.log"
+  if ! python3 - "$LOG_DIR" $SPEC_CONFIGS <<'PY' 2>&1 | tee "$LOG_DIR/spec_lossless.log"
 import json, sys
 ok = True
-for cfg in ["plain", "keepset", "window", "keepset_window", "maxlen4096", "int8", "int4", "int4_keepset",
-            "int4_keepset_tc"]:
+for cfg in sys.argv[2:]:
     runs = []
     for k in range(9):
         try:
