@@ -253,14 +253,9 @@ __global__ void __launch_bounds__(MMA_WARPS * 32, PAIR || NB > 1 ? 2 : 3)
     mma_finish<NB, PAIR, SPLIT>(part, part_up, d, du, sg, warp, g, t, K, per, tile0, n);
 }
 
-/* Warps per row tile (split-K), a function of the shape alone (and of the multiprocessors). */
+/* Warps per row tile (split-K): slices of at least one step of 32 columns. */
 static int mma_split(int rows, int cols, int sms) {
-    const long tiles = (rows + 15) / 16, wave = (long)MMA_WAVE_BLOCKS * sms;
-    const int steps = cols / 32;
-    int k = 1;
-    while (k < MMA_WARPS && steps >= 2 * k && (tiles * 2 * k + MMA_WARPS - 1) / MMA_WARPS <= wave)
-        k *= 2;
-    return k;
+    return mma_split_k(rows, cols / 32, 1, MMA_WARPS, (long)MMA_WAVE_BLOCKS * sms);
 }
 
 typedef void (*mma_fn)(const mv_launch, const float *, int, int);

@@ -319,15 +319,9 @@ __global__ void __launch_bounds__(QM_WARPS * 32, NB <= 2 ? 3 : 2)
     }
 }
 
-/* Warps a tile of 16 rows (split-K): doubles while the launch still fits QM_WAVE_BLOCKS blocks a
- * multiprocessor and every slice keeps two steps. A function of the shape alone. */
+/* Warps a tile of 16 rows (split-K): slices of at least two steps of 128 columns. */
 static int qm_split(int rows, int cols, int sms) {
-    const long tiles = (rows + 15) / 16, wave = (long)QM_WAVE_BLOCKS * sms;
-    const int steps = cols / 128;
-    int k = 1;
-    while (k < QM_WARPS && steps >= 4 * k && (tiles * 2 * k + QM_WARPS - 1) / QM_WARPS <= wave)
-        k *= 2;
-    return k;
+    return mma_split_k(rows, cols / 128, 2, QM_WARPS, (long)QM_WAVE_BLOCKS * sms);
 }
 
 typedef void (*qm_fn)(const qm_segs, const float *, int, int, int, int, int);

@@ -75,4 +75,17 @@ __device__ __forceinline__ unsigned bf16_pair(unsigned a, unsigned b) {
     return __byte_perm(a, b, 0x7632);
 }
 
+/* Warps that share a tile of 16 rows (split-K) in the products on the tensor cores
+ * (matvec_mma.cu, matvec_q_mma.cu): from 1, doubled while fewer than a block's warps, while every
+ * slice keeps at least slice_steps of the row's steps, and while the launch of tiles times k
+ * warps still fits wave blocks. A function of the shape (and the multiprocessors) alone, so a
+ * verify pass splits as its decode step does. */
+static inline int mma_split_k(int rows, int steps, int slice_steps, int warps, long wave) {
+    const long tiles = (rows + 15) / 16;
+    int k = 1;
+    while (k < warps && steps >= 2 * k * slice_steps && (tiles * 2 * k + warps - 1) / warps <= wave)
+        k *= 2;
+    return k;
+}
+
 #endif
