@@ -37,14 +37,27 @@
  * The row's output is acc / l. A row with no position (none of its tile's rows exist) writes
  * nothing.
  *
- * Blocks are issued last row tile first: those attend to the most positions (the causal
- * triangle), so the short ones fill in behind them. */
+ * Splits of the positions. A tile of rows attends to up to its last row's position + 1
+ * positions (the causal triangle), so over one block a tile the last tiles' blocks set the
+ * launch's time while the first ones' multiprocessors idle: a 256-row chunk is 16 tiles a head,
+ * the last walking 8 tiles of positions, the first 1. So a tile of rows takes its positions in
+ * splits of sp (a multiple of AR_TILE, at least AR_SPLIT_TILES tiles, more where a tile would
+ * take over AR_MAX_SPLITS): split s is a block of its own over positions jlo + s sp .., with its
+ * own online softmax. A tile of one split writes its rows' outputs; the others write each row's
+ * (acc, m, l) to the partials, and attn_rows_merge makes the rows' outputs from them:
+ *   M = max_s m_s,  out = sum_s exp(m_s - M) acc_s / sum_s exp(m_s - M) l_s   (s in order).
+ * A split in which a row has no position leaves m = -infinity, l = 0: weight 0.
+ *
+ * Blocks are issued last row tile first: those attend to the most positions, so the short ones
+ * fill in behind them. */
 #include "kcommon.cuh"
 #include "kernels.h"
 
-#define AR_ROWS  16 /* rows a block: 2 a warp */
-#define AR_WARPS 8
-#define AR_TILE  32 /* positions a tile: one a lane */
+#define AR_ROWS        16 /* rows a block: 2 a warp */
+#define AR_WARPS       8
+#define AR_TILE        32 /* positions a tile: one a lane */
+#define AR_SPLIT_TILES 2  /* tiles of positions a split takes at least */
+#define AR_MAX_SPLITS  8  /* splits a tile of rows takes at most */
 
 /* Shared memory a block needs for heads of width hd: the rows' q, and one tile of keys (padded
  * rows) or values. */
@@ -106,21 +119,26 @@ template <int N> __device__ __forceinline__ float ar_sum(float4 *c) {
 /* NU: float4 units of the head a lane holds in its accumulators (hd <= 128 NU * 4). */
 template <int NU>
 __global__ void __launch_bounds__(AR_WARPS * 32)
-    attn_rows_kernel(float *out, const float *q, const float *kc, const float *vc, int n_tok,
-                     const int *dpos, int pos0, int len, int window, int n_heads, int n_kv_heads,
-                     int hd) {
+    attn_rows_kernel(float *out, float *part, const float *q, const float *kc, const float *vc,
+                     int n_tok, const int *dpos, int pos0, int len, int window, int n_heads,
+                     int n_kv_heads, int hd, int ms, int sp) {
     extern __shared__ float4 ar_smem_raw[];
     float *sq = reinterpret_cast<float *>(ar_smem_raw); /* [AR_ROWS][hd] */
     float *skv = sq + (size_t)AR_ROWS * hd;             /* [AR_TILE][hd + 4] keys, or values */
     const int kstride = hd + 4, units = hd / 4;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int tiles = (n_tok + AR_ROWS - 1) / AR_ROWS;
-    const int t0 = (tiles - 1 - (int)blockIdx.x) * AR_ROWS, h = blockIdx.y;
+    const int tiles = (n_tok + AR_ROWS - 1) / AR_ROWS, split = blockIdx.x % ms;
+    const int t0 = (tiles - 1 - (int)blockIdx.x / ms) * AR_ROWS, h = blockIdx.y;
     const int kvh = h / (n_heads / n_kv_heads);
     const size_t kv_dim = (size_t)n_kv_heads * hd;
     k_wait_prior();
     const int p0 = step_pos(dpos, pos0);
     const int rows = n_tok - t0 < AR_ROWS ? n_tok - t0 : AR_ROWS;
+    /* the tile's positions jlo .. jhi; this block's split of them, js .. je */
+    const int jlo = window_lo(p0 + t0, window), jhi = p0 + t0 + rows - 1;
+    const int splits = (jhi - jlo) / sp + 1;
+    if (split >= splits) return;
+    const int js = jlo + split * sp, je = js + sp - 1 < jhi ? js + sp - 1 : jhi;
 
     for (int e = threadIdx.x; e < AR_ROWS * units; e += AR_WARPS * 32) {
         const int r = e / units, u = e % units;
@@ -148,16 +166,14 @@ __global__ void __launch_bounds__(AR_WARPS * 32)
         for (int c = 0; c < NU; c++)
             acc[k][c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
-    const int pfirst = p0 + t0, jhi = p0 + t0 + rows - 1;
-    const int jlo = window_lo(pfirst, window);
 
     ar_tile<NU> stage;
-    stage.load(kc, jlo, jhi, len, kv_dim, kvh, hd);
-    for (int j0 = jlo; j0 <= jhi; j0 += AR_TILE) {
+    stage.load(kc, js, je, len, kv_dim, kvh, hd);
+    for (int j0 = js; j0 <= je; j0 += AR_TILE) {
         __syncthreads(); /* the last tile's values (and, first time, q) are read / written */
         stage.store(skv, kstride, hd);
         __syncthreads();
-        stage.load(vc, j0, jhi, len, kv_dim, kvh, hd); /* in flight during the scores */
+        stage.load(vc, j0, je, len, kv_dim, kvh, hd); /* in flight during the scores */
         /* scores: lane i, position j0 + i, both rows, each dot in NA float4 partial sums */
         const int j = j0 + lane;
         constexpr int NA = 2 * NU;
@@ -180,7 +196,7 @@ __global__ void __launch_bounds__(AR_WARPS * 32)
         float w[2], corr[2];
 #pragma unroll
         for (int k = 0; k < 2; k++) {
-            const bool in = live[k] && j >= lo[k] && j <= p[k];
+            const bool in = live[k] && j >= lo[k] && j <= p[k] && j <= je;
             const float sc = in ? s[k] : -INFINITY;
             const float mn = fmaxf(m[k], warp_max(sc));
             /* mn is -infinity only while no position of the row has come: nothing to add */
@@ -192,8 +208,8 @@ __global__ void __launch_bounds__(AR_WARPS * 32)
         __syncthreads(); /* every warp's keys are read */
         stage.store(skv, hd, hd);
         __syncthreads();
-        if (j0 + AR_TILE <= jhi) { /* the next keys, in flight during the weighted sum */
-            stage.load(kc, j0 + AR_TILE, jhi, len, kv_dim, kvh, hd);
+        if (j0 + AR_TILE <= je) { /* the next keys, in flight during the weighted sum */
+            stage.load(kc, j0 + AR_TILE, je, len, kv_dim, kvh, hd);
         }
         /* acc = acc * corr + sum_i w_i v_i, i in order */
 #pragma unroll
@@ -227,9 +243,19 @@ __global__ void __launch_bounds__(AR_WARPS * 32)
 #pragma unroll
     for (int k = 0; k < 2; k++) {
         if (!live[k]) continue;
+        const size_t rh = (size_t)(t0 + warp + AR_WARPS * k) * n_heads + h;
+        if (splits > 1) { /* this split's (acc, m, l), unnormalized, for attn_rows_merge */
+            float *o = part + (rh * ms + split) * (hd + 4);
+#pragma unroll
+            for (int c = 0; c < NU; c++) {
+                const int u = lane + 32 * c;
+                if (u < units) reinterpret_cast<float4 *>(o)[u] = acc[k][c];
+            }
+            if (lane == 0) o[hd] = m[k], o[hd + 1] = l[k];
+            continue;
+        }
         const float inv = 1.0f / l[k];
-        float4 *o = reinterpret_cast<float4 *>(
-            out + ((size_t)(t0 + warp + AR_WARPS * k) * n_heads + h) * hd);
+        float4 *o = reinterpret_cast<float4 *>(out + rh * hd);
 #pragma unroll
         for (int c = 0; c < NU; c++) {
             const int u = lane + 32 * c;
@@ -240,8 +266,60 @@ __global__ void __launch_bounds__(AR_WARPS * 32)
     }
 }
 
-typedef void (*attn_rows_fn)(float *, const float *, const float *, const float *, int, const int *,
-                             int, int, int, int, int, int);
+/* The outputs of the rows whose tile took more than one split, from the splits' partials
+ * (the formula in the header). Block (row, head), a thread a float4 unit of the head. */
+__global__ void __launch_bounds__(128)
+    attn_rows_merge(float *out, const float *part, int n_tok, const int *dpos, int pos0, int window,
+                    int n_heads, int hd, int ms, int sp) {
+    k_wait_prior();
+    const int r = blockIdx.x, h = blockIdx.y, u = threadIdx.x;
+    const int p0 = step_pos(dpos, pos0), t0 = r / AR_ROWS * AR_ROWS;
+    const int rows = n_tok - t0 < AR_ROWS ? n_tok - t0 : AR_ROWS;
+    const int splits = (p0 + t0 + rows - 1 - window_lo(p0 + t0, window)) / sp + 1;
+    if (splits == 1 || u >= hd / 4) return;
+    const size_t rh = (size_t)r * n_heads + h;
+    const float *pr = part + rh * ms * (hd + 4);
+    float mx = -INFINITY;
+    for (int s = 0; s < splits; s++)
+        mx = fmaxf(mx, k_ld_act(pr + (size_t)s * (hd + 4) + hd));
+    float l = 0.0f;
+    float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int s = 0; s < splits; s++) {
+        const float *o = pr + (size_t)s * (hd + 4), ms_ = k_ld_act(o + hd);
+        if (ms_ == -INFINITY) continue; /* no position of the row in this split */
+        const float c = expf(ms_ - mx);
+        l = fmaf(c, k_ld_act(o + hd + 1), l);
+        a = fma4(make_float4(c, c, c, c), k_ld_act(reinterpret_cast<const float4 *>(o) + u), a);
+    }
+    const float inv = 1.0f / l;
+    reinterpret_cast<float4 *>(out + rh * hd)[u] =
+        make_float4(a.x * inv, a.y * inv, a.z * inv, a.w * inv);
+}
+
+typedef void (*attn_rows_fn)(float *, float *, const float *, const float *, const float *, int,
+                             const int *, int, int, int, int, int, int, int, int);
+
+/* A launch's splits: sp, the positions a split takes, and the return value, the most splits a
+ * tile of rows takes (ms; grid.x is the tiles times ms). From the tiles' spans where the
+ * positions are known on the host (dpos NULL), else from the longest span the ring allows. */
+static int ar_plan(int n_tok, const int *dpos, int pos0, int len, int window, int *sp) {
+    int span = 0;
+    if (dpos) {
+        const int ctx = window > 0 && window < len ? window : len;
+        span = ctx + (n_tok < AR_ROWS ? n_tok : AR_ROWS) - 1;
+    } else {
+        for (int t0 = 0; t0 < n_tok; t0 += AR_ROWS) {
+            const int pl = pos0 + (t0 + AR_ROWS < n_tok ? t0 + AR_ROWS : n_tok) - 1;
+            const int sn = pl - window_lo(pos0 + t0, window) + 1;
+            span = sn > span ? sn : span;
+        }
+    }
+    const int tiles = (span + AR_TILE - 1) / AR_TILE;
+    int per = (tiles + AR_MAX_SPLITS - 1) / AR_MAX_SPLITS;
+    per = per < AR_SPLIT_TILES ? AR_SPLIT_TILES : per;
+    *sp = per * AR_TILE;
+    return (span + *sp - 1) / *sp;
+}
 
 static attn_rows_fn attn_rows_for(int hd) {
     return hd <= 128 ? attn_rows_kernel<1> : hd <= 256 ? attn_rows_kernel<2> : attn_rows_kernel<4>;
@@ -263,29 +341,54 @@ extern "C" int k_attention_rows_supported(int head_dim) {
     return granted[cls];
 }
 
-extern "C" double k_attention_rows_bytes(int n_tok, int pos0, int window, int n_heads,
-                                         int head_dim) {
-    double kv_rows = 0; /* key + value rows the blocks load (positions past a block's last row
-                           are zeros, not loads) */
-    for (int t0 = 0; t0 < n_tok; t0 += AR_ROWS) {
-        const int pf = pos0 + t0, rows = n_tok - t0 < AR_ROWS ? n_tok - t0 : AR_ROWS;
-        const int jlo = window_lo(pf, window);
-        kv_rows += (double)(pf + rows - jlo);
-    }
-    return (kv_rows * 2.0 * n_heads + 2.0 * n_tok * n_heads) * head_dim * sizeof(float);
+extern "C" size_t k_attention_rows_partial(int n_tok, int n_heads, int head_dim) {
+    /* sized for the most splits any launch of n_tok rows takes, whatever its positions, so that
+     * a later chunk of as many rows further into the sequence (a second turn) does not grow it:
+     * a scratch that grows drops the captured graphs */
+    return n_tok > 0 ? (size_t)n_tok * n_heads * AR_MAX_SPLITS * (head_dim + 4) * sizeof(float) : 0;
 }
 
-extern "C" void k_attention_rows(cudaStream_t s, float *out, const float *q, const float *kc,
-                                 const float *vc, int n_tok, const int *dpos, int pos0, int len,
-                                 int window, int n_heads, int n_kv_heads, int head_dim) {
+extern "C" double k_attention_rows_bytes(int n_tok, int pos0, int len, int window, int n_heads,
+                                         int head_dim) {
+    int sp;
+    ar_plan(n_tok, NULL, pos0, len, window, &sp);
+    double kv_rows = 0, parts = 0; /* key + value rows the blocks load (positions past a
+                                      block's last row are zeros, not loads); partials */
+    for (int t0 = 0; t0 < n_tok; t0 += AR_ROWS) {
+        const int pf = pos0 + t0, rows = n_tok - t0 < AR_ROWS ? n_tok - t0 : AR_ROWS;
+        const int jlo = window_lo(pf, window), splits = (pf + rows - 1 - jlo) / sp + 1;
+        kv_rows += (double)(pf + rows - jlo);
+        if (splits > 1) parts += (double)rows * splits; /* written once, read once */
+    }
+    return (kv_rows * 2.0 * n_heads + 2.0 * n_tok * n_heads) * head_dim * sizeof(float) +
+           parts * 2.0 * n_heads * (head_dim + 4) * sizeof(float);
+}
+
+extern "C" void k_attention_rows(cudaStream_t s, float *out, float *partial, const float *q,
+                                 const float *kc, const float *vc, int n_tok, const int *dpos,
+                                 int pos0, int len, int window, int n_heads, int n_kv_heads,
+                                 int head_dim) {
     if (n_tok <= 0) return;
     if (!k_attention_rows_supported(head_dim) || n_kv_heads <= 0 || n_heads % n_kv_heads) {
         fprintf(stderr, "%s:%d: attention over rows: head_dim %d, %d heads over %d kv heads\n",
                 __FILE__, __LINE__, head_dim, n_heads, n_kv_heads);
         exit(1);
     }
-    const dim3 grid((n_tok + AR_ROWS - 1) / AR_ROWS, n_heads);
-    k_launch_ex(attn_rows_for(head_dim), grid, dim3(AR_WARPS * 32), 0, ar_smem(head_dim), s, out, q,
-                kc, vc, n_tok, dpos, pos0, len, window, n_heads, n_kv_heads, head_dim);
+    int sp;
+    const int ms = ar_plan(n_tok, dpos, pos0, len, window, &sp);
+    if (ms > 1 && !partial) {
+        fprintf(stderr, "%s:%d: attention over rows: %d splits a tile and no partials\n", __FILE__,
+                __LINE__, ms);
+        exit(1);
+    }
+    const dim3 grid((n_tok + AR_ROWS - 1) / AR_ROWS * ms, n_heads);
+    k_launch_ex(attn_rows_for(head_dim), grid, dim3(AR_WARPS * 32), 0, ar_smem(head_dim), s, out,
+                partial, q, kc, vc, n_tok, dpos, pos0, len, window, n_heads, n_kv_heads, head_dim,
+                ms, sp);
     K_CHECK_LAUNCH();
+    if (ms > 1) {
+        k_launch(attn_rows_merge, dim3(n_tok, n_heads), dim3(128), s, out, (const float *)partial,
+                 n_tok, dpos, pos0, window, n_heads, head_dim, ms, sp);
+        K_CHECK_LAUNCH();
+    }
 }

@@ -136,17 +136,20 @@ static void cu_attention(backend *b, float *out, const float *q, const float *kc
     /* A chunk longer than any verify pass (a prefill) need not reproduce decode steps: the
      * kernel that stages each tile of keys and values once for 16 rows (attention_rows.cu). */
     if (n_tok > BACKEND_VERIFY_ROWS && k_attention_rows_supported(head_dim)) {
-        /* It needs no partials, but sizes them for the longest verify pass, as a prefill in the
-         * split form did: a later step that grows the scratch would drop every graph captured. */
+        /* Its splits have partials of their own. It sizes the split form's for the longest
+         * verify pass, as a prefill in that form did: a later step that grows a scratch drops
+         * every graph captured. */
         cuda_scratch(st, (void **)&st->d_partial, &st->cap_partial,
                      (size_t)BACKEND_VERIFY_ROWS * n_heads * splits * (head_dim + 2) *
                          sizeof(float));
+        float *part = cuda_scratch(st, (void **)&st->d_rows_partial, &st->cap_rows_partial,
+                                   k_attention_rows_partial(n_tok, n_heads, head_dim));
         st->attn_rows_ops++;
         cuda_op_begin(st);
-        k_attention_rows(st->stream, out, q, kc, vc, n_tok, dp, p, len, window, n_heads, n_kv_heads,
-                         head_dim);
+        k_attention_rows(st->stream, out, part, q, kc, vc, n_tok, dp, p, len, window, n_heads,
+                         n_kv_heads, head_dim);
         cuda_op_end(st, F_ATTENTION,
-                    k_attention_rows_bytes(n_tok, pos0, window, n_heads, head_dim));
+                    k_attention_rows_bytes(n_tok, pos0, len, window, n_heads, head_dim));
         return;
     }
     st->attn_split_ops += splits > 0;
@@ -414,6 +417,7 @@ static void cu_destroy(backend *b) {
     cudaFree(st->d_params);
     cudaFreeHost(st->h_params);
     cudaFree(st->d_partial);
+    cudaFree(st->d_rows_partial);
     cudaFree(st->d_convert);
     cudaFree(st->d_gemm3);
     cudaFree(st->d_dequant);

@@ -121,6 +121,8 @@ typedef struct {
     cudaEvent_t params_done; /* the last params upload has been read */
     float *d_partial;        /* attention slices, cap_partial bytes */
     size_t cap_partial;
+    float *d_rows_partial; /* a prefill chunk's attention splits (attention_rows.cu) */
+    size_t cap_rows_partial;
     float *d_mlp; /* mlp.cu's partial sums, cap_mlp bytes */
     size_t cap_mlp;
     int mlp; /* 0, K_MLP_CORES or K_MLP_MMA for the bf16 MLPs they take (GEMMA_CUDA_MLP; sm_90) */

@@ -191,15 +191,18 @@ int k_attention_has_clusters(void);
 int k_attention_cluster_heads(int head_dim, int n_tok, int n_heads, int n_kv_heads, int *at_once);
 
 /* attention_rows.cu: the same attention for a chunk of many rows (prefill), a block over 16
- * rows of a head staging 32 positions' keys and values at a time in shared memory. Its sums run
- * in an order of their own (not a decode step's bits: for chunks that are no verify pass).
- * Only where k_attention_rows_supported(head_dim): a multiple of 4 up to 512 whose shared memory
- * (99 KB at 512) the device grants. k_attention_rows_bytes: what a launch reads and writes. */
+ * rows of a head and a split of their positions, staging 32 positions' keys and values at a
+ * time in shared memory. Its sums run in an order of their own (not a decode step's bits: for
+ * chunks that are no verify pass). Only where k_attention_rows_supported(head_dim): a multiple
+ * of 4 up to 512 whose shared memory (99 KB at 512) the device grants. partial: scratch of
+ * k_attention_rows_partial bytes (enough for any positions of n_tok rows).
+ * k_attention_rows_bytes: what a launch reads and writes. */
 int k_attention_rows_supported(int head_dim);
-void k_attention_rows(cudaStream_t s, float *out, const float *q, const float *kc, const float *vc,
-                      int n_tok, const int *dpos, int pos0, int len, int window, int n_heads,
-                      int n_kv_heads, int head_dim);
-double k_attention_rows_bytes(int n_tok, int pos0, int window, int n_heads, int head_dim);
+size_t k_attention_rows_partial(int n_tok, int n_heads, int head_dim);
+void k_attention_rows(cudaStream_t s, float *out, float *partial, const float *q, const float *kc,
+                      const float *vc, int n_tok, const int *dpos, int pos0, int len, int window,
+                      int n_heads, int n_kv_heads, int head_dim);
+double k_attention_rows_bytes(int n_tok, int pos0, int len, int window, int n_heads, int head_dim);
 
 /* gelu.cu: out[r][j] = gelu_tanh(gate[r][j]) * up[r * up_stride + j]. out may equal gate. */
 void k_gelu_mul(cudaStream_t s, float *out, const float *gate, const float *up, int rows, int dim,

@@ -32,6 +32,8 @@ static void test_attention(const char *form) {
         {40, 6, 1, 32, 80, 7, 70, 0},       /* tiny window, a partial row tile, wrapped */
         {18, 4, 4, 48, 200, 0, 100, 0},     /* odd head_dim, one row past a verify pass */
         {24, 8, 2, 128, 300, 0, 200, 0},    /* 128-wide heads: every lane a unit */
+        {20, 8, 2, 128, 256, 0, 50, 0},     /* a split of the positions (64) ending inside a row
+                                               tile: rows 50 .. 63 have none in its second */
     };
     /* which form each case ran in: the backend's counters say whether it issued slices + merge */
     const int has_clusters = k_attention_has_clusters();
