@@ -203,7 +203,7 @@ if os.path.exists(os.path.join(res, "e4b_ncu_split.md")):
                + rd("e4b_ncu_split.md").strip().splitlines() + [""])
 out.extend(["## One matrix product at a time (bf16 weights, E4B shapes)", "",
             "Every product on our kernels (GEMMA_CUDA_GEMM=own) against the default (auto: bf16 products of more than "
-            "17 inputs on cuBLAS, x split exactly into three bf16); time per call, GB/s of weights. The last rows are "
+            "17 inputs on cuBLAS, x in two bf16 parts: its top 16 bits); time per call, GB/s of weights. The last rows are "
             "the backend's grouped launches, on our kernels.", ""] + rd("matmul.md").strip().splitlines() + [""])
 out.extend(["## The matrix-vector kernels, CUDA cores against tensor cores (bf16, n = 1, E4B shapes)", "",
             "Back-to-back launches in a CUDA graph with PDL, weights cycled through copies larger than L2; us per launch (GB/s of weights).", ""] + rd("matvec_variants.md").strip().splitlines() + [""])

@@ -691,7 +691,7 @@ static void bench_fused_rows(backend *b) {
 
 /* Each of E4B's shapes at n = 1, 4 and 64 on two backends: every product on our kernels
  * (GEMMA_CUDA_GEMM=own) and the default (auto: bf16 products of more than 17 inputs on cuBLAS,
- * x split exactly into three bf16), then the grouped launches of the backend's queue. */
+ * x in two bf16 parts: its top 16 bits), then the grouped launches of the backend's queue. */
 static int run_matmul(void) {
     char err[256];
     setenv("GEMMA_CUDA_GEMM", "own", 1);

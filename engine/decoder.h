@@ -17,7 +17,7 @@
  * small model's on 2 CPU cores, 7800 and 8970 (median of five). The costs: the [chunk][vocab]
  * logits (268 MB at a 262144 vocabulary), a sliding layer's ring, which holds
  * W + DECODER_CHUNK - 1 positions (decoder.c), and the backends' scratch for a chunk (a CUDA
- * product's outputs of x's three parts, the attention's partial sums). */
+ * product's outputs of x's two parts, the attention's partial sums). */
 #define DECODER_CHUNK 256
 
 struct decoder {

@@ -419,7 +419,7 @@ static void cu_destroy(backend *b) {
     cudaFree(st->d_partial);
     cudaFree(st->d_rows_partial);
     cudaFree(st->d_convert);
-    cudaFree(st->d_gemm3);
+    cudaFree(st->d_gemm_y);
     cudaFree(st->d_dequant);
     cudaFree(st->d_mlp);
     cudaFree(st->d_argmax);
@@ -480,7 +480,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         "whole-MLP kernel %s, attention %s\n",
         st->device_name, prop.totalGlobalMem / 1e9, st->use_graphs && !st->profile ? "on" : "off",
         sw.fuse ? "on" : "off", st->pdl ? "on" : "off",
-        sw.gemm_own ? "own kernel" : "own (n <= 17), cuBLAS beyond (x exact)",
+        sw.gemm_own ? "own kernel" : "own (n <= 17), cuBLAS beyond (x to 16 bits)",
         st->mv_mma == 1   ? "tensor cores (x exact)"
         : st->mv_mma == 2 ? "tensor cores (x to 16 bits)"
                           : "CUDA cores",

@@ -9,10 +9,13 @@
  * speculative verify pass: backend_cuda.c) run our kernels too, so that a verify row reproduces
  * its decode step bit for bit. Bigger ones - prefill chunks - go to cublasGemmEx where their
  * weights are bf16 or quantized (GEMMA_CUDA_GEMM=auto, the default: E4B's prefill 6210 tokens/s
- * against 1360 on our kernels, on an H200, in chunks of 64). There x is multiplied exactly: it is
- * split into three bf16 parts (x = hi + mid + lo, mma.cuh split3), one cuBLAS product takes the
- * 3n inputs - the weights are read once - and k_sum3 adds each output's three products, so the
- * result is fp32 x's to rounding, as our kernels' are. f16 weights stay on our kernels: a
+ * against 1360 on our kernels, on an H200, in chunks of 64). There x is split into two bf16
+ * parts, hi = bf16(x) and lo = bf16(x - hi), x to 2^-17 of itself (elementwise.cu); one cuBLAS
+ * product takes the 2n inputs - the weights are read once - and k_sum2 adds each output's two
+ * products. A product of c terms then moves from fp32 x's by at most 2^-17 of sum |w x|, below
+ * the (c - 1) 2^-24 by which fp32 sums in another order may differ once c > 129. A third part,
+ * an exact split (mma.cuh split3), would cost half as many products again. f16 weights stay on
+ * our kernels: a
  * product of f16 x would take x rounded to f16 (a split is not exact over fp32's exponent range),
  * which moves a model's prefill logits far from the CPU's.
  *
@@ -20,7 +23,8 @@
  * gemm_rows inputs, 9 from one read of the weights, so a verify row is its decode step's bits. A
  * prefill chunk's product dequantizes the matrix and runs a split product on cuBLAS. int4 values
  * q * s have at most 11 significant bits, so shifted by a power of two (quant_f16_exponent) they
- * are fp16 exactly: one fp16 matrix, and x split row by row into three fp16 parts. int8 values
+ * are fp16 exactly: one fp16 matrix, and x split row by row into two fp16 parts (x to 2^-23).
+ * int8 values
  * (15 bits), and int4 matrices whose scales fp16 cannot span, become two bf16 matrices, hi + lo
  * = q * s exactly (matvec_q.h), twice the products. fp32 weights multiplied in fp32 would have a
  * sixth of the bf16 form's products but none on the tensor cores: E4B's 2.0 TFLOP a 256-token
@@ -136,57 +140,58 @@ static void cublas_product(cuda_state *st, float *y, const void *w, cudaDataType
                         CUBLAS_GEMM_DEFAULT));
 }
 
-/* The scratch of a split product: x's three 16-bit parts (bf16, or fp16 with each row's
- * exponent after them) and the products' outputs. Taken before cuda_op_begin (a scratch that
- * grows synchronizes). */
+/* The scratch of a split product: x's two 16-bit parts (bf16, or fp16 with each row's exponent
+ * after them) and the products' outputs. Taken before cuda_op_begin (a scratch that grows
+ * synchronizes). */
 typedef struct {
-    void *xh; /* [3][n][cols] bf16 or fp16: hi, mid, lo */
+    void *xh; /* [2][n][cols] bf16 or fp16: hi, lo */
     int *ex;  /* [n]: the fp16 split's exponent of each row of x */
-    float *y; /* [3][n][rows] fp32 */
+    float *y; /* [2][n][rows] fp32 */
 } split_bufs;
 
 static split_bufs split_scratch(cuda_state *st, int rows, int cols, int n) {
-    /* ex after the parts: 4-byte aligned when cols is even, as every quantized matrix's is (a
-     * multiple of its group); the bf16 split does not use it */
-    const size_t xb = (size_t)n * cols * 2 * 3;
+    /* ex after the parts (4 n cols bytes: aligned); the bf16 split does not use it */
+    const size_t xb = (size_t)n * cols * 2 * 2;
     char *xh = cuda_scratch(st, &st->d_convert, &st->cap_convert, xb + sizeof(int) * n);
     return (split_bufs){.xh = xh,
                         .ex = (int *)(xh + xb),
-                        .y = cuda_scratch(st, (void **)&st->d_gemm3, &st->cap_gemm3,
-                                          sizeof(float) * 3 * n * (size_t)rows)};
+                        .y = cuda_scratch(st, (void **)&st->d_gemm_y, &st->cap_gemm_y,
+                                          sizeof(float) * 2 * n * (size_t)rows)};
 }
 
 /* out[n][rows] = x . (w_0 + .. + w_{parts-1})^T for bf16 weight matrices w_i, with x split
- * exactly into three bf16 parts: one cuBLAS product of the 3n inputs a weight part (each weight
- * read once), accumulated over the parts, then k_sum3 adds each output's three. Every product
- * of two bf16 is exact in fp32, so the result is fp32 x's and the weights' to rounding. Returns
- * the bytes it moves besides the weights, x once and out once. */
+ * into two bf16 parts (k_split2_bf16: x to 2^-17): one cuBLAS product of the 2n inputs a weight
+ * part (each weight read once), accumulated over the parts, then k_sum2 adds each output's two.
+ * Every product of two bf16 is exact in fp32, so the result is that of hi + lo and the weights
+ * to rounding. Returns the bytes it moves besides the weights, x
+ * once and out once. */
 static double split_product(cuda_state *st, const split_bufs *sb, float *out, const void *const *w,
                             int parts, const float *x, int rows, int cols, int n) {
-    const int nn = 3 * n;
+    const int nn = 2 * n;
     const size_t nx = (size_t)n * cols;
-    k_split3_bf16(st->stream, sb->xh, x, nx);
+    k_split2_bf16(st->stream, sb->xh, x, nx);
     for (int i = 0; i < parts; i++)
         cublas_product(st, sb->y, w[i], CUDA_R_16BF, sb->xh, CUDA_R_16BF, rows, cols, nn,
                        i ? 1.0f : 0.0f);
-    k_sum3(st->stream, out, sb->y, (size_t)n * rows);
+    k_sum2(st->stream, out, sb->y, (size_t)n * rows);
     /* x's parts written once and read by every product (2 bytes each); y written by every
-     * product, read by every one after the first and by k_sum3 (4 bytes each) */
+     * product, read by every one after the first and by k_sum2 (4 bytes each) */
     return 2.0 * nn * cols * (1 + parts) + 4.0 * nn * rows * (2 * parts);
 }
 
 /* The same for one fp16 weight matrix holding w 2^e: each row of x scaled by its own power of
- * two and split into three fp16 parts (k_split3_f16_rows), one cuBLAS product of the 3n inputs,
- * and k_sum3_rows adds each output's three and scales them back. Products of two fp16 are exact
- * in fp32 too (11 + 11 significant bits) and the powers of two change no rounding, so this is
- * split_product's arithmetic on a single part, but for x: the fp16 parts lose what lies below
- * 2^-39 of its row's largest magnitude (elementwise.cu), where the bf16 split is exact. */
+ * two and split into two fp16 parts (k_split2_f16_rows), one cuBLAS product of the 2n inputs,
+ * and k_sum2_rows adds each output's two and scales them back. Products of two fp16 are exact in
+ * fp32 too (11 + 11 significant bits) and the powers of two change no rounding, so this is
+ * split_product's arithmetic on a single part, but for x: the fp16 parts hold it to 2^-23 of
+ * each |x|, or 2^-39 of its row's largest magnitude for elements far below it (elementwise.cu),
+ * where the bf16 parts hold it to 2^-17. */
 static double split_product_f16(cuda_state *st, const split_bufs *sb, float *out, const void *w,
                                 int e, const float *x, int rows, int cols, int n) {
-    const int nn = 3 * n;
-    k_split3_f16_rows(st->stream, sb->xh, sb->ex, x, n, cols);
+    const int nn = 2 * n;
+    k_split2_f16_rows(st->stream, sb->xh, sb->ex, x, n, cols);
     cublas_product(st, sb->y, w, CUDA_R_16F, sb->xh, CUDA_R_16F, rows, cols, nn, 0.0f);
-    k_sum3_rows(st->stream, out, sb->y, n, rows, sb->ex, e);
+    k_sum2_rows(st->stream, out, sb->y, n, rows, sb->ex, e);
     return 2.0 * nn * cols * 2 + 4.0 * nn * rows * 2;
 }
 

@@ -127,10 +127,10 @@ typedef struct {
     size_t cap_mlp;
     int mlp; /* 0, K_MLP_CORES or K_MLP_MMA for the bf16 MLPs they take (GEMMA_CUDA_MLP; sm_90) */
     int mlp_quant;   /* int8 / int4 MLPs too, on the CUDA cores (GEMMA_CUDA_MLP=all) */
-    void *d_convert; /* cuBLAS inputs (x in three bf16 or fp16 parts), cap_convert bytes */
+    void *d_convert; /* cuBLAS inputs (x in two bf16 or fp16 parts), cap_convert bytes */
     size_t cap_convert;
-    float *d_gemm3; /* a split cuBLAS product's outputs of hi, mid and lo, cap_gemm3 bytes */
-    size_t cap_gemm3;
+    float *d_gemm_y; /* a split cuBLAS product's outputs of hi and lo, cap_gemm_y bytes */
+    size_t cap_gemm_y;
     uint16_t *d_dequant; /* a quantized matrix as fp16 or bf16 hi + lo for cuBLAS, cap_dequant */
     size_t cap_dequant;
     void *d_argmax; /* argmax scratch: 2 * K_ARGMAX_BLOCKS words + the result */

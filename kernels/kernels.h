@@ -216,19 +216,20 @@ void k_embed(cudaStream_t s, float *out, const void *table, int wdtype, int cols
 void k_add(cudaStream_t s, float *out, const float *x, const float *y, size_t n);
 void k_scale(cudaStream_t s, float *x, float v, size_t n);
 void k_softcap(cudaStream_t s, float *x, size_t n, float cap); /* x = cap * tanh(x / cap) */
-/* fp32 x[n] -> three bf16 arrays in dst (3n elements: hi, then mid, then lo) with x = hi + mid +
- * lo exactly (|x| >= 2^-110), so that one bf16 cuBLAS product over the 3n inputs multiplies fp32
- * x; k_sum3 then adds each output's three products: out[i] = y[i] + (y[m + i] + y[2m + i]). */
-void k_split3_bf16(cudaStream_t s, void *dst, const float *src, size_t n);
-void k_sum3(cudaStream_t s, float *out, const float *y, size_t m);
+/* fp32 x[n] -> two bf16 arrays in dst (2n elements: hi, then lo), hi = x and lo = x - hi rounded
+ * to bf16, so hi + lo is x to 2^-17 of |x| (|x| >= 2^-117; elementwise.cu says why); one bf16
+ * cuBLAS product over the 2n inputs then multiplies x to within 2^-17 of each |w x|, and k_sum2
+ * adds each output's two products: out[i] = y[i] + y[m + i]. */
+void k_split2_bf16(cudaStream_t s, void *dst, const float *src, size_t n);
+void k_sum2(cudaStream_t s, float *out, const float *y, size_t m);
 /* The same for fp16 weights (an int4 matrix times a power of two: matvec_q.h k_dequant_q4_f16):
- * row t of src[n][cols] times 2^ex[t] into three fp16 parts, dst [3][n][cols] (hi, mid, lo),
- * ex[t] chosen from the row's largest magnitude (elementwise.cu says how; exact but for an error
- * of at most 2^-39 of that magnitude an element); k_sum3_rows adds each output's three products
- * and scales them back: out[t][r] = (y[i] + (y[m + i] + y[2m + i])) * 2^-(ex[t] + e), i = t rows
- * + r, m = n rows, e the weights' own power of two. ex: n ints of device memory. */
-void k_split3_f16_rows(cudaStream_t s, void *dst, int *ex, const float *src, int n, int cols);
-void k_sum3_rows(cudaStream_t s, float *out, const float *y, int n, int rows, const int *ex, int e);
+ * row t of src[n][cols] times 2^ex[t] into two fp16 parts, dst [2][n][cols] (hi, lo), ex[t]
+ * chosen from the row's largest magnitude (elementwise.cu says how; x to 2^-23 of each |x|, or
+ * 2^-39 of that largest for elements far below it); k_sum2_rows adds each output's two products
+ * and scales them back: out[t][r] = (y[i] + y[m + i]) * 2^-(ex[t] + e), i = t rows + r, m = n
+ * rows, e the weights' own power of two. ex: n ints of device memory. */
+void k_split2_f16_rows(cudaStream_t s, void *dst, int *ex, const float *src, int n, int cols);
+void k_sum2_rows(cudaStream_t s, float *out, const float *y, int n, int rows, const int *ex, int e);
 
 /* argmax.cu: *out = index of the largest of x[0..n) (the first on ties, as torch.argmax).
  * Two passes; scratch holds 2 * K_ARGMAX_BLOCKS words. */
