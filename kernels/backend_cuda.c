@@ -355,6 +355,8 @@ void backend_cuda_stats(backend *b, backend_cuda_counters *c) {
     c->mlp_form = st->mlp;
     c->mlp_quant = st->mlp_quant;
     c->mlp_ops = st->mlp_ops;
+    c->dequant_ahead = st->dq.made_ahead;
+    c->dequant_ahead_used = st->dq.used_ahead;
 }
 
 void backend_cuda_reset_counters(backend *b) {
@@ -364,7 +366,7 @@ void backend_cuda_reset_counters(backend *b) {
     memset(st->calls, 0, sizeof st->calls);
     memset(st->ms, 0, sizeof st->ms);
     st->decode_steps = st->replays = st->captures = st->attn_split_ops = st->attn_rows_ops =
-        st->mlp_ops = 0;
+        st->mlp_ops = st->dq.made_ahead = st->dq.used_ahead = 0;
 }
 
 void backend_cuda_profile_print(backend *b, FILE *f) {
@@ -420,7 +422,7 @@ static void cu_destroy(backend *b) {
     cudaFree(st->d_rows_partial);
     cudaFree(st->d_convert);
     cudaFree(st->d_gemm_y);
-    cudaFree(st->d_dequant);
+    cuda_dequant_free(st);
     cudaFree(st->d_mlp);
     cudaFree(st->d_argmax);
     cudaFreeHost(st->h_argmax);
@@ -493,6 +495,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     CU(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     CUBLAS(cublasCreate(&st->cublas));
     CUBLAS(cublasSetStream(st->cublas, st->stream));
+    cuda_dequant_init(st);
     CU(cudaMalloc((void **)&st->d_params, (1 + GRAPH_MAX_ROWS) * sizeof(int)));
     CU(cudaMallocHost((void **)&st->h_params, (1 + GRAPH_MAX_ROWS) * sizeof(int)));
     CU(cudaMalloc(&st->d_argmax, (2 * K_ARGMAX_BLOCKS + 1) * sizeof(int)));

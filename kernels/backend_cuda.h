@@ -38,18 +38,20 @@
 #include "quant.h"
 
 typedef struct {
-    double bytes;        /* bytes moved by every op so far (weights, activations, KV) */
-    long decode_steps;   /* single-token steps begun */
-    long replays;        /* of which replayed from a CUDA graph */
-    long captures;       /* graphs captured */
-    size_t weight_bytes; /* weights held on the device */
-    char device[256];    /* device name and compute capability */
-    int attn_form;       /* the attention's form: kernels.h K_ATTN_SPLIT or K_ATTN_CLUSTER */
-    long attn_split_ops; /* attention ops issued (run eagerly or captured) as slices + merge */
-    long attn_rows_ops;  /* attention ops over more than BACKEND_VERIFY_ROWS rows (prefill) */
-    int mlp_form;        /* the whole-MLP kernel asked for: 0, K_MLP_CORES or K_MLP_MMA */
-    int mlp_quant;       /* and for int8 / int4 MLPs too (GEMMA_CUDA_MLP=all) */
-    long mlp_ops;        /* MLPs issued (run eagerly or captured) as one whole-MLP kernel */
+    double bytes;            /* bytes moved by every op so far (weights, activations, KV) */
+    long decode_steps;       /* single-token steps begun */
+    long replays;            /* of which replayed from a CUDA graph */
+    long captures;           /* graphs captured */
+    size_t weight_bytes;     /* weights held on the device */
+    char device[256];        /* device name and compute capability */
+    int attn_form;           /* the attention's form: kernels.h K_ATTN_SPLIT or K_ATTN_CLUSTER */
+    long attn_split_ops;     /* attention ops issued (run eagerly or captured) as slices + merge */
+    long attn_rows_ops;      /* attention ops over more than BACKEND_VERIFY_ROWS rows (prefill) */
+    int mlp_form;            /* the whole-MLP kernel asked for: 0, K_MLP_CORES or K_MLP_MMA */
+    int mlp_quant;           /* and for int8 / int4 MLPs too (GEMMA_CUDA_MLP=all) */
+    long mlp_ops;            /* MLPs issued (run eagerly or captured) as one whole-MLP kernel */
+    long dequant_ahead;      /* quantized matrices' 16-bit copies made one product ahead */
+    long dequant_ahead_used; /* prefill products that found their copy made so */
 } backend_cuda_counters;
 
 void backend_cuda_stats(backend *b, backend_cuda_counters *c);

@@ -77,12 +77,14 @@ void cuda_graphs_drop(cuda_state *st) {
     st->n_graphs = 0;
 }
 
-static void graphs_drop_cb(void *st) {
+/* A weight's device copy moved: the graphs and the dequantized copies may hold its address. */
+static void weight_moved_cb(void *st) {
     cuda_graphs_drop((cuda_state *)st);
+    cuda_dequant_forget((cuda_state *)st);
 }
 
 static const cuda_weight_slot *weight_as(cuda_state *st, const tensor *w, int transposed) {
-    return cuda_weights_get(&st->weights, st->stream, w, transposed, st->mode == 1, graphs_drop_cb,
+    return cuda_weights_get(&st->weights, st->stream, w, transposed, st->mode == 1, weight_moved_cb,
                             st);
 }
 
@@ -198,7 +200,8 @@ static double split_product_f16(cuda_state *st, const split_bufs *sb, float *out
 /* A product of int8 / int4 weights: matvec_q.cu up to gemm_rows inputs. Past that, an int4
  * matrix whose values fit fp16 once shifted (quant_f16_exponent: every matrix of a real model)
  * is dequantized into one fp16 matrix, w 2^e exactly, for split_product_f16; any other into bf16
- * hi + lo parts (exact) for split_product, twice the products and twice the bytes written.
+ * hi + lo parts (exact) for split_product, twice the products and twice the bytes written. The
+ * copy is made one product ahead where the order of products repeats (backend_cuda_dequant.c).
  * bytes: weights, x and out once. */
 static void matmul_quant(cuda_state *st, float *out, const tensor *w, const float *x, int n,
                          double bytes) {
@@ -217,20 +220,18 @@ static void matmul_quant(cuda_state *st, float *out, const tensor *w, const floa
     const size_t nw = (size_t)w->rows * w->cols;
     const int e = ws->f16_exp;
     const int parts = e == CUDA_NO_F16 ? 2 : 1;
-    uint16_t *wh = cuda_scratch(st, (void **)&st->d_dequant, &st->cap_dequant, parts * 2 * nw);
+    const uint16_t *wh = cuda_dequant_take(st, &(cuda_dq_matrix){w->data, qm, e});
     const split_bufs sb = split_scratch(st, w->rows, w->cols, n);
     cuda_op_begin(st);
+    cuda_dequant_fill(st);
     double more;
     if (parts == 1) {
-        if (k_dequant_q4_f16(st->stream, &qm, e, wh))
-            die("CUDA: cannot dequantize a %d x %d matrix", w->rows, w->cols);
         more = split_product_f16(st, &sb, out, wh, e, x, w->rows, w->cols, n);
     } else {
         const void *hilo[2] = {wh, wh + nw};
-        if (k_dequant_q_bf16x2(st->stream, &qm, wh))
-            die("CUDA: cannot dequantize a %d x %d matrix", w->rows, w->cols);
         more = split_product(st, &sb, out, hilo, 2, x, w->rows, w->cols, n);
     }
+    cuda_dequant_done(st);
     /* plus the dequantized parts written once and read once */
     cuda_op_end(st, F_GEMM, bytes + more + 4.0 * parts * nw);
 }

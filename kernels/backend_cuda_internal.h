@@ -7,6 +7,7 @@
  *                                                                drafter's ops
  *   backend_cuda_core.c      what every op needs: accounting and timing, device copies of
  *                            weights, scratch buffers, position arguments, one matrix product
+ *   backend_cuda_dequant.c   quantized matrices dequantized for cuBLAS, one product ahead
  *   backend_cuda_weights.c   the weight table                    backend_cuda_env.c     the
  *                                                                switches (no GPU needed)
  *
@@ -65,6 +66,35 @@ const cuda_weight_slot *cuda_weights_get(cuda_weights *cw, cudaStream_t s, const
                                          int transposed, int capturing, void (*drop)(void *),
                                          void *ctx);
 void cuda_weights_free(cuda_weights *cw);
+
+/* ---- backend_cuda_dequant.c: 16-bit copies of quantized matrices, made one ahead -------- */
+
+/* What dequantizing a matrix for cuBLAS needs: fp16 w 2^e (an int4 matrix's quant_f16_exponent)
+ * or, where e is CUDA_NO_F16, bf16 hi then lo. */
+typedef struct {
+    const void *host; /* the tensor's host data: the key */
+    k_qmat qm;        /* its device copy */
+    int e;
+} cuda_dq_matrix;
+
+typedef struct dq_link dq_link;
+typedef struct {
+    cudaStream_t side; /* where copies are made ahead */
+    uint16_t *buf[2];  /* the copies, cap[b] bytes each */
+    size_t cap[2];
+    cuda_dq_matrix held[2]; /* what each buffer holds, or is being written with */
+    int pending[2];         /* a side-stream write the main stream has not waited for */
+    cudaEvent_t ready[2];   /* recorded on the side stream after a buffer's write */
+    cudaEvent_t freed[2];   /* recorded on the main stream after the products reading it */
+    cuda_dq_matrix cur;     /* the matrix of the product in progress (the next one's
+                               predecessor) */
+    int use, fill, last;    /* its buffer, whether to fill it there, the buffer used before */
+    int ahead;              /* whether cuda_dequant_fill makes ahead_m in the other buffer */
+    cuda_dq_matrix ahead_m;
+    dq_link *links; /* each matrix's successor, cap_links slots, n_links used */
+    size_t cap_links, n_links;
+    long made_ahead, used_ahead; /* copies made ahead; products that found theirs so */
+} cuda_dequant;
 
 /* ---- the state ------------------------------------------------------------------------- */
 
@@ -131,11 +161,10 @@ typedef struct {
     size_t cap_convert;
     float *d_gemm_y; /* a split cuBLAS product's outputs of hi and lo, cap_gemm_y bytes */
     size_t cap_gemm_y;
-    uint16_t *d_dequant; /* a quantized matrix as fp16 or bf16 hi + lo for cuBLAS, cap_dequant */
-    size_t cap_dequant;
-    void *d_argmax; /* argmax scratch: 2 * K_ARGMAX_BLOCKS words + the result */
-    int *h_argmax;  /* pinned result */
-    float *d_head;  /* matmul_argmax: [n][rows] scores, then its argmax scratch; cap_head bytes */
+    cuda_dequant dq; /* quantized matrices as fp16 or bf16 hi + lo for cuBLAS */
+    void *d_argmax;  /* argmax scratch: 2 * K_ARGMAX_BLOCKS words + the result */
+    int *h_argmax;   /* pinned result */
+    float *d_head;   /* matmul_argmax: [n][rows] scores, then its argmax scratch; cap_head bytes */
     size_t cap_head;
 
     /* the step in progress */
@@ -198,6 +227,20 @@ void cuda_graphs_drop(cuda_state *st);
 int cuda_matmul_own(const cuda_state *st, const tensor *w, int n);
 /* One matrix product, launched now (our kernel or cuBLAS), counted and timed. */
 void cuda_matmul_now(cuda_state *st, float *out, const tensor *w, const float *x, int n);
+
+/* ---- backend_cuda_dequant.c (above) ------------------------------------------------------ */
+void cuda_dequant_init(cuda_state *st);
+void cuda_dequant_free(cuda_state *st);
+/* Forget every copy and successor (a weight's device copy moved); waits for the side stream. */
+void cuda_dequant_forget(cuda_state *st);
+/* A product over m is next: returns the buffer its copy will be in, grown as needed (both
+ * streams synchronized then), and chooses what to make ahead. Before cuda_op_begin. */
+uint16_t *cuda_dequant_take(cuda_state *st, const cuda_dq_matrix *m);
+/* Inside the op, before its products: the copy made (on the main stream) or waited for, and
+ * the successor's copy started on the side stream. */
+void cuda_dequant_fill(cuda_state *st);
+/* After the products that read the copy (the buffer may be written again once they are done). */
+void cuda_dequant_done(cuda_state *st);
 
 /* ---- backend_cuda_draft.c: backend.h's draft_head and embed_dev ------------------------- */
 

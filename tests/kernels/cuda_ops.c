@@ -6,7 +6,9 @@
  *                               [-2, -0.1] U [0.1, 2] (never zeros) with a fresh seed per run
  *                               (printed; TEST_SEED=<seed> replays it), and the sequences the
  *                               backend fuses (cuda_ops_fused.h), and the matrix-vector
- *                               kernels' variants (cuda_ops_matvec.h); "small" shrinks
+ *                               kernels' variants (cuda_ops_matvec.h), and quantized
+ *                               prefill products whose copies are made ahead
+ *                               (cuda_ops_dequant.h); "small" shrinks
  *                               the shapes for the sanitizers
  *   cuda_ops ops mlp            the whole-MLP kernels alone (both forms), small shapes: the
  *                               sanitizers' run while one of them is being changed
@@ -687,6 +689,7 @@ static void test_draft_head(void); /* with the drafter checks below */
 
 #include "cuda_ops_fused.h"
 #include "cuda_ops_matvec.h"
+#include "cuda_ops_dequant.h"
 
 /* The backends the op tests compare: cpu, and gpu. GEMMA_CUDA_GEMM=own stays set for the whole
  * run: every backend the tests make (the variants, the whole-MLP forms) multiplies on our
@@ -723,6 +726,7 @@ static int run_ops(void) {
     test_matmul(cb, RTOL_X16, 1e-5, "auto (n > 17: cuBLAS)");
     test_matmul_quant(cb, 17, RTOL_X16, "auto (n > 17: cuBLAS)");
     test_matmul_quant_ranges(cb);
+    test_dequant_ahead(cb);
     cb->destroy(cb);
     test_split2_f16();
     test_matmul_quant(gpu, 1 << 30, 1e-5, "own");

@@ -1,0 +1,94 @@
+/* cuda_ops_dequant.h: the copies of quantized matrices that prefill products make one product
+ * ahead on a second stream (kernels/backend_cuda_dequant.c). Included once, by cuda_ops.c.
+ *
+ * Four matrices - int4 of two groups and sizes, int8 (two bf16 parts, twice the bytes of a
+ * copy), a small int4 one - are multiplied past gemm_rows in rounds, every product of a round
+ * queued before the round's results are read, so copies made ahead are still being written
+ * while earlier products run:
+ *   1. A B C D   nothing known yet: every copy made on the main stream, as before;
+ *   2. A B C D   the order repeats: each copy made ahead (D's successor, A, from this round);
+ *   3. A A B D C the same matrix twice, then wrong guesses: D comes where C was made ahead, and
+ *                C after the buffer that held it went to the copy made ahead of D;
+ *   4. D C B A   every guess wrong.
+ * A product's result does not depend on where its copy was made: every product of rounds 2-4
+ * equals round 1's of the same matrix and input bit for bit, and round 1's are checked against
+ * the CPU backend. Round 1 leaves none of A and B in a buffer, so round 2 makes 4 copies ahead
+ * (B, C, D, then the next round's A) and finds 3 of them (B, C, D): the backend's counters. */
+
+#define DQ_MATS 4
+
+static void test_dequant_ahead(backend *g) {
+    backend *save = gpu;
+    gpu = g;
+    const int n = small_shapes ? 20 : 64; /* past gemm_rows: cuBLAS */
+    const struct {
+        quant_dtype dt;
+        int group, rows, cols;
+    } shape[DQ_MATS] = {
+        {QUANT_INT4, 32, small_shapes ? 96 : 3000, small_shapes ? 256 : 2560},
+        {QUANT_INT8, 64, small_shapes ? 64 : 1000, small_shapes ? 128 : 2560},
+        {QUANT_INT4, 128, small_shapes ? 40 : 700, small_shapes ? 128 : 1024},
+        {QUANT_INT4, 64, small_shapes ? 72 : 2000, small_shapes ? 384 : 3072},
+    };
+    tensor w[DQ_MATS];
+    pair x[DQ_MATS];
+    float *ref[DQ_MATS];
+    for (int i = 0; i < DQ_MATS; i++) {
+        const int rows = shape[i].rows, cols = shape[i].cols;
+        float *wf = rand_vec((size_t)rows * cols);
+        quant_matrix *qm = xcalloc(1, sizeof *qm); /* stays alive: keyed by address */
+        char err[256];
+        CHECK(
+            !quant_from_f32(qm, "w", wf, rows, cols, shape[i].dt, shape[i].group, err, sizeof err));
+        free(wf);
+        w[i] = tensor_of_quant(qm);
+        x[i] = pair_rand((size_t)n * cols);
+        ref[i] = xmalloc((size_t)n * rows * sizeof(float));
+    }
+    const int rounds[][5] = {{0, 1, 2, 3, -1}, {0, 1, 2, 3, -1}, {0, 0, 1, 3, 2}, {3, 2, 1, 0, -1}};
+    backend_cuda_counters c0, c1;
+    for (int r = 0; r < 4; r++) {
+        if (r == 1) backend_cuda_stats(gpu, &c0);
+        if (r == 2) {
+            backend_cuda_stats(gpu, &c1);
+            EXPECT(c1.dequant_ahead - c0.dequant_ahead == 4 &&
+                       c1.dequant_ahead_used - c0.dequant_ahead_used == 3,
+                   "dequantized ahead: round 2 made %ld copies ahead and found %ld (want 4 and 3)",
+                   c1.dequant_ahead - c0.dequant_ahead,
+                   c1.dequant_ahead_used - c0.dequant_ahead_used);
+        }
+        pair out[5];
+        int len = 0;
+        for (; len < 5 && rounds[r][len] >= 0; len++) {
+            const int i = rounds[r][len];
+            out[len] = pair_new(NULL, (size_t)n * w[i].rows);
+            gpu->matmul(gpu, out[len].g, &w[i], x[i].g, n); /* queued: read below */
+        }
+        for (int k = 0; k < len; k++) {
+            const int i = rounds[r][k];
+            const size_t count = (size_t)n * w[i].rows;
+            char what[128];
+            snprintf(what, sizeof what, "dequantized ahead: round %d, product %d (%s g%d)", r + 1,
+                     k + 1, quant_dtype_name(shape[i].dt), shape[i].group);
+            if (r == 0) {
+                cpu->matmul(cpu, out[k].c, &w[i], x[i].c, n);
+                double *scale = dot_scale(&w[i], x[i].c, n);
+                pair_check(&out[k], 1e-6, shape[i].dt == QUANT_INT8 ? RTOL_X16 : 1e-5, scale, what);
+                free(scale);
+                gpu->download(gpu, ref[i], out[k].g, count);
+            } else {
+                float *got = xmalloc(count * sizeof(float));
+                gpu->download(gpu, got, out[k].g, count);
+                EXPECT(!memcmp(got, ref[i], count * sizeof(float)),
+                       "%s: not the bits of the copy made on the main stream", what);
+                free(got);
+            }
+            pair_free(&out[k]);
+        }
+    }
+    for (int i = 0; i < DQ_MATS; i++) {
+        pair_free(&x[i]);
+        free(ref[i]);
+    }
+    gpu = save;
+}
