@@ -414,6 +414,7 @@ static void cu_destroy(backend *b) {
     if (st->profile) backend_cuda_profile_print(b, stderr);
     for (int i = 0; i < st->n_graphs; i++)
         if (st->graphs[i].exec) cudaGraphExecDestroy(st->graphs[i].exec);
+    cuda_dequant_free(st); /* first: a copy made ahead may still be reading a weight */
     cuda_weights_free(&st->weights);
     cudaFree(st->d_ids);
     cudaFree(st->d_params);
@@ -422,7 +423,6 @@ static void cu_destroy(backend *b) {
     cudaFree(st->d_rows_partial);
     cudaFree(st->d_convert);
     cudaFree(st->d_gemm_y);
-    cuda_dequant_free(st);
     cudaFree(st->d_mlp);
     cudaFree(st->d_argmax);
     cudaFreeHost(st->h_argmax);

@@ -223,7 +223,7 @@ static void matmul_quant(cuda_state *st, float *out, const tensor *w, const floa
     const uint16_t *wh = cuda_dequant_take(st, &(cuda_dq_matrix){w->data, qm, e});
     const split_bufs sb = split_scratch(st, w->rows, w->cols, n);
     cuda_op_begin(st);
-    cuda_dequant_fill(st);
+    const int written = cuda_dequant_fill(st);
     double more;
     if (parts == 1) {
         more = split_product_f16(st, &sb, out, wh, e, x, w->rows, w->cols, n);
@@ -232,8 +232,9 @@ static void matmul_quant(cuda_state *st, float *out, const tensor *w, const floa
         more = split_product(st, &sb, out, hilo, 2, x, w->rows, w->cols, n);
     }
     cuda_dequant_done(st);
-    /* plus the dequantized parts written once and read once */
-    cuda_op_end(st, F_GEMM, bytes + more + 4.0 * parts * nw);
+    /* plus the dequantized parts read once, and written once where they were made for this
+     * product (a copy made ahead for a wrong guess is counted nowhere) */
+    cuda_op_end(st, F_GEMM, bytes + more + (written ? 4.0 : 2.0) * parts * nw);
 }
 
 void cuda_matmul_now(cuda_state *st, float *out, const tensor *w, const float *x, int n) {

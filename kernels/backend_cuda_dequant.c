@@ -70,8 +70,16 @@ static size_t copy_bytes(const cuda_dq_matrix *m) {
     return parts * 2 * (size_t)m->qm.rows * m->qm.cols;
 }
 
+/* Is buffer b's copy m's? Everything the copy depends on is compared: a tensor at a reused host
+ * address may share its device copy with a bigger one (backend_cuda_weights.c). */
+static int same_matrix(const cuda_dq_matrix *a, const cuda_dq_matrix *m) {
+    return a->host == m->host && a->qm.q == m->qm.q && a->qm.scales == m->qm.scales &&
+           a->qm.dtype == m->qm.dtype && a->qm.rows == m->qm.rows && a->qm.cols == m->qm.cols &&
+           a->qm.group == m->qm.group && a->e == m->e;
+}
+
 static int holds(const cuda_dequant *d, int b, const cuda_dq_matrix *m) {
-    return d->held[b].host == m->host && d->held[b].qm.q == m->qm.q;
+    return same_matrix(&d->held[b], m);
 }
 
 static void dequantize(cudaStream_t s, const cuda_dq_matrix *m, uint16_t *out) {
@@ -90,6 +98,7 @@ static void grow(cuda_state *st, int b, size_t bytes) {
     CU(cudaMalloc((void **)&d->buf[b], bytes));
     d->cap[b] = bytes;
     d->held[b] = (cuda_dq_matrix){0};
+    d->pending[b] = 0;
 }
 
 void cuda_dequant_init(cuda_state *st) {
@@ -130,18 +139,20 @@ uint16_t *cuda_dequant_take(cuda_state *st, const cuda_dq_matrix *m) {
     /* this matrix follows the one before */
     if (d->cur.host) link_find(d, d->cur.host, 1)->next = *m;
     d->cur = *m;
-    /* the buffer for m: one that holds it, else one no write of the side stream is headed for */
+    /* the buffer for m: one that holds it; else one that no write of the side stream is headed
+     * for (a copy made ahead for a wrong guess); else the one used less recently, so that the
+     * other keeps the last product's copy */
     int b = holds(d, 0, m)   ? 0
             : holds(d, 1, m) ? 1
             : d->pending[0]  ? 1
             : d->pending[1]  ? 0
                              : !d->last;
+    grow(st, b, copy_bytes(m)); /* (a buffer that holds m is big enough for it) */
     d->fill = !holds(d, b, m);
-    grow(st, b, copy_bytes(m));
     d->use = b;
-    /* and the one to make ahead: m's successor, unless it is in the other buffer already */
+    /* and the one to make ahead: m's successor, unless it is m or in the other buffer already */
     const dq_link *l = st->profile ? NULL : link_find(d, m->host, 0);
-    d->ahead = l && !holds(d, !b, &l->next) && !(l->next.host == m->host);
+    d->ahead = l && !same_matrix(&l->next, m) && !holds(d, !b, &l->next);
     if (d->ahead) {
         grow(st, !b, copy_bytes(&l->next));
         d->ahead_m = l->next;
@@ -149,12 +160,14 @@ uint16_t *cuda_dequant_take(cuda_state *st, const cuda_dq_matrix *m) {
     return d->buf[b];
 }
 
-void cuda_dequant_fill(cuda_state *st) {
+int cuda_dequant_fill(cuda_state *st) {
     cuda_dequant *d = &st->dq;
     const int b = d->use;
-    if (d->pending[b]) {
+    const int made_ahead = d->pending[b]; /* (a pending buffer holds a copy of m: no fill) */
+    if (made_ahead) {
+        CHECK(!d->fill);
         CU(cudaStreamWaitEvent(st->stream, d->ready[b], 0));
-        d->used_ahead += !d->fill;
+        d->used_ahead++;
     }
     d->pending[b] = 0;
     if (d->fill) {
@@ -170,6 +183,7 @@ void cuda_dequant_fill(cuda_state *st) {
         d->pending[a] = 1;
         d->made_ahead++;
     }
+    return d->fill || made_ahead;
 }
 
 void cuda_dequant_done(cuda_state *st) {

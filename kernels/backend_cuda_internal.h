@@ -237,8 +237,9 @@ void cuda_dequant_forget(cuda_state *st);
  * streams synchronized then), and chooses what to make ahead. Before cuda_op_begin. */
 uint16_t *cuda_dequant_take(cuda_state *st, const cuda_dq_matrix *m);
 /* Inside the op, before its products: the copy made (on the main stream) or waited for, and
- * the successor's copy started on the side stream. */
-void cuda_dequant_fill(cuda_state *st);
+ * the successor's copy started on the side stream. Returns 1 when the copy was written for this
+ * product (here or ahead), 0 when a buffer held it already. */
+int cuda_dequant_fill(cuda_state *st);
 /* After the products that read the copy (the buffer may be written again once they are done). */
 void cuda_dequant_done(cuda_state *st);
 
