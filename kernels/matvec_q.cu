@@ -560,100 +560,88 @@ __device__ __forceinline__ int q_value(uint32_t w, int k, int bits) {
     return bits == 4 ? (int)((w >> (4 * k)) & 15u) - 8 : (int)(int8_t)(w >> (8 * k));
 }
 
-/* The dequantizations below take 16 bytes of weights a thread (32 int4 or 16 int8 values). A
- * row's columns are a multiple of 128 and a group is 32, 64 or 128 columns, so those values lie
- * in one row and one group: one scale each. */
-
-/* 16 bytes of weights, as two bf16 matrices, hi and lo, with hi + lo = q * s exactly: q * s is
- * exact in fp32 with at most 15 significant bits (11 at int4), hi is its top 16 bits (a bf16,
- * truncated) and lo the rest, exact in fp32 and of at most 7 significant bits, so a bf16 too
- * (mma.cuh bf16_rest, split3's first step). Every bit of q * s lies at or above 2^-133, so this
- * holds for every finite scale, subnormal products included (no flush to zero here). Written
- * only after the wait: the previous product may still read the buffer. */
-__global__ void dequant_q_bf16x2_kernel(const uint4 *__restrict__ q,
+/* One 32-bit word of weights a thread (8 int4 or 4 int8), as two bf16 matrices, hi and lo, with
+ * hi + lo = q * s exactly: q * s is exact in fp32 with at most 15 significant bits (11 at int4), hi
+ * is its top 16 bits (a bf16, truncated) and lo the rest, exact in fp32 and of at most 7
+ * significant bits, so a bf16 too (mma.cuh bf16_rest, split3's first step). Every bit of q * s lies
+ * at or above 2^-133, so this holds for every finite scale, subnormal products included (no flush
+ * to zero here). Written only after the wait: the previous product may still read the buffer. */
+__global__ void dequant_q_bf16x2_kernel(const uint32_t *__restrict__ q,
                                         const uint16_t *__restrict__ sc, uint16_t *hi, uint16_t *lo,
-                                        size_t quads, int cols, int group, int bits) {
+                                        size_t words, int cols, int group, int bits) {
     k_wait_prior();
     const int vpw = 32 / bits, groups = cols / group;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < quads;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < words;
          i += (size_t)gridDim.x * blockDim.x) {
-        const uint4 w4 = __ldg(q + i);
-        const uint32_t words[4] = {w4.x, w4.y, w4.z, w4.w};
-        const size_t e0 = i * 4 * vpw, r = e0 / cols;
+        const uint32_t w = __ldg(q + i);
+        const size_t e0 = i * vpw, r = e0 / cols;
         const int c = (int)(e0 % cols);
         const float s = __uint_as_float((uint32_t)__ldg(sc + r * groups + c / group) << 16);
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            uint4 vh, vl;
-            uint16_t *h = reinterpret_cast<uint16_t *>(&vh), *l = reinterpret_cast<uint16_t *>(&vl);
-            for (int k = 0; k < vpw; k++) {
-                const float x = (float)q_value(words[j], k, bits) * s;
-                h[k] = (uint16_t)(__float_as_uint(x) >> 16);
-                l[k] = (uint16_t)(__float_as_uint(bf16_rest(x)) >> 16);
-            }
-            const size_t at = e0 + (size_t)j * vpw;
-            if (bits == 4) {
-                *reinterpret_cast<uint4 *>(hi + at) = vh;
-                *reinterpret_cast<uint4 *>(lo + at) = vl;
-            } else {
-                *reinterpret_cast<uint2 *>(hi + at) = make_uint2(vh.x, vh.y);
-                *reinterpret_cast<uint2 *>(lo + at) = make_uint2(vl.x, vl.y);
-            }
+        uint4 vh, vl;
+        uint16_t *h = reinterpret_cast<uint16_t *>(&vh), *l = reinterpret_cast<uint16_t *>(&vl);
+        for (int k = 0; k < vpw; k++) {
+            const float x = (float)q_value(w, k, bits) * s;
+            h[k] = (uint16_t)(__float_as_uint(x) >> 16);
+            l[k] = (uint16_t)(__float_as_uint(bf16_rest(x)) >> 16);
+        }
+        if (bits == 4) {
+            *reinterpret_cast<uint4 *>(hi + e0) = vh;
+            *reinterpret_cast<uint4 *>(lo + e0) = vl;
+        } else {
+            *reinterpret_cast<uint2 *>(hi + e0) = make_uint2(vh.x, vh.y);
+            *reinterpret_cast<uint2 *>(lo + e0) = make_uint2(vl.x, vl.y);
         }
     }
 }
 
-/* A grid-stride loop over the matrix's 16-byte units: 8 blocks of 256 a multiprocessor at most. */
-static unsigned dequant_blocks(const k_qmat *w, size_t *quads) {
-    *quads = (size_t)w->rows * w->cols / (128 / w->dtype);
+/* A grid-stride loop over the matrix's words: 8 blocks of 256 a multiprocessor at most. */
+static unsigned dequant_blocks(const k_qmat *w, size_t *words) {
+    *words = (size_t)w->rows * w->cols / (32 / w->dtype);
     const unsigned most = 8u * (unsigned)q_sms();
-    return *quads < 256u * most ? k_blocks(*quads, 256) : most;
+    return *words < 256u * most ? k_blocks(*words, 256) : most;
 }
 
 extern "C" int k_dequant_q_bf16x2(cudaStream_t s, const k_qmat *w, uint16_t *out) {
     if (!w || !out || !q_mat_ok(w) || ((uintptr_t)out & 15)) return -1;
-    size_t quads;
-    const unsigned blocks = dequant_blocks(w, &quads);
-    k_launch(dequant_q_bf16x2_kernel, dim3(blocks), dim3(256), s, (const uint4 *)w->q, w->scales,
-             out, out + (size_t)w->rows * w->cols, quads, w->cols, w->group, (int)w->dtype);
+    size_t words;
+    const unsigned blocks = dequant_blocks(w, &words);
+    k_launch(dequant_q_bf16x2_kernel, dim3(blocks), dim3(256), s, (const uint32_t *)w->q, w->scales,
+             out, out + (size_t)w->rows * w->cols, words, w->cols, w->group, (int)w->dtype);
     K_CHECK_LAUNCH();
     return 0;
 }
 
-/* 16 bytes of int4 weights, as one fp16 matrix holding q * s 2^e, exact when e is
- * quant_f16_exponent's: s 2^e (a shift of a bf16, in range) and q times it are exact in fp32,
- * and the result is an fp16 value, so the rounding to fp16 changes nothing. Written after the
- * wait, as dequant_q_bf16x2_kernel. */
-__global__ void dequant_q4_f16_kernel(const uint4 *__restrict__ q, const uint16_t *__restrict__ sc,
-                                      __half *out, size_t quads, int cols, int group, int e) {
+/* One 32-bit word of int4 weights a thread (8 values), as one fp16 matrix holding q * s 2^e,
+ * exact when e is quant_f16_exponent's: s 2^e (a shift of a bf16, in range) and q times it are
+ * exact in fp32, and the result is an fp16 value, so the rounding to fp16 changes nothing. Written
+ * after the wait, as dequant_q_bf16x2_kernel. */
+__global__ void dequant_q4_f16_kernel(const uint32_t *__restrict__ q,
+                                      const uint16_t *__restrict__ sc, __half *out, size_t words,
+                                      int cols, int group, int e) {
     k_wait_prior();
     const int groups = cols / group;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < quads;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < words;
          i += (size_t)gridDim.x * blockDim.x) {
-        const uint4 w4 = __ldg(q + i);
-        const uint32_t words[4] = {w4.x, w4.y, w4.z, w4.w};
-        const size_t e0 = i * 32, r = e0 / cols;
+        const uint32_t w = __ldg(q + i);
+        const size_t e0 = i * 8, r = e0 / cols;
         const int c = (int)(e0 % cols);
         const float s =
             ldexpf(__uint_as_float((uint32_t)__ldg(sc + r * groups + c / group) << 16), e);
+        uint4 v;
+        __half *h = reinterpret_cast<__half *>(&v);
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            uint4 v;
-            __half *h = reinterpret_cast<__half *>(&v);
-#pragma unroll
-            for (int k = 0; k < 8; k++)
-                h[k] = __float2half_rn(__fmul_rn((float)q_value(words[j], k, 4), s));
-            *reinterpret_cast<uint4 *>(out + e0 + 8 * j) = v;
-        }
+        for (int k = 0; k < 8; k++)
+            h[k] = __float2half_rn(__fmul_rn((float)q_value(w, k, 4), s));
+        *reinterpret_cast<uint4 *>(out + e0) = v;
     }
 }
 
 extern "C" int k_dequant_q4_f16(cudaStream_t s, const k_qmat *w, int e, uint16_t *out) {
     if (!w || !out || !q_mat_ok(w) || w->dtype != KQ_INT4 || ((uintptr_t)out & 15)) return -1;
-    size_t quads;
-    const unsigned blocks = dequant_blocks(w, &quads);
-    k_launch(dequant_q4_f16_kernel, dim3(blocks), dim3(256), s, (const uint4 *)w->q, w->scales,
-             reinterpret_cast<__half *>(out), quads, w->cols, w->group, e);
+    size_t words;
+    const unsigned blocks = dequant_blocks(w, &words);
+    k_launch(dequant_q4_f16_kernel, dim3(blocks), dim3(256), s, (const uint32_t *)w->q, w->scales,
+             reinterpret_cast<__half *>(out), words, w->cols, w->group, e);
     K_CHECK_LAUNCH();
     return 0;
 }
