@@ -20,7 +20,9 @@
  *             `ncu --profile-from-start off` (bench/ncu_step_split.py reads its csv)
  *         DECODE_PROFILE_TRACE=FILE   the measured steps' kernels, each with its start and end
  *             (CUPTI; bench/trace_step.py reads it); DECODE_PROFILE_TRACE_ROWS=N: of the
- *             verify pass over N positions (one of DECODE_PROFILE_VERIFY's) instead
+ *             verify pass over N positions (one of DECODE_PROFILE_VERIFY's) instead;
+ *             DECODE_PROFILE_TRACE_PREFILL=1: of the measured prompt's prefill instead (one
+ *             "step": every chunk's products, attention and the last position's head)
  *         DECODE_PROFILE_MAX_LEN=N   a larger decoder capacity than the run needs
  *         WEIGHT_DTYPE, WEIGHT_GROUP   the layers' precision, as for `engine` (the head stays
  *             the model's bf16 head)
@@ -339,6 +341,14 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
                 trows);
         trace_rows = (int)n;
     }
+    /* DECODE_PROFILE_TRACE_PREFILL=1: the timeline is of the measured prompt's prefill */
+    const char *tpre = getenv("DECODE_PROFILE_TRACE_PREFILL");
+    const int trace_prefill = tpre && !strcmp(tpre, "1");
+    if (tpre && *tpre && (strcmp(tpre, "0") && strcmp(tpre, "1")))
+        die("DECODE_PROFILE_TRACE_PREFILL: \"%s\" is neither 0 nor 1", tpre);
+    if (trace_prefill && (!tracing || trace_rows))
+        die("DECODE_PROFILE_TRACE_PREFILL=1 needs DECODE_PROFILE_TRACE and no "
+            "DECODE_PROFILE_TRACE_ROWS");
     if (tracing) trace_begin(trace);
     engine_options o = {.max_model_len = prompt + steps + 8 + (verify && *verify ? 64 : 0),
                         .device = "cuda"};
@@ -369,7 +379,9 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
      * measured one. */
     for (int rep = 0; rep < 2; rep++) {
         decoder_begin(d, horizon);
-        CHECK(decoder_forward_argmax(d, ids, prompt, &tok) == 0);
+        if (rep == 1 && trace_prefill) trace_t0 = trace_now();
+        CHECK(decoder_forward_argmax(d, ids, prompt, &tok) == 0); /* waits for the token */
+        if (rep == 1 && trace_prefill) trace_t1 = trace_now();
         if (skip) tok = ids[0]; /* the logits are garbage: feed a valid id */
         if (rep == 1) backend_cuda_reset_counters(d->b);
         /* DECODE_PROFILE_NCU=1: the measured steps, and nothing else, between
@@ -377,14 +389,14 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
          * kernels alone (bench/bench_gpu.sh, bench/ncu_step_split.py). */
         const int ncu = rep == 1 && env_on("DECODE_PROFILE_NCU");
         if (ncu) CUDA_OK(cudaProfilerStart());
-        if (rep == 1 && tracing) trace_t0 = trace_now();
+        if (rep == 1 && tracing && !trace_prefill) trace_t0 = trace_now();
         double t0 = now_seconds();
         for (int s = 0; s < (rep ? steps : 4); s++) {
             CHECK(decoder_forward_argmax(d, &tok, 1, &tok) == 0);
             if (skip) tok = ids[0];
         }
         double dt = now_seconds() - t0;
-        if (rep == 1 && tracing) trace_t1 = trace_now();
+        if (rep == 1 && tracing && !trace_prefill) trace_t1 = trace_now();
         if (ncu) CUDA_OK(cudaProfilerStop());
         if (rep == 0) continue;
         backend_cuda_counters c;
@@ -395,7 +407,8 @@ static void decode_once(const model *m, const char *graphs, const char *profile,
                label, steps, 1e3 * dt / steps, steps / dt, c.bytes / steps, c.weight_bytes,
                c.replays, c.device);
         if (!strcmp(profile, "1")) backend_cuda_profile_print(d->b, stdout);
-        if (tracing && !trace_rows) trace_end(trace_t0, trace_t1, steps); /* before verify */
+        if (tracing && !trace_rows) /* before verify */
+            trace_end(trace_t0, trace_t1, trace_prefill ? 1 : steps);
         if (!verify_profile(d, label, 1e3 * dt / steps, trace_rows) && trace_rows)
             die("DECODE_PROFILE_TRACE_ROWS=%d: no verify pass of that many rows in "
                 "DECODE_PROFILE_VERIFY=\"%s\"",

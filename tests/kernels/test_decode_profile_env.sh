@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test_decode_profile_env.sh: bench/decode_profile refuses a profiling setting it does not
-# understand - DECODE_PROFILE_MAX_LEN, DECODE_PROFILE_HORIZON, DECODE_PROFILE_TRACE_ROWS - with
-# exit status 1 and a message naming the variable and the value. It checks them before it builds
-# a decoder, so no GPU is needed: this runs wherever decode_profile is built (CI included).
+# understand - DECODE_PROFILE_MAX_LEN, DECODE_PROFILE_HORIZON, DECODE_PROFILE_TRACE_ROWS,
+# DECODE_PROFILE_TRACE_PREFILL - with exit status 1 and a message naming the variable and the
+# value. It checks them before it builds a decoder, so no GPU is needed: this runs wherever
+# decode_profile is built (CI included).
 # usage: test_decode_profile_env.sh DECODE_PROFILE
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -28,5 +29,13 @@ refused "trace rows not a count" 'DECODE_PROFILE_TRACE_ROWS: "0"' \
   profile DECODE_PROFILE_TRACE_ROWS=0 DECODE_PROFILE_VERIFY=2 DECODE_PROFILE_TRACE="$tmp/t.csv"
 refused "trace rows past 64" 'DECODE_PROFILE_TRACE_ROWS: "65"' \
   profile DECODE_PROFILE_TRACE_ROWS=65 DECODE_PROFILE_VERIFY=2 DECODE_PROFILE_TRACE="$tmp/t.csv"
+refused "trace prefill not 0 or 1" 'DECODE_PROFILE_TRACE_PREFILL: "yes" is neither 0 nor 1' \
+  profile DECODE_PROFILE_TRACE_PREFILL=yes DECODE_PROFILE_TRACE="$tmp/t.csv"
+refused "trace prefill without a trace" \
+  'DECODE_PROFILE_TRACE_PREFILL=1 needs DECODE_PROFILE_TRACE and no DECODE_PROFILE_TRACE_ROWS' \
+  profile DECODE_PROFILE_TRACE_PREFILL=1
+refused "trace prefill with trace rows" 'DECODE_PROFILE_TRACE_PREFILL=1 needs' \
+  profile DECODE_PROFILE_TRACE_PREFILL=1 DECODE_PROFILE_TRACE_ROWS=2 DECODE_PROFILE_VERIFY=2 \
+  DECODE_PROFILE_TRACE="$tmp/t.csv"
 [ ! -e "$tmp/t.csv" ] || { echo "FAIL: a refused run wrote its trace"; fails=$((fails + 1)); }
 finish test_decode_profile_env
