@@ -15,20 +15,19 @@
  * products. A product of c terms then moves from fp32 x's by at most 2^-17 of sum |w x|, below
  * the (c - 1) 2^-24 by which fp32 sums in another order may differ once c > 129. A third part,
  * an exact split (mma.cuh split3), would cost half as many products again. f16 weights stay on
- * our kernels: a
- * product of f16 x would take x rounded to f16 (a split is not exact over fp32's exponent range),
- * which moves a model's prefill logits far from the CPU's.
+ * our kernels: a product of f16 x would take x rounded to f16 (a split is not exact over fp32's
+ * exponent range), which moves a model's prefill logits far from the CPU's.
  *
  * Quantized weights (WEIGHT_DTYPE / HEAD_DTYPE int8 or int4: quant.h) run matvec_q.cu up to
  * gemm_rows inputs, 9 from one read of the weights, so a verify row is its decode step's bits. A
  * prefill chunk's product dequantizes the matrix and runs a split product on cuBLAS. int4 values
  * q * s have at most 11 significant bits, so shifted by a power of two (quant_f16_exponent) they
  * are fp16 exactly: one fp16 matrix, and x split row by row into two fp16 parts (x to 2^-23).
- * int8 values
- * (15 bits), and int4 matrices whose scales fp16 cannot span, become two bf16 matrices, hi + lo
- * = q * s exactly (matvec_q.h), twice the products. fp32 weights multiplied in fp32 would have a
- * sixth of the bf16 form's products but none on the tensor cores: E4B's 2.0 TFLOP a 256-token
- * prompt would take 30 ms at an H100's fp32 peak (67 TFLOPS; arithmetic, not measured). */
+ * int8 values (15 bits), and int4 matrices whose scales fp16 cannot span, become two bf16
+ * matrices, hi + lo = q * s exactly (matvec_q.h), twice the products. fp32 weights multiplied in
+ * fp32 would have a sixth of the bf16 form's products but none on the tensor cores: E4B's 2.0 TFLOP
+ * a 256-token prompt would take 30 ms at an H100's fp32 peak (67 TFLOPS; arithmetic, not measured).
+ */
 #include <stdio.h>
 
 #include "backend_cuda_internal.h"
@@ -165,8 +164,7 @@ static split_bufs split_scratch(cuda_state *st, int rows, int cols, int n) {
  * into two bf16 parts (k_split2_bf16: x to 2^-17): one cuBLAS product of the 2n inputs a weight
  * part (each weight read once), accumulated over the parts, then k_sum2 adds each output's two.
  * Every product of two bf16 is exact in fp32, so the result is that of hi + lo and the weights
- * to rounding. Returns the bytes it moves besides the weights, x
- * once and out once. */
+ * to rounding. Returns the bytes it moves besides the weights, x once and out once. */
 static double split_product(cuda_state *st, const split_bufs *sb, float *out, const void *const *w,
                             int parts, const float *x, int rows, int cols, int n) {
     const int nn = 2 * n;

@@ -30,21 +30,13 @@ struct dq_link {
     cuda_dq_matrix next;
 };
 
-static size_t link_hash(const void *p, size_t cap) {
-    uint64_t h = (uint64_t)(uintptr_t)p;
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    return (size_t)(h & (cap - 1));
-}
-
 static dq_link *link_find(cuda_dequant *d, const void *host, int add) {
     if (add && 2 * (d->n_links + 1) > d->cap_links) {
         const size_t cap = d->cap_links ? 2 * d->cap_links : 64;
         dq_link *t = xcalloc(cap, sizeof *t);
         for (size_t i = 0; i < d->cap_links; i++) {
             if (!d->links[i].host) continue;
-            size_t j = link_hash(d->links[i].host, cap);
+            size_t j = cuda_hash_ptr(d->links[i].host, 0, cap);
             while (t[j].host)
                 j = (j + 1) & (cap - 1);
             t[j] = d->links[i];
@@ -54,7 +46,7 @@ static dq_link *link_find(cuda_dequant *d, const void *host, int add) {
         d->cap_links = cap;
     }
     if (!d->cap_links) return NULL;
-    size_t j = link_hash(host, d->cap_links);
+    size_t j = cuda_hash_ptr(host, 0, d->cap_links);
     for (; d->links[j].host; j = (j + 1) & (d->cap_links - 1))
         if (d->links[j].host == host) return &d->links[j];
     if (!add) return NULL;

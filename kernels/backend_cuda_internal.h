@@ -17,6 +17,8 @@
 #ifndef BACKEND_CUDA_INTERNAL_H
 #define BACKEND_CUDA_INTERNAL_H
 
+#include <stdint.h>
+
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -38,6 +40,16 @@
         cublasStatus_t s_ = (call);                                                                \
         if (s_ != CUBLAS_STATUS_SUCCESS) die("cuBLAS: %s: status %d", #call, (int)s_);             \
     } while (0)
+
+/* The slot of pointer p (with one bit more of key, salt) in an open-addressing table of cap
+ * slots, a power of two: the weight table's and the prefill copies' successors. */
+static inline size_t cuda_hash_ptr(const void *p, int salt, size_t cap) {
+    uint64_t h = (uint64_t)(uintptr_t)p ^ (uint64_t)(salt != 0) << 63;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    return (size_t)(h & (cap - 1));
+}
 
 /* ---- backend_cuda_weights.c: the weight table ------------------------------------------ */
 

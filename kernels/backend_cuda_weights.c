@@ -18,20 +18,12 @@
 #include "quant.h"
 #include "util.h"
 
-static size_t hash_ptr(const void *p, int transposed, size_t cap) {
-    uint64_t h = (uint64_t)(uintptr_t)p ^ (uint64_t)transposed << 63;
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    return (size_t)(h & (cap - 1));
-}
-
 static void weights_grow(cuda_weights *cw) {
     size_t cap = cw->cap ? cw->cap * 2 : 256;
     cuda_weight_slot *t = xcalloc(cap, sizeof *t);
     for (size_t i = 0; i < cw->cap; i++) {
         if (!cw->slots[i].host) continue;
-        size_t j = hash_ptr(cw->slots[i].host, cw->slots[i].transposed, cap);
+        size_t j = cuda_hash_ptr(cw->slots[i].host, cw->slots[i].transposed, cap);
         while (t[j].host)
             j = (j + 1) & (cap - 1);
         t[j] = cw->slots[i];
@@ -102,7 +94,7 @@ const cuda_weight_slot *cuda_weights_get(cuda_weights *cw, cudaStream_t s, const
     CHECK(w && w->data);
     const size_t bytes = tensor_bytes(w);
     if (cw->cap) {
-        for (size_t j = hash_ptr(w->data, transposed, cw->cap); cw->slots[j].host;
+        for (size_t j = cuda_hash_ptr(w->data, transposed, cw->cap); cw->slots[j].host;
              j = (j + 1) & (cw->cap - 1))
             if (cw->slots[j].host == w->data && cw->slots[j].transposed == transposed) {
                 cuda_weight_slot *ws = &cw->slots[j];
@@ -137,7 +129,7 @@ const cuda_weight_slot *cuda_weights_get(cuda_weights *cw, cudaStream_t s, const
             "bytes asked): %s",
             cw->bytes / 1e9, bytes, cudaGetErrorString(e));
     weight_upload(s, dev, w, bytes, transposed);
-    size_t j = hash_ptr(w->data, transposed, cw->cap);
+    size_t j = cuda_hash_ptr(w->data, transposed, cw->cap);
     while (cw->slots[j].host)
         j = (j + 1) & (cw->cap - 1);
     cw->slots[j] = (cuda_weight_slot){w->data, transposed, dev, bytes, f16_exp_of(w)};
