@@ -355,8 +355,8 @@ void backend_cuda_stats(backend *b, backend_cuda_counters *c) {
     c->mlp_form = st->mlp;
     c->mlp_quant = st->mlp_quant;
     c->mlp_ops = st->mlp_ops;
-    c->dequant_ahead = st->dq.made_ahead;
-    c->dequant_ahead_used = st->dq.used_ahead;
+    c->dequant_ahead = st->dq.book.made_ahead;
+    c->dequant_ahead_used = st->dq.book.used_ahead;
 }
 
 void backend_cuda_reset_counters(backend *b) {
@@ -366,7 +366,7 @@ void backend_cuda_reset_counters(backend *b) {
     memset(st->calls, 0, sizeof st->calls);
     memset(st->ms, 0, sizeof st->ms);
     st->decode_steps = st->replays = st->captures = st->attn_split_ops = st->attn_rows_ops =
-        st->mlp_ops = st->dq.made_ahead = st->dq.used_ahead = 0;
+        st->mlp_ops = st->dq.book.made_ahead = st->dq.book.used_ahead = 0;
 }
 
 void backend_cuda_profile_print(backend *b, FILE *f) {

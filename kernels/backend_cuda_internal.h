@@ -8,6 +8,7 @@
  *   backend_cuda_core.c      what every op needs: accounting and timing, device copies of
  *                            weights, scratch buffers, position arguments, one matrix product
  *   backend_cuda_dequant.c   quantized matrices dequantized for cuBLAS, one product ahead
+ *                            (its buffers' bookkeeping: backend_cuda_dequant_book.c, host only)
  *   backend_cuda_weights.c   the weight table                    backend_cuda_env.c     the
  *                                                                switches (no GPU needed)
  *
@@ -23,6 +24,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backend.h"
+#include "backend_cuda_dequant_book.h"
 #include "kernels.h"
 #include "matvec_q.h"
 #include "util.h"
@@ -61,8 +63,6 @@ typedef struct {
     int f16_exp; /* an int4 matrix's quant_f16_exponent, or CUDA_NO_F16 (backend_cuda_core.c) */
 } cuda_weight_slot;
 
-#define CUDA_NO_F16 INT32_MIN
-
 typedef struct {
     cuda_weight_slot *slots; /* cap slots (a power of two), n of them used */
     size_t cap, n;
@@ -81,31 +81,13 @@ void cuda_weights_free(cuda_weights *cw);
 
 /* ---- backend_cuda_dequant.c: 16-bit copies of quantized matrices, made one ahead -------- */
 
-/* What dequantizing a matrix for cuBLAS needs: fp16 w 2^e (an int4 matrix's quant_f16_exponent)
- * or, where e is CUDA_NO_F16, bf16 hi then lo. */
-typedef struct {
-    const void *host; /* the tensor's host data: the key */
-    k_qmat qm;        /* its device copy */
-    int e;
-} cuda_dq_matrix;
-
-typedef struct dq_link dq_link;
 typedef struct {
     cudaStream_t side; /* where copies are made ahead */
     uint16_t *buf[2];  /* the copies, cap[b] bytes each */
     size_t cap[2];
-    cuda_dq_matrix held[2]; /* what each buffer holds, or is being written with */
-    int pending[2];         /* a side-stream write the main stream has not waited for */
-    cudaEvent_t ready[2];   /* recorded on the side stream after a buffer's write */
-    cudaEvent_t freed[2];   /* recorded on the main stream after the products reading it */
-    cuda_dq_matrix cur;     /* the matrix of the product in progress (the next one's
-                               predecessor) */
-    int use, fill, last;    /* its buffer, whether to fill it there, the buffer used before */
-    int ahead;              /* whether cuda_dequant_fill makes ahead_m in the other buffer */
-    cuda_dq_matrix ahead_m;
-    dq_link *links; /* each matrix's successor, cap_links slots, n_links used */
-    size_t cap_links, n_links;
-    long made_ahead, used_ahead; /* copies made ahead; products that found theirs so */
+    cudaEvent_t ready[2]; /* recorded on the side stream after a buffer's write */
+    cudaEvent_t freed[2]; /* recorded on the main stream after the products reading it */
+    dq_book book;         /* what each buffer holds and what to make ahead */
 } cuda_dequant;
 
 /* ---- the state ------------------------------------------------------------------------- */
