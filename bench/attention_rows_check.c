@@ -20,30 +20,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "gpu_check.cuh"
 #include "kernels.h"
 #include "util.h"
 #include "../tests/attention_ref.h"
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "attention_rows_check: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,    \
-                    cudaGetErrorString(e_));                                                       \
-            exit(2);                                                                               \
-        }                                                                                          \
-    } while (0)
-
 enum { H = 8, KV = 2, N_TOK = 256, LEN = 1024, REPS = 50 };
 
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-
-static float *random_vec(size_t n) { /* [-1, 1), xorshift64* */
+static float *random_vec(size_t n, uint64_t seed) { /* [-1, 1) */
     float *v = xmalloc(n * sizeof(float));
-    for (size_t i = 0; i < n; i++) {
-        rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
-        v[i] = (float)((double)((rng * 2685821657736338717ull) >> 11) * 0x1p-52 - 1.0);
-    }
+    for (size_t i = 0; i < n; i++)
+        v[i] = uniform(seed, i);
     return v;
 }
 
@@ -67,7 +54,9 @@ static double pairs(int n_tok, int pos0, int window) {
 /* One case: checked, then timed. Returns the microseconds a launch; *bad counts failures. */
 static double run_case(cudaStream_t st, int hd, int window, int pos0, int *bad) {
     const size_t nq = (size_t)N_TOK * H * hd, nkv = (size_t)LEN * KV * hd;
-    float *q = random_vec(nq), *kc = random_vec(nkv), *vc = random_vec(nkv);
+    const uint64_t seed = 3 * ((uint64_t)hd << 32 | (uint64_t)pos0); /* 3 streams a case */
+    float *q = random_vec(nq, seed), *kc = random_vec(nkv, seed + 1),
+          *vc = random_vec(nkv, seed + 2);
     float *dq = to_device(q, nq), *dk = to_device(kc, nkv), *dv = to_device(vc, nkv), *dout, *dpart;
     CK(cudaMalloc((void **)&dout, nq * sizeof(float)));
     CK(cudaMalloc((void **)&dpart, k_attention_rows_partial(N_TOK, H, hd)));

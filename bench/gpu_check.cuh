@@ -1,6 +1,7 @@
-/* gpu_check.cuh: what the kernel benchmarks bench/matvec_q_check.cu and bench/mlp_check.cu
- * share: a CUDA call that must succeed, seeded random values, and the device's copy bandwidth
- * (the yardstick their GB/s are given against). Header-only: each benchmark is one program. */
+/* gpu_check.cuh: what the kernel benchmarks bench/matvec_q_check.cu, bench/mlp_check.cu and
+ * bench/attention_rows_check.c share: a CUDA call that must succeed, seeded random values, and
+ * the device's copy bandwidth (the yardstick their GB/s are given against). Header-only, C or
+ * CUDA C++: each benchmark is one program. */
 #ifndef GPU_CHECK_CUH
 #define GPU_CHECK_CUH
 
@@ -30,7 +31,7 @@ static inline float uniform(uint64_t seed, uint64_t i) { /* [-1, 1) */
 }
 
 /* Device-to-device cudaMemcpy of 1 GiB: bytes read + written a second, in GB/s. */
-static double copy_bandwidth(void) {
+static inline double copy_bandwidth(void) {
     const size_t bytes = (size_t)1 << 30;
     void *a, *b;
     CK(cudaMalloc(&a, bytes));
@@ -42,10 +43,10 @@ static double copy_bandwidth(void) {
     for (int i = 0; i < 2; i++)
         CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, 0));
     const int reps = 10;
-    CK(cudaEventRecord(e0));
+    CK(cudaEventRecord(e0, 0));
     for (int i = 0; i < reps; i++)
         CK(cudaMemcpyAsync(i & 1 ? a : b, i & 1 ? b : a, bytes, cudaMemcpyDeviceToDevice, 0));
-    CK(cudaEventRecord(e1));
+    CK(cudaEventRecord(e1, 0));
     CK(cudaEventSynchronize(e1));
     float ms;
     CK(cudaEventElapsedTime(&ms, e0, e1));
