@@ -59,6 +59,18 @@
 #define AR_SPLIT_TILES 2  /* tiles of positions a split takes at least */
 #define AR_MAX_SPLITS  8  /* splits a tile of rows takes at most */
 
+/* Blocks a multiprocessor holds at once, as the register allocator is told: 2 where two blocks'
+ * shared memory fits (sm_80, sm_90: 164 / 228 KB a multiprocessor), which caps a thread at 128
+ * registers (the hd-256 form takes 149 left free, 1 block a multiprocessor). A 256-token E4B
+ * prompt's attention (bench/attention_rows_check) 3524 us against 3973 on an H100, prefill 16060
+ * tokens/s against 15450. Four rows a warp instead of two (201 registers; the hd-512 form
+ * spills) 3751 us. sm_86 / sm_89 (100 KB) hold one block of the wide forms anyway. */
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 890)
+#define AR_MIN_BLOCKS 1
+#else
+#define AR_MIN_BLOCKS 2
+#endif
+
 /* Shared memory a block needs for heads of width hd: the rows' q, and one tile of keys (padded
  * rows) or values. */
 static size_t ar_smem(int hd) {
@@ -118,7 +130,7 @@ template <int N> __device__ __forceinline__ float ar_sum(float4 *c) {
 
 /* NU: float4 units of the head a lane holds in its accumulators (hd <= 128 NU * 4). */
 template <int NU>
-__global__ void __launch_bounds__(AR_WARPS * 32)
+__global__ void __launch_bounds__(AR_WARPS * 32, AR_MIN_BLOCKS)
     attn_rows_kernel(float *out, float *part, const float *q, const float *kc, const float *vc,
                      int n_tok, const int *dpos, int pos0, int len, int window, int n_heads,
                      int n_kv_heads, int hd, int ms, int sp) {

@@ -357,6 +357,8 @@ void backend_cuda_stats(backend *b, backend_cuda_counters *c) {
     c->mlp_ops = st->mlp_ops;
     c->dequant_ahead = st->dq.book.made_ahead;
     c->dequant_ahead_used = st->dq.book.used_ahead;
+    c->dequant_kept = st->dq.n_kept;
+    c->dequant_kept_bytes = st->dq.kept_bytes;
 }
 
 void backend_cuda_reset_counters(backend *b) {
@@ -479,7 +481,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         stderr,
         "cuda: %s, %.1f GB, graphs %s, fusion %s, PDL %s, matmul %s, bf16 on the %s, int4 on the "
         "%s, "
-        "whole-MLP kernel %s, attention %s\n",
+        "whole-MLP kernel %s, attention %s, prefill's int8 / int4 copies %s\n",
         st->device_name, prop.totalGlobalMem / 1e9, st->use_graphs && !st->profile ? "on" : "off",
         sw.fuse ? "on" : "off", st->pdl ? "on" : "off",
         sw.gemm_own ? "own kernel" : "own (n <= 17), cuBLAS beyond (x to 16 bits)",
@@ -491,11 +493,13 @@ backend *backend_cuda_new(char *err, size_t errlen) {
         : st->mlp_quant      ? "on the CUDA cores (bf16, int8 and int4, where it fits)"
         : st->mlp            ? "on the CUDA cores (bf16, where it fits)"
                              : "off",
-        st->attn == K_ATTN_CLUSTER ? "in thread block clusters (short rings)" : "split + merge");
+        st->attn == K_ATTN_CLUSTER ? "in thread block clusters (short rings)" : "split + merge",
+        sw.dequant_keep ? "kept" : "made ahead");
     CU(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     CUBLAS(cublasCreate(&st->cublas));
     CUBLAS(cublasSetStream(st->cublas, st->stream));
     cuda_dequant_init(st);
+    st->dq.keep = sw.dequant_keep;
     CU(cudaMalloc((void **)&st->d_params, (1 + GRAPH_MAX_ROWS) * sizeof(int)));
     CU(cudaMallocHost((void **)&st->h_params, (1 + GRAPH_MAX_ROWS) * sizeof(int)));
     CU(cudaMalloc(&st->d_argmax, (2 * K_ARGMAX_BLOCKS + 1) * sizeof(int)));

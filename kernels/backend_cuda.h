@@ -14,6 +14,11 @@
  *                             products), the whole-MLP kernel on the tensor cores for bf16
  *                             MLPs (mma: mlp_mma.cu), or mlp.cu for bf16, int8 and int4 MLPs
  *                             alike (all: faster verify passes, a slower int4 decode step)
+ *   GEMMA_CUDA_DEQUANT=ahead|keep  the 16-bit copies of int8 / int4 matrices that prefill
+ *                             products read: made each prompt, one product ahead, in two
+ *                             buffers (ahead, default), or kept on the device after the first
+ *                             prompt while it has room (keep: faster prefill, E4B int4 7.7 GB
+ *                             more device memory; backend_cuda_dequant.c)
  * By architecture:
  *   GEMMA_CUDA_ATTN=auto|split|cluster   attention as one kernel of thread block clusters for
  *                             short rings (cluster: sm_90+ only) or slices + merge (split);
@@ -52,6 +57,8 @@ typedef struct {
     long mlp_ops;            /* MLPs issued (run eagerly or captured) as one whole-MLP kernel */
     long dequant_ahead;      /* quantized matrices' 16-bit copies made one product ahead */
     long dequant_ahead_used; /* prefill products that found their copy made so */
+    long dequant_kept;       /* copies kept on the device (GEMMA_CUDA_DEQUANT=keep) */
+    size_t dequant_kept_bytes; /* and their bytes */
 } backend_cuda_counters;
 
 void backend_cuda_stats(backend *b, backend_cuda_counters *c);

@@ -15,8 +15,19 @@
  * Buffers grow with both streams synchronized, before the op starts. Profiling times every op
  * alone, so there nothing is made ahead. A weight copied anew (backend_cuda_weights.c: its host
  * memory was reused) makes the backend forget every copy and successor here: their device
- * addresses may be stale. */
+ * addresses may be stale.
+ *
+ * Kept copies (GEMMA_CUDA_DEQUANT=keep). Every matrix's copy is made on the main stream at its
+ * first prefill product and kept on the device, so later prompts make none: the whole-MLP
+ * kernel's trade (weights held twice) for prefill. A copy is kept only while the device has
+ * room for it, for the two buffers at the largest copy yet and for KEEP_MARGIN besides; past
+ * that the matrices not kept go by the two buffers. E4B at int4 g32: 7.7 GB more, a 256-token
+ * prompt 14290 tokens/s against 12220 on an H100. */
+#include <stdlib.h>
+
 #include "backend_cuda_internal.h"
+
+#define KEEP_MARGIN ((size_t)1 << 30) /* device memory keeping leaves free for scratch growth */
 
 static void dequantize(cudaStream_t s, const cuda_dq_matrix *m, uint16_t *out) {
     const int bad = m->e == CUDA_NO_F16 ? k_dequant_q_bf16x2(s, &m->qm, out)
@@ -37,6 +48,43 @@ static void grow(cuda_state *st, int b, const cuda_dq_matrix *m) {
     dq_book_cleared(&d->book, b);
 }
 
+/* m's kept copy, made now where it has none and the device has room (*made = 1); NULL where
+ * nothing is kept for m. */
+static uint16_t *kept_copy(cuda_state *st, const cuda_dq_matrix *m, int *made) {
+    cuda_dequant *d = &st->dq;
+    *made = 0;
+    for (int i = 0; i < d->n_kept; i++)
+        if (dq_same(&d->kept[i].m, m)) return d->kept[i].copy;
+    const size_t bytes = dq_copy_bytes(m);
+    if (bytes > d->largest) d->largest = bytes;
+    if (d->full) return NULL;
+    size_t free_b = 0, total_b = 0;
+    CU(cudaMemGetInfo(&free_b, &total_b));
+    uint16_t *copy = NULL;
+    if (free_b < bytes + 2 * d->largest + KEEP_MARGIN ||
+        cudaMalloc((void **)&copy, bytes) != cudaSuccess) {
+        (void)cudaGetLastError(); /* a failed allocation: the buffers serve from here on */
+        d->full = 1;
+        return NULL;
+    }
+    if (d->n_kept == d->cap_kept) {
+        d->cap_kept = d->cap_kept ? 2 * d->cap_kept : 64;
+        d->kept = xrealloc(d->kept, (size_t)d->cap_kept * sizeof *d->kept);
+    }
+    d->kept[d->n_kept++] = (cuda_dq_kept){*m, copy};
+    d->kept_bytes += bytes;
+    *made = 1;
+    return copy;
+}
+
+static void kept_free(cuda_dequant *d) {
+    for (int i = 0; i < d->n_kept; i++)
+        cudaFree(d->kept[i].copy);
+    d->n_kept = 0;
+    d->kept_bytes = 0;
+    d->full = 0;
+}
+
 void cuda_dequant_init(cuda_state *st) {
     cuda_dequant *d = &st->dq;
     CU(cudaStreamCreateWithFlags(&d->side, cudaStreamNonBlocking));
@@ -55,6 +103,8 @@ void cuda_dequant_free(cuda_state *st) {
         cudaEventDestroy(d->freed[b]);
     }
     cudaStreamDestroy(d->side);
+    kept_free(d);
+    free(d->kept);
     dq_book_free(&d->book);
     *d = (cuda_dequant){0};
 }
@@ -62,11 +112,19 @@ void cuda_dequant_free(cuda_state *st) {
 void cuda_dequant_forget(cuda_state *st) {
     CU(cudaStreamSynchronize(st->dq.side));
     dq_book_forget(&st->dq.book);
+    if (st->dq.n_kept) {
+        CU(cudaStreamSynchronize(st->stream)); /* a product may still read a kept copy */
+        kept_free(&st->dq);
+    }
 }
 
 uint16_t *cuda_dequant_take(cuda_state *st, const cuda_dq_matrix *m) {
     cuda_dequant *d = &st->dq;
     if (st->mode == 1) die("a prefill product inside a captured CUDA graph");
+    if (d->keep) {
+        d->cur = kept_copy(st, m, &d->cur_made);
+        if (d->cur) return d->cur;
+    }
     const int b = dq_book_choose(&d->book, m);
     grow(st, b, m); /* (a buffer that holds m is big enough for it) */
     /* profiling times every op alone: nothing is made ahead there */
@@ -77,6 +135,10 @@ uint16_t *cuda_dequant_take(cuda_state *st, const cuda_dq_matrix *m) {
 
 int cuda_dequant_fill(cuda_state *st) {
     cuda_dequant *d = &st->dq;
+    if (d->cur) {
+        if (d->cur_made) dequantize(st->stream, &d->kept[d->n_kept - 1].m, d->cur);
+        return d->cur_made;
+    }
     const int b = d->book.use;
     const dq_steps s = dq_book_fill(&d->book);
     if (s.wait) CU(cudaStreamWaitEvent(st->stream, d->ready[b], 0));
@@ -91,6 +153,10 @@ int cuda_dequant_fill(cuda_state *st) {
 
 void cuda_dequant_done(cuda_state *st) {
     cuda_dequant *d = &st->dq;
+    if (d->cur) {
+        d->cur = NULL;
+        return;
+    }
     CU(cudaEventRecord(d->freed[d->book.use], st->stream));
     dq_book_done(&d->book);
 }

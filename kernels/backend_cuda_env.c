@@ -15,8 +15,9 @@ extern char **environ;
 
 /* Every switch, in backend_cuda.h's order. */
 static const char *const switch_names[] = {
-    "GEMMA_CUDA_MV_MMA", "GEMMA_CUDA_MLP",  "GEMMA_CUDA_ATTN", "GEMMA_CUDA_GEMM",
-    "GEMMA_CUDA_GRAPHS", "GEMMA_CUDA_FUSE", "GEMMA_CUDA_PDL",  "GEMMA_CUDA_PROFILE"};
+    "GEMMA_CUDA_MV_MMA", "GEMMA_CUDA_MLP",  "GEMMA_CUDA_DEQUANT",
+    "GEMMA_CUDA_ATTN",   "GEMMA_CUDA_GEMM", "GEMMA_CUDA_GRAPHS",
+    "GEMMA_CUDA_FUSE",   "GEMMA_CUDA_PDL",  "GEMMA_CUDA_PROFILE"};
 
 /* A GEMMA_CUDA_* variable set in the environment that is no switch: -1 with a message. */
 static int unknown_switch(char *err, size_t errlen) {
@@ -68,6 +69,9 @@ int cuda_switches_from_env(cuda_switches *sw, char *err, size_t errlen) {
     if (v_mma < 0) return -1;
     const int v_mlp = env_choice("GEMMA_CUDA_MLP", mlp, 4, 1, "0, 1, mma or all", err, errlen);
     if (v_mlp < 0) return -1;
+    static const char *const dequant[] = {"ahead", "keep"};
+    const int v_dq = env_choice("GEMMA_CUDA_DEQUANT", dequant, 2, 0, "ahead or keep", err, errlen);
+    if (v_dq < 0) return -1;
     const int v_attn =
         env_choice("GEMMA_CUDA_ATTN", attn, 3, 0, "auto, split or cluster", err, errlen);
     if (v_attn < 0) return -1;
@@ -77,6 +81,7 @@ int cuda_switches_from_env(cuda_switches *sw, char *err, size_t errlen) {
     sw->q_mma = v_mma != 0;
     sw->mlp = v_mlp == 2 ? K_MLP_MMA : v_mlp != 0 ? K_MLP_CORES : 0;
     sw->mlp_quant = v_mlp == 3;
+    sw->dequant_keep = v_dq == 1;
     sw->attn = v_attn == 2 ? K_ATTN_CLUSTER : v_attn == 1 ? K_ATTN_SPLIT : CUDA_ATTN_AUTO;
     sw->gemm_own = v_gemm == 1;
     sw->use_graphs = env_flag("GEMMA_CUDA_GRAPHS", 1);

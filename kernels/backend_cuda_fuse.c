@@ -8,7 +8,8 @@
  * top of each of those. The flush walks the recorded ops in order and, at each one not yet
  * run, tries in turn:
  *   1. matrix products that read the same x (q, k and v; gate and up): the later ones are
- *      hoisted up to the first and all go out as one launch (k_matvec_multi); a
+ *      hoisted up to the first. On cuBLAS (prefill chunks) they run back to back on one split
+ *      of x (try_shared_split); on our kernels all go out as one launch (k_matvec_multi); a
  *      gelu_mul(gate, up) of two of them, or of one and a vector already in memory (the
  *      per-layer input), joins that launch as its epilogue; int8 / int4 matrices of one dtype
  *      and group go out as one k_matvec_q_multi launch (no epilogue);
@@ -178,7 +179,7 @@ static double weight_bytes(const tensor *w) {
 
 static void run_single(backend *b, const qop *op) {
     if (op->kind == Q_MATMUL) {
-        cuda_matmul_now(cuda_st(b), op->out, &op->w, op->a, op->n);
+        cuda_matmul_now(cuda_st(b), op->out, &op->w, op->a, op->n, 0);
         return;
     }
     const void *wd = op->kind == Q_RMSNORM && op->w.data ? cuda_weight(cuda_st(b), &op->w) : NULL;
@@ -535,6 +536,41 @@ static int try_norm_parts(backend *b, batch *bt, int i) {
     return 1;
 }
 
+/* ---- 1b. products on cuBLAS reading the same x: one split of x ----------------------------- */
+
+/* Products of a prefill chunk that read the same x and take the same split of it (q, k and v;
+ * gate and up), hoisted up to the first and run back to back, each after the first on the
+ * split of x that the first made (backend_cuda_core.c). Their products and sums are those of
+ * the products alone, so the bits are too. */
+static int try_shared_split(backend *b, batch *bt, int i) {
+    cuda_state *st = cuda_st(b);
+    const qop *q0 = &bt->q[i];
+    if (q0->kind != Q_MATMUL) return 0;
+    const int kind = cuda_matmul_split_kind(st, &q0->w, q0->n);
+    const span xs = span_of(q0->a, (size_t)q0->n * q0->w.cols);
+    if (kind < 0 || overlap(out_span(q0), xs)) return 0;
+    int mem[QCAP], nm = 0;
+    memset(bt->taken, 0, sizeof bt->taken); /* (can_hoist reads it) */
+    mem[nm++] = i;
+    for (int j = i + 1; j < bt->nq; j++) {
+        const qop *y = &bt->q[j];
+        if (bt->done[j] || y->kind != Q_MATMUL || y->a != q0->a || y->n != q0->n ||
+            y->w.cols != q0->w.cols || cuda_matmul_split_kind(st, &y->w, y->n) != kind)
+            continue;
+        int ok = !overlap(out_span(y), xs) && can_hoist(bt, i, j);
+        for (int k = 0; k < nm && ok; k++)
+            ok = !overlap(out_span(y), out_span(&bt->q[mem[k]]));
+        if (ok) mem[nm++] = j;
+    }
+    if (nm < 2) return 0;
+    for (int k = 0; k < nm; k++) {
+        const qop *m = &bt->q[mem[k]];
+        cuda_matmul_now(st, m->out, &m->w, m->a, m->n, k > 0);
+        bt->done[mem[k]] = 1;
+    }
+    return 1;
+}
+
 /* ---- the queue ------------------------------------------------------------------------------ */
 
 void cuda_fuse_flush(backend *b) {
@@ -547,8 +583,8 @@ void cuda_fuse_flush(backend *b) {
     memset(bt->done, 0, sizeof bt->done);
     for (int i = 0; i < bt->nq; i++) {
         if (bt->done[i]) continue;
-        if (try_mlp(b, bt, i) || try_matvec_group(b, bt, i) || try_norm_add(b, bt, i) ||
-            try_norm_parts(b, bt, i))
+        if (try_shared_split(b, bt, i) || try_mlp(b, bt, i) || try_matvec_group(b, bt, i) ||
+            try_norm_add(b, bt, i) || try_norm_parts(b, bt, i))
             continue;
         run_single(b, &bt->q[i]);
         bt->done[i] = 1;

@@ -82,12 +82,26 @@ void cuda_weights_free(cuda_weights *cw);
 /* ---- backend_cuda_dequant.c: 16-bit copies of quantized matrices, made one ahead -------- */
 
 typedef struct {
+    cuda_dq_matrix m;
+    uint16_t *copy; /* dq_copy_bytes(&m) on the device */
+} cuda_dq_kept;
+
+typedef struct {
     cudaStream_t side; /* where copies are made ahead */
     uint16_t *buf[2];  /* the copies, cap[b] bytes each */
     size_t cap[2];
     cudaEvent_t ready[2]; /* recorded on the side stream after a buffer's write */
     cudaEvent_t freed[2]; /* recorded on the main stream after the products reading it */
     dq_book book;         /* what each buffer holds and what to make ahead */
+    /* GEMMA_CUDA_DEQUANT=keep: copies kept, the buffers only for what finds no room */
+    int keep;
+    cuda_dq_kept *kept; /* n_kept of cap_kept, kept_bytes in all */
+    int n_kept, cap_kept;
+    size_t kept_bytes;
+    size_t largest; /* the largest copy asked for yet */
+    int full;       /* no room for another kept copy */
+    uint16_t *cur;  /* the kept copy the product in progress reads, or NULL */
+    int cur_made;   /* and whether it is written for that product */
 } cuda_dequant;
 
 /* ---- the state ------------------------------------------------------------------------- */
@@ -219,16 +233,23 @@ void *cuda_scratch(cuda_state *st, void **buf, size_t *cap, size_t bytes);
 void cuda_graphs_drop(cuda_state *st);
 /* Would a product of w over n inputs run our matrix-vector kernels (rather than cuBLAS)? */
 int cuda_matmul_own(const cuda_state *st, const tensor *w, int n);
-/* One matrix product, launched now (our kernel or cuBLAS), counted and timed. */
-void cuda_matmul_now(cuda_state *st, float *out, const tensor *w, const float *x, int n);
+/* Which split of x a product of w over n inputs runs on cuBLAS with: 0 two bf16 parts, 1 two
+ * fp16 parts scaled by row (an int4 matrix held as fp16), -1 none (our kernels). */
+int cuda_matmul_split_kind(cuda_state *st, const tensor *w, int n);
+/* One matrix product, launched now (our kernel or cuBLAS), counted and timed. x_split: the
+ * product just before took the same x and n and a split of the same kind, and nothing has
+ * written x since, so x's parts are in the scratch already. */
+void cuda_matmul_now(cuda_state *st, float *out, const tensor *w, const float *x, int n,
+                     int x_split);
 
 /* ---- backend_cuda_dequant.c (above) ------------------------------------------------------ */
 void cuda_dequant_init(cuda_state *st);
 void cuda_dequant_free(cuda_state *st);
 /* Forget every copy and successor (a weight's device copy moved); waits for the side stream. */
 void cuda_dequant_forget(cuda_state *st);
-/* A product over m is next: returns the buffer its copy will be in, grown as needed (both
- * streams synchronized then), and chooses what to make ahead. Before cuda_op_begin. */
+/* A product over m is next: returns m's kept copy (GEMMA_CUDA_DEQUANT=keep), or the buffer its
+ * copy will be in, grown as needed (both streams synchronized then), and chooses what to make
+ * ahead. Before cuda_op_begin. */
 uint16_t *cuda_dequant_take(cuda_state *st, const cuda_dq_matrix *m);
 /* Inside the op, before its products: the copy made (on the main stream) or waited for, and
  * the successor's copy started on the side stream. Returns 1 when the copy was written for this

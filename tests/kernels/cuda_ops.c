@@ -726,7 +726,14 @@ static int run_ops(void) {
     test_matmul(cb, RTOL_X16, 1e-5, "auto (n > 17: cuBLAS)");
     test_matmul_quant(cb, 17, RTOL_X16, "auto (n > 17: cuBLAS)");
     test_matmul_quant_ranges(cb);
-    test_dequant_ahead(cb);
+    setenv("GEMMA_CUDA_GEMM", "auto", 1);
+    setenv("GEMMA_CUDA_DEQUANT", "keep", 1);
+    backend *ck = backend_cuda_new(err, sizeof err);
+    setenv("GEMMA_CUDA_GEMM", "own", 1);
+    unsetenv("GEMMA_CUDA_DEQUANT");
+    CHECK(ck);
+    test_dequant_copies(cb, ck);
+    ck->destroy(ck);
     cb->destroy(cb);
     test_split2_f16();
     test_matmul_quant(gpu, 1 << 30, 1e-5, "own");

@@ -10,9 +10,10 @@
 #include "util.h"
 #include "../test_util.h"
 
-static const char *const all_vars[] = {"GEMMA_CUDA_MV_MMA", "GEMMA_CUDA_MLP",    "GEMMA_CUDA_ATTN",
-                                       "GEMMA_CUDA_GEMM",   "GEMMA_CUDA_GRAPHS", "GEMMA_CUDA_FUSE",
-                                       "GEMMA_CUDA_PDL",    "GEMMA_CUDA_PROFILE"};
+static const char *const all_vars[] = {
+    "GEMMA_CUDA_MV_MMA", "GEMMA_CUDA_MLP",  "GEMMA_CUDA_DEQUANT",
+    "GEMMA_CUDA_ATTN",   "GEMMA_CUDA_GEMM", "GEMMA_CUDA_GRAPHS",
+    "GEMMA_CUDA_FUSE",   "GEMMA_CUDA_PDL",  "GEMMA_CUDA_PROFILE"};
 
 static void clear_env(void) {
     for (size_t i = 0; i < sizeof all_vars / sizeof all_vars[0]; i++)
@@ -39,7 +40,8 @@ int main(void) {
     /* defaults */
     EXPECT(read_with(NULL, NULL, &sw, err, sizeof err) == 0, "%s", err);
     EXPECT(sw.gemm_own == 0 && sw.use_graphs == 1 && sw.profile == 0 && sw.fuse == 1 &&
-           sw.pdl == 1 && sw.attn == CUDA_ATTN_AUTO && sw.mlp == K_MLP_CORES && sw.mv_mma == 0);
+           sw.pdl == 1 && sw.attn == CUDA_ATTN_AUTO && sw.mlp == K_MLP_CORES && sw.mv_mma == 0 &&
+           sw.dequant_keep == 0);
     /* an empty value is the default too */
     EXPECT(read_with("GEMMA_CUDA_MLP", "", &sw, err, sizeof err) == 0 && sw.mlp == K_MLP_CORES);
     EXPECT(read_with("GEMMA_CUDA_GRAPHS", "", &sw, err, sizeof err) == 0 && sw.use_graphs == 1);
@@ -60,6 +62,10 @@ int main(void) {
     EXPECT(read_with("GEMMA_CUDA_MLP", "all", &sw, err, sizeof err) == 0 && sw.mlp == K_MLP_CORES &&
            sw.mlp_quant);
     EXPECT(read_with("GEMMA_CUDA_MLP", "1", &sw, err, sizeof err) == 0 && !sw.mlp_quant);
+    EXPECT(read_with("GEMMA_CUDA_DEQUANT", "ahead", &sw, err, sizeof err) == 0 &&
+           sw.dequant_keep == 0);
+    EXPECT(read_with("GEMMA_CUDA_DEQUANT", "keep", &sw, err, sizeof err) == 0 &&
+           sw.dequant_keep == 1);
     EXPECT(read_with("GEMMA_CUDA_ATTN", "split", &sw, err, sizeof err) == 0 &&
            sw.attn == K_ATTN_SPLIT);
     EXPECT(read_with("GEMMA_CUDA_ATTN", "cluster", &sw, err, sizeof err) == 0 &&
@@ -86,7 +92,8 @@ int main(void) {
         {"GEMMA_CUDA_MV_MMA", "INT4"},   {"GEMMA_CUDA_MV_MMA", "int8"},
         {"GEMMA_CUDA_ATTN", "clusters"}, {"GEMMA_CUDA_ATTN", "1"},
         {"GEMMA_CUDA_MLP", "2"},         {"GEMMA_CUDA_MLP", "tensor"},
-        {"GEMMA_CUDA_MLP", "ALL"},
+        {"GEMMA_CUDA_MLP", "ALL"},       {"GEMMA_CUDA_DEQUANT", "1"},
+        {"GEMMA_CUDA_DEQUANT", "kept"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const int rc = read_with(bad[i].name, bad[i].value, &sw, err, sizeof err);
