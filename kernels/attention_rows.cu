@@ -71,6 +71,12 @@
 #define AR_MIN_BLOCKS 2
 #endif
 
+/* The splits of a tile of rows rows long whose first row is at position pf: its positions
+ * window_lo(pf) .. pf + rows - 1 (the causal triangle's part) in spans of sp. */
+__host__ __device__ __forceinline__ int ar_splits(int pf, int rows, int window, int sp) {
+    return (pf + rows - 1 - window_lo(pf, window)) / sp + 1;
+}
+
 /* Shared memory a block needs for heads of width hd: the rows' q, and one tile of keys (padded
  * rows) or values. */
 static size_t ar_smem(int hd) {
@@ -148,7 +154,7 @@ __global__ void __launch_bounds__(AR_WARPS * 32, AR_MIN_BLOCKS)
     const int rows = n_tok - t0 < AR_ROWS ? n_tok - t0 : AR_ROWS;
     /* the tile's positions jlo .. jhi; this block's split of them, js .. je */
     const int jlo = window_lo(p0 + t0, window), jhi = p0 + t0 + rows - 1;
-    const int splits = (jhi - jlo) / sp + 1;
+    const int splits = ar_splits(p0 + t0, rows, window, sp);
     if (split >= splits) return;
     const int js = jlo + split * sp, je = js + sp - 1 < jhi ? js + sp - 1 : jhi;
 
@@ -287,7 +293,7 @@ __global__ void __launch_bounds__(128)
     const int r = blockIdx.x, h = blockIdx.y, u = threadIdx.x;
     const int p0 = step_pos(dpos, pos0), t0 = r / AR_ROWS * AR_ROWS;
     const int rows = n_tok - t0 < AR_ROWS ? n_tok - t0 : AR_ROWS;
-    const int splits = (p0 + t0 + rows - 1 - window_lo(p0 + t0, window)) / sp + 1;
+    const int splits = ar_splits(p0 + t0, rows, window, sp);
     if (splits == 1 || u >= hd / 4) return;
     const size_t rh = (size_t)r * n_heads + h;
     const float *pr = part + rh * ms * (hd + 4);
@@ -368,8 +374,8 @@ extern "C" double k_attention_rows_bytes(int n_tok, int pos0, int len, int windo
                                       block's last row are zeros, not loads); partials */
     for (int t0 = 0; t0 < n_tok; t0 += AR_ROWS) {
         const int pf = pos0 + t0, rows = n_tok - t0 < AR_ROWS ? n_tok - t0 : AR_ROWS;
-        const int jlo = window_lo(pf, window), splits = (pf + rows - 1 - jlo) / sp + 1;
-        kv_rows += (double)(pf + rows - jlo);
+        const int splits = ar_splits(pf, rows, window, sp);
+        kv_rows += (double)(pf + rows - window_lo(pf, window));
         if (splits > 1) parts += (double)rows * splits; /* written once, read once */
     }
     return (kv_rows * 2.0 * n_heads + 2.0 * n_tok * n_heads) * head_dim * sizeof(float) +
