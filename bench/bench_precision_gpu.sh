@@ -10,7 +10,8 @@
 #     into the model folder), the head in the same dtype as the layers (HEAD_DTYPE): decode and
 #     prefill tokens/s, weight bytes read per token, the floor (copy bandwidth / bytes per
 #     token), our share of it and the time over the floor per step; int8 and int4 full-head
-#     again with GEMMA_CUDA_DEQUANT=keep (prefill's 16-bit copies kept on the device);
+#     again with GEMMA_CUDA_DEQUANT=keep (prefill's 16-bit copies kept on the device; two
+#     warm-up prompts, as a copy is made at its matrix's second product);
 #   - the decode step split by kernel family (GEMMA_CUDA_PROFILE=1: every op timed, graphs off)
 #     at bf16 and int4 g32, keepset;
 #   - a projection to A10G, L4 and RTX 4090: arithmetic from the measured bytes per token and
@@ -54,7 +55,7 @@ PY
 
 run() { # name env...: one engine bench on the random model
   local name=$1; shift
-  env "$@" ENGINE_DEVICE=cuda WARMUP_NUM_PROMPTS=1 MAX_NEW_TOKENS=128 "$ENGINE" bench \
+  env ENGINE_DEVICE=cuda WARMUP_NUM_PROMPTS=1 MAX_NEW_TOKENS=128 "$@" "$ENGINE" bench \
     "$WORK/model" --prompts "$WORK/prompts.jsonl" >"$RES/$name.out" 2>"$RES/$name.err" ||
     { tail -n 5 "$RES/$name.err" >&2; echo "bench_precision_gpu: $name FAILED" >&2; exit 1; }
   echo "$name: $(tail -n 1 "$RES/$name.out" | cut -c1-160)"
@@ -70,8 +71,10 @@ for prec in ${PRECISIONS:-bf16 int8:32 int4:32 int4:128}; do
     [[ $name == bf16 && $head == full ]] && continue
     if [[ $head == full ]]; then
       run "${name}_full" WEIGHT_DTYPE="$dt" WEIGHT_GROUP="$g" HEAD_DTYPE="$dt"
+      # (bf16 full is the run before the loop; a copy is kept from its matrix's second product,
+      # so two warm-up prompts)
       run "${name}_kept" WEIGHT_DTYPE="$dt" WEIGHT_GROUP="$g" HEAD_DTYPE="$dt" \
-        GEMMA_CUDA_DEQUANT=keep # (bf16 full is the run before the loop)
+        GEMMA_CUDA_DEQUANT=keep WARMUP_NUM_PROMPTS=2
     else
       run "${name}_keep" WEIGHT_DTYPE="$dt" WEIGHT_GROUP="$g" HEAD_DTYPE="$dt" LM_HEAD_KEEPSET=12000
     fi
@@ -125,7 +128,7 @@ for n, h in runs:
                    f"{floor:.1f} | {100 * d / floor:.1f} % | {1e3 / d:.3f} ms | "
                    f"{1e3 / d - 1e3 / floor:.3f} ms |")
 out += ["", "`prefill, copies kept`: the same run under GEMMA_CUDA_DEQUANT=keep, each int8 / int4 "
-        "matrix's 16-bit copy for cuBLAS kept on the device after the warm-up prompt (weights "
+        "matrix's 16-bit copy for cuBLAS kept on the device from the warm-up prompts (weights "
         "held twice; decoding reads the int8 / int4 ones alone).", "",
         "Targets (same GPU, same run): int4 + keepset decode at least 2.5x bf16 decode, int8 "
         "at least 1.7x.", ""]

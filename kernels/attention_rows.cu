@@ -59,16 +59,21 @@
 #define AR_SPLIT_TILES 2  /* tiles of positions a split takes at least */
 #define AR_MAX_SPLITS  8  /* splits a tile of rows takes at most */
 
-/* Blocks a multiprocessor holds at once, as the register allocator is told: 2 where two blocks'
- * shared memory fits (sm_80, sm_90: 164 / 228 KB a multiprocessor), which caps a thread at 128
- * registers (the hd-256 form takes 149 left free, 1 block a multiprocessor). A 256-token E4B
- * prompt's attention (bench/attention_rows_check) 3524 us against 3973 on an H100, prefill 16060
- * tokens/s against 15450. Four rows a warp instead of two (201 registers; the hd-512 form
- * spills) 3751 us. sm_86 / sm_89 (100 KB) hold one block of the wide forms anyway. */
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 890)
-#define AR_MIN_BLOCKS 1
+/* Blocks a multiprocessor holds at once, as the register allocator is told (NU: the form's head
+ * width / 128): 2 where two blocks' shared memory fits (sm_80 up to 256-wide heads, sm_90 all:
+ * 164 / 228 KB a multiprocessor), which caps a thread at 128 registers. Left free, the 256-wide
+ * form takes 149 and holds one block a multiprocessor: a 256-token E4B prompt's attention
+ * (bench/attention_rows_check, an H100, the same run) 3973 us against 3563. The 512-wide form
+ * spills at 128 (1.5 KB a thread): 173 us against 164 at position 0, 334 against 368 at
+ * position 256, so it takes 2 as well. Four rows a warp instead of two (201 registers) 3751 us.
+ * sm_86 / sm_89 (100 KB) hold one block of the wide forms anyway. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define AR_MIN_BLOCKS(NU) 2
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && __CUDA_ARCH__ != 860 &&                    \
+    __CUDA_ARCH__ != 870 && __CUDA_ARCH__ != 890
+#define AR_MIN_BLOCKS(NU) ((NU) <= 2 ? 2 : 1)
 #else
-#define AR_MIN_BLOCKS 2
+#define AR_MIN_BLOCKS(NU) 1
 #endif
 
 /* The splits of a tile of rows rows long whose first row is at position pf: its positions
@@ -136,7 +141,7 @@ template <int N> __device__ __forceinline__ float ar_sum(float4 *c) {
 
 /* NU: float4 units of the head a lane holds in its accumulators (hd <= 128 NU * 4). */
 template <int NU>
-__global__ void __launch_bounds__(AR_WARPS * 32, AR_MIN_BLOCKS)
+__global__ void __launch_bounds__(AR_WARPS * 32, AR_MIN_BLOCKS(NU))
     attn_rows_kernel(float *out, float *part, const float *q, const float *kc, const float *vc,
                      int n_tok, const int *dpos, int pos0, int len, int window, int n_heads,
                      int n_kv_heads, int hd, int ms, int sp) {

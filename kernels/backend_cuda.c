@@ -357,7 +357,8 @@ void backend_cuda_stats(backend *b, backend_cuda_counters *c) {
     c->mlp_ops = st->mlp_ops;
     c->dequant_ahead = st->dq.book.made_ahead;
     c->dequant_ahead_used = st->dq.book.used_ahead;
-    c->dequant_kept = st->dq.n_kept;
+    c->dequant_kept = st->dq.n_copies;
+    c->dequant_kept_writes = st->dq.kept_writes;
     c->dequant_kept_bytes = st->dq.kept_bytes;
 }
 

@@ -16,8 +16,8 @@
  *                             alike (all: faster verify passes, a slower int4 decode step)
  *   GEMMA_CUDA_DEQUANT=ahead|keep  the 16-bit copies of int8 / int4 matrices that prefill
  *                             products read: made each prompt, one product ahead, in two
- *                             buffers (ahead, default), or kept on the device after the first
- *                             prompt while it has room (keep: faster prefill, E4B int4 7.7 GB
+ *                             buffers (ahead, default), or kept on the device from the second
+ *                             prompt on while it has room (keep: faster prefill, E4B int4 7.7 GB
  *                             more device memory; backend_cuda_dequant.c)
  * By architecture:
  *   GEMMA_CUDA_ATTN=auto|split|cluster   attention as one kernel of thread block clusters for
@@ -43,21 +43,22 @@
 #include "quant.h"
 
 typedef struct {
-    double bytes;            /* bytes moved by every op so far (weights, activations, KV) */
-    long decode_steps;       /* single-token steps begun */
-    long replays;            /* of which replayed from a CUDA graph */
-    long captures;           /* graphs captured */
-    size_t weight_bytes;     /* weights held on the device */
-    char device[256];        /* device name and compute capability */
-    int attn_form;           /* the attention's form: kernels.h K_ATTN_SPLIT or K_ATTN_CLUSTER */
-    long attn_split_ops;     /* attention ops issued (run eagerly or captured) as slices + merge */
-    long attn_rows_ops;      /* attention ops over more than BACKEND_VERIFY_ROWS rows (prefill) */
-    int mlp_form;            /* the whole-MLP kernel asked for: 0, K_MLP_CORES or K_MLP_MMA */
-    int mlp_quant;           /* and for int8 / int4 MLPs too (GEMMA_CUDA_MLP=all) */
-    long mlp_ops;            /* MLPs issued (run eagerly or captured) as one whole-MLP kernel */
-    long dequant_ahead;      /* quantized matrices' 16-bit copies made one product ahead */
-    long dequant_ahead_used; /* prefill products that found their copy made so */
-    long dequant_kept;       /* copies kept on the device (GEMMA_CUDA_DEQUANT=keep) */
+    double bytes;             /* bytes moved by every op so far (weights, activations, KV) */
+    long decode_steps;        /* single-token steps begun */
+    long replays;             /* of which replayed from a CUDA graph */
+    long captures;            /* graphs captured */
+    size_t weight_bytes;      /* weights held on the device */
+    char device[256];         /* device name and compute capability */
+    int attn_form;            /* the attention's form: kernels.h K_ATTN_SPLIT or K_ATTN_CLUSTER */
+    long attn_split_ops;      /* attention ops issued (run eagerly or captured) as slices + merge */
+    long attn_rows_ops;       /* attention ops over more than BACKEND_VERIFY_ROWS rows (prefill) */
+    int mlp_form;             /* the whole-MLP kernel asked for: 0, K_MLP_CORES or K_MLP_MMA */
+    int mlp_quant;            /* and for int8 / int4 MLPs too (GEMMA_CUDA_MLP=all) */
+    long mlp_ops;             /* MLPs issued (run eagerly or captured) as one whole-MLP kernel */
+    long dequant_ahead;       /* quantized matrices' 16-bit copies made one product ahead */
+    long dequant_ahead_used;  /* prefill products that found their copy made so */
+    long dequant_kept;        /* copies kept on the device (GEMMA_CUDA_DEQUANT=keep) */
+    long dequant_kept_writes; /* and the times one was written (once each, unless forgotten) */
     size_t dequant_kept_bytes; /* and their bytes */
 } backend_cuda_counters;
 

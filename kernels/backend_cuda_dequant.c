@@ -18,7 +18,8 @@
  * addresses may be stale.
  *
  * Kept copies (GEMMA_CUDA_DEQUANT=keep). Every matrix's copy is made on the main stream at its
- * first prefill product and kept on the device, so later prompts make none: the whole-MLP
+ * second prefill product (kept_copy says why not the first) and kept on the device, so later
+ * prompts make none: the whole-MLP
  * kernel's trade (weights held twice) for prefill. A copy is kept only while the device has
  * room for it, for the two buffers at the largest copy yet and for KEEP_MARGIN besides; past
  * that the matrices not kept go by the two buffers. E4B at int4 g32: 7.7 GB more, a 256-token
@@ -48,16 +49,28 @@ static void grow(cuda_state *st, int b, const cuda_dq_matrix *m) {
     dq_book_cleared(&d->book, b);
 }
 
-/* m's kept copy, made now where it has none and the device has room (*made = 1); NULL where
- * nothing is kept for m. */
-static uint16_t *kept_copy(cuda_state *st, const cuda_dq_matrix *m, int *made) {
+/* m's kept copy (d->cur_i its entry), made now where it has none and the device has room
+ * (d->cur_made); NULL where nothing is kept for m. A matrix met for the first time only gets an
+ * entry: its copy is made at its second product, once a whole forward pass has run, so that
+ * every weight is on the device before copies take what is left. */
+static uint16_t *kept_copy(cuda_state *st, const cuda_dq_matrix *m) {
     cuda_dequant *d = &st->dq;
-    *made = 0;
-    for (int i = 0; i < d->n_kept; i++)
-        if (dq_same(&d->kept[i].m, m)) return d->kept[i].copy;
+    d->cur_made = 0;
+    int i = 0;
+    while (i < d->n_kept && !dq_same(&d->kept[i].m, m))
+        i++;
+    if (i == d->n_kept) { /* the first time: the buffers serve */
+        if (d->n_kept == d->cap_kept) {
+            d->cap_kept = d->cap_kept ? 2 * d->cap_kept : 64;
+            d->kept = xrealloc(d->kept, (size_t)d->cap_kept * sizeof *d->kept);
+        }
+        d->kept[d->n_kept++] = (cuda_dq_kept){*m, NULL};
+        if (dq_copy_bytes(m) > d->largest) d->largest = dq_copy_bytes(m);
+        return NULL;
+    }
+    d->cur_i = i;
+    if (d->kept[i].copy || d->full) return d->kept[i].copy;
     const size_t bytes = dq_copy_bytes(m);
-    if (bytes > d->largest) d->largest = bytes;
-    if (d->full) return NULL;
     size_t free_b = 0, total_b = 0;
     CU(cudaMemGetInfo(&free_b, &total_b));
     uint16_t *copy = NULL;
@@ -67,20 +80,17 @@ static uint16_t *kept_copy(cuda_state *st, const cuda_dq_matrix *m, int *made) {
         d->full = 1;
         return NULL;
     }
-    if (d->n_kept == d->cap_kept) {
-        d->cap_kept = d->cap_kept ? 2 * d->cap_kept : 64;
-        d->kept = xrealloc(d->kept, (size_t)d->cap_kept * sizeof *d->kept);
-    }
-    d->kept[d->n_kept++] = (cuda_dq_kept){*m, copy};
+    d->kept[i].copy = copy;
+    d->n_copies++;
     d->kept_bytes += bytes;
-    *made = 1;
+    d->cur_made = 1;
     return copy;
 }
 
 static void kept_free(cuda_dequant *d) {
     for (int i = 0; i < d->n_kept; i++)
         cudaFree(d->kept[i].copy);
-    d->n_kept = 0;
+    d->n_kept = d->n_copies = 0;
     d->kept_bytes = 0;
     d->full = 0;
 }
@@ -112,17 +122,15 @@ void cuda_dequant_free(cuda_state *st) {
 void cuda_dequant_forget(cuda_state *st) {
     CU(cudaStreamSynchronize(st->dq.side));
     dq_book_forget(&st->dq.book);
-    if (st->dq.n_kept) {
-        CU(cudaStreamSynchronize(st->stream)); /* a product may still read a kept copy */
-        kept_free(&st->dq);
-    }
+    CU(cudaStreamSynchronize(st->stream)); /* a product may still read a kept copy */
+    kept_free(&st->dq);
 }
 
 uint16_t *cuda_dequant_take(cuda_state *st, const cuda_dq_matrix *m) {
     cuda_dequant *d = &st->dq;
     if (st->mode == 1) die("a prefill product inside a captured CUDA graph");
     if (d->keep) {
-        d->cur = kept_copy(st, m, &d->cur_made);
+        d->cur = kept_copy(st, m);
         if (d->cur) return d->cur;
     }
     const int b = dq_book_choose(&d->book, m);
@@ -136,7 +144,10 @@ uint16_t *cuda_dequant_take(cuda_state *st, const cuda_dq_matrix *m) {
 int cuda_dequant_fill(cuda_state *st) {
     cuda_dequant *d = &st->dq;
     if (d->cur) {
-        if (d->cur_made) dequantize(st->stream, &d->kept[d->n_kept - 1].m, d->cur);
+        if (d->cur_made) {
+            dequantize(st->stream, &d->kept[d->cur_i].m, d->cur);
+            d->kept_writes++;
+        }
         return d->cur_made;
     }
     const int b = d->book.use;

@@ -6,9 +6,10 @@
  *                               [-2, -0.1] U [0.1, 2] (never zeros) with a fresh seed per run
  *                               (printed; TEST_SEED=<seed> replays it), and the sequences the
  *                               backend fuses (cuda_ops_fused.h), and the matrix-vector
- *                               kernels' variants (cuda_ops_matvec.h), and quantized
- *                               prefill products whose copies are made ahead
- *                               (cuda_ops_dequant.h); "small" shrinks
+ *                               kernels' variants (cuda_ops_matvec.h), quantized
+ *                               prefill products whose copies are made ahead or kept
+ *                               (cuda_ops_dequant.h), and prefill products sharing x's
+ *                               split (cuda_ops_gemm.h); "small" shrinks
  *                               the shapes for the sanitizers
  *   cuda_ops ops mlp            the whole-MLP kernels alone (both forms), small shapes: the
  *                               sanitizers' run while one of them is being changed
@@ -690,6 +691,7 @@ static void test_draft_head(void); /* with the drafter checks below */
 #include "cuda_ops_fused.h"
 #include "cuda_ops_matvec.h"
 #include "cuda_ops_dequant.h"
+#include "cuda_ops_gemm.h"
 
 /* The backends the op tests compare: cpu, and gpu. GEMMA_CUDA_GEMM=own stays set for the whole
  * run: every backend the tests make (the variants, the whole-MLP forms) multiplies on our
@@ -726,13 +728,19 @@ static int run_ops(void) {
     test_matmul(cb, RTOL_X16, 1e-5, "auto (n > 17: cuBLAS)");
     test_matmul_quant(cb, 17, RTOL_X16, "auto (n > 17: cuBLAS)");
     test_matmul_quant_ranges(cb);
+    char *dq_env = getenv("GEMMA_CUDA_DEQUANT") ? xstrdup(getenv("GEMMA_CUDA_DEQUANT")) : NULL;
     setenv("GEMMA_CUDA_GEMM", "auto", 1);
     setenv("GEMMA_CUDA_DEQUANT", "keep", 1);
     backend *ck = backend_cuda_new(err, sizeof err);
     setenv("GEMMA_CUDA_GEMM", "own", 1);
-    unsetenv("GEMMA_CUDA_DEQUANT");
+    if (dq_env)
+        setenv("GEMMA_CUDA_DEQUANT", dq_env, 1);
+    else
+        unsetenv("GEMMA_CUDA_DEQUANT");
+    free(dq_env);
     CHECK(ck);
     test_dequant_copies(cb, ck);
+    test_shared_split(cb);
     ck->destroy(ck);
     cb->destroy(cb);
     test_split2_f16();

@@ -16,7 +16,8 @@
  * the CPU backend. Round 1 leaves none of A and B in a buffer, so round 2 makes 4 copies ahead
  * (B, C, D, then the next round's A) and finds 3 of them (B, C, D): the backend's counters
  * (not under GEMMA_CUDA_PROFILE, which makes nothing ahead). The same rounds on a backend that
- * keeps its copies (GEMMA_CUDA_DEQUANT=keep) give the same bits, from 4 copies kept in round 1. */
+ * keeps its copies (GEMMA_CUDA_DEQUANT=keep) give the same bits, from 4 copies kept in round 2
+ * and written once. */
 
 #define DQ_MATS 4
 
@@ -66,8 +67,9 @@ static void dq_round(dq_case *t, int r, int first, const char *form) {
 }
 
 /* ahead: a backend under GEMMA_CUDA_DEQUANT=ahead (the default), keep: one under keep; both
- * with GEMMA_CUDA_GEMM=auto. Under keep every round's products are round 1's bits too, round 1
- * keeps the 4 copies (at least 2 bytes a weight each) and nothing is made ahead or kept after. */
+ * with GEMMA_CUDA_GEMM=auto. Under keep every round's products are round 1's bits too; round 1
+ * keeps nothing (a matrix's copy is kept from its second product), round 2 keeps the 4 copies
+ * (at least 2 bytes a weight each), each written once, and nothing is ever made ahead. */
 static void test_dequant_copies(backend *ahead, backend *keep) {
     backend *save = gpu;
     dq_case t = {.n = small_shapes ? 20 : 64}; /* past gemm_rows: cuBLAS */
@@ -119,12 +121,13 @@ static void test_dequant_copies(backend *ahead, backend *keep) {
     for (int r = 0; r < 4; r++) {
         dq_round(&t, r, 0, "kept");
         backend_cuda_stats(gpu, &c1);
-        EXPECT(c1.dequant_kept == DQ_MATS && c1.dequant_kept_bytes >= 2 * weights &&
-                   c1.dequant_ahead == 0,
-               "copies kept: after round %d %ld kept in %zu bytes, %ld made ahead (want %d, at "
-               "least %zu bytes, none)",
-               r + 1, c1.dequant_kept, c1.dequant_kept_bytes, c1.dequant_ahead, DQ_MATS,
-               2 * weights);
+        const long want = r == 0 ? 0 : DQ_MATS; /* kept from a matrix's second product */
+        EXPECT(c1.dequant_kept == want && c1.dequant_kept_writes == want &&
+                   (c1.dequant_kept_bytes >= 2 * weights) == (want > 0) && c1.dequant_ahead == 0,
+               "copies kept: after round %d %ld kept in %zu bytes, written %ld times, %ld made "
+               "ahead (want %ld, at least %zu bytes, written once each, none ahead)",
+               r + 1, c1.dequant_kept, c1.dequant_kept_bytes, c1.dequant_kept_writes,
+               c1.dequant_ahead, want, 2 * weights);
     }
     gpu = ahead;
     for (int i = 0; i < DQ_MATS; i++) {
