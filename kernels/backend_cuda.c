@@ -357,9 +357,9 @@ void backend_cuda_stats(backend *b, backend_cuda_counters *c) {
     c->mlp_ops = st->mlp_ops;
     c->dequant_ahead = st->dq.book.made_ahead;
     c->dequant_ahead_used = st->dq.book.used_ahead;
-    c->dequant_kept = st->dq.n_copies;
+    c->dequant_kept = st->dq.kept.copies;
     c->dequant_kept_writes = st->dq.kept_writes;
-    c->dequant_kept_bytes = st->dq.kept_bytes;
+    c->dequant_kept_bytes = st->dq.kept.bytes;
 }
 
 void backend_cuda_reset_counters(backend *b) {
@@ -500,7 +500,7 @@ backend *backend_cuda_new(char *err, size_t errlen) {
     CUBLAS(cublasCreate(&st->cublas));
     CUBLAS(cublasSetStream(st->cublas, st->stream));
     cuda_dequant_init(st);
-    st->dq.keep = sw.dequant_keep;
+    st->dq.keep_on = sw.dequant_keep;
     CU(cudaMalloc((void **)&st->d_params, (1 + GRAPH_MAX_ROWS) * sizeof(int)));
     CU(cudaMallocHost((void **)&st->h_params, (1 + GRAPH_MAX_ROWS) * sizeof(int)));
     CU(cudaMalloc(&st->d_argmax, (2 * K_ARGMAX_BLOCKS + 1) * sizeof(int)));

@@ -17,18 +17,12 @@
  * memory was reused) makes the backend forget every copy and successor here: their device
  * addresses may be stale.
  *
- * Kept copies (GEMMA_CUDA_DEQUANT=keep). Every matrix's copy is made on the main stream at its
- * second prefill product (kept_copy says why not the first) and kept on the device, so later
- * prompts make none: the whole-MLP
- * kernel's trade (weights held twice) for prefill. A copy is kept only while the device has
- * room for it, for the two buffers at the largest copy yet and for KEEP_MARGIN besides; past
- * that the matrices not kept go by the two buffers. E4B at int4 g32: 7.7 GB more, a 256-token
- * prompt 14290 tokens/s against 12220 on an H100. */
-#include <stdlib.h>
-
+ * Kept copies (GEMMA_CUDA_DEQUANT=keep). Each matrix's copy is made on the main stream at its
+ * second prefill product and kept on the device, so later prompts make none: the whole-MLP
+ * kernel's trade (weights held twice) for prefill. Which copies are kept, and when there is no
+ * room for more, is the book's too (dq_keep); the matrices without one go by the two buffers.
+ * E4B at int4 g32: 7.7 GB more, a 256-token prompt 14290 tokens/s against 12220 on an H100. */
 #include "backend_cuda_internal.h"
-
-#define KEEP_MARGIN ((size_t)1 << 30) /* device memory keeping leaves free for scratch growth */
 
 static void dequantize(cudaStream_t s, const cuda_dq_matrix *m, uint16_t *out) {
     const int bad = m->e == CUDA_NO_F16 ? k_dequant_q_bf16x2(s, &m->qm, out)
@@ -49,50 +43,35 @@ static void grow(cuda_state *st, int b, const cuda_dq_matrix *m) {
     dq_book_cleared(&d->book, b);
 }
 
-/* m's kept copy (d->cur_i its entry), made now where it has none and the device has room
- * (d->cur_made); NULL where nothing is kept for m. A matrix met for the first time only gets an
- * entry: its copy is made at its second product, once a whole forward pass has run, so that
- * every weight is on the device before copies take what is left. */
+/* m's kept copy (d->cur_i its entry), made now where the book says so and the device has room
+ * (d->cur_made); NULL where the buffers serve. */
 static uint16_t *kept_copy(cuda_state *st, const cuda_dq_matrix *m) {
     cuda_dequant *d = &st->dq;
+    int make = 0;
+    const int i = dq_keep_find(&d->kept, m, &make);
     d->cur_made = 0;
-    int i = 0;
-    while (i < d->n_kept && !dq_same(&d->kept[i].m, m))
-        i++;
-    if (i == d->n_kept) { /* the first time: the buffers serve */
-        if (d->n_kept == d->cap_kept) {
-            d->cap_kept = d->cap_kept ? 2 * d->cap_kept : 64;
-            d->kept = xrealloc(d->kept, (size_t)d->cap_kept * sizeof *d->kept);
+    if (i < 0) return NULL;
+    if (make) {
+        size_t free_b = 0, total_b = 0;
+        CU(cudaMemGetInfo(&free_b, &total_b));
+        void *copy = NULL;
+        if (!dq_keep_room(&d->kept, m, free_b) ||
+            cudaMalloc(&copy, dq_copy_bytes(m)) != cudaSuccess) {
+            (void)cudaGetLastError(); /* a failed allocation: the buffers serve from here on */
+            dq_keep_no_room(&d->kept);
+            return NULL;
         }
-        d->kept[d->n_kept++] = (cuda_dq_kept){*m, NULL};
-        if (dq_copy_bytes(m) > d->largest) d->largest = dq_copy_bytes(m);
-        return NULL;
+        dq_keep_made(&d->kept, i, copy);
+        d->cur_made = 1;
     }
     d->cur_i = i;
-    if (d->kept[i].copy || d->full) return d->kept[i].copy;
-    const size_t bytes = dq_copy_bytes(m);
-    size_t free_b = 0, total_b = 0;
-    CU(cudaMemGetInfo(&free_b, &total_b));
-    uint16_t *copy = NULL;
-    if (free_b < bytes + 2 * d->largest + KEEP_MARGIN ||
-        cudaMalloc((void **)&copy, bytes) != cudaSuccess) {
-        (void)cudaGetLastError(); /* a failed allocation: the buffers serve from here on */
-        d->full = 1;
-        return NULL;
-    }
-    d->kept[i].copy = copy;
-    d->n_copies++;
-    d->kept_bytes += bytes;
-    d->cur_made = 1;
-    return copy;
+    return d->kept.e[i].copy;
 }
 
 static void kept_free(cuda_dequant *d) {
-    for (int i = 0; i < d->n_kept; i++)
-        cudaFree(d->kept[i].copy);
-    d->n_kept = d->n_copies = 0;
-    d->kept_bytes = 0;
-    d->full = 0;
+    for (int i = 0; i < d->kept.n; i++)
+        cudaFree(d->kept.e[i].copy);
+    dq_keep_forget(&d->kept);
 }
 
 void cuda_dequant_init(cuda_state *st) {
@@ -114,7 +93,7 @@ void cuda_dequant_free(cuda_state *st) {
     }
     cudaStreamDestroy(d->side);
     kept_free(d);
-    free(d->kept);
+    dq_keep_free(&d->kept);
     dq_book_free(&d->book);
     *d = (cuda_dequant){0};
 }
@@ -129,7 +108,7 @@ void cuda_dequant_forget(cuda_state *st) {
 uint16_t *cuda_dequant_take(cuda_state *st, const cuda_dq_matrix *m) {
     cuda_dequant *d = &st->dq;
     if (st->mode == 1) die("a prefill product inside a captured CUDA graph");
-    if (d->keep) {
+    if (d->keep_on) {
         d->cur = kept_copy(st, m);
         if (d->cur) return d->cur;
     }
@@ -145,7 +124,7 @@ int cuda_dequant_fill(cuda_state *st) {
     cuda_dequant *d = &st->dq;
     if (d->cur) {
         if (d->cur_made) {
-            dequantize(st->stream, &d->kept[d->cur_i].m, d->cur);
+            dequantize(st->stream, &d->kept.e[d->cur_i].m, d->cur);
             d->kept_writes++;
         }
         return d->cur_made;

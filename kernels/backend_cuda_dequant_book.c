@@ -126,3 +126,51 @@ void dq_book_free(dq_book *bk) {
     free(bk->links);
     *bk = (dq_book){0};
 }
+
+/* ---- kept copies ------------------------------------------------------------------------- */
+
+int dq_keep_find(dq_keep *k, const cuda_dq_matrix *m, int *make) {
+    *make = 0;
+    int i = 0;
+    while (i < k->n && !dq_same(&k->e[i].m, m))
+        i++;
+    if (i == k->n) { /* met the first time: an entry, and the buffers serve */
+        if (k->n == k->cap) {
+            k->cap = k->cap ? 2 * k->cap : 64;
+            k->e = xrealloc(k->e, (size_t)k->cap * sizeof *k->e);
+        }
+        k->e[k->n++] = (dq_kept){*m, NULL};
+        if (dq_copy_bytes(m) > k->largest) k->largest = dq_copy_bytes(m);
+        return -1;
+    }
+    if (k->e[i].copy) return i;
+    if (k->full) return -1;
+    *make = 1;
+    return i;
+}
+
+int dq_keep_room(const dq_keep *k, const cuda_dq_matrix *m, size_t free_bytes) {
+    return free_bytes >= dq_copy_bytes(m) + 2 * k->largest + DQ_KEEP_MARGIN;
+}
+
+void dq_keep_made(dq_keep *k, int i, void *copy) {
+    if (i < 0 || i >= k->n || k->e[i].copy || !copy) die("dq_keep_made: entry %d", i);
+    k->e[i].copy = copy;
+    k->copies++;
+    k->bytes += dq_copy_bytes(&k->e[i].m);
+}
+
+void dq_keep_no_room(dq_keep *k) {
+    k->full = 1;
+}
+
+void dq_keep_forget(dq_keep *k) {
+    k->n = k->copies = 0;
+    k->bytes = 0;
+    k->full = 0;
+}
+
+void dq_keep_free(dq_keep *k) {
+    free(k->e);
+    *k = (dq_keep){0};
+}

@@ -1,6 +1,7 @@
 /* backend_cuda_dequant_book.h: the bookkeeping of the prefill products' two copy buffers
  * (backend_cuda_dequant.c) without the device: which buffer a product's 16-bit copy is in or
- * goes into, whether it must be written, and which matrix to copy ahead into the other buffer.
+ * goes into, whether it must be written, and which matrix to copy ahead into the other buffer;
+ * and under GEMMA_CUDA_DEQUANT=keep which copies are kept (dq_keep, at the end).
  * Plain C over plain values, so that tests/kernels/test_dequant_book.c checks it on the host;
  * backend_cuda_dequant.c does what it decides with streams, events and kernels.
  *
@@ -68,5 +69,40 @@ void dq_book_cleared(dq_book *bk, int b);
 /* Forget every copy and successor (a weight's device copy moved); the counters stay. */
 void dq_book_forget(dq_book *bk);
 void dq_book_free(dq_book *bk);
+
+/* ---- kept copies (GEMMA_CUDA_DEQUANT=keep) ---------------------------------------------------
+ * Every matrix met gets an entry. From its second product on - once a whole forward pass has
+ * put every weight on the device, as weights go there at first use - its copy is made once and
+ * kept, while the device keeps room for it, for the two buffers at the largest copy met and for
+ * DQ_KEEP_MARGIN. Once one finds no room, no more are made: the matrices without a copy go by
+ * the two buffers (the book above sees only their products). One product under keep:
+ *   i = dq_keep_find(k, m, &make)   -1: the buffers serve; else entry i's copy is read, and
+ *                                   where make is 1 the caller allocates it (if dq_keep_room)
+ *                                   and calls dq_keep_made, or dq_keep_no_room (buffers serve) */
+
+/* device memory that keeping leaves free for scratch buffers to grow */
+#define DQ_KEEP_MARGIN ((size_t)1 << 30)
+
+typedef struct {
+    cuda_dq_matrix m;
+    void *copy; /* its copy on the device, or NULL (met once, or no room) */
+} dq_kept;
+
+typedef struct {
+    dq_kept *e; /* n of cap: every matrix met, `copies` of them with a copy */
+    int n, cap, copies;
+    size_t bytes;   /* of the copies */
+    size_t largest; /* the largest copy met */
+    int full;       /* a copy found no room: no more are made */
+} dq_keep;
+
+int dq_keep_find(dq_keep *k, const cuda_dq_matrix *m, int *make);
+/* Whether a device with free_bytes free has room for m's copy (see above). */
+int dq_keep_room(const dq_keep *k, const cuda_dq_matrix *m, size_t free_bytes);
+void dq_keep_made(dq_keep *k, int i, void *copy);
+void dq_keep_no_room(dq_keep *k);
+/* Forget every entry (the caller has freed the copies, their products done). */
+void dq_keep_forget(dq_keep *k);
+void dq_keep_free(dq_keep *k);
 
 #endif

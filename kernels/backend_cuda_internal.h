@@ -82,28 +82,19 @@ void cuda_weights_free(cuda_weights *cw);
 /* ---- backend_cuda_dequant.c: 16-bit copies of quantized matrices, made one ahead -------- */
 
 typedef struct {
-    cuda_dq_matrix m;
-    uint16_t *copy; /* dq_copy_bytes(&m) on the device, or NULL (met once, or no room) */
-} cuda_dq_kept;
-
-typedef struct {
     cudaStream_t side; /* where copies are made ahead */
     uint16_t *buf[2];  /* the copies, cap[b] bytes each */
     size_t cap[2];
     cudaEvent_t ready[2]; /* recorded on the side stream after a buffer's write */
     cudaEvent_t freed[2]; /* recorded on the main stream after the products reading it */
     dq_book book;         /* what each buffer holds and what to make ahead */
-    /* GEMMA_CUDA_DEQUANT=keep: copies kept, the buffers only for what finds no room */
-    int keep;
-    cuda_dq_kept *kept; /* n_kept of cap_kept: every matrix met, n_copies with a copy */
-    int n_kept, cap_kept, n_copies;
-    size_t kept_bytes; /* of the copies */
-    long kept_writes;  /* copies written (once each, unless forgotten) */
-    size_t largest;    /* the largest copy asked for yet */
-    int full;          /* no room for another kept copy */
-    uint16_t *cur;     /* the kept copy the product in progress reads, or NULL */
-    int cur_i;         /* and its entry */
-    int cur_made;      /* and whether it is written for that product */
+    /* GEMMA_CUDA_DEQUANT=keep: copies kept, the buffers only for the matrices without one */
+    int keep_on;
+    dq_keep kept;
+    long kept_writes; /* copies written (once each, unless forgotten) */
+    uint16_t *cur;    /* the kept copy the product in progress reads, or NULL */
+    int cur_i;        /* and its entry */
+    int cur_made;     /* and whether it is written for that product */
 } cuda_dequant;
 
 /* ---- the state ------------------------------------------------------------------------- */

@@ -13,7 +13,9 @@
  *   - never have a copy made ahead into its own buffer.
  * And the counts that cuda_ops_dequant.h expects on the GPU (rounds A B C D, A B C D, A A B D C,
  * D C B A: made ahead 0, 4, 4, 2 and found 0, 3, 2, 1), the successor table past its growth, no
- * copy made ahead without guesses (profiling), and dq_same over every field. */
+ * copy made ahead without guesses (profiling), and dq_same over every field. Under keep
+ * (dq_keep), over devices of several sizes: which copies are kept and when, each product reading
+ * its own, and the book serving the others with its checks above (test_keep). */
 #include <stdio.h>
 #include <string.h>
 
@@ -195,6 +197,117 @@ static void test_same(void) {
     EXPECT(dq_copy_bytes(&m) == 4 * (size_t)m.qm.rows * m.qm.cols);
 }
 
+/* ---- kept copies (dq_keep) ----------------------------------------------------------------- */
+
+/* A device of `free` bytes for kept copies, and the book for the products without one. */
+typedef struct {
+    dq_keep k;
+    dq_book bk;
+    device dv;
+    size_t free;
+    long made, book_products;
+} keeper;
+
+/* One product of matrix i under keep, the backend's calls in order (kept_copy in
+ * backend_cuda_dequant.c), checked: a kept copy is matrix i's, made once; the rest go by the
+ * book, checked by product(). Returns 1 when it read a kept copy. */
+static int product_keep(keeper *kp, int i) {
+    const cuda_dq_matrix m = mat(i);
+    int make = 0;
+    const int e = dq_keep_find(&kp->k, &m, &make);
+    if (e >= 0 && make) {
+        EXPECT(!kp->k.e[e].copy && !kp->k.full);
+        if (dq_keep_room(&kp->k, &m, kp->free)) {
+            kp->free -= dq_copy_bytes(&m);
+            dq_keep_made(&kp->k, e, &devs[i]);
+            kp->made++;
+        } else {
+            dq_keep_no_room(&kp->k);
+        }
+    }
+    if (e >= 0 && kp->k.e[e].copy) {
+        EXPECT(dq_same(&kp->k.e[e].m, &m) && kp->k.e[e].copy == &devs[i],
+               "product of matrix %d reads the kept copy of %d", i, id_of(&kp->k.e[e].m));
+        return 1;
+    }
+    const chaos calm = {.guess = 1};
+    product(&kp->bk, &kp->dv, i, &calm);
+    kp->book_products++;
+    return 0;
+}
+
+/* Passes over BIG matrices on devices of several sizes: nothing is kept in the first pass; in
+ * the second the copies are made in order while dq_keep_room allows (the two buffers at the
+ * largest copy and DQ_KEEP_MARGIN stay free), the first that finds no room ends keeping; from
+ * the third on nothing is made, the kept ones are read and the others go by the book, which then
+ * finds its copies made ahead (its successors are those of the matrices without a copy). A
+ * matrix at a reused host address (another dq_cuda_matrix) is a new entry. Forgotten: the first
+ * pass again. */
+static void test_keep(void) {
+    size_t largest = 0, total = 0;
+    for (int i = 0; i < BIG; i++) {
+        const cuda_dq_matrix m = mat(i);
+        largest = dq_copy_bytes(&m) > largest ? dq_copy_bytes(&m) : largest;
+        total += dq_copy_bytes(&m);
+    }
+    const size_t reserve = 2 * largest + DQ_KEEP_MARGIN;
+    const size_t frees[] = {0,
+                            reserve,
+                            reserve + total / 3,
+                            reserve + total / 2 + 1000,
+                            reserve + total,
+                            reserve + 2 * total};
+    for (size_t f = 0; f < sizeof frees / sizeof frees[0]; f++) {
+        keeper kp = {.dv = {{-1, -1}, {-1, -1}}, .free = frees[f]};
+        /* the copies the second pass makes: in order, until one finds no room */
+        long want = 0;
+        for (size_t left = frees[f]; want < BIG; want++) {
+            const cuda_dq_matrix m = mat((int)want);
+            if (left < dq_copy_bytes(&m) + reserve) break;
+            left -= dq_copy_bytes(&m);
+        }
+        for (int pass = 0; pass < 4; pass++) {
+            const long made = kp.made, book = kp.book_products, used = kp.bk.used_ahead;
+            int read = 0;
+            for (int i = 0; i < BIG; i++)
+                read += product_keep(&kp, i);
+            const long want_made = pass == 1 ? want : 0;
+            const long want_read = pass == 0 ? 0 : want;
+            EXPECT(kp.made - made == want_made && read == want_read &&
+                       kp.book_products - book == BIG - want_read,
+                   "free %zu, pass %d: %ld copies made, %d read, %ld by the book (want %ld, %ld, "
+                   "%ld)",
+                   frees[f], pass + 1, kp.made - made, read, kp.book_products - book, want_made,
+                   want_read, BIG - want_read);
+            EXPECT(kp.k.copies == (pass ? want : 0) && kp.k.n == BIG &&
+                       kp.k.full == (pass && want < BIG),
+                   "free %zu, pass %d: %d copies of %d entries, full %d", frees[f], pass + 1,
+                   kp.k.copies, kp.k.n, kp.k.full);
+            if (pass >= 2 && BIG - want >= 2)
+                EXPECT(kp.bk.used_ahead - used >= BIG - want - 1,
+                       "free %zu, pass %d: the book found %ld copies made ahead of %ld products",
+                       frees[f], pass + 1, kp.bk.used_ahead - used, BIG - want);
+        }
+        /* another matrix at matrix 0's host address: its own entry, met once */
+        cuda_dq_matrix other = mat(0);
+        other.qm.rows += 32;
+        int make = 1;
+        EXPECT(dq_keep_find(&kp.k, &other, &make) == -1 && !make && kp.k.n == BIG + 1);
+        /* forgotten (its copies freed): nothing kept until a matrix is met twice again */
+        sync_all(&kp.dv);
+        dq_book_forget(&kp.bk);
+        dq_keep_forget(&kp.k);
+        kp.free = frees[f];
+        int read = 0;
+        for (int i = 0; i < BIG; i++)
+            read += product_keep(&kp, i);
+        EXPECT(read == 0 && kp.k.copies == 0 && !kp.k.full, "free %zu: %d read after forget",
+               frees[f], read);
+        dq_book_free(&kp.bk);
+        dq_keep_free(&kp.k);
+    }
+}
+
 int main(void) {
     util_progname = "test_dequant_book";
     rng_seed_from_env();
@@ -202,5 +315,6 @@ int main(void) {
     test_rounds();
     test_many();
     test_random();
+    test_keep();
     return test_exit("test_dequant_book");
 }
