@@ -43,14 +43,14 @@ static void grow(cuda_state *st, int b, const cuda_dq_matrix *m) {
     dq_book_cleared(&d->book, b);
 }
 
-/* m's kept copy (d->cur_i its entry), made now where the book says so and the device has room
- * (d->cur_made); NULL where the buffers serve. */
-static uint16_t *kept_copy(cuda_state *st, const cuda_dq_matrix *m) {
+/* The entry of m's kept copy, made now where the book says so and the device has room
+ * (d->cur_made); -1 where the buffers serve. */
+static int kept_copy(cuda_state *st, const cuda_dq_matrix *m) {
     cuda_dequant *d = &st->dq;
     int make = 0;
     const int i = dq_keep_find(&d->kept, m, &make);
     d->cur_made = 0;
-    if (i < 0) return NULL;
+    if (i < 0) return -1;
     if (make) {
         size_t free_b = 0, total_b = 0;
         CU(cudaMemGetInfo(&free_b, &total_b));
@@ -59,13 +59,12 @@ static uint16_t *kept_copy(cuda_state *st, const cuda_dq_matrix *m) {
             cudaMalloc(&copy, dq_copy_bytes(m)) != cudaSuccess) {
             (void)cudaGetLastError(); /* a failed allocation: the buffers serve from here on */
             dq_keep_no_room(&d->kept);
-            return NULL;
+            return -1;
         }
         dq_keep_made(&d->kept, i, copy);
         d->cur_made = 1;
     }
-    d->cur_i = i;
-    return d->kept.e[i].copy;
+    return i;
 }
 
 static void kept_free(cuda_dequant *d) {
@@ -81,6 +80,7 @@ void cuda_dequant_init(cuda_state *st) {
         CU(cudaEventCreateWithFlags(&d->ready[b], cudaEventDisableTiming));
         CU(cudaEventCreateWithFlags(&d->freed[b], cudaEventDisableTiming));
     }
+    d->cur_i = -1;
 }
 
 void cuda_dequant_free(cuda_state *st) {
@@ -108,10 +108,8 @@ void cuda_dequant_forget(cuda_state *st) {
 uint16_t *cuda_dequant_take(cuda_state *st, const cuda_dq_matrix *m) {
     cuda_dequant *d = &st->dq;
     if (st->mode == 1) die("a prefill product inside a captured CUDA graph");
-    if (d->keep_on) {
-        d->cur = kept_copy(st, m);
-        if (d->cur) return d->cur;
-    }
+    d->cur_i = d->keep_on ? kept_copy(st, m) : -1;
+    if (d->cur_i >= 0) return d->kept.e[d->cur_i].copy;
     const int b = dq_book_choose(&d->book, m);
     grow(st, b, m); /* (a buffer that holds m is big enough for it) */
     /* profiling times every op alone: nothing is made ahead there */
@@ -122,9 +120,10 @@ uint16_t *cuda_dequant_take(cuda_state *st, const cuda_dq_matrix *m) {
 
 int cuda_dequant_fill(cuda_state *st) {
     cuda_dequant *d = &st->dq;
-    if (d->cur) {
+    if (d->cur_i >= 0) {
+        const dq_kept *k = &d->kept.e[d->cur_i];
         if (d->cur_made) {
-            dequantize(st->stream, &d->kept.e[d->cur_i].m, d->cur);
+            dequantize(st->stream, &k->m, k->copy);
             d->kept_writes++;
         }
         return d->cur_made;
@@ -143,8 +142,8 @@ int cuda_dequant_fill(cuda_state *st) {
 
 void cuda_dequant_done(cuda_state *st) {
     cuda_dequant *d = &st->dq;
-    if (d->cur) {
-        d->cur = NULL;
+    if (d->cur_i >= 0) {
+        d->cur_i = -1;
         return;
     }
     CU(cudaEventRecord(d->freed[d->book.use], st->stream));

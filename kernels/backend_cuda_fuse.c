@@ -220,6 +220,29 @@ static int same_input(backend *b, const qop *x, const qop *y) {
            cuda_matmul_own(cuda_st(b), &y->w, y->n);
 }
 
+/* The products from op i on (i first, where it qualifies) that can go out with it at its
+ * place: those fits(b, op i, op j) takes, writing neither op i's x nor each other's outputs,
+ * each hoistable over the ops between (can_hoist); at most cap, listed in mem and marked in
+ * bt->taken. Returns how many. */
+static int gather_on_x(backend *b, batch *bt, int i, int cap,
+                       int (*fits)(backend *, const qop *, const qop *), int *mem) {
+    const qop *q0 = &bt->q[i];
+    const span xs = span_of(q0->a, (size_t)q0->n * q0->w.cols);
+    int nm = 0;
+    memset(bt->taken, 0, sizeof bt->taken);
+    for (int j = i; j < bt->nq && nm < cap; j++) {
+        if (bt->done[j] || !fits(b, q0, &bt->q[j])) continue;
+        const span o = out_span(&bt->q[j]);
+        int ok = !overlap(o, xs) && (j == i || can_hoist(bt, i, j));
+        for (int k = 0; k < nm && ok; k++)
+            ok = !overlap(o, out_span(&bt->q[mem[k]]));
+        if (!ok) continue;
+        mem[nm++] = j;
+        bt->taken[j] = 1;
+    }
+    return nm;
+}
+
 /* The ops a fused launch took (bt->taken) have run. */
 static void mark_taken_done(batch *bt) {
     for (int j = 0; j < bt->nq; j++)
@@ -249,20 +272,8 @@ _Static_assert(K_MATVEC_Q_SEGS <= K_MV_SEGS, "a group's members fit either launc
 static int try_matvec_group(backend *b, batch *bt, int i) {
     const qop *q0 = &bt->q[i];
     if (q0->kind != Q_MATMUL || !cuda_matmul_own(cuda_st(b), &q0->w, q0->n)) return 0;
-    const int nseg = q0->w.q ? K_MATVEC_Q_SEGS : K_MV_SEGS;
-    const span xs = span_of(q0->a, (size_t)q0->n * q0->w.cols);
-    int mem[K_MV_SEGS], nm = 0;
-    memset(bt->taken, 0, sizeof bt->taken);
-    for (int j = i; j < bt->nq && nm < nseg; j++) {
-        if (bt->done[j] || !same_input(b, q0, &bt->q[j])) continue;
-        const span o = out_span(&bt->q[j]);
-        int ok = !overlap(o, xs) && (j == i || can_hoist(bt, i, j));
-        for (int k = 0; k < nm && ok; k++)
-            ok = !overlap(o, out_span(&bt->q[mem[k]]));
-        if (!ok) continue;
-        mem[nm++] = j;
-        bt->taken[j] = 1;
-    }
+    int mem[K_MV_SEGS];
+    const int nm = gather_on_x(b, bt, i, q0->w.q ? K_MATVEC_Q_SEGS : K_MV_SEGS, same_input, mem);
     if (!nm) return 0; /* the first product writes its own input: it runs alone */
     if (q0->w.q) {
         if (nm == 1) return 0;
@@ -538,6 +549,13 @@ static int try_norm_parts(backend *b, batch *bt, int i) {
 
 /* ---- 1b. products on cuBLAS reading the same x: one split of x ----------------------------- */
 
+/* Does product y read op x's input and take the same split of it on cuBLAS? */
+static int same_split(backend *b, const qop *x, const qop *y) {
+    return y->kind == Q_MATMUL && y->a == x->a && y->n == x->n && y->w.cols == x->w.cols &&
+           cuda_matmul_split_kind(cuda_st(b), &y->w, y->n) ==
+               cuda_matmul_split_kind(cuda_st(b), &x->w, x->n);
+}
+
 /* Products of a prefill chunk that read the same x and take the same split of it (q, k and v;
  * gate and up), hoisted up to the first and run back to back, each after the first on the
  * split of x that the first made (backend_cuda_core.c). Their products and sums are those of
@@ -545,29 +563,18 @@ static int try_norm_parts(backend *b, batch *bt, int i) {
 static int try_shared_split(backend *b, batch *bt, int i) {
     cuda_state *st = cuda_st(b);
     const qop *q0 = &bt->q[i];
-    if (q0->kind != Q_MATMUL) return 0;
-    const int kind = cuda_matmul_split_kind(st, &q0->w, q0->n);
-    const span xs = span_of(q0->a, (size_t)q0->n * q0->w.cols);
-    if (kind < 0 || overlap(out_span(q0), xs)) return 0;
-    int mem[QCAP], nm = 0;
-    memset(bt->taken, 0, sizeof bt->taken); /* (can_hoist reads it) */
-    mem[nm++] = i;
-    for (int j = i + 1; j < bt->nq; j++) {
-        const qop *y = &bt->q[j];
-        if (bt->done[j] || y->kind != Q_MATMUL || y->a != q0->a || y->n != q0->n ||
-            y->w.cols != q0->w.cols || cuda_matmul_split_kind(st, &y->w, y->n) != kind)
-            continue;
-        int ok = !overlap(out_span(y), xs) && can_hoist(bt, i, j);
-        for (int k = 0; k < nm && ok; k++)
-            ok = !overlap(out_span(y), out_span(&bt->q[mem[k]]));
-        if (ok) mem[nm++] = j;
-    }
+    /* (a product that writes its own x is left to run alone) */
+    if (q0->kind != Q_MATMUL || cuda_matmul_split_kind(st, &q0->w, q0->n) < 0 ||
+        overlap(out_span(q0), span_of(q0->a, (size_t)q0->n * q0->w.cols)))
+        return 0;
+    int mem[QCAP];
+    const int nm = gather_on_x(b, bt, i, QCAP, same_split, mem);
     if (nm < 2) return 0;
     for (int k = 0; k < nm; k++) {
         const qop *m = &bt->q[mem[k]];
         cuda_matmul_now(st, m->out, &m->w, m->a, m->n, k > 0);
-        bt->done[mem[k]] = 1;
     }
+    mark_taken_done(bt);
     return 1;
 }
 

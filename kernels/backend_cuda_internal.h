@@ -92,8 +92,7 @@ typedef struct {
     int keep_on;
     dq_keep kept;
     long kept_writes; /* copies written (once each, unless forgotten) */
-    uint16_t *cur;    /* the kept copy the product in progress reads, or NULL */
-    int cur_i;        /* and its entry */
+    int cur_i;        /* the entry of the kept copy the product in progress reads, or -1 */
     int cur_made;     /* and whether it is written for that product */
 } cuda_dequant;
 
