@@ -369,7 +369,7 @@ void backend_cuda_reset_counters(backend *b) {
     memset(st->calls, 0, sizeof st->calls);
     memset(st->ms, 0, sizeof st->ms);
     st->decode_steps = st->replays = st->captures = st->attn_split_ops = st->attn_rows_ops =
-        st->mlp_ops = st->dq.book.made_ahead = st->dq.book.used_ahead = 0;
+        st->mlp_ops = st->dq.book.made_ahead = st->dq.book.used_ahead = st->dq.kept_writes = 0;
 }
 
 void backend_cuda_profile_print(backend *b, FILE *f) {

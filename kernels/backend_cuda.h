@@ -58,7 +58,7 @@ typedef struct {
     long dequant_ahead;       /* quantized matrices' 16-bit copies made one product ahead */
     long dequant_ahead_used;  /* prefill products that found their copy made so */
     long dequant_kept;        /* copies kept on the device (GEMMA_CUDA_DEQUANT=keep) */
-    long dequant_kept_writes; /* and the times one was written (once each, unless forgotten) */
+    long dequant_kept_writes; /* copies written since the counters were zeroed (a kept copy once) */
     size_t dequant_kept_bytes; /* and their bytes */
 } backend_cuda_counters;
 
@@ -66,7 +66,8 @@ void backend_cuda_stats(backend *b, backend_cuda_counters *c);
 /* 1 when the backend multiplies by q (int8 / int4 weights: kernels/matvec_q.h wants cols a
  * multiple of 128 and group 32, 64 or 128), else 0: the decoder refuses such a model by name. */
 int backend_cuda_takes_quant(const quant_matrix *q);
-/* Zero the counters (bytes, calls, times, steps), e.g. after a prefill, to see decode alone. */
+/* Zero the counters (bytes, calls, times, steps, copies made), e.g. after a prefill, to see decode
+ * alone. The kept copies themselves (dequant_kept, _bytes) stay. */
 void backend_cuda_reset_counters(backend *b);
 /* The per-family table (times only when GEMMA_CUDA_PROFILE=1). */
 void backend_cuda_profile_print(backend *b, FILE *f);

@@ -91,7 +91,7 @@ typedef struct {
     /* GEMMA_CUDA_DEQUANT=keep: copies kept, the buffers only for the matrices without one */
     int keep_on;
     dq_keep kept;
-    long kept_writes; /* copies written (once each, unless forgotten) */
+    long kept_writes; /* copies written since the counters were zeroed */
     int cur_i;        /* the entry of the kept copy the product in progress reads, or -1 */
     int cur_made;     /* and whether it is written for that product */
 } cuda_dequant;

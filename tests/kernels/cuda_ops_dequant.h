@@ -17,7 +17,7 @@
  * (B, C, D, then the next round's A) and finds 3 of them (B, C, D): the backend's counters
  * (not under GEMMA_CUDA_PROFILE, which makes nothing ahead). The same rounds on a backend that
  * keeps its copies (GEMMA_CUDA_DEQUANT=keep) give the same bits, from 4 copies kept in round 2
- * and written once. */
+ * and written once: a round after the counters are zeroed writes none. */
 
 #define DQ_MATS 4
 
@@ -129,6 +129,13 @@ static void test_dequant_copies(backend *ahead, backend *keep) {
                r + 1, c1.dequant_kept, c1.dequant_kept_bytes, c1.dequant_kept_writes,
                c1.dequant_ahead, want, 2 * weights);
     }
+    backend_cuda_reset_counters(gpu); /* zeroes the writes, not the copies */
+    dq_round(&t, 1, 0, "kept, counters zeroed");
+    backend_cuda_stats(gpu, &c1);
+    EXPECT(c1.dequant_kept == DQ_MATS && c1.dequant_kept_writes == 0,
+           "copies kept: after zeroing the counters and a round, %ld kept, written %ld times (want "
+           "%d, none)",
+           c1.dequant_kept, c1.dequant_kept_writes, DQ_MATS);
     gpu = ahead;
     for (int i = 0; i < DQ_MATS; i++) {
         pair_free(&t.x[i]);
