@@ -136,6 +136,29 @@ static int pair_check(const pair *p, double atol, double rtol, const double *sca
     return ok;
 }
 
+/* A CUDA backend made under the switches env (n pairs of variable and value), each variable then
+ * back to what the caller had (set or unset): backends read their switches once, when made. */
+static backend *gpu_under(const char *const env[][2], int n) {
+    char *saved[4];
+    CHECK(n <= 4);
+    for (int i = 0; i < n; i++) {
+        const char *was = getenv(env[i][0]);
+        saved[i] = was ? xstrdup(was) : NULL;
+        setenv(env[i][0], env[i][1], 1);
+    }
+    char err[256];
+    backend *b = backend_cuda_new(err, sizeof err);
+    for (int i = n - 1; i >= 0; i--) {
+        if (saved[i])
+            setenv(env[i][0], saved[i], 1);
+        else
+            unsetenv(env[i][0]);
+        free(saved[i]);
+    }
+    if (!b) die("%s", err);
+    return b;
+}
+
 /* ---- ops ------------------------------------------------------------------------------ */
 
 static void test_buffers(void) {
@@ -721,24 +744,12 @@ static int run_ops(void) {
     char err[256];
     test_buffers();
     test_matmul(gpu, 1e-5, 1e-5, "own");
-    setenv("GEMMA_CUDA_GEMM", "auto", 1);
-    backend *cb = backend_cuda_new(err, sizeof err);
-    setenv("GEMMA_CUDA_GEMM", "own", 1); /* ops_backends */
-    CHECK(cb);
+    backend *cb = gpu_under((const char *const[][2]){{"GEMMA_CUDA_GEMM", "auto"}}, 1);
     test_matmul(cb, RTOL_X16, 1e-5, "auto (n > 17: cuBLAS)");
     test_matmul_quant(cb, 17, RTOL_X16, "auto (n > 17: cuBLAS)");
     test_matmul_quant_ranges(cb);
-    char *dq_env = getenv("GEMMA_CUDA_DEQUANT") ? xstrdup(getenv("GEMMA_CUDA_DEQUANT")) : NULL;
-    setenv("GEMMA_CUDA_GEMM", "auto", 1);
-    setenv("GEMMA_CUDA_DEQUANT", "keep", 1);
-    backend *ck = backend_cuda_new(err, sizeof err);
-    setenv("GEMMA_CUDA_GEMM", "own", 1);
-    if (dq_env)
-        setenv("GEMMA_CUDA_DEQUANT", dq_env, 1);
-    else
-        unsetenv("GEMMA_CUDA_DEQUANT");
-    free(dq_env);
-    CHECK(ck);
+    backend *ck = gpu_under(
+        (const char *const[][2]){{"GEMMA_CUDA_GEMM", "auto"}, {"GEMMA_CUDA_DEQUANT", "keep"}}, 2);
     test_dequant_copies(cb, ck);
     test_shared_split(cb);
     ck->destroy(ck);

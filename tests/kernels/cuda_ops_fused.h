@@ -158,26 +158,16 @@ static void test_fused_mlp(void) {
  * a backend of its own; the caller's GEMMA_CUDA_MLP is put back afterwards. */
 static void test_fused_whole_mlp_form(int form, int quant);
 static void test_fused_whole_mlp(void) {
-    const char *was = getenv("GEMMA_CUDA_MLP");
-    char *saved = was ? xstrdup(was) : NULL;
     backend *dflt = gpu;
     const struct {
         const char *value;
         int form, quant;
     } sw[] = {{"all", K_MLP_CORES, 1}, {"mma", K_MLP_MMA, 0}};
     for (int f = 0; f < 2; f++) {
-        char err[256];
-        setenv("GEMMA_CUDA_MLP", sw[f].value, 1);
-        gpu = backend_cuda_new(err, sizeof err);
-        if (!gpu) die("%s", err);
+        gpu = gpu_under((const char *const[][2]){{"GEMMA_CUDA_MLP", sw[f].value}}, 1);
         test_fused_whole_mlp_form(sw[f].form, sw[f].quant);
         gpu->destroy(gpu);
     }
-    if (saved)
-        setenv("GEMMA_CUDA_MLP", saved, 1);
-    else
-        unsetenv("GEMMA_CUDA_MLP");
-    free(saved);
     gpu = dflt;
 }
 
