@@ -16,9 +16,10 @@
  *                             alike (all: faster verify passes, a slower int4 decode step)
  *   GEMMA_CUDA_DEQUANT=ahead|keep  the 16-bit copies of int8 / int4 matrices that prefill
  *                             products read: made each prompt, one product ahead, in two
- *                             buffers (ahead, default), or kept on the device from the second
- *                             prompt on while it has room (keep: faster prefill, E4B int4 7.7 GB
- *                             more device memory; backend_cuda_dequant.c)
+ *                             buffers (ahead, default), or kept on the device from a matrix's
+ *                             second prefill product on while it has room (keep: faster
+ *                             prefill, E4B int4 7.7 GB more device memory;
+ *                             backend_cuda_dequant.c)
  * By architecture:
  *   GEMMA_CUDA_ATTN=auto|split|cluster   attention as one kernel of thread block clusters for
  *                             short rings (cluster: sm_90+ only) or slices + merge (split);

@@ -21,7 +21,8 @@
  * second prefill product and kept on the device, so later prompts make none: the whole-MLP
  * kernel's trade (weights held twice) for prefill. Which copies are kept, and when there is no
  * room for more, is the book's too (dq_keep); the matrices without one go by the two buffers.
- * E4B at int4 g32: 7.7 GB more, a 256-token prompt 14290 tokens/s against 12220 on an H100. */
+ * E4B at int4 g32: 7.7 GB more, a 256-token prompt 14963 / 15036 tokens/s against 12585 /
+ * 12568 made ahead (an H100, `engine bench`, the same run, binaries of 8a9c753). */
 #include "backend_cuda_internal.h"
 
 static void dequantize(cudaStream_t s, const cuda_dq_matrix *m, uint16_t *out) {
